@@ -1,0 +1,32 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+  name: "trialwatch",
+  platforms: [.macOS(.v13)],
+  products: [
+    .library(name: "TrialCore", targets: ["TrialCore"]),
+    .library(name: "TrialTesting", targets: ["TrialTesting"]),
+  ],
+  dependencies: [
+    .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+  ],
+  targets: [
+    // The domain and the scheduling logic: no I/O, no C, no Dispatch.
+    .target(
+      name: "TrialCore",
+      dependencies: [.product(name: "HeapModule", package: "swift-collections")]
+    ),
+    // Test doubles shipped as a library: virtual time, in-memory repository, spies.
+    .target(name: "TrialTesting", dependencies: ["TrialCore"]),
+    .testTarget(
+      name: "TrialCoreTests",
+      dependencies: [
+        "TrialCore", "TrialTesting",
+        .product(name: "PropertyBased", package: "swift-property-based"),
+      ]
+    ),
+    .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
+  ]
+)

@@ -1,0 +1,123 @@
+import Foundation
+
+public enum TrialState: String, Hashable, Sendable, CaseIterable {
+  case active
+  case expired
+  case converted
+  case cancelled
+
+  public var isEnded: Bool { self != .active }
+}
+
+/// How a trial can be ended early by its owner.
+public enum TrialOutcome: String, Hashable, Sendable, CaseIterable {
+  case converted
+  case cancelled
+
+  public var state: TrialState {
+    switch self {
+    case .converted: .converted
+    case .cancelled: .cancelled
+    }
+  }
+}
+
+/// When reminders fire, as spans before the trial's end.
+public struct ReminderSchedule: Hashable, Sendable, CustomStringConvertible {
+  /// 3 days and 1 day before the end.
+  public static let `default` = ReminderSchedule(uncheckedOffsets: [Days(3), Days(1)])
+  public static let none = ReminderSchedule(uncheckedOffsets: [])
+  /// The most reminders one trial may carry.
+  public static let maximumCount = 32
+
+  public struct InvalidOffsets: Error, Equatable, CustomStringConvertible {
+    public var description: String
+  }
+
+  /// Offsets before the end, largest first (so in the order they fall due), without duplicates.
+  public let offsets: [Days]
+
+  /// Offsets are rounded to whole milliseconds; each must be positive.
+  public init(_ offsets: [Days]) throws(InvalidOffsets) {
+    var seen = Set<Days>()
+    var cleaned: [Days] = []
+    for offset in offsets {
+      guard offset.amount.isFinite, offset.timeInterval >= 0.001 else {
+        throw InvalidOffsets(
+          description: "reminder offset \(offset) must be a positive span before the end")
+      }
+      let rounded = Days(timeInterval: (offset.timeInterval * 1000).rounded() / 1000)
+      if seen.insert(rounded).inserted { cleaned.append(rounded) }
+    }
+    guard cleaned.count <= ReminderSchedule.maximumCount else {
+      throw InvalidOffsets(
+        description: "at most \(ReminderSchedule.maximumCount) reminders per trial, got \(cleaned.count)")
+    }
+    self.offsets = cleaned.sorted(by: >)
+  }
+
+  private init(uncheckedOffsets: [Days]) {
+    self.offsets = uncheckedOffsets
+  }
+
+  public var description: String {
+    offsets.isEmpty ? "none" : offsets.map(TimeSpan.format).joined(separator: ", ")
+  }
+}
+
+/// One subject's trial: the unit trialwatch keeps and fires events for.
+public struct Trial: Hashable, Sendable {
+  public let id: TrialID
+  /// The caller's name for what is on trial, e.g. `acme-42`.
+  public var subject: String
+  public var period: TrialPeriod
+  public var state: TrialState
+  public var reminders: ReminderSchedule
+  /// Changes whenever the end date changes, so events of an older end can never be taken for current.
+  public var revision: UInt32
+  /// When the trial left the active state.
+  public var endedAt: Date?
+
+  public init(
+    id: TrialID, subject: String, period: TrialPeriod, state: TrialState = .active,
+    reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil
+  ) {
+    self.id = id
+    self.subject = subject
+    self.period = period
+    self.state = state
+    self.reminders = reminders
+    self.revision = revision
+    self.endedAt = endedAt
+  }
+
+  /// Every event of the current revision, in the order they fall due: reminders, then expiry.
+  public var events: [TrialEvent] {
+    (0...reminders.offsets.count).map { event(at: $0) }
+  }
+
+  /// The event at `index` of the current revision's plan; the last index is the expiry.
+  public func event(at index: Int) -> TrialEvent {
+    let kind: EventKind =
+      index < reminders.offsets.count ? .reminder(before: reminders.offsets[index]) : .expiry
+    return TrialEvent(trialID: id, revision: revision, kind: kind, endDate: period.endDate)
+  }
+
+  /// Moves the end date, starting a new revision.
+  public mutating func reschedule(endDate: Date) {
+    period.endDate = endDate
+    revision &+= 1
+  }
+
+  public var isActive: Bool { state == .active }
+
+  /// Subjects are printable names: 1 to 255 bytes, no control characters.
+  public static func validateSubject(_ subject: String) -> String? {
+    if subject.isEmpty { return "subject must not be empty" }
+    if subject.utf8.count > 255 { return "subject is longer than 255 bytes" }
+    if subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+      return "subject must not contain control characters"
+    }
+    return nil
+  }
+}

@@ -1,0 +1,153 @@
+import Foundation
+
+/// The operations on trials, written once over any `TrialRepository`.
+extension TrialRepository {
+  /// How many ids are tried before giving up; with random 64-bit ids a second try is
+  /// already astronomically rare.
+  public static var idAttempts: Int { 64 }
+
+  /// Starts a trial for `subject`. Reminders already due are recorded as skipped.
+  /// - Throws: `TrialError` when the subject already has an active trial, when the end
+  ///   is not after `now`, or when no unused id is found.
+  public func startTrial(
+    subject: String, endDate: Date, reminders: ReminderSchedule, now: Date, ids: any TrialIDGenerator
+  ) throws -> (trial: Trial, skipped: [DueEvent]) {
+    try write { txn in try Self.startTrial(in: txn, subject: subject, endDate: endDate, reminders: reminders, now: now, ids: ids) }
+  }
+
+  /// The body of `startTrial`, for use inside a larger batch.
+  public static func startTrial(
+    in txn: any TrialWriteTransaction, subject: String, endDate: Date, reminders: ReminderSchedule,
+    now: Date, ids: any TrialIDGenerator
+  ) throws -> (trial: Trial, skipped: [DueEvent]) {
+    if let problem = Trial.validateSubject(subject) { throw TrialError.invalid("subject", problem) }
+    guard endDate > now else {
+      throw TrialError.invalid("endsAt", "the end must lie in the future")
+    }
+    if let existing = try txn.activeTrialID(subject: subject) {
+      throw TrialError(.subjectAlreadyActive(subject: subject, existing: existing))
+    }
+    var id: TrialID?
+    for _ in 0..<idAttempts {
+      let candidate = ids.nextID()
+      if try txn.trial(candidate) == nil {
+        id = candidate
+        break
+      }
+    }
+    guard let id else { throw TrialError(.idSpaceExhausted(attempts: idAttempts)) }
+    let trial = Trial(
+      id: id, subject: subject, period: TrialPeriod(startDate: now, endDate: endDate), reminders: reminders)
+    try txn.putTrial(trial)
+    let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtStart)
+    for event in skipped { try txn.putLedgerEntry(LedgerEntry(event, deliveredAt: now)) }
+    return (trial, skipped)
+  }
+
+  /// Moves an active trial's end to `endDate`, starting a new revision.
+  public func extendTrial(_ id: TrialID, to endDate: Date, now: Date) throws -> (trial: Trial, skipped: [DueEvent]) {
+    try write { txn in try Self.extendTrial(in: txn, id, to: endDate, now: now) }
+  }
+
+  public static func extendTrial(in txn: any TrialWriteTransaction, _ id: TrialID, to endDate: Date, now: Date)
+    throws -> (trial: Trial, skipped: [DueEvent])
+  {
+    guard var trial = try txn.trial(id) else { throw TrialError(.notFound("with id \(id)")) }
+    guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
+    guard endDate > now else { throw TrialError.invalid("endsAt", "the new end must lie in the future") }
+    trial.reschedule(endDate: endDate)
+    try txn.putTrial(trial)
+    let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtExtension)
+    for event in skipped { try txn.putLedgerEntry(LedgerEntry(event, deliveredAt: now)) }
+    return (trial, skipped)
+  }
+
+  /// Ends an active trial early: converted or cancelled. Its pending events never fire.
+  public func endTrial(_ id: TrialID, outcome: TrialOutcome, now: Date) throws -> Trial {
+    try write { txn in try Self.endTrial(in: txn, id, outcome: outcome, now: now) }
+  }
+
+  public static func endTrial(in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, now: Date)
+    throws -> Trial
+  {
+    guard var trial = try txn.trial(id) else { throw TrialError(.notFound("with id \(id)")) }
+    guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
+    trial.state = outcome.state
+    trial.endedAt = now
+    try txn.putTrial(trial)
+    return trial
+  }
+
+  /// Records taken events exactly once, in one transaction: each goes into the ledger and
+  /// the outbox, and a fired expiry moves its trial to `expired`. Events already in the
+  /// ledger, or not of their trial's current active revision, are left out. Returns the
+  /// entries recorded, in order.
+  public func commit(_ due: [DueEvent], now: Date) throws -> [LedgerEntry] {
+    try write { txn in try Self.commit(in: txn, due, now: now) }
+  }
+
+  public static func commit(in txn: any TrialWriteTransaction, _ due: [DueEvent], now: Date) throws -> [LedgerEntry] {
+    var recorded: [LedgerEntry] = []
+    recorded.reserveCapacity(due.count)
+    for item in due {
+      guard try txn.ledgerEntry(item.event.id) == nil,
+        var trial = try txn.trial(item.event.trialID), trial.isActive,
+        trial.revision == item.event.revision
+      else { continue }
+      let entry = LedgerEntry(item)
+      try txn.putLedgerEntry(entry)
+      if item.event.kind == .expiry {
+        trial.state = .expired
+        trial.endedAt = item.takenAt
+        try txn.putTrial(trial)
+      }
+      recorded.append(entry)
+    }
+    try txn.setLastSeenWallTime(now)
+    return recorded
+  }
+
+  /// Marks entries as delivered, taking them out of the outbox.
+  public func markDelivered(_ ids: [EventID], at now: Date) throws {
+    try write { txn in
+      for id in ids {
+        guard var entry = try txn.ledgerEntry(id), entry.deliveredAt == nil else { continue }
+        entry.deliveredAt = now
+        try txn.putLedgerEntry(entry)
+      }
+    }
+  }
+
+  /// Entries taken but never delivered (the process stopped in between), in id order.
+  public func outbox() throws -> [LedgerEntry] {
+    try read { txn in
+      var entries: [LedgerEntry] = []
+      try txn.scanOutbox { entries.append($0); return true }
+      return entries
+    }
+  }
+
+  /// Rebuilds a planner from the store: every active trial's events from the first one not
+  /// in the ledger on. Returns the number of trials read.
+  @discardableResult
+  public func restore(into planner: inout Planner) throws -> Int {
+    try read { txn in
+      var count = 0
+      try txn.scanTrials(after: nil) { trial in
+        count += 1
+        guard trial.isActive else { return true }
+        let entries = try txn.ledgerEntries(trial: trial.id)
+        let done = Set(entries.lazy.filter { $0.event.revision == trial.revision }.map(\.id))
+        planner.restore(trial) { done.contains($0) }
+        return true
+      }
+      return count
+    }
+  }
+
+  static func skippedReminders(of trial: Trial, now: Date, reason: SkipReason) -> [DueEvent] {
+    trial.events.filter { $0.kind != .expiry && $0.due <= now }.map {
+      DueEvent(event: $0, takenAt: now, disposition: .skip(reason), isLate: false)
+    }
+  }
+}

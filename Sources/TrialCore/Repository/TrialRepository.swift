@@ -1,0 +1,39 @@
+import Foundation
+
+/// Reads inside one consistent snapshot of the store.
+public protocol TrialReadTransaction {
+  func trial(_ id: TrialID) throws -> Trial?
+  /// The id of the subject's active trial, if it has one.
+  func activeTrialID(subject: String) throws -> TrialID?
+  /// Trials in id order, starting after `after`, until `body` returns false.
+  func scanTrials(after: TrialID?, _ body: (Trial) throws -> Bool) throws
+  func ledgerEntry(_ id: EventID) throws -> LedgerEntry?
+  /// The ledger entries of one trial, over all its revisions, in id order.
+  func ledgerEntries(trial: TrialID) throws -> [LedgerEntry]
+  /// Entries taken but not yet delivered, until `body` returns false.
+  func scanOutbox(_ body: (LedgerEntry) throws -> Bool) throws
+  /// The wall time the daemon last recorded, to notice a backward clock step across restarts.
+  func lastSeenWallTime() throws -> Date?
+}
+
+/// Writes inside one transaction: all of them land, or none.
+public protocol TrialWriteTransaction: TrialReadTransaction {
+  /// Inserts or replaces the trial, keeping the subject index in step: a subject maps to
+  /// its trial while that trial is active.
+  func putTrial(_ trial: Trial) throws
+  /// Records an event as taken. An undelivered entry is also placed in the outbox; a
+  /// delivered one is removed from it.
+  func putLedgerEntry(_ entry: LedgerEntry) throws
+  func setLastSeenWallTime(_ date: Date) throws
+}
+
+/// Where trials and the event ledger live. Implementations: the LMDB file store
+/// (TrialStore) and an in-memory one for tests (TrialTesting). The operations trialwatch
+/// performs on top of these primitives (starting with a fresh id, firing exactly once) are
+/// written once, in the extension below.
+public protocol TrialRepository: AnyObject {
+  func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R
+  /// Runs `body` in one write transaction, committed durably before returning. A throw
+  /// from `body` aborts the transaction and changes nothing.
+  func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R
+}

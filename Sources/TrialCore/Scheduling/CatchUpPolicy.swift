@@ -1,0 +1,93 @@
+import Foundation
+
+/// What happens to events found late: after downtime, suspend, or a forward clock step.
+///
+/// An event is *late* when it is taken more than `lateThreshold` after it fell due. Expiry
+/// always fires, late or not, and carries its lateness. Late reminders follow `reminders`.
+public struct CatchUpPolicy: Hashable, Sendable {
+  public enum LateReminders: String, Hashable, Sendable, CaseIterable {
+    /// Only the most recent late reminder of a trial fires; the ones it supersedes, and
+    /// any late reminder of a trial whose expiry fires in the same wake, are skipped.
+    case latest
+    /// Every late reminder fires.
+    case all
+    /// A reminder later than `grace` is skipped; one within the grace still fires.
+    case skip
+  }
+
+  public var reminders: LateReminders
+  /// How late a reminder may be and still fire under `skip`.
+  public var grace: TimeInterval
+  /// Taken more than this after its due time, an event counts as late.
+  public var lateThreshold: TimeInterval
+
+  public init(reminders: LateReminders = .latest, grace: TimeInterval = 3_600, lateThreshold: TimeInterval = 1)
+  {
+    self.reminders = reminders
+    self.grace = grace
+    self.lateThreshold = lateThreshold
+  }
+}
+
+/// Why an event did not fire. Every skipped event is reported with one of these.
+public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
+  /// It was already due when the trial started.
+  case alreadyDueAtStart
+  /// It was already due when the trial was extended to its new end.
+  case alreadyDueAtExtension
+  /// A later reminder of the same trial fired in its place (policy `latest`).
+  case supersededByReminder(EventID)
+  /// The trial's expiry fired in the same wake (policy `latest`).
+  case supersededByExpiry
+  /// It was later than the grace period allows (policy `skip`).
+  case beyondGrace(lateness: TimeInterval, grace: TimeInterval)
+
+  public var code: String {
+    switch self {
+    case .alreadyDueAtStart: "already-due-at-start"
+    case .alreadyDueAtExtension: "already-due-at-extension"
+    case .supersededByReminder: "superseded-by-reminder"
+    case .supersededByExpiry: "superseded-by-expiry"
+    case .beyondGrace: "beyond-grace"
+    }
+  }
+
+  public var description: String {
+    switch self {
+    case .alreadyDueAtStart: "already due when the trial started"
+    case .alreadyDueAtExtension: "already due when the trial was extended"
+    case .supersededByReminder(let id): "superseded by the later reminder \(id)"
+    case .supersededByExpiry: "superseded by the trial's expiry"
+    case .beyondGrace(let lateness, let grace):
+      "late by \(TimeSpan.format(Days(timeInterval: lateness))), beyond the grace of "
+        + "\(TimeSpan.format(Days(timeInterval: grace)))"
+    }
+  }
+}
+
+/// An event taken from the planner: either it fires, or it is skipped with a reason.
+public struct DueEvent: Hashable, Sendable {
+  public enum Disposition: Hashable, Sendable {
+    case fire
+    case skip(SkipReason)
+  }
+
+  public var event: TrialEvent
+  /// The moment it was taken.
+  public var takenAt: Date
+  public var disposition: Disposition
+  /// True when taken more than the policy's late threshold after it fell due.
+  public var isLate: Bool
+
+  public init(event: TrialEvent, takenAt: Date, disposition: Disposition, isLate: Bool) {
+    self.event = event
+    self.takenAt = takenAt
+    self.disposition = disposition
+    self.isLate = isLate
+  }
+
+  /// How long after its due time the event was taken (zero if not after).
+  public var lateness: TimeInterval { max(0, takenAt.timeIntervalSince(event.due)) }
+
+  public var fires: Bool { disposition == .fire }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import TrialCore
+
+/// A repository kept in memory, with the same transaction semantics as the file store: a
+/// write that throws leaves nothing behind. For unit tests of the logic above the store.
+public final class InMemoryTrialRepository: TrialRepository {
+  struct State {
+    var trials: [TrialID: Trial] = [:]
+    var subjects: [String: TrialID] = [:]
+    var ledger: [EventID: LedgerEntry] = [:]
+    var outbox: Set<EventID> = []
+    var lastSeen: Date?
+  }
+
+  private var state = State()
+  /// Number of committed write transactions.
+  public private(set) var commitCount = 0
+  /// When set, the next commit fails with this error (and changes nothing).
+  public var failNextCommit: (any Error)?
+
+  public init() {}
+
+  public func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
+    try body(Transaction(state: state))
+  }
+
+  public func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
+    let txn = Transaction(state: state)
+    let result = try body(txn)
+    if let failure = failNextCommit {
+      failNextCommit = nil
+      throw failure
+    }
+    state = txn.state
+    commitCount += 1
+    return result
+  }
+
+  private final class Transaction: TrialWriteTransaction {
+    var state: State
+
+    init(state: State) {
+      self.state = state
+    }
+
+    func trial(_ id: TrialID) throws -> Trial? { state.trials[id] }
+
+    func activeTrialID(subject: String) throws -> TrialID? { state.subjects[subject] }
+
+    func scanTrials(after: TrialID?, _ body: (Trial) throws -> Bool) throws {
+      for id in state.trials.keys.sorted() where after.map({ id > $0 }) ?? true {
+        guard try body(state.trials[id]!) else { return }
+      }
+    }
+
+    func ledgerEntry(_ id: EventID) throws -> LedgerEntry? { state.ledger[id] }
+
+    func ledgerEntries(trial: TrialID) throws -> [LedgerEntry] {
+      state.ledger.values.filter { $0.event.trialID == trial }.sorted { $0.id < $1.id }
+    }
+
+    func scanOutbox(_ body: (LedgerEntry) throws -> Bool) throws {
+      for id in state.outbox.sorted() {
+        guard try body(state.ledger[id]!) else { return }
+      }
+    }
+
+    func lastSeenWallTime() throws -> Date? { state.lastSeen }
+
+    func putTrial(_ trial: Trial) throws {
+      if let old = state.trials[trial.id], old.isActive, state.subjects[old.subject] == trial.id {
+        state.subjects[old.subject] = nil
+      }
+      state.trials[trial.id] = trial
+      if trial.isActive { state.subjects[trial.subject] = trial.id }
+    }
+
+    func putLedgerEntry(_ entry: LedgerEntry) throws {
+      state.ledger[entry.id] = entry
+      if entry.isDelivered {
+        state.outbox.remove(entry.id)
+      } else {
+        state.outbox.insert(entry.id)
+      }
+    }
+
+    func setLastSeenWallTime(_ date: Date) throws { state.lastSeen = date }
+  }
+}

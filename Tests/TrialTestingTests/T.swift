@@ -1,0 +1,3 @@
+import Testing
+import TrialTesting
+struct Placeholder { @Test func x() {} }
