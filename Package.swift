@@ -11,6 +11,7 @@ let package = Package(
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
   ],
   targets: [
     // The domain and the scheduling logic: no I/O, no C, no Dispatch.
@@ -20,6 +21,11 @@ let package = Package(
     ),
     // Test doubles shipped as a library: virtual time, in-memory repository, spies.
     .target(name: "TrialTesting", dependencies: ["TrialCore"]),
+    // The daemon's wiring: scheduling engine, control server, configuration, signals.
+    .target(
+      name: "TrialDaemon",
+      dependencies: ["TrialCore", .product(name: "Logging", package: "swift-log")]
+    ),
     .testTarget(
       name: "TrialCoreTests",
       dependencies: [
@@ -28,5 +34,6 @@ let package = Package(
       ]
     ),
     .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
+    .testTarget(name: "TrialDaemonTests", dependencies: ["TrialDaemon", "TrialCore", "TrialTesting"]),
   ]
 )

@@ -1,21 +1,101 @@
 import Foundation
 
-/// The operations on trials, written once over any `TrialRepository`.
+/// The operations on trials, written once over any `TrialRepository`. Each runs in one
+/// write transaction; `TrialBook` holds the same operations for use inside a caller's
+/// transaction (group commit).
 extension TrialRepository {
-  /// How many ids are tried before giving up; with random 64-bit ids a second try is
-  /// already astronomically rare.
-  public static var idAttempts: Int { 64 }
-
   /// Starts a trial for `subject`. Reminders already due are recorded as skipped.
   /// - Throws: `TrialError` when the subject already has an active trial, when the end
   ///   is not after `now`, or when no unused id is found.
   public func startTrial(
     subject: String, endDate: Date, reminders: ReminderSchedule, now: Date, ids: any TrialIDGenerator
   ) throws -> (trial: Trial, skipped: [DueEvent]) {
-    try write { txn in try Self.startTrial(in: txn, subject: subject, endDate: endDate, reminders: reminders, now: now, ids: ids) }
+    try write { txn in
+      try TrialBook.startTrial(
+        in: txn, subject: subject, endDate: endDate, reminders: reminders, now: now, ids: ids)
+    }
   }
 
-  /// The body of `startTrial`, for use inside a larger batch.
+  /// Moves an active trial's end to `endDate`, starting a new revision.
+  public func extendTrial(_ id: TrialID, to endDate: Date, now: Date) throws -> (
+    trial: Trial, skipped: [DueEvent]
+  ) {
+    try write { txn in try TrialBook.extendTrial(in: txn, id, to: endDate, now: now) }
+  }
+
+  /// Ends an active trial early: converted or cancelled. Its pending events never fire.
+  public func endTrial(_ id: TrialID, outcome: TrialOutcome, now: Date) throws -> Trial {
+    try write { txn in try TrialBook.endTrial(in: txn, id, outcome: outcome, now: now) }
+  }
+
+  /// Records taken events exactly once, in one transaction (see `TrialBook.commit`).
+  public func commit(_ due: [DueEvent], now: Date) throws -> [LedgerEntry] {
+    try write { txn in try TrialBook.commit(in: txn, due, now: now) }
+  }
+
+  /// Marks entries as delivered, taking them out of the outbox.
+  public func markDelivered(_ ids: [EventID], at now: Date) throws {
+    guard !ids.isEmpty else { return }
+    try write { txn in
+      for id in ids {
+        guard var entry = try txn.ledgerEntry(id), entry.deliveredAt == nil else { continue }
+        entry.deliveredAt = now
+        try txn.putLedgerEntry(entry)
+      }
+    }
+  }
+
+  /// Entries taken but never delivered (the process stopped in between), in id order.
+  public func outbox() throws -> [LedgerEntry] {
+    try read { txn in
+      var entries: [LedgerEntry] = []
+      try txn.scanOutbox {
+        entries.append($0)
+        return true
+      }
+      return entries
+    }
+  }
+
+  /// Rebuilds a planner from the store: every active trial's events from the first one not
+  /// in the ledger on. `progress` is called every `progressEvery` trials read.
+  @discardableResult
+  public func restore(
+    into planner: inout Planner, progressEvery: Int = 100_000, progress: (Int) -> Void = { _ in }
+  ) throws -> RestoreSummary {
+    try read { txn in
+      var summary = RestoreSummary()
+      try txn.scanTrials(after: nil) { trial in
+        summary.trials += 1
+        summary.byState[trial.state, default: 0] += 1
+        if summary.trials % progressEvery == 0 { progress(summary.trials) }
+        guard trial.isActive else { return true }
+        let entries = try txn.ledgerEntries(trial: trial.id)
+        let done = Set(entries.lazy.filter { $0.event.revision == trial.revision }.map(\.id))
+        planner.restore(trial) { done.contains($0) }
+        return true
+      }
+      return summary
+    }
+  }
+}
+
+/// What `restore(into:)` read from the store.
+public struct RestoreSummary: Hashable, Sendable {
+  public var trials = 0
+  public var byState: [TrialState: Int] = [:]
+
+  public init() {}
+}
+
+/// The operations themselves, each inside a transaction the caller provides.
+public enum TrialBook {
+  /// How many ids are tried before giving up; with random 64-bit ids a second try is
+  /// already astronomically rare.
+  public static let idAttempts = 64
+
+  /// Starts a trial: validates, refuses a subject that already has an active trial, takes
+  /// ids from `ids` until one is unused, and records reminders already due as skipped.
   public static func startTrial(
     in txn: any TrialWriteTransaction, subject: String, endDate: Date, reminders: ReminderSchedule,
     now: Date, ids: any TrialIDGenerator
@@ -44,14 +124,11 @@ extension TrialRepository {
     return (trial, skipped)
   }
 
-  /// Moves an active trial's end to `endDate`, starting a new revision.
-  public func extendTrial(_ id: TrialID, to endDate: Date, now: Date) throws -> (trial: Trial, skipped: [DueEvent]) {
-    try write { txn in try Self.extendTrial(in: txn, id, to: endDate, now: now) }
-  }
-
-  public static func extendTrial(in txn: any TrialWriteTransaction, _ id: TrialID, to endDate: Date, now: Date)
-    throws -> (trial: Trial, skipped: [DueEvent])
-  {
+  /// Moves an active trial's end, starting a new revision; reminders of the new revision
+  /// already due are recorded as skipped.
+  public static func extendTrial(
+    in txn: any TrialWriteTransaction, _ id: TrialID, to endDate: Date, now: Date
+  ) throws -> (trial: Trial, skipped: [DueEvent]) {
     guard var trial = try txn.trial(id) else { throw TrialError(.notFound("with id \(id)")) }
     guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
     guard endDate > now else { throw TrialError.invalid("endsAt", "the new end must lie in the future") }
@@ -62,14 +139,10 @@ extension TrialRepository {
     return (trial, skipped)
   }
 
-  /// Ends an active trial early: converted or cancelled. Its pending events never fire.
-  public func endTrial(_ id: TrialID, outcome: TrialOutcome, now: Date) throws -> Trial {
-    try write { txn in try Self.endTrial(in: txn, id, outcome: outcome, now: now) }
-  }
-
-  public static func endTrial(in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, now: Date)
-    throws -> Trial
-  {
+  /// Ends an active trial early: converted or cancelled.
+  public static func endTrial(
+    in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, now: Date
+  ) throws -> Trial {
     guard var trial = try txn.trial(id) else { throw TrialError(.notFound("with id \(id)")) }
     guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
     trial.state = outcome.state
@@ -78,15 +151,13 @@ extension TrialRepository {
     return trial
   }
 
-  /// Records taken events exactly once, in one transaction: each goes into the ledger and
-  /// the outbox, and a fired expiry moves its trial to `expired`. Events already in the
-  /// ledger, or not of their trial's current active revision, are left out. Returns the
-  /// entries recorded, in order.
-  public func commit(_ due: [DueEvent], now: Date) throws -> [LedgerEntry] {
-    try write { txn in try Self.commit(in: txn, due, now: now) }
-  }
-
-  public static func commit(in txn: any TrialWriteTransaction, _ due: [DueEvent], now: Date) throws -> [LedgerEntry] {
+  /// Records taken events exactly once: each goes into the ledger and the outbox, and a
+  /// fired expiry moves its trial to `expired`. Events already in the ledger, or not of
+  /// their trial's current active revision, are left out. Also records `now` as the last
+  /// wall time seen. Returns the entries recorded, in order.
+  public static func commit(in txn: any TrialWriteTransaction, _ due: [DueEvent], now: Date) throws
+    -> [LedgerEntry]
+  {
     var recorded: [LedgerEntry] = []
     recorded.reserveCapacity(due.count)
     for item in due {
@@ -105,44 +176,6 @@ extension TrialRepository {
     }
     try txn.setLastSeenWallTime(now)
     return recorded
-  }
-
-  /// Marks entries as delivered, taking them out of the outbox.
-  public func markDelivered(_ ids: [EventID], at now: Date) throws {
-    try write { txn in
-      for id in ids {
-        guard var entry = try txn.ledgerEntry(id), entry.deliveredAt == nil else { continue }
-        entry.deliveredAt = now
-        try txn.putLedgerEntry(entry)
-      }
-    }
-  }
-
-  /// Entries taken but never delivered (the process stopped in between), in id order.
-  public func outbox() throws -> [LedgerEntry] {
-    try read { txn in
-      var entries: [LedgerEntry] = []
-      try txn.scanOutbox { entries.append($0); return true }
-      return entries
-    }
-  }
-
-  /// Rebuilds a planner from the store: every active trial's events from the first one not
-  /// in the ledger on. Returns the number of trials read.
-  @discardableResult
-  public func restore(into planner: inout Planner) throws -> Int {
-    try read { txn in
-      var count = 0
-      try txn.scanTrials(after: nil) { trial in
-        count += 1
-        guard trial.isActive else { return true }
-        let entries = try txn.ledgerEntries(trial: trial.id)
-        let done = Set(entries.lazy.filter { $0.event.revision == trial.revision }.map(\.id))
-        planner.restore(trial) { done.contains($0) }
-        return true
-      }
-      return count
-    }
   }
 
   static func skippedReminders(of trial: Trial, now: Date, reason: SkipReason) -> [DueEvent] {

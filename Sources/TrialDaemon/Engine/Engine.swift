@@ -1,0 +1,451 @@
+import Foundation
+import Logging
+import TrialCore
+
+/// A change to trials, asked for by a client.
+public enum TrialCommand: Hashable, Sendable {
+  /// Starts a trial. With neither `length` nor `endsAt`, the configured default length.
+  case start(subject: String, length: Days?, endsAt: Date?, reminders: ReminderSchedule?)
+  /// Moves the end: by a span from the current end, or to a date.
+  case extend(TrialID, by: Days?, endsAt: Date?)
+  case end(TrialID, TrialOutcome)
+}
+
+/// A command carried out: the trial as it now is, and reminders skipped because already due.
+public struct CommandResult: Hashable, Sendable {
+  public var trial: Trial
+  public var skipped: [DueEvent]
+}
+
+/// The scheduling engine: owns the planner, fires due events exactly once, delivers them.
+///
+/// Every method must be called on the one serial context that also runs the scheduler's
+/// actions (the daemon's queue; in tests, the test itself). The engine never reads the
+/// system time: `now` comes from the scheduler's clock, and the timer it arms is only a
+/// wake-up hint — every wake re-reads the clock and takes whatever is due.
+public final class Engine {
+  public let repository: any TrialRepository
+  public private(set) var settings: EngineSettings
+  public private(set) var planner: Planner
+  private let scheduler: any WakeScheduler
+  private let monotonic: any MonotonicTimeSource
+  private let ids: any TrialIDGenerator
+  private var sinks: [any EventSink]
+  public weak var observer: (any EngineObserver)?
+  private let logger: Logger
+
+  private var wake: (any ScheduledWake)?
+  private var armedDeadline: Date?
+  private var watchdogWake: (any ScheduledWake)?
+  private var statusWake: (any ScheduledWake)?
+  private var lastStatusUptime: TimeInterval?
+  private var lastStatus: String?
+  private var retryWake: (any ScheduledWake)?
+  private var flushWake: (any ScheduledWake)?
+  private var pendingCommands: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)] = []
+  private var reference: (wall: Date, uptime: TimeInterval)?
+  private var stopped = false
+  private var deliveryBacklog = false
+
+  /// Trials by state, kept current as trials start, end and expire.
+  public private(set) var counts: [TrialState: Int] = [:]
+  /// How many events were fired and skipped since start.
+  public private(set) var firedCount = 0
+  public private(set) var skippedCount = 0
+
+  public init(
+    repository: any TrialRepository, scheduler: any WakeScheduler, monotonic: any MonotonicTimeSource,
+    settings: EngineSettings = EngineSettings(), ids: any TrialIDGenerator = RandomTrialIDGenerator(),
+    sinks: [any EventSink] = [], logger: Logger = Logger(label: "trialwatch.engine")
+  ) {
+    self.repository = repository
+    self.scheduler = scheduler
+    self.monotonic = monotonic
+    self.settings = settings
+    self.ids = ids
+    self.sinks = sinks
+    self.logger = logger
+    self.planner = Planner(policy: settings.policy)
+  }
+
+  public var clock: any WallClock { scheduler.clock }
+
+  public func addSink(_ sink: any EventSink) {
+    sinks.append(sink)
+  }
+
+  // MARK: Life cycle
+
+  /// What start-up found and did.
+  public struct StartReport: Hashable, Sendable {
+    public var trials = 0
+    public var activeTrials = 0
+    /// Events taken before the daemon was stopped but never delivered, delivered now.
+    public var redelivered = 0
+    /// Events that fell due while the daemon was down: fired or skipped at start.
+    public var caughtUp = 0
+    /// The wall clock stood earlier than the last time the store saw it.
+    public var backwardStep: ClockStep?
+  }
+
+  /// A wall-clock step: where the clock should have been, and where it was.
+  public struct ClockStep: Hashable, Sendable {
+    public var from: Date
+    public var to: Date
+  }
+
+  /// Loads the store, delivers what a previous run left undelivered, fires what fell due
+  /// while the daemon was down, and arms the timer. The daemon sends `READY=1` after this.
+  public func start(progress: (Int) -> Void = { _ in }) throws -> StartReport {
+    var report = StartReport()
+    let now = clock.now()
+    if let lastSeen = try repository.read({ try $0.lastSeenWallTime() }),
+      now.timeIntervalSince(lastSeen) < -settings.stepTolerance
+    {
+      report.backwardStep = ClockStep(from: lastSeen, to: now)
+      logger.warning(
+        "wall clock is behind the last time seen by the store",
+        metadata: ["last_seen": "\(lastSeen)", "now": "\(now)"])
+      observer?.engineDetectedClockStep(from: lastSeen, to: now)
+    }
+    planner = Planner(policy: settings.policy)
+    let summary = try repository.restore(into: &planner, progress: progress)
+    counts = summary.byState
+    report.trials = summary.trials
+    let outbox = try repository.outbox()
+    report.redelivered = outbox.count
+    if !outbox.isEmpty {
+      logger.notice("delivering events taken before the last stop", metadata: ["count": "\(outbox.count)"])
+      deliver(outbox)
+    }
+    report.caughtUp = fireDue(at: now)
+    report.activeTrials = counts[.active, default: 0]
+    reference = (now, monotonic.uptime())
+    scheduleWatchdog()
+    publishStatus(force: true)
+    return report
+  }
+
+  /// Applies new settings (after a reload). The catch-up policy and defaults apply from now on.
+  public func reload(_ newSettings: EngineSettings) {
+    let watchdogChanged = newSettings.watchdogInterval != settings.watchdogInterval
+    settings = newSettings
+    planner.policy = newSettings.policy
+    if watchdogChanged { scheduleWatchdog() }
+    publishStatus(force: true)
+  }
+
+  /// Stops arming timers; records the wall time last seen. Commands still queued fail.
+  public func stop() {
+    guard !stopped else { return }
+    flushCommands()
+    stopped = true
+    for item in [wake, watchdogWake, statusWake, retryWake, flushWake] { item?.cancel() }
+    wake = nil
+    try? repository.write { try $0.setLastSeenWallTime(clock.now()) }
+  }
+
+  // MARK: Firing
+
+  /// The timer's action and the clock-step handler: re-reads the clock, takes all that is due.
+  public func wakeUp() {
+    guard !stopped else { return }
+    let now = clock.now()
+    detectStep(now: now)
+    _ = fireDue(at: now)
+  }
+
+  /// Called when the system reports a wall-clock change (timerfd cancel-on-set): takes
+  /// whatever became due at once and re-arms for the new wall time.
+  public func clockChanged() {
+    wakeUp()
+  }
+
+  private func detectStep(now: Date) {
+    let uptime = monotonic.uptime()
+    defer { reference = (now, uptime) }
+    guard let reference else { return }
+    let expected = reference.wall.addingTimeInterval(uptime - reference.uptime)
+    if abs(now.timeIntervalSince(expected)) > settings.stepTolerance {
+      logger.notice(
+        "wall clock stepped",
+        metadata: ["expected": "\(expected)", "now": "\(now)", "offset_s": "\(now.timeIntervalSince(expected))"])
+      observer?.engineDetectedClockStep(from: expected, to: now)
+    }
+  }
+
+  /// Takes, commits and delivers everything due at `now`; re-arms. Returns how many were taken.
+  @discardableResult
+  private func fireDue(at now: Date) -> Int {
+    let due = planner.takeDue(at: now)
+    if !due.isEmpty {
+      let entries: [LedgerEntry]
+      do {
+        entries = try repository.commit(due, now: now)
+      } catch {
+        logger.error("could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
+        replan(Set(due.map(\.event.trialID)))
+        scheduleRetry()
+        arm()
+        return 0
+      }
+      for entry in entries {
+        if entry.fired { firedCount += 1 } else { skippedCount += 1 }
+        if entry.fired, entry.event.kind == .expiry {
+          counts[.active, default: 0] -= 1
+          counts[.expired, default: 0] += 1
+        }
+      }
+      deliver(entries)
+      publishStatus()
+    }
+    arm()
+    return due.count
+  }
+
+  /// Puts trials back into the planner from the store, after a failed commit took them out.
+  private func replan(_ trialIDs: Set<TrialID>) {
+    do {
+      try repository.read { txn in
+        for id in trialIDs {
+          guard let trial = try txn.trial(id) else { continue }
+          let done = Set(try txn.ledgerEntries(trial: id).filter { $0.event.revision == trial.revision }.map(\.id))
+          planner.restore(trial) { done.contains($0) }
+        }
+      }
+    } catch {
+      logger.critical("could not re-read trials after a failed commit", metadata: ["error": "\(error)"])
+    }
+  }
+
+  private func deliver(_ entries: [LedgerEntry]) {
+    guard !entries.isEmpty else { return }
+    var delivered: [EventID] = []
+    delivered.reserveCapacity(entries.count)
+    var failed = false
+    do {
+      let trials = try repository.read { txn in try entries.map { try txn.trial($0.event.trialID) } }
+      for (entry, trial) in zip(entries, trials) {
+        guard let trial else {
+          delivered.append(entry.id)
+          continue
+        }
+        do {
+          for sink in sinks { try sink.deliver(entry, trial: trial) }
+          delivered.append(entry.id)
+        } catch {
+          failed = true
+          logger.error("could not deliver event", metadata: ["event": "\(entry.id)", "error": "\(error)"])
+        }
+      }
+      try repository.markDelivered(delivered, at: clock.now())
+    } catch {
+      failed = true
+      logger.error("could not record delivery; will deliver again", metadata: ["error": "\(error)"])
+    }
+    if failed {
+      deliveryBacklog = true
+      scheduleRetry()
+    }
+  }
+
+  private func scheduleRetry() {
+    guard retryWake == nil, !stopped else { return }
+    retryWake = scheduler.schedule(after: settings.retryDelay, label: "retry") { [weak self] in
+      guard let self else { return }
+      self.retryWake = nil
+      if self.deliveryBacklog {
+        self.deliveryBacklog = false
+        if let outbox = try? self.repository.outbox() { self.deliver(outbox) }
+      }
+      self.wakeUp()
+    }
+  }
+
+  /// Arms the one timer at the planner's next deadline (or disarms it).
+  private func arm() {
+    guard !stopped else { return }
+    let deadline = planner.nextDeadline
+    guard deadline != armedDeadline || wake == nil else { return }
+    wake?.cancel()
+    wake = nil
+    armedDeadline = deadline
+    guard let deadline else { return }
+    wake = scheduler.schedule(at: deadline, label: "due") { [weak self] in
+      guard let self else { return }
+      self.wake = nil
+      self.armedDeadline = nil
+      self.wakeUp()
+    }
+  }
+
+  /// When the timer is armed for; nil when nothing is pending.
+  public var nextWake: Date? { wake == nil ? nil : armedDeadline }
+
+  // MARK: Watchdog and status
+
+  private func scheduleWatchdog() {
+    watchdogWake?.cancel()
+    watchdogWake = nil
+    guard let interval = settings.watchdogInterval, interval > 0, !stopped else { return }
+    watchdogWake = scheduler.schedule(after: interval, label: "watchdog") { [weak self] in
+      guard let self else { return }
+      self.observer?.engineWatchdogPing()
+      self.publishStatus()
+      self.scheduleWatchdog()
+    }
+  }
+
+  /// The status line: `3 active trials; next: acme-42 expires in 2h 13min`.
+  public func statusLine() -> String {
+    let active = counts[.active, default: 0]
+    var line = "\(active) active trial\(active == 1 ? "" : "s")"
+    guard let next = planner.nextEvent else { return line + "; nothing scheduled" }
+    let subject = (try? repository.read { try $0.trial(next.trialID) })??.subject ?? "\(next.trialID)"
+    let left = next.due.timeIntervalSince(clock.now())
+    let when = left <= 0 ? "now" : "in " + StatusFormat.brief(left)
+    switch next.kind {
+    case .expiry: line += "; next: \(subject) expires \(when)"
+    case .reminder: line += "; next: \(subject) reminder \(when)"
+    }
+    return line
+  }
+
+  /// Publishes the status at most once per `statusInterval` (monotonic time).
+  private func publishStatus(force: Bool = false) {
+    guard !stopped, observer != nil else { return }
+    let uptime = monotonic.uptime()
+    if !force, let last = lastStatusUptime, uptime - last < settings.statusInterval {
+      guard statusWake == nil else { return }
+      statusWake = scheduler.schedule(after: settings.statusInterval - (uptime - last), label: "status") {
+        [weak self] in
+        self?.statusWake = nil
+        self?.publishStatus(force: true)
+      }
+      return
+    }
+    statusWake?.cancel()
+    statusWake = nil
+    lastStatusUptime = uptime
+    let line = statusLine()
+    guard line != lastStatus else { return }
+    lastStatus = line
+    observer?.engineStatusChanged(line)
+  }
+
+  // MARK: Commands (group commit)
+
+  /// Queues a change. Changes queued before the engine's context next runs are committed
+  /// together, in one durable transaction, then answered in order.
+  public func submit(_ command: TrialCommand, completion: @escaping (Result<CommandResult, any Error>) -> Void) {
+    guard !stopped else {
+      completion(.failure(TrialError.invalid("daemon", "the daemon is stopping")))
+      return
+    }
+    pendingCommands.append((command, completion))
+    guard flushWake == nil else { return }
+    flushWake = scheduler.schedule(after: 0, label: "commit") { [weak self] in
+      self?.flushWake = nil
+      self?.flushCommands()
+    }
+  }
+
+  /// Carries out one command at once, alone in its transaction.
+  public func perform(_ command: TrialCommand) throws -> CommandResult {
+    var outcome: Result<CommandResult, any Error>?
+    pendingCommands.append((command, { outcome = $0 }))
+    flushCommands()
+    return try outcome!.get()
+  }
+
+  private func flushCommands() {
+    flushWake?.cancel()
+    flushWake = nil
+    let batch = pendingCommands
+    pendingCommands = []
+    guard !batch.isEmpty else { return }
+    let now = clock.now()
+    var results: [Result<CommandResult, any Error>] = []
+    do {
+      results = try repository.write { txn in
+        try batch.map { command, _ in
+          do {
+            return .success(try apply(command, in: txn, now: now))
+          } catch let error as TrialError {
+            return .failure(error)
+          }
+        }
+      }
+    } catch {
+      logger.error("could not commit changes", metadata: ["error": "\(error)", "count": "\(batch.count)"])
+      results = batch.map { _ in .failure(error) }
+    }
+    for ((command, _), result) in zip(batch, results) {
+      guard case .success(let done) = result else { continue }
+      switch command {
+      case .start:
+        planner.add(done.trial, now: now, reason: .alreadyDueAtStart)
+        counts[.active, default: 0] += 1
+      case .extend:
+        planner.add(done.trial, now: now, reason: .alreadyDueAtExtension)
+      case .end:
+        planner.cancel(done.trial.id)
+        counts[.active, default: 0] -= 1
+        counts[done.trial.state, default: 0] += 1
+      }
+    }
+    arm()
+    publishStatus()
+    for ((_, completion), result) in zip(batch, results) { completion(result) }
+  }
+
+  private func apply(_ command: TrialCommand, in txn: any TrialWriteTransaction, now: Date) throws
+    -> CommandResult
+  {
+    switch command {
+    case .start(let subject, let length, let endsAt, let reminders):
+      let end: Date
+      if let endsAt {
+        end = endsAt
+      } else {
+        let span = length ?? settings.defaultLength
+        guard span.timeInterval > 0 else { throw TrialError.invalid("duration", "must be positive") }
+        end = now.addingTimeInterval(span.timeInterval)
+      }
+      let started = try TrialBook.startTrial(
+        in: txn, subject: subject, endDate: end, reminders: reminders ?? settings.defaultReminders, now: now,
+        ids: ids)
+      return CommandResult(trial: started.trial, skipped: started.skipped)
+    case .extend(let id, let by, let endsAt):
+      guard let current = try txn.trial(id) else { throw TrialError(.notFound("with id \(id)")) }
+      let end: Date
+      if let endsAt {
+        end = endsAt
+      } else if let by {
+        guard by.timeInterval > 0 else { throw TrialError.invalid("by", "must be positive") }
+        end = current.period.endDate.addingTimeInterval(by.timeInterval)
+      } else {
+        throw TrialError.invalid("by", "give either by or endsAt")
+      }
+      let extended = try TrialBook.extendTrial(in: txn, id, to: end, now: now)
+      return CommandResult(trial: extended.trial, skipped: extended.skipped)
+    case .end(let id, let outcome):
+      let trial = try TrialBook.endTrial(in: txn, id, outcome: outcome, now: now)
+      return CommandResult(trial: trial, skipped: [])
+    }
+  }
+}
+
+/// Short spans for status lines: the two largest units, `2h 13min`, `3d 4h`, `45s`.
+public enum StatusFormat {
+  public static func brief(_ interval: TimeInterval) -> String {
+    var seconds = Int(interval.rounded(.up))
+    let units: [(String, Int)] = [("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1)]
+    var parts: [String] = []
+    for (name, size) in units where seconds >= size && parts.count < 2 {
+      parts.append("\(seconds / size)\(name)")
+      seconds %= size
+    }
+    return parts.isEmpty ? "0s" : parts.joined(separator: " ")
+  }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import TrialCore
+
+/// Where taken events go once they are committed: the journal, watchers, hooks.
+/// A sink that throws leaves the entry in the outbox; it is delivered again later, with
+/// the same event id.
+public protocol EventSink: AnyObject {
+  func deliver(_ entry: LedgerEntry, trial: Trial) throws
+}
+
+/// What the engine tells its host (the systemd notifier, the log) as it runs.
+public protocol EngineObserver: AnyObject {
+  /// The one-line status changed (rate-limited by the engine).
+  func engineStatusChanged(_ status: String)
+  /// The engine's queue is responsive: time to send `WATCHDOG=1`.
+  func engineWatchdogPing()
+  /// The wall clock was stepped by `offset` seconds (negative: backwards).
+  func engineDetectedClockStep(from expected: Date, to actual: Date)
+}
+
+/// Monotonic time in seconds, unaffected by wall-clock steps; the engine uses it to tell a
+/// clock step from the passage of time.
+public protocol MonotonicTimeSource: AnyObject {
+  func uptime() -> TimeInterval
+}
+
+/// The engine's settings that configuration can change at run time.
+public struct EngineSettings: Hashable, Sendable {
+  public var defaultLength: Days
+  public var defaultReminders: ReminderSchedule
+  public var policy: CatchUpPolicy
+  /// `WATCHDOG=1` is sent at this interval (half of `WATCHDOG_USEC`); nil: no watchdog.
+  public var watchdogInterval: TimeInterval?
+  /// The least time between two status updates.
+  public var statusInterval: TimeInterval
+  /// A wall-clock jump larger than this, relative to monotonic time, counts as a step.
+  public var stepTolerance: TimeInterval
+  /// Delay before retrying a failed commit or delivery.
+  public var retryDelay: TimeInterval
+
+  public init(
+    defaultLength: Days = .defaultTrialLength, defaultReminders: ReminderSchedule = .default,
+    policy: CatchUpPolicy = CatchUpPolicy(), watchdogInterval: TimeInterval? = nil,
+    statusInterval: TimeInterval = 0.25, stepTolerance: TimeInterval = 1, retryDelay: TimeInterval = 1
+  ) {
+    self.defaultLength = defaultLength
+    self.defaultReminders = defaultReminders
+    self.policy = policy
+    self.watchdogInterval = watchdogInterval
+    self.statusInterval = statusInterval
+    self.stepTolerance = stepTolerance
+    self.retryDelay = retryDelay
+  }
+}
