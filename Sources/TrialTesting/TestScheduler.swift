@@ -28,7 +28,7 @@ public final class TestScheduler: WakeScheduler {
     let seq: UInt64
     let label: String
     let timeline: Timeline
-    /// Wall: seconds since the reference date. Monotonic: seconds of virtual uptime.
+    /// Wall: seconds since the reference date. Monotonic: seconds of virtual monotonicNow.
     let deadline: Double
     var body: (() -> Void)?
     weak var owner: TestScheduler?
@@ -50,7 +50,7 @@ public final class TestScheduler: WakeScheduler {
   public let manualClock: ManualWallClock
   public var clock: any WallClock { manualClock }
   /// Virtual monotonic time since the scheduler was made.
-  public private(set) var uptime: TimeInterval = 0
+  public private(set) var monotonicNow: TimeInterval = 0
   private var actions: [Action] = []
   private var seq: UInt64 = 0
   /// Every action run, in order, with the wall time it ran at.
@@ -71,7 +71,7 @@ public final class TestScheduler: WakeScheduler {
   public func schedule(after delay: TimeInterval, label: String, _ action: @escaping () -> Void)
     -> any ScheduledWake
   {
-    add(label: label, timeline: .monotonic, deadline: uptime + max(0, delay), action)
+    add(label: label, timeline: .monotonic, deadline: monotonicNow + max(0, delay), action)
   }
 
   private func add(label: String, timeline: Timeline, deadline: Double, _ body: @escaping () -> Void) -> Action {
@@ -90,7 +90,7 @@ public final class TestScheduler: WakeScheduler {
   private func remaining(_ action: Action) -> Double {
     switch action.timeline {
     case .wall: action.deadline - now.timeIntervalSinceReferenceDate
-    case .monotonic: action.deadline - uptime
+    case .monotonic: action.deadline - monotonicNow
     }
   }
 
@@ -152,7 +152,7 @@ public final class TestScheduler: WakeScheduler {
   private func move(by interval: TimeInterval) {
     guard interval > 0 else { return }
     manualClock.advance(by: interval)
-    uptime += interval
+    monotonicNow += interval
   }
 
   /// The actions still waiting, in the order they would run.

@@ -12,6 +12,10 @@ public protocol WakeScheduler: AnyObject {
   /// The wall clock the scheduler's deadlines refer to.
   var clock: any WallClock { get }
 
+  /// Monotonic time in seconds, counting time spent suspended but unaffected by wall-clock
+  /// steps (CLOCK_BOOTTIME on Linux). Comparing it with the wall clock reveals a step.
+  var monotonicNow: TimeInterval { get }
+
   /// Runs `action` once the wall clock reaches `deadline`. A wall-clock deadline: a clock
   /// step moves it closer or further away.
   @discardableResult

@@ -28,7 +28,6 @@ public final class Engine {
   public private(set) var settings: EngineSettings
   public private(set) var planner: Planner
   private let scheduler: any WakeScheduler
-  private let monotonic: any MonotonicTimeSource
   private let ids: any TrialIDGenerator
   private var sinks: [any EventSink]
   public weak var observer: (any EngineObserver)?
@@ -54,13 +53,12 @@ public final class Engine {
   public private(set) var skippedCount = 0
 
   public init(
-    repository: any TrialRepository, scheduler: any WakeScheduler, monotonic: any MonotonicTimeSource,
+    repository: any TrialRepository, scheduler: any WakeScheduler,
     settings: EngineSettings = EngineSettings(), ids: any TrialIDGenerator = RandomTrialIDGenerator(),
     sinks: [any EventSink] = [], logger: Logger = Logger(label: "trialwatch.engine")
   ) {
     self.repository = repository
     self.scheduler = scheduler
-    self.monotonic = monotonic
     self.settings = settings
     self.ids = ids
     self.sinks = sinks
@@ -120,7 +118,7 @@ public final class Engine {
     }
     report.caughtUp = fireDue(at: now)
     report.activeTrials = counts[.active, default: 0]
-    reference = (now, monotonic.uptime())
+    reference = (now, scheduler.monotonicNow)
     scheduleWatchdog()
     publishStatus(force: true)
     return report
@@ -162,7 +160,7 @@ public final class Engine {
   }
 
   private func detectStep(now: Date) {
-    let uptime = monotonic.uptime()
+    let uptime = scheduler.monotonicNow
     defer { reference = (now, uptime) }
     guard let reference else { return }
     let expected = reference.wall.addingTimeInterval(uptime - reference.uptime)
@@ -314,7 +312,7 @@ public final class Engine {
   /// Publishes the status at most once per `statusInterval` (monotonic time).
   private func publishStatus(force: Bool = false) {
     guard !stopped, observer != nil else { return }
-    let uptime = monotonic.uptime()
+    let uptime = scheduler.monotonicNow
     if !force, let last = lastStatusUptime, uptime - last < settings.statusInterval {
       guard statusWake == nil else { return }
       statusWake = scheduler.schedule(after: settings.statusInterval - (uptime - last), label: "status") {

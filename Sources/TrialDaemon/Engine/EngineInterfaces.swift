@@ -18,12 +18,6 @@ public protocol EngineObserver: AnyObject {
   func engineDetectedClockStep(from expected: Date, to actual: Date)
 }
 
-/// Monotonic time in seconds, unaffected by wall-clock steps; the engine uses it to tell a
-/// clock step from the passage of time.
-public protocol MonotonicTimeSource: AnyObject {
-  func uptime() -> TimeInterval
-}
-
 /// The engine's settings that configuration can change at run time.
 public struct EngineSettings: Hashable, Sendable {
   public var defaultLength: Days
