@@ -183,8 +183,11 @@ public final class Engine {
       } catch {
         logger.error("could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
         replan(Set(due.map(\.event.trialID)))
+        // Hold the timer until the retry: re-arming at the overdue deadline would spin.
+        wake?.cancel()
+        wake = nil
+        armedDeadline = nil
         scheduleRetry()
-        arm()
         return 0
       }
       for entry in entries {
@@ -252,6 +255,7 @@ public final class Engine {
     retryWake = scheduler.schedule(after: settings.retryDelay, label: "retry") { [weak self] in
       guard let self else { return }
       self.retryWake = nil
+      self.armedDeadline = nil
       if self.deliveryBacklog {
         self.deliveryBacklog = false
         if let outbox = try? self.repository.outbox() { self.deliver(outbox) }
@@ -262,7 +266,7 @@ public final class Engine {
 
   /// Arms the one timer at the planner's next deadline (or disarms it).
   private func arm() {
-    guard !stopped else { return }
+    guard !stopped, retryWake == nil else { return }
     let deadline = planner.nextDeadline
     guard deadline != armedDeadline || wake == nil else { return }
     wake?.cancel()
