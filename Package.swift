@@ -24,8 +24,10 @@ let package = Package(
     // The daemon's wiring: scheduling engine, control server, configuration, signals.
     .target(
       name: "TrialDaemon",
-      dependencies: ["TrialCore", .product(name: "Logging", package: "swift-log")]
+      dependencies: ["TrialCore", "CTimerFD", .product(name: "Logging", package: "swift-log")]
     ),
+    // <sys/timerfd.h>, which Glibc's module does not export: clock-step detection.
+    .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
     .testTarget(
       name: "TrialCoreTests",
       dependencies: [

@@ -1,0 +1,91 @@
+import Dispatch
+import Foundation
+import Testing
+import TrialCore
+
+@testable import TrialDaemon
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Collects values from the daemon queue and lets the test wait for them, bounded.
+final class Collector<T>: @unchecked Sendable {
+  private let lock = NSLock()
+  private var items: [T] = []
+  private let signal = DispatchSemaphore(value: 0)
+
+  func add(_ item: T) {
+    lock.withLock { items.append(item) }
+    signal.signal()
+  }
+
+  /// Waits until `count` items arrived or `timeout` seconds passed; returns what arrived.
+  func wait(for count: Int, timeout: TimeInterval = 5) -> [T] {
+    var deadline = DispatchTime.now() + timeout
+    while lock.withLock({ items.count }) < count {
+      if signal.wait(timeout: deadline) == .timedOut { break }
+      deadline = max(deadline, .now())
+    }
+    return lock.withLock { items }
+  }
+
+  var values: [T] { lock.withLock { items } }
+}
+
+@Suite struct DispatchWakeSchedulerTests {
+  @Test func delayedAction_RunsOnTheQueue_AndCancelledOneNever() {
+    let queue = DispatchQueue(label: "test.engine")
+    let scheduler = DispatchWakeScheduler(queue: queue)
+    let ran = Collector<String>()
+    queue.sync {
+      let cancelled = scheduler.schedule(after: 0.01, label: "x") { ran.add("cancelled") }
+      scheduler.schedule(after: 0.02, label: "b") {
+        dispatchPrecondition(condition: .onQueue(queue))
+        ran.add("b")
+      }
+      scheduler.schedule(after: 0, label: "a") { ran.add("a") }
+      cancelled.cancel()
+    }
+    #expect(ran.wait(for: 2) == ["a", "b"])
+    // Give a wrongly uncancelled timer the chance to show up after the others.
+    queue.sync {}
+    #expect(ran.wait(for: 3, timeout: 0.05) == ["a", "b"])
+  }
+
+  @Test func wallDeadline_FiresAtOrAfterIt() {
+    let queue = DispatchQueue(label: "test.engine")
+    let scheduler = DispatchWakeScheduler(queue: queue)
+    let fired = Collector<Date>()
+    let deadline = scheduler.clock.now().addingTimeInterval(0.03)
+    _ = queue.sync { scheduler.schedule(at: deadline, label: "due") { fired.add(scheduler.clock.now()) } }
+    let times = fired.wait(for: 1)
+    #expect(times.count == 1)
+    #expect(times.first.map { $0 >= deadline } == true)
+  }
+
+  @Test func monotonicTime_MovesForward() {
+    let scheduler = DispatchWakeScheduler(queue: DispatchQueue(label: "t"))
+    let first = scheduler.monotonicNow
+    #expect(first > 0)
+    #expect(scheduler.monotonicNow >= first)
+  }
+}
+
+@Suite struct ClockStepWatcherTests {
+  @Test(.enabled(if: getuid() == 0, "setting the clock needs root"))
+  func settingTheClock_IsReported() throws {
+    let queue = DispatchQueue(label: "test.steps")
+    let steps = Collector<Int>()
+    let watcher = try ClockStepWatcher(queue: queue) { steps.add(1) }
+    defer { watcher.stop() }
+    // Set the clock to the time it already shows: a set, though not a visible change.
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    #expect(clock_settime(CLOCK_REALTIME, &now) == 0)
+    #expect(steps.wait(for: 1).count == 1)
+    clock_gettime(CLOCK_REALTIME, &now)
+    #expect(clock_settime(CLOCK_REALTIME, &now) == 0)
+    #expect(steps.wait(for: 2).count == 2, "the watcher re-arms after each step")
+  }
+}
