@@ -53,6 +53,8 @@ public final class TestScheduler: WakeScheduler {
   public private(set) var uptime: TimeInterval = 0
   private var actions: [Action] = []
   private var seq: UInt64 = 0
+  /// Counts `setWallTime` calls, so that `advance` knows whether the wall clock was stepped.
+  private var wallSteps = 0
   /// Every action run, in order, with the wall time it ran at.
   public private(set) var log: [(label: String, at: Date)] = []
 
@@ -94,12 +96,14 @@ public final class TestScheduler: WakeScheduler {
     }
   }
 
-  /// The earliest action due within `horizon` seconds; ties go to the one scheduled first.
-  private func nextAction(within horizon: Double) -> (Action, Double)? {
+  /// The earliest action due by the limits (wall: seconds since the reference date;
+  /// monotonic: uptime); ties go to the one scheduled first.
+  private func nextAction(wallLimit: Double, uptimeLimit: Double) -> (Action, Double)? {
     var best: (Action, Double)?
     for action in actions {
+      let limit = action.timeline == .wall ? wallLimit : uptimeLimit
+      guard action.deadline <= limit else { continue }
       let wait = remaining(action)
-      guard wait <= horizon else { continue }
       if let current = best, current.1 < wait || (current.1 == wait && current.0.seq < action.seq) { continue }
       best = (action, wait)
     }
@@ -119,14 +123,37 @@ public final class TestScheduler: WakeScheduler {
   /// scheduled by a running action fire too if they fall due within the interval.
   public func advance(by interval: TimeInterval = 0) {
     precondition(interval >= 0, "virtual time only moves forward; use setWallTime for a step back")
-    var left = interval
-    while let (action, wait) = nextAction(within: left) {
-      let step = max(0, wait)
-      move(by: step)
-      left -= step
+    // Targets are computed once, so that rounding does not pile up over many steps.
+    let uptimeTarget = uptime + interval
+    let wallTarget = now.addingTimeInterval(interval)
+    let steps = wallSteps
+    while true {
+      let wallLimit =
+        wallSteps == steps
+        ? wallTarget.timeIntervalSinceReferenceDate
+        : now.timeIntervalSinceReferenceDate + (uptimeTarget - uptime)
+      guard let (action, wait) = nextAction(wallLimit: wallLimit, uptimeLimit: uptimeTarget) else { break }
+      if wait > 0 {
+        // Land exactly on the deadline, on the action's own timeline.
+        switch action.timeline {
+        case .wall:
+          manualClock.set(Date(timeIntervalSinceReferenceDate: action.deadline))
+          uptime += wait
+        case .monotonic:
+          manualClock.advance(by: wait)
+          uptime = action.deadline
+        }
+      }
       run(action)
     }
-    move(by: left)
+    let left = uptimeTarget - uptime
+    // A wall deadline can land a rounding error past the target; uptime ends on it anyway.
+    uptime = uptimeTarget
+    if wallSteps == steps {
+      manualClock.set(wallTarget)
+    } else if left > 0 {
+      manualClock.advance(by: left)
+    }
   }
 
   /// Moves time forward to `date` on the wall clock, as `advance(by:)`.
@@ -147,6 +174,7 @@ public final class TestScheduler: WakeScheduler {
   /// code under test react to the step) to see what it causes.
   public func setWallTime(_ date: Date) {
     manualClock.set(date)
+    wallSteps += 1
   }
 
   private func move(by interval: TimeInterval) {
