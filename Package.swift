@@ -20,6 +20,8 @@ let package = Package(
     ),
     // Test doubles shipped as a library: virtual time, in-memory repository, spies.
     .target(name: "TrialTesting", dependencies: ["TrialCore"]),
+    // Benchmarks: `make bench` prints every figure as `name: value unit`.
+    .executableTarget(name: "trialwatch-bench", dependencies: ["TrialCore"]),
     .testTarget(
       name: "TrialCoreTests",
       dependencies: [
