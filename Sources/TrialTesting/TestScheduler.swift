@@ -65,7 +65,8 @@ public final class TestScheduler: WakeScheduler {
   public var now: Date { manualClock.now() }
 
   @discardableResult
-  public func schedule(at deadline: Date, label: String, _ action: @escaping () -> Void) -> any ScheduledWake {
+  public func schedule(at deadline: Date, label: String, _ action: @escaping () -> Void) -> any ScheduledWake
+  {
     add(label: label, timeline: .wall, deadline: deadline.timeIntervalSinceReferenceDate, action)
   }
 
@@ -76,7 +77,9 @@ public final class TestScheduler: WakeScheduler {
     add(label: label, timeline: .monotonic, deadline: uptime + max(0, delay), action)
   }
 
-  private func add(label: String, timeline: Timeline, deadline: Double, _ body: @escaping () -> Void) -> Action {
+  private func add(label: String, timeline: Timeline, deadline: Double, _ body: @escaping () -> Void)
+    -> Action
+  {
     seq += 1
     let action = Action(seq: seq, label: label, timeline: timeline, deadline: deadline, body: body)
     action.owner = self
@@ -104,7 +107,9 @@ public final class TestScheduler: WakeScheduler {
       let limit = action.timeline == .wall ? wallLimit : uptimeLimit
       guard action.deadline <= limit else { continue }
       let wait = remaining(action)
-      if let current = best, current.1 < wait || (current.1 == wait && current.0.seq < action.seq) { continue }
+      if let current = best, current.1 < wait || (current.1 == wait && current.0.seq < action.seq) {
+        continue
+      }
       best = (action, wait)
     }
     return best
@@ -194,7 +199,9 @@ public final class TestScheduler: WakeScheduler {
 
   /// The teardown check: records a test failure for every pending action whose label is
   /// not in `allowed`.
-  public func expectNoPendingActions(allowing allowed: Set<String> = [], sourceLocation: SourceLocation = #_sourceLocation) {
+  public func expectNoPendingActions(
+    allowing allowed: Set<String> = [], sourceLocation: SourceLocation = #_sourceLocation
+  ) {
     for action in pending where !allowed.contains(action.label) {
       Issue.record("action left pending at teardown: \(action)", sourceLocation: sourceLocation)
     }

@@ -46,7 +46,8 @@ struct EventIDTests {
     let schedule = try ReminderSchedule([Days(7), Days(1), Days(timeInterval: 90), Days(timeInterval: 0.001)])
     let period = TrialPeriod(
       startDate: Date(timeIntervalSinceReferenceDate: 0), endDate: Date(timeIntervalSinceReferenceDate: 1e6))
-    let trial = Trial(id: TrialID(.max), subject: "acme-42", period: period, reminders: schedule, revision: .max)
+    let trial = Trial(
+      id: TrialID(.max), subject: "acme-42", period: period, reminders: schedule, revision: .max)
     #expect(trial.events.count == 5)
     for event in trial.events {
       #expect(EventID(event.id.description) == event.id)

@@ -26,7 +26,9 @@ struct PlannerPropertyTests {
       case 0, 1:
         // Offsets from a bit set over 1, 2, 3, 4, 6, 8, 12 and 16 units.
         let choices: [TimeInterval] = [1, 2, 3, 4, 6, 8, 12, 16]
-        let offsets = choices.indices.filter { b & (1 << $0) != 0 }.map { choices[$0] * PlannerPropertyTests.unit }
+        let offsets = choices.indices.filter { b & (1 << $0) != 0 }.map {
+          choices[$0] * PlannerPropertyTests.unit
+        }
         self = .start(length: span, offsets: offsets)
       case 2: self = .extend(trial: b, to: span)
       case 3: self = .end(trial: b)
@@ -251,7 +253,8 @@ struct Model {
       case .all:
         disposition = .fire
       case .skip:
-        disposition = lateness > policy.grace ? .skip(.beyondGrace(lateness: lateness, grace: policy.grace)) : .fire
+        disposition =
+          lateness > policy.grace ? .skip(.beyondGrace(lateness: lateness, grace: policy.grace)) : .fire
       case .latest:
         let last = lastOfTrial[event.trialID]!
         if last.id == event.id {

@@ -226,7 +226,8 @@ struct PlannerTimingTests {
     trials.sort { $0.period.startDate < $1.period.startDate }
     // Trials start at their start time, each day's worth at once.
     for day in 0..<30 {
-      for trial in trials where trial.period.startDate >= .day(Double(day))
+      for trial in trials
+      where trial.period.startDate >= .day(Double(day))
         && trial.period.startDate < .day(Double(day + 1))
       {
         driver.scheduler.advance(to: trial.period.startDate)
@@ -278,6 +279,17 @@ struct CatchUpPolicyTests {
     let expected: [DueEvent.Disposition] = Array(repeating: .skip(.supersededByExpiry), count: 4) + [.fire]
     #expect(driver.taken.map(\.disposition) == expected)
     #expect(driver.taken.last?.lateness == TimeInterval(2 * 86_400))
+  }
+
+  @Test func testLatest_BarelyLateReminders_AreStillSuperseded() {
+    let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .latest, lateThreshold: 0))
+    let trial = makeTrial(1, start: .day(0), days: 5, reminders: reminders(2, 2 - 0.5 / 86_400))
+    driver.start(trial)
+    // Found a quarter and three quarters of a second late.
+    driver.stepClock(to: trial.events[1].due.addingTimeInterval(0.25))
+    let expected: [DueEvent.Disposition] = [.skip(.supersededByReminder(trial.events[1].id)), .fire]
+    #expect(driver.taken.map(\.disposition) == expected)
+    #expect(driver.taken.map(\.isLate) == [true, true])
   }
 
   @Test func testLatest_OtherTrialsDoNotSupersede() {
@@ -341,7 +353,9 @@ struct CatchUpPolicyTests {
       .beyondGrace(lateness: 7_200, grace: 3_600),
     ]
     #expect(Set(reasons.map(\.code)).count == reasons.count)
-    #expect(SkipReason.beyondGrace(lateness: 7_200, grace: 3_600).description == "late by 2h, beyond the grace of 1h")
+    #expect(
+      SkipReason.beyondGrace(lateness: 7_200, grace: 3_600).description
+        == "late by 2h, beyond the grace of 1h")
     #expect(SkipReason.supersededByReminder(id).description.contains(id.description))
   }
 }

@@ -25,8 +25,10 @@ struct ReminderScheduleTests {
     #expect(schedule.offsets.map(\.timeInterval) == [60, 1])
   }
 
-  @Test(arguments: [Days(0), Days(-1), Days(timeInterval: -0.5), Days(timeInterval: 0.000_4), Days(.nan),
-    Days(.infinity)])
+  @Test(arguments: [
+    Days(0), Days(-1), Days(timeInterval: -0.5), Days(timeInterval: 0.000_4), Days(.nan),
+    Days(.infinity),
+  ])
   func testInit_NonPositiveOrNonFiniteOffset_IsRejectedNamingIt(offset: Days) {
     #expect {
       _ = try ReminderSchedule([Days(1), offset])
@@ -74,7 +76,8 @@ struct TrialTests {
     let trial = makeTrial()
     let end = trial.period.endDate
     #expect(trial.events.map(\.kind) == [.reminder(before: Days(3)), .reminder(before: Days(1)), .expiry])
-    #expect(trial.events.map(\.due) == [end.addingTimeInterval(-3 * 86_400), end.addingTimeInterval(-86_400), end])
+    #expect(
+      trial.events.map(\.due) == [end.addingTimeInterval(-3 * 86_400), end.addingTimeInterval(-86_400), end])
     #expect(trial.events.allSatisfy { $0.trialID == trial.id && $0.revision == 1 })
   }
 

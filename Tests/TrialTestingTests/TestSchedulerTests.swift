@@ -120,7 +120,8 @@ struct TestSchedulerTests {
 
     scheduler.jump(by: 3_600)
     #expect(recorder.labels == ["a", "b"])
-    #expect(recorder.times == [start + 3_600, start + 3_600], "lateness is visible: they run at the new time")
+    #expect(
+      recorder.times == [start + 3_600, start + 3_600], "lateness is visible: they run at the new time")
     #expect(beats == 1)
     #expect(scheduler.now == start + 3_600)
     #expect(scheduler.pending.map(\.label) == ["beat", "after"])

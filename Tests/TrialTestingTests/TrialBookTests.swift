@@ -27,6 +27,17 @@ struct TrialBookTests {
     try repository.read { try $0.trial(id) }
   }
 
+  func storedTrials() throws -> [Trial] {
+    try repository.read { txn in
+      var trials: [Trial] = []
+      try txn.scanTrials(after: nil) { trial in
+        trials.append(trial)
+        return true
+      }
+      return trials
+    }
+  }
+
   func ledger(_ id: EventID) throws -> LedgerEntry? {
     try repository.read { try $0.ledgerEntry(id) }
   }
@@ -90,11 +101,7 @@ struct TrialBookTests {
     #expect(throws: TrialError.invalid("endsAt", "the end must lie in the future")) {
       try start("acme", days: 0)
     }
-    #expect(try repository.read { txn in
-      var count = 0
-      try txn.scanTrials(after: nil) { _ in count += 1; return true }
-      return count
-    } == 0)
+    #expect(try storedTrials().isEmpty)
   }
 
   @Test func testStartTrial_RemindersAlreadyDue_AreRecordedAsSkippedAndDelivered() throws {
@@ -190,7 +197,8 @@ struct TrialBookTests {
     let due = planner.takeDue(at: days(6))
     let recorded = try repository.commit(due, now: days(6))
     #expect(recorded.map(\.id) == trial.events.map(\.id))
-    #expect(recorded.map(\.outcome) == [.skipped(.supersededByExpiry), .skipped(.supersededByExpiry), .fired])
+    #expect(
+      recorded.map(\.outcome) == [.skipped(.supersededByExpiry), .skipped(.supersededByExpiry), .fired])
     #expect(recorded.last?.lateness == 86_400)
     #expect(recorded.last?.isLate == true)
     let expired = try #require(try stored(trial.id))
@@ -230,7 +238,9 @@ struct TrialBookTests {
       try repository.extendTrial(trial.id, to: now, now: now)
     }
     _ = try repository.endTrial(trial.id, outcome: .converted, now: days(1))
-    let error = #expect(throws: TrialError.self) { try repository.endTrial(trial.id, outcome: .cancelled, now: days(2)) }
+    let error = #expect(throws: TrialError.self) {
+      try repository.endTrial(trial.id, outcome: .cancelled, now: days(2))
+    }
     #expect(error?.code == .notActive(trial.id, .converted))
     #expect(error?.description == "trial 0000000000000005 is not active (it is converted)")
     #expect(throws: TrialError(.notActive(trial.id, .converted))) {
