@@ -28,6 +28,8 @@ let package = Package(
     ),
     // <sys/timerfd.h>, which Glibc's module does not export: clock-step detection.
     .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
+    // Benchmarks: `make bench` prints every figure as `name: value unit`.
+    .executableTarget(name: "trialwatch-bench", dependencies: ["TrialCore"]),
     .testTarget(
       name: "TrialCoreTests",
       dependencies: [

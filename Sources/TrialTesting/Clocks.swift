@@ -34,7 +34,8 @@ public final class ManualWallClock: WallClock {
   }
 }
 
-/// Hands out chosen ids in order, then fails the test if asked for more.
+/// Hands out chosen ids in order, then counts up from a fallback start (so a test that
+/// needs more ids than it chose still gets distinct ones); `handedOut` records every id.
 public final class SequenceTrialIDGenerator: TrialIDGenerator {
   private var ids: [TrialID]
   private var fallback: UInt64

@@ -53,6 +53,8 @@ public final class TestScheduler: WakeScheduler {
   public private(set) var monotonicNow: TimeInterval = 0
   private var actions: [Action] = []
   private var seq: UInt64 = 0
+  /// Counts `setWallTime` calls, so that `advance` knows whether the wall clock was stepped.
+  private var wallSteps = 0
   /// Every action run, in order, with the wall time it ran at.
   public private(set) var log: [(label: String, at: Date)] = []
 
@@ -63,7 +65,8 @@ public final class TestScheduler: WakeScheduler {
   public var now: Date { manualClock.now() }
 
   @discardableResult
-  public func schedule(at deadline: Date, label: String, _ action: @escaping () -> Void) -> any ScheduledWake {
+  public func schedule(at deadline: Date, label: String, _ action: @escaping () -> Void) -> any ScheduledWake
+  {
     add(label: label, timeline: .wall, deadline: deadline.timeIntervalSinceReferenceDate, action)
   }
 
@@ -74,7 +77,9 @@ public final class TestScheduler: WakeScheduler {
     add(label: label, timeline: .monotonic, deadline: monotonicNow + max(0, delay), action)
   }
 
-  private func add(label: String, timeline: Timeline, deadline: Double, _ body: @escaping () -> Void) -> Action {
+  private func add(label: String, timeline: Timeline, deadline: Double, _ body: @escaping () -> Void)
+    -> Action
+  {
     seq += 1
     let action = Action(seq: seq, label: label, timeline: timeline, deadline: deadline, body: body)
     action.owner = self
@@ -94,13 +99,17 @@ public final class TestScheduler: WakeScheduler {
     }
   }
 
-  /// The earliest action due within `horizon` seconds; ties go to the one scheduled first.
-  private func nextAction(within horizon: Double) -> (Action, Double)? {
+  /// The earliest action due by the limits (wall: seconds since the reference date;
+  /// monotonic: monotonicNow); ties go to the one scheduled first.
+  private func nextAction(wallLimit: Double, uptimeLimit: Double) -> (Action, Double)? {
     var best: (Action, Double)?
     for action in actions {
+      let limit = action.timeline == .wall ? wallLimit : uptimeLimit
+      guard action.deadline <= limit else { continue }
       let wait = remaining(action)
-      guard wait <= horizon else { continue }
-      if let current = best, current.1 < wait || (current.1 == wait && current.0.seq < action.seq) { continue }
+      if let current = best, current.1 < wait || (current.1 == wait && current.0.seq < action.seq) {
+        continue
+      }
       best = (action, wait)
     }
     return best
@@ -119,14 +128,37 @@ public final class TestScheduler: WakeScheduler {
   /// scheduled by a running action fire too if they fall due within the interval.
   public func advance(by interval: TimeInterval = 0) {
     precondition(interval >= 0, "virtual time only moves forward; use setWallTime for a step back")
-    var left = interval
-    while let (action, wait) = nextAction(within: left) {
-      let step = max(0, wait)
-      move(by: step)
-      left -= step
+    // Targets are computed once, so that rounding does not pile up over many steps.
+    let uptimeTarget = monotonicNow + interval
+    let wallTarget = now.addingTimeInterval(interval)
+    let steps = wallSteps
+    while true {
+      let wallLimit =
+        wallSteps == steps
+        ? wallTarget.timeIntervalSinceReferenceDate
+        : now.timeIntervalSinceReferenceDate + (uptimeTarget - monotonicNow)
+      guard let (action, wait) = nextAction(wallLimit: wallLimit, uptimeLimit: uptimeTarget) else { break }
+      if wait > 0 {
+        // Land exactly on the deadline, on the action's own timeline.
+        switch action.timeline {
+        case .wall:
+          manualClock.set(Date(timeIntervalSinceReferenceDate: action.deadline))
+          monotonicNow += wait
+        case .monotonic:
+          manualClock.advance(by: wait)
+          monotonicNow = action.deadline
+        }
+      }
       run(action)
     }
-    move(by: left)
+    let left = uptimeTarget - monotonicNow
+    // A wall deadline can land a rounding error past the target; monotonicNow ends on it anyway.
+    monotonicNow = uptimeTarget
+    if wallSteps == steps {
+      manualClock.set(wallTarget)
+    } else if left > 0 {
+      manualClock.advance(by: left)
+    }
   }
 
   /// Moves time forward to `date` on the wall clock, as `advance(by:)`.
@@ -147,6 +179,7 @@ public final class TestScheduler: WakeScheduler {
   /// code under test react to the step) to see what it causes.
   public func setWallTime(_ date: Date) {
     manualClock.set(date)
+    wallSteps += 1
   }
 
   private func move(by interval: TimeInterval) {
@@ -166,7 +199,9 @@ public final class TestScheduler: WakeScheduler {
 
   /// The teardown check: records a test failure for every pending action whose label is
   /// not in `allowed`.
-  public func expectNoPendingActions(allowing allowed: Set<String> = [], sourceLocation: SourceLocation = #_sourceLocation) {
+  public func expectNoPendingActions(
+    allowing allowed: Set<String> = [], sourceLocation: SourceLocation = #_sourceLocation
+  ) {
     for action in pending where !allowed.contains(action.label) {
       Issue.record("action left pending at teardown: \(action)", sourceLocation: sourceLocation)
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// systemd's time-span syntax (`5d`, `36h`, `90s`, `1d 12h`, `1h30min`), as in systemd.time(7).
 public enum TimeSpan {
   public struct ParseError: Error, Equatable, CustomStringConvertible {
@@ -45,9 +47,12 @@ public enum TimeSpan {
         index = trimmed.index(after: index)
       }
       let numberText = trimmed[numberStart..<index]
-      guard !numberText.isEmpty, let value = Double(numberText), value.isFinite else {
+      guard !numberText.isEmpty, let value = Double(numberText) else {
         let found = trimmed[numberStart...].prefix(while: { $0 != " " })
         throw ParseError(input: text, problem: "expected a number at \"\(found)\"")
+      }
+      guard value.isFinite else {
+        throw ParseError(input: text, problem: "number too large at \"\(numberText)\"")
       }
       while index < trimmed.endIndex, trimmed[index] == " " {
         index = trimmed.index(after: index)
@@ -69,6 +74,7 @@ public enum TimeSpan {
       sawComponent = true
     }
     guard sawComponent else { throw ParseError(input: text, problem: "empty") }
+    guard total.isFinite else { throw ParseError(input: text, problem: "too large") }
     return Days(timeInterval: total)
   }
 
@@ -76,6 +82,8 @@ public enum TimeSpan {
   public static func format(_ span: Days) -> String {
     var seconds = span.timeInterval
     if seconds == 0 { return "0" }
+    if seconds.isNaN { return "nan" }
+    if seconds.isInfinite { return seconds < 0 ? "-infinity" : "infinity" }
     var parts: [String] = []
     if seconds < 0 {
       parts.append("-")
@@ -89,7 +97,7 @@ public enum TimeSpan {
     for (name, size) in steps where seconds >= size {
       let count = (seconds / size).rounded(.down)
       seconds -= count * size
-      body.append("\(Int(count))\(name)")
+      body.append("\(wholeNumber(count))\(name)")
     }
     let millis = (seconds * 1000).rounded()
     if millis >= 1 {
@@ -99,6 +107,11 @@ public enum TimeSpan {
     }
     return parts.joined() + body.joined(separator: " ")
   }
+}
+
+/// A whole, non-negative number too large for `Int` is still printed, digit by digit.
+private func wholeNumber(_ value: Double) -> String {
+  value < 9e18 ? String(Int(value)) : String(format: "%.0f", value)
 }
 
 extension String {

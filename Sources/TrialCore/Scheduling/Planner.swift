@@ -3,48 +3,58 @@ import HeapModule
 
 /// Every pending event of every trial, ordered by due time.
 ///
-/// The heap holds one entry per trial: its next pending event. Taking that event pushes the
-/// trial's following one. Cancelling or rescheduling a trial replaces its slot; its old heap
-/// entry becomes stale and is discarded when it reaches the top, or when stale entries
-/// outnumber live ones and the heap is rebuilt. Every operation is O(log n) amortised.
-/// Ties in due time go first in, first out.
+/// Each trial with pending events owns a slot in a contiguous array; an index maps trial ids
+/// to slots. The heap holds one entry per trial: its next pending event. Taking that event
+/// pushes the trial's following one. Cancelling or re-planning a trial gives it a new plan
+/// number; its old heap entry no longer matches the slot and is discarded when it reaches
+/// the top, or when stale entries outnumber live ones and the heap is rebuilt. Every
+/// operation is O(log n) amortised. Ties in due time go first in, first out (by plan).
 ///
-/// Memory: one 32-byte heap entry and one dictionary bucket (8-byte key, 32-byte slot) per
-/// trial with pending events; reminder schedules are shared.
+/// Memory per trial with pending events: one 24-byte heap entry, one 32-byte slot and one
+/// index bucket (8-byte key, 4-byte value); reminder schedules are shared.
 public struct Planner: Sendable {
   public var policy: CatchUpPolicy
 
+  /// A plan number (the order trials were planned in, from 1) in the high 56 bits, and an
+  /// event index in the low 8. Compared as a whole: plan first, then event.
+  typealias Order = UInt64
+
+  static func order(plan: UInt64, index: UInt8) -> Order { plan << 8 | Order(index) }
+
   struct Entry: Comparable, Sendable {
     var due: Double
-    var seq: UInt64
-    var trial: UInt64
-    var revision: UInt32
-    var index: UInt8
+    /// The plan and index of the event this entry stands for; live while its slot still
+    /// holds the same order.
+    var order: Order
+    var slot: UInt32
 
     static func < (lhs: Entry, rhs: Entry) -> Bool {
-      lhs.due != rhs.due ? lhs.due < rhs.due : lhs.seq < rhs.seq
+      lhs.due != rhs.due ? lhs.due < rhs.due : lhs.order < rhs.order
     }
 
     static func == (lhs: Entry, rhs: Entry) -> Bool {
-      lhs.due == rhs.due && lhs.seq == rhs.seq
+      lhs.due == rhs.due && lhs.order == rhs.order
     }
   }
 
   struct Slot: Sendable {
-    var seq: UInt64
+    var trial: UInt64
+    /// The trial's plan and its next pending event; 0 while the slot is free.
+    var order: Order
     var end: Double
     var revision: UInt32
     var schedule: UInt32
-    /// Index of the next pending event; the expiry is index `total - 1`.
-    var next: UInt8
-    var total: UInt8
+
+    var next: UInt8 { UInt8(truncatingIfNeeded: order) }
   }
 
   private var heap = Heap<Entry>()
-  private var slots: [TrialID: Slot] = [:]
+  private var slots: [Slot] = []
+  private var freeSlots: [UInt32] = []
+  private var index: [TrialID: UInt32] = [:]
   private var schedules: [ReminderSchedule] = []
   private var scheduleIndex: [ReminderSchedule: UInt32] = [:]
-  private var nextSeq: UInt64 = 0
+  private var lastPlan: UInt64 = 0
   private var staleEntries = 0
 
   /// Events not yet taken, over all trials.
@@ -55,10 +65,11 @@ public struct Planner: Sendable {
   }
 
   /// Trials with at least one pending event.
-  public var trialCount: Int { slots.count }
+  public var trialCount: Int { index.count }
 
   /// Prepares room for `trials` trials, to avoid rehashing while a store loads.
   public mutating func reserveCapacity(trials: Int) {
+    index.reserveCapacity(trials)
     slots.reserveCapacity(trials)
     heap.reserveCapacity(trials)
   }
@@ -111,27 +122,48 @@ public struct Planner: Sendable {
   /// Removes every pending event of the trial. Returns false when it had none.
   @discardableResult
   public mutating func cancel(_ id: TrialID) -> Bool {
-    guard let slot = slots.removeValue(forKey: id) else { return false }
-    pendingEventCount -= Int(slot.total - slot.next)
+    guard let slot = index.removeValue(forKey: id) else { return false }
+    pendingEventCount -= remaining(in: slots[Int(slot)])
+    release(slot)
     staleEntries += 1
     tidy()
     return true
   }
 
   private mutating func schedule(_ trial: Trial, from first: Int) {
-    if let old = slots[trial.id] {
-      pendingEventCount -= Int(old.total - old.next)
-      staleEntries += 1
-    }
     let schedule = intern(trial.reminders)
-    nextSeq += 1
-    let slot = Slot(
-      seq: nextSeq, end: trial.period.endDate.timeIntervalSinceReferenceDate, revision: trial.revision,
-      schedule: schedule, next: UInt8(first), total: UInt8(trial.reminders.offsets.count + 1))
-    slots[trial.id] = slot
-    pendingEventCount += Int(slot.total - slot.next)
-    heap.insert(entry(for: trial.id, slot: slot))
+    lastPlan += 1
+    let new = Slot(
+      trial: trial.id.rawValue, order: Self.order(plan: lastPlan, index: UInt8(first)),
+      end: trial.period.endDate.timeIntervalSinceReferenceDate, revision: trial.revision, schedule: schedule)
+    let position: UInt32
+    if let existing = index[trial.id] {
+      // The old plan's heap entry goes stale: its order no longer matches the slot.
+      position = existing
+      pendingEventCount -= remaining(in: slots[Int(position)])
+      staleEntries += 1
+      slots[Int(position)] = new
+    } else {
+      position = claimSlot(new)
+      index[trial.id] = position
+    }
+    pendingEventCount += remaining(in: new)
+    heap.insert(Entry(due: due(of: new, index: new.next), order: new.order, slot: position))
     tidy()
+  }
+
+  private mutating func claimSlot(_ slot: Slot) -> UInt32 {
+    if let free = freeSlots.popLast() {
+      slots[Int(free)] = slot
+      return free
+    }
+    slots.append(slot)
+    return UInt32(slots.count - 1)
+  }
+
+  private mutating func release(_ slot: UInt32) {
+    slots[Int(slot)].order = 0
+    freeSlots.append(slot)
   }
 
   private mutating func intern(_ schedule: ReminderSchedule) -> UInt32 {
@@ -142,34 +174,32 @@ public struct Planner: Sendable {
     return index
   }
 
+  /// Events of the trial from `next` on, the expiry included.
+  private func remaining(in slot: Slot) -> Int {
+    schedules[Int(slot.schedule)].offsets.count + 1 - Int(slot.next)
+  }
+
   private func due(of slot: Slot, index: UInt8) -> Double {
     let offsets = schedules[Int(slot.schedule)].offsets
     return Int(index) < offsets.count ? slot.end - offsets[Int(index)].timeInterval : slot.end
   }
 
-  private func entry(for id: TrialID, slot: Slot) -> Entry {
-    Entry(
-      due: due(of: slot, index: slot.next), seq: slot.seq, trial: id.rawValue, revision: slot.revision,
-      index: slot.next)
-  }
-
-  private func event(for id: TrialID, slot: Slot, index: UInt8) -> TrialEvent {
+  private func event(of slot: Slot, index: UInt8) -> TrialEvent {
     let offsets = schedules[Int(slot.schedule)].offsets
     let kind: EventKind = Int(index) < offsets.count ? .reminder(before: offsets[Int(index)]) : .expiry
     return TrialEvent(
-      id: EventID(trialID: id, revision: slot.revision, kind: kind),
+      id: EventID(trialID: TrialID(slot.trial), revision: slot.revision, kind: kind),
       due: Date(timeIntervalSinceReferenceDate: due(of: slot, index: index)))
   }
 
   private func isLive(_ entry: Entry) -> Bool {
-    guard let slot = slots[TrialID(entry.trial)] else { return false }
-    return slot.seq == entry.seq && slot.next == entry.index
+    slots[Int(entry.slot)].order == entry.order
   }
 
   /// Keeps a live entry on top of the heap, and rebuilds the heap when stale entries
   /// outnumber live ones.
   private mutating func tidy() {
-    if staleEntries > 1024 && staleEntries > slots.count {
+    if staleEntries > 1024 && staleEntries > index.count {
       heap = Heap(heap.unordered.filter(isLive))
       staleEntries = 0
       return
@@ -189,29 +219,35 @@ public struct Planner: Sendable {
 
   /// The earliest pending event.
   public var nextEvent: TrialEvent? {
-    guard let top = heap.min, let slot = slots[TrialID(top.trial)] else { return nil }
-    return event(for: TrialID(top.trial), slot: slot, index: top.index)
+    guard let top = heap.min else { return nil }
+    let slot = slots[Int(top.slot)]
+    return event(of: slot, index: slot.next)
   }
 
   /// The pending event with this id, if it is still pending.
   public func pendingEvent(_ id: EventID) -> TrialEvent? {
-    guard let slot = slots[id.trialID], slot.revision == id.revision else { return nil }
-    let index: Int
+    guard let position = index[id.trialID] else { return nil }
+    let slot = slots[Int(position)]
+    guard slot.revision == id.revision else { return nil }
+    let offsets = schedules[Int(slot.schedule)].offsets
+    let found: Int
     switch id.kind {
     case .expiry:
-      index = Int(slot.total) - 1
+      found = offsets.count
     case .reminder(let offset):
-      guard let found = schedules[Int(slot.schedule)].offsets.firstIndex(of: offset) else { return nil }
-      index = found
+      guard let position = offsets.firstIndex(of: offset) else { return nil }
+      found = position
     }
-    guard index >= Int(slot.next) else { return nil }
-    return event(for: id.trialID, slot: slot, index: UInt8(index))
+    guard found >= Int(slot.next) else { return nil }
+    return event(of: slot, index: UInt8(found))
   }
 
   /// The trial's pending events, in due order.
   public func pendingEvents(of id: TrialID) -> [TrialEvent] {
-    guard let slot = slots[id] else { return [] }
-    return (slot.next..<slot.total).map { event(for: id, slot: slot, index: $0) }
+    guard let position = index[id] else { return [] }
+    let slot = slots[Int(position)]
+    let total = schedules[Int(slot.schedule)].offsets.count + 1
+    return (Int(slot.next)..<total).map { event(of: slot, index: UInt8($0)) }
   }
 
   // MARK: Taking due events
@@ -222,20 +258,24 @@ public struct Planner: Sendable {
     let limit = now.timeIntervalSinceReferenceDate
     var taken: [TrialEvent] = []
     while let top = heap.min, top.due <= limit {
-      heap.removeMin()
-      let id = TrialID(top.trial)
-      guard var slot = slots[id], slot.seq == top.seq, slot.next == top.index else {
+      guard isLive(top) else {
+        heap.removeMin()
         staleEntries -= 1
         continue
       }
-      taken.append(event(for: id, slot: slot, index: top.index))
+      let position = Int(top.slot)
+      var slot = slots[position]
+      taken.append(event(of: slot, index: slot.next))
       pendingEventCount -= 1
-      slot.next += 1
-      if slot.next == slot.total {
-        slots.removeValue(forKey: id)
+      slot.order += 1
+      if remaining(in: slot) == 0 {
+        heap.removeMin()
+        index[TrialID(slot.trial)] = nil
+        release(top.slot)
       } else {
-        slots[id] = slot
-        heap.insert(entry(for: id, slot: slot))
+        // The trial's next event takes the place of the one just taken: one sift instead of two.
+        slots[position] = slot
+        heap.replaceMin(with: Entry(due: due(of: slot, index: slot.next), order: slot.order, slot: top.slot))
       }
     }
     tidy()
@@ -247,23 +287,22 @@ public struct Planner: Sendable {
   /// Changes nothing.
   public func simulate(now: Date, through date: Date) -> [DueEvent] {
     let limit = date.timeIntervalSinceReferenceDate
-    let nowValue = now.timeIntervalSinceReferenceDate
-    var chains: [(Entry, TrialEvent)] = []
-    for top in heap.unordered where top.due <= limit && isLive(top) {
-      let id = TrialID(top.trial)
-      let slot = slots[id]!
-      var index = top.index
-      while index < slot.total {
-        let event = event(for: id, slot: slot, index: index)
-        guard event.due.timeIntervalSinceReferenceDate <= limit else { break }
-        chains.append((Entry(due: due(of: slot, index: index), seq: slot.seq, trial: top.trial, revision: 0, index: index), event))
-        index += 1
+    var upcoming: [(due: Double, order: Order, event: TrialEvent)] = []
+    for (_, position) in index {
+      let slot = slots[Int(position)]
+      let total = schedules[Int(slot.schedule)].offsets.count + 1
+      for next in Int(slot.next)..<total {
+        let due = due(of: slot, index: UInt8(next))
+        guard due <= limit else { break }
+        upcoming.append(
+          (due, slot.order + Order(next) - Order(slot.next), event(of: slot, index: UInt8(next))))
       }
     }
-    chains.sort { $0.0 < $1.0 }
-    let overdue = chains.prefix { $0.0.due <= nowValue }.map(\.1)
+    upcoming.sort { $0.due != $1.due ? $0.due < $1.due : $0.order < $1.order }
+    let nowValue = now.timeIntervalSinceReferenceDate
+    let overdue = upcoming.prefix { $0.due <= nowValue }.map(\.event)
     var result = applyPolicy(to: overdue, at: now)
-    for (_, event) in chains.dropFirst(overdue.count) {
+    for (_, _, event) in upcoming.dropFirst(overdue.count) {
       result.append(DueEvent(event: event, takenAt: event.due, disposition: .fire, isLate: false))
     }
     return result
@@ -271,8 +310,11 @@ public struct Planner: Sendable {
 
   private func applyPolicy(to taken: [TrialEvent], at now: Date) -> [DueEvent] {
     // The last event taken for each trial in this wake: later reminders supersede earlier ones.
+    // Only needed when some reminder is late.
     var last: [TrialID: TrialEvent] = [:]
-    if policy.reminders == .latest {
+    if policy.reminders == .latest,
+      taken.contains(where: { $0.kind != .expiry && now.timeIntervalSince($0.due) > policy.lateThreshold })
+    {
       for event in taken { last[event.trialID] = event }
     }
     return taken.map { event in

@@ -1,0 +1,170 @@
+import Foundation
+import TrialCore
+
+/// Planner figures for one million pending events: how fast they go in, how fast due ones
+/// come out, and how much resident memory each costs while it waits.
+///
+/// Each case runs in a fresh process (this executable again, with the case named in the
+/// environment): memory a previous case freed stays with the allocator and would be reused
+/// without showing in the resident set, so measuring cases one after another under-counts.
+func runPlannerBench() throws {
+  if let name = ProcessInfo.processInfo.environment[PlannerBenchCase.variable] {
+    guard let benchCase = PlannerBenchCase(rawValue: name) else {
+      throw PlannerBenchError(description: "unknown planner bench case \"\(name)\"")
+    }
+    benchCase.run()
+    exit(0)
+  }
+  for benchCase in PlannerBenchCase.allCases {
+    print(try benchCase.runInChild(), terminator: "")
+  }
+}
+
+struct PlannerBenchError: Error, CustomStringConvertible {
+  var description: String
+}
+
+enum PlannerBenchCase: String, CaseIterable {
+  /// The usual shape: the default schedule (two reminders) plus the expiry, three events a
+  /// trial. The planner grows as trials come in, without room reserved first.
+  case threePerTrial = "three-per-trial"
+  /// The sparsest shape: expiry only, one event (and one heap entry, slot and index bucket)
+  /// a trial.
+  case onePerTrial = "one-per-trial"
+
+  static let variable = "TRIALWATCH_PLANNER_BENCH_CASE"
+  static let eventCount = 1_000_000
+
+  var reminders: ReminderSchedule {
+    switch self {
+    case .threePerTrial: .default
+    case .onePerTrial: .none
+    }
+  }
+
+  var suffix: String {
+    switch self {
+    case .threePerTrial: ""
+    case .onePerTrial: "_1_per_trial"
+    }
+  }
+
+  func run() {
+    let figures = measurePlanner(
+      events: Self.eventCount, reminders: reminders,
+      origin: Date(timeIntervalSinceReferenceDate: 800_000_000))
+    print("planner_insert_rate\(suffix): \(format(figures.insertRate)) events/s")
+    print("planner_take_rate\(suffix): \(format(figures.takeRate)) events/s")
+    print("planner_bytes_per_event\(suffix): \(format(figures.bytesPerEvent, digits: 1)) bytes")
+  }
+
+  /// Runs this case in a fresh copy of the executable and returns what it printed.
+  func runInChild() throws -> String {
+    guard let executable = Bundle.main.executableURL else {
+      throw PlannerBenchError(description: "cannot find the bench executable to run \(rawValue)")
+    }
+    let process = Process()
+    process.executableURL = executable
+    process.environment = ProcessInfo.processInfo.environment.merging([Self.variable: rawValue]) { $1 }
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+      throw PlannerBenchError(
+        description: "planner bench case \(rawValue) failed (\(process.terminationStatus))")
+    }
+    return String(decoding: data, as: UTF8.self)
+  }
+}
+
+private struct PlannerFigures {
+  var insertRate: Double
+  var takeRate: Double
+  var bytesPerEvent: Double
+}
+
+private func measurePlanner(
+  events: Int, reminders: ReminderSchedule, origin: Date
+) -> PlannerFigures {
+  let perTrial = reminders.offsets.count + 1
+  let trials = (events + perTrial - 1) / perTrial
+  let length = Days.defaultTrialLength.timeInterval
+  // Trials start spread over 30 days, so their events interleave in the heap.
+  let spread = Days(30).timeInterval
+  var generator = SplitMix64(seed: 0x7472_6961_6c77_6174)
+  let starts = (0..<trials).map { _ in
+    origin.addingTimeInterval(Double(generator.next() % UInt64(spread)))
+  }
+  let clock = ContinuousClock()
+
+  let rssBefore = residentBytes()
+  var planner = Planner(policy: CatchUpPolicy(reminders: .latest))
+  let insertTime = clock.measure {
+    for (index, start) in starts.enumerated() {
+      let trial = Trial(
+        id: TrialID(UInt64(index) &* 0x9E37_79B9_7F4A_7C15 | 1), subject: "bench",
+        period: TrialPeriod(startDate: start, endDate: start.addingTimeInterval(length)),
+        reminders: reminders)
+      planner.add(trial, now: origin)
+    }
+  }
+  let rssAfter = residentBytes()
+  let pending = planner.pendingEventCount
+  precondition(pending == trials * perTrial, "planner holds \(pending) events, expected \(trials * perTrial)")
+
+  // Wakes as the daemon has them: the clock moves on and each wake takes what fell due,
+  // about a hundred events at a time.
+  let wakes = events / 100
+  let horizon = spread + length + 1
+  var takenCount = 0
+  let takeTime = clock.measure {
+    for wake in 1...wakes {
+      let now = origin.addingTimeInterval(horizon * Double(wake) / Double(wakes))
+      takenCount += planner.takeDue(at: now).count
+    }
+  }
+  precondition(takenCount == pending && planner.pendingEventCount == 0, "took \(takenCount) of \(pending)")
+
+  return PlannerFigures(
+    insertRate: Double(pending) / insertTime.seconds,
+    takeRate: Double(takenCount) / takeTime.seconds,
+    bytesPerEvent: Double(rssAfter - rssBefore) / Double(pending))
+}
+
+/// The resident set size of this process, from /proc/self/statm.
+func residentBytes() -> Int {
+  guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+  let fields = text.split(separator: " ")
+  guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+  return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// A small deterministic generator, so every run plans the same trials.
+struct SplitMix64: RandomNumberGenerator {
+  private var state: UInt64
+
+  init(seed: UInt64) {
+    state = seed
+  }
+
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+extension Duration {
+  var seconds: Double {
+    let parts = components
+    return Double(parts.seconds) + Double(parts.attoseconds) * 1e-18
+  }
+}
+
+func format(_ value: Double, digits: Int = 0) -> String {
+  String(format: "%.\(digits)f", value)
+}

@@ -1,0 +1,103 @@
+import Foundation
+import TrialCore
+import TrialTesting
+
+/// Runs a planner the way the daemon's engine does, in virtual time: one wake is armed at
+/// the planner's next deadline; each wake takes what is due at the clock's time, records
+/// it, and re-arms. Every change to the planner re-arms too.
+final class PlannerDriver {
+  struct Wake {
+    /// What the clock read when the wake ran.
+    var at: Date
+    var taken: [DueEvent]
+  }
+
+  static let wakeLabel = "planner-wake"
+
+  let scheduler: TestScheduler
+  private(set) var planner: Planner
+  private var wake: (any ScheduledWake)?
+  private(set) var wakes: [Wake] = []
+
+  init(now: Date, policy: CatchUpPolicy = CatchUpPolicy()) {
+    scheduler = TestScheduler(now: now)
+    planner = Planner(policy: policy)
+  }
+
+  var now: Date { scheduler.now }
+  /// Every event taken so far, in the order taken.
+  var taken: [DueEvent] { wakes.flatMap(\.taken) }
+  var fired: [DueEvent] { taken.filter(\.fires) }
+
+  /// Plans a trial that starts now.
+  @discardableResult
+  func start(_ trial: Trial) -> [DueEvent] {
+    change { $0.add(trial, now: now, reason: .alreadyDueAtStart) }
+  }
+
+  /// Moves a trial's end, starting a new revision, and plans it.
+  @discardableResult
+  func extend(_ trial: inout Trial, to end: Date) -> [DueEvent] {
+    trial.reschedule(endDate: end)
+    let current = trial
+    return change { $0.add(current, now: now, reason: .alreadyDueAtExtension) }
+  }
+
+  /// Ends a trial early.
+  @discardableResult
+  func end(_ id: TrialID) -> Bool {
+    change { $0.cancel(id) }
+  }
+
+  func restore(_ trial: Trial, completed: @escaping (EventID) -> Bool) {
+    change { $0.restore(trial, completed: completed) }
+  }
+
+  /// A clock step: the wall clock moves, and the engine re-evaluates at once.
+  func stepClock(to date: Date) {
+    scheduler.setWallTime(date)
+    scheduler.advance(by: 0)
+  }
+
+  /// Any change to the planner, followed by re-arming the wake.
+  func change<R>(_ body: (inout Planner) -> R) -> R {
+    let result = body(&planner)
+    rearm()
+    return result
+  }
+
+  private func rearm() {
+    wake?.cancel()
+    wake = nil
+    guard let deadline = planner.nextDeadline else { return }
+    wake = scheduler.schedule(at: deadline, label: Self.wakeLabel) { [unowned self] in
+      let now = scheduler.now
+      let taken = planner.takeDue(at: now)
+      wakes.append(Wake(at: now, taken: taken))
+      rearm()
+    }
+  }
+}
+
+extension Date {
+  static let trialEpoch = Date(timeIntervalSinceReferenceDate: 760_000_000)
+
+  /// The instant `days` after the test epoch.
+  static func day(_ days: Double) -> Date {
+    trialEpoch.addingTimeInterval(days * 86_400)
+  }
+}
+
+/// A trial of `days`, starting at `start`.
+func makeTrial(
+  _ raw: UInt64, start: Date, days: Double, reminders: ReminderSchedule = .default, subject: String? = nil
+) -> Trial {
+  Trial(
+    id: TrialID(raw), subject: subject ?? "subject-\(raw)",
+    period: TrialPeriod(startDate: start, endDate: start.addingTimeInterval(days * 86_400)),
+    reminders: reminders)
+}
+
+func reminders(_ days: Double...) -> ReminderSchedule {
+  try! ReminderSchedule(days.map { Days($0) })
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+import TrialCore
+
+struct TimeSpanTests {
+  /// Every unit name systemd.time(7) lists, with the length systemd gives it.
+  static let units: [(name: String, seconds: Double)] = [
+    ("usec", 1e-6), ("us", 1e-6), ("µs", 1e-6),
+    ("msec", 1e-3), ("ms", 1e-3),
+    ("seconds", 1), ("second", 1), ("sec", 1), ("s", 1),
+    ("minutes", 60), ("minute", 60), ("min", 60), ("m", 60),
+    ("hours", 3_600), ("hour", 3_600), ("hr", 3_600), ("h", 3_600),
+    ("days", 86_400), ("day", 86_400), ("d", 86_400),
+    ("weeks", 604_800), ("week", 604_800), ("w", 604_800),
+    ("months", 2_629_800), ("month", 2_629_800), ("M", 2_629_800),
+    ("years", 31_557_600), ("year", 31_557_600), ("y", 31_557_600),
+  ]
+
+  @Test(arguments: TimeSpanTests.units.map(\.name))
+  func testParse_EachUnit_ScalesTheNumber(unit: String) throws {
+    let seconds = try #require(Self.units.first { $0.name == unit }).seconds
+    let parsed = try TimeSpan.parse("3\(unit)").timeInterval
+    #expect(abs(parsed - 3 * seconds) <= 1e-9 * max(1, 3 * seconds), "3\(unit) parsed as \(parsed)s")
+    let spaced = try TimeSpan.parse("3 \(unit)").timeInterval
+    #expect(spaced == parsed)
+  }
+
+  @Test func testParse_SeveralComponents_AddUp() throws {
+    #expect(try TimeSpan.parse("1d 12h") == Days(1.5))
+    #expect(try TimeSpan.parse("1h30min").timeInterval == 5_400)
+    let long: Double = 2 * 604_800 + 86_400 + 3 * 3_600 + 4 * 60 + 5
+    #expect(try TimeSpan.parse("2w 1d 3h 4min 5s").timeInterval == long)
+    #expect(try TimeSpan.parse("1min 500ms").timeInterval == 60.5)
+  }
+
+  @Test func testParse_BareNumber_IsSeconds() throws {
+    #expect(try TimeSpan.parse("90").timeInterval == 90)
+    #expect(try TimeSpan.parse("0").timeInterval == 0)
+    #expect(try TimeSpan.parse("1.5").timeInterval == 1.5)
+    #expect(abs(try TimeSpan.parse("1h 30").timeInterval - 3_630) < 1e-9)
+  }
+
+  @Test func testParse_FractionsAndSurroundingWhitespace_AreAccepted() throws {
+    #expect(try TimeSpan.parse("1.5h").timeInterval == 5_400)
+    #expect(try TimeSpan.parse("  2d\t").timeInterval == 172_800)
+    #expect(try TimeSpan.parse(".5d").timeInterval == 43_200)
+  }
+
+  @Test(arguments: [
+    ("", "empty"),
+    ("   ", "empty"),
+    ("5x", "unknown unit \"x\""),
+    ("1d 2fortnights", "unknown unit \"fortnights\""),
+    ("abc", "expected a number at \"abc\""),
+    ("1d x", "expected a number at \"x\""),
+    ("-5s", "expected a number at \"-5s\""),
+    ("1..5s", "expected a number at \"1..5s\""),
+    ("3d 12h,", "expected a number at \",\""),
+  ])
+  func testParse_BadInput_NamesTheBadToken(input: String, problem: String) {
+    #expect {
+      _ = try TimeSpan.parse(input)
+    } throws: { error in
+      guard let error = error as? TimeSpan.ParseError else { return false }
+      return error.problem == problem && error.input == input
+        && error.description == "invalid time span \"\(input)\": \(problem)"
+    }
+  }
+
+  @Test func testFormat_MixedUnits_PrintsLargestFirst() {
+    #expect(TimeSpan.format(Days(1.5)) == "1d 12h")
+    #expect(TimeSpan.format(Days(timeInterval: 90)) == "1min 30s")
+    #expect(TimeSpan.format(Days(timeInterval: 0.5)) == "500ms")
+    #expect(TimeSpan.format(Days(timeInterval: 90_061.5)) == "1d 1h 1min 1s 500ms")
+    #expect(TimeSpan.format(Days(timeInterval: 0.000_25)) == "250us")
+    #expect(TimeSpan.format(Days(14)) == "2w")
+    #expect(TimeSpan.format(Days(timeInterval: 2_629_800)) == "1month")
+    #expect(TimeSpan.format(Days(timeInterval: 31_557_600)) == "1y")
+  }
+
+  @Test func testFormat_ZeroAndNegative() {
+    #expect(TimeSpan.format(Days(0)) == "0")
+    #expect(TimeSpan.format(Days(-1)) == "-1d")
+    #expect(TimeSpan.format(Days(timeInterval: -5_400)) == "-1h 30min")
+  }
+
+  @Test(arguments: [1.0, 59, 60, 3_599, 5_400, 86_400, 129_600, 604_801, 0.25, 7_776_000] as [Double])
+  func testFormat_ThenParse_GivesTheSameSpan(seconds: Double) throws {
+    let span = Days(timeInterval: seconds)
+    let text = TimeSpan.format(span)
+    let parsed = try TimeSpan.parse(text)
+    #expect(abs(parsed.timeInterval - seconds) < 1e-6, "\(seconds)s formatted as \(text)")
+  }
+}
+
+struct TimeSpanEdgeTests {
+  @Test func testFormat_NonFiniteSpans_AreNamed() {
+    #expect(TimeSpan.format(Days(.nan)) == "nan")
+    #expect(TimeSpan.format(Days(.infinity)) == "infinity")
+    #expect(TimeSpan.format(Days(-.infinity)) == "-infinity")
+  }
+
+  @Test func testFormat_HugeSpan_PrintsAllDigits() {
+    let text = TimeSpan.format(Days(timeInterval: 31_557_600 * 1e20))
+    #expect(text == "100000000000000000000y")
+  }
+
+  @Test func testParse_NumberTooLargeToHold_IsRejected() {
+    let huge = String(repeating: "9", count: 400)
+    #expect {
+      _ = try TimeSpan.parse(huge + "y")
+    } throws: { error in
+      (error as? TimeSpan.ParseError)?.problem == "number too large at \"\(huge)\""
+    }
+    // Each number fits, but their total does not.
+    let nearLimit = "1" + String(repeating: "0", count: 308) + "s"
+    #expect {
+      _ = try TimeSpan.parse(nearLimit + " " + nearLimit)
+    } throws: { error in
+      (error as? TimeSpan.ParseError)?.problem == "too large"
+    }
+  }
+}

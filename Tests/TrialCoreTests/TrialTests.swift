@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+import TrialCore
+
+struct ReminderScheduleTests {
+  @Test func testDefault_IsThreeDaysAndOneDayBeforeTheEnd() {
+    #expect(ReminderSchedule.default.offsets == [Days(3), Days(1)])
+    #expect(ReminderSchedule.none.offsets.isEmpty)
+    #expect(ReminderSchedule.default.description == "3d, 1d")
+    #expect(ReminderSchedule.none.description == "none")
+  }
+
+  @Test func testInit_SortsOffsetsLargestFirst() throws {
+    let schedule = try ReminderSchedule([Days(1), Days(7), Days(timeInterval: 3_600), Days(3)])
+    #expect(schedule.offsets == [Days(7), Days(3), Days(1), Days(timeInterval: 3_600)])
+  }
+
+  @Test func testInit_Duplicates_AreKeptOnce() throws {
+    let schedule = try ReminderSchedule([Days(1), Days(2), Days(1), Days(timeInterval: 86_400.000_2)])
+    #expect(schedule.offsets == [Days(2), Days(1)])
+  }
+
+  @Test func testInit_RoundsToWholeMilliseconds() throws {
+    let schedule = try ReminderSchedule([Days(timeInterval: 1.000_4), Days(timeInterval: 59.999_6)])
+    #expect(schedule.offsets.map(\.timeInterval) == [60, 1])
+  }
+
+  @Test(arguments: [
+    Days(0), Days(-1), Days(timeInterval: -0.5), Days(timeInterval: 0.000_4), Days(.nan),
+    Days(.infinity),
+  ])
+  func testInit_NonPositiveOrNonFiniteOffset_IsRejectedNamingIt(offset: Days) {
+    #expect {
+      _ = try ReminderSchedule([Days(1), offset])
+    } throws: { error in
+      guard let error = error as? ReminderSchedule.InvalidOffsets else { return false }
+      return error.description.contains("reminder offset \(offset)") && error.description.contains("positive")
+    }
+  }
+
+  @Test func testInit_AtMostMaximumCount() throws {
+    let allowed = (1...ReminderSchedule.maximumCount).map { Days(timeInterval: Double($0) * 60) }
+    #expect(try ReminderSchedule(allowed).offsets.count == ReminderSchedule.maximumCount)
+    // Duplicates do not count against the limit.
+    #expect(try ReminderSchedule(allowed + allowed).offsets.count == ReminderSchedule.maximumCount)
+
+    let tooMany = allowed + [Days(timeInterval: 1)]
+    #expect {
+      _ = try ReminderSchedule(tooMany)
+    } throws: { error in
+      (error as? ReminderSchedule.InvalidOffsets)?.description
+        == "at most \(ReminderSchedule.maximumCount) reminders per trial, got \(tooMany.count)"
+    }
+  }
+}
+
+struct TrialTests {
+  let start = Date(timeIntervalSinceReferenceDate: 760_000_000)
+
+  func makeTrial(days: Double = 5, reminders: ReminderSchedule = .default) -> Trial {
+    Trial(
+      id: TrialID(0x42), subject: "acme-42",
+      period: TrialPeriod(startDate: start, endDate: start.addingTimeInterval(days * 86_400)),
+      reminders: reminders)
+  }
+
+  @Test func testNewTrial_IsActiveAtRevisionOne() {
+    let trial = makeTrial()
+    #expect(trial.state == .active)
+    #expect(trial.isActive)
+    #expect(trial.revision == 1)
+    #expect(trial.endedAt == nil)
+  }
+
+  @Test func testEvents_AreRemindersThenExpiry_InDueOrder() {
+    let trial = makeTrial()
+    let end = trial.period.endDate
+    #expect(trial.events.map(\.kind) == [.reminder(before: Days(3)), .reminder(before: Days(1)), .expiry])
+    #expect(
+      trial.events.map(\.due) == [end.addingTimeInterval(-3 * 86_400), end.addingTimeInterval(-86_400), end])
+    #expect(trial.events.allSatisfy { $0.trialID == trial.id && $0.revision == 1 })
+  }
+
+  @Test func testEvents_WithoutReminders_IsOnlyTheExpiry() {
+    let trial = makeTrial(reminders: .none)
+    #expect(trial.events.map(\.kind) == [.expiry])
+    #expect(trial.events.first?.due == trial.period.endDate)
+  }
+
+  @Test func testEvents_ReminderBeforeTheStart_IsStillListed() throws {
+    // A 2-day trial with a 3-day reminder: that reminder falls due before the trial began.
+    let trial = makeTrial(days: 2)
+    #expect(trial.events.first?.due == start.addingTimeInterval(-86_400))
+  }
+
+  @Test func testReschedule_MovesTheEndAndBumpsTheRevision() {
+    var trial = makeTrial()
+    let before = trial.events
+    let newEnd = trial.period.endDate.addingTimeInterval(7 * 86_400)
+    trial.reschedule(endDate: newEnd)
+    #expect(trial.revision == 2)
+    #expect(trial.period.endDate == newEnd)
+    #expect(trial.period.startDate == start)
+    #expect(trial.events.last?.due == newEnd)
+    #expect(Set(trial.events.map(\.id)).isDisjoint(with: before.map(\.id)))
+    trial.reschedule(endDate: newEnd)
+    #expect(trial.revision == 3, "rescheduling to the same end still starts a new revision")
+  }
+
+  @Test func testValidateSubject() {
+    #expect(Trial.validateSubject("acme-42") == nil)
+    #expect(Trial.validateSubject(String(repeating: "a", count: 255)) == nil)
+    #expect(Trial.validateSubject("") == "subject must not be empty")
+    #expect(Trial.validateSubject(String(repeating: "é", count: 128)) == "subject is longer than 255 bytes")
+    #expect(Trial.validateSubject("a\nb") == "subject must not contain control characters")
+  }
+
+  @Test func testOutcome_MapsToEndedState() {
+    #expect(TrialOutcome.converted.state == .converted)
+    #expect(TrialOutcome.cancelled.state == .cancelled)
+    #expect(TrialState.allCases.filter(\.isEnded) == [.expired, .converted, .cancelled])
+  }
+}

@@ -1,3 +1,0 @@
-import Testing
-import TrialTesting
-struct Placeholder { @Test func x() {} }
