@@ -11,6 +11,7 @@ let package = Package(
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
   ],
   targets: [
     // The domain and the scheduling logic: no I/O, no C, no Dispatch.
@@ -28,5 +29,16 @@ let package = Package(
       ]
     ),
     .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
+    // libsystemd (Debian: libsystemd-dev), imported only by the Systemd target.
+    .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+    // sd_notify, watchdog, socket activation, the journal and swift-log backends.
+    .target(
+      name: "Systemd",
+      dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]
+    ),
+    .testTarget(
+      name: "SystemdTests",
+      dependencies: ["Systemd", .product(name: "Logging", package: "swift-log")]
+    ),
   ]
 )
