@@ -40,5 +40,11 @@ let package = Package(
       name: "SystemdTests",
       dependencies: ["Systemd", .product(name: "Logging", package: "swift-log")]
     ),
+    // The daemon's wiring: engine, control server, journal entries, configuration.
+    .target(
+      name: "TrialDaemon",
+      dependencies: ["TrialCore", "Systemd", .product(name: "Logging", package: "swift-log")]
+    ),
+    .testTarget(name: "TrialDaemonTests", dependencies: ["TrialDaemon", "TrialCore", "Systemd"]),
   ]
 )
