@@ -8,15 +8,30 @@ enum JournalTime {
   /// `2026-11-27 14:00:00 UTC` (whole seconds, rounded down).
   static func readable(_ date: Date) -> String {
     let parts = CivilTime(date)
-    return "\(parts.dateText) \(parts.timeText) UTC"
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(24)
+    parts.appendDate(to: &bytes)
+    bytes.append(UInt8(ascii: " "))
+    parts.appendTime(to: &bytes)
+    bytes.append(contentsOf: " UTC".utf8)
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   /// RFC 3339 in UTC: `2026-11-27T14:00:00Z`, with milliseconds when there are any
   /// (`2026-11-27T14:00:00.250Z`).
   static func rfc3339(_ date: Date) -> String {
     let parts = CivilTime(date)
-    let fraction = parts.milliseconds == 0 ? "" : "." + pad(parts.milliseconds, 3)
-    return "\(parts.dateText)T\(parts.timeText)\(fraction)Z"
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(25)
+    parts.appendDate(to: &bytes)
+    bytes.append(UInt8(ascii: "T"))
+    parts.appendTime(to: &bytes)
+    if parts.milliseconds != 0 {
+      bytes.append(UInt8(ascii: "."))
+      appendDigits(Int64(parts.milliseconds), width: 3, to: &bytes)
+    }
+    bytes.append(UInt8(ascii: "Z"))
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   /// Microseconds since the Unix epoch, as journald's `*_REALTIME_USEC` fields.
@@ -72,6 +87,26 @@ enum JournalTime {
     return approximate(interval)
   }
 
+  /// Appends the decimal digits of a non-negative `value`, zero-padded to `width`.
+  static func appendDigits(_ value: Int64, width: Int, to bytes: inout [UInt8]) {
+    var count = 1
+    var probe = value / 10
+    while probe > 0 {
+      count += 1
+      probe /= 10
+    }
+    let total = max(width, count)
+    let start = bytes.count
+    bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: total))
+    var rest = value
+    var index = start + total - 1
+    while rest > 0 {
+      bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+      rest /= 10
+      index -= 1
+    }
+  }
+
   private static func pad(_ value: Int, _ width: Int) -> String {
     let text = String(value)
     return String(repeating: "0", count: max(0, width - text.count)) + text
@@ -113,13 +148,21 @@ enum JournalTime {
       year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
     }
 
-    var dateText: String {
-      let yearText = year < 0 ? "-" + JournalTime.pad(Int(-year), 4) : JournalTime.pad(Int(year), 4)
-      return "\(yearText)-\(JournalTime.pad(month, 2))-\(JournalTime.pad(day, 2))"
+    func appendDate(to bytes: inout [UInt8]) {
+      if year < 0 { bytes.append(UInt8(ascii: "-")) }
+      JournalTime.appendDigits(abs(year), width: 4, to: &bytes)
+      bytes.append(UInt8(ascii: "-"))
+      JournalTime.appendDigits(Int64(month), width: 2, to: &bytes)
+      bytes.append(UInt8(ascii: "-"))
+      JournalTime.appendDigits(Int64(day), width: 2, to: &bytes)
     }
 
-    var timeText: String {
-      "\(JournalTime.pad(hour, 2)):\(JournalTime.pad(minute, 2)):\(JournalTime.pad(second, 2))"
+    func appendTime(to bytes: inout [UInt8]) {
+      JournalTime.appendDigits(Int64(hour), width: 2, to: &bytes)
+      bytes.append(UInt8(ascii: ":"))
+      JournalTime.appendDigits(Int64(minute), width: 2, to: &bytes)
+      bytes.append(UInt8(ascii: ":"))
+      JournalTime.appendDigits(Int64(second), width: 2, to: &bytes)
     }
   }
 }
