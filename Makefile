@@ -5,7 +5,7 @@
 #
 SWIFT ?= swift
 # Debian packages the build needs (C libraries with their pkg-config files).
-APT_PACKAGES ?= pkg-config
+APT_PACKAGES ?= pkg-config libsystemd-dev
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 

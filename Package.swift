@@ -24,7 +24,9 @@ let package = Package(
     // The daemon's wiring: scheduling engine, control server, configuration, signals.
     .target(
       name: "TrialDaemon",
-      dependencies: ["TrialCore", "CTimerFD", .product(name: "Logging", package: "swift-log")]
+      dependencies: [
+        "TrialCore", "Systemd", "CTimerFD", .product(name: "Logging", package: "swift-log"),
+      ]
     ),
     // <sys/timerfd.h>, which Glibc's module does not export: clock-step detection.
     .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
@@ -38,6 +40,18 @@ let package = Package(
       ]
     ),
     .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
-    .testTarget(name: "TrialDaemonTests", dependencies: ["TrialDaemon", "TrialCore", "TrialTesting"]),
+    // libsystemd (Debian: libsystemd-dev), imported only by the Systemd target.
+    .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+    // sd_notify, watchdog, socket activation, the journal and swift-log backends.
+    .target(
+      name: "Systemd",
+      dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]
+    ),
+    .testTarget(
+      name: "SystemdTests",
+      dependencies: ["Systemd", .product(name: "Logging", package: "swift-log")]
+    ),
+    .testTarget(
+      name: "TrialDaemonTests", dependencies: ["TrialDaemon", "TrialCore", "TrialTesting", "Systemd"]),
   ]
 )

@@ -1,0 +1,142 @@
+/// A problem found in the configuration, with the file and line it is on.
+public struct ConfigurationDiagnostic: Hashable, Sendable, CustomStringConvertible {
+  public enum Severity: String, Hashable, Sendable {
+    /// Ignored input (an unknown key or section): the rest of the configuration applies.
+    case warning
+    /// Input that cannot be used (bad syntax, an invalid value, an unreadable file).
+    case error
+  }
+
+  public var severity: Severity
+  public var file: String
+  /// 1-based; nil for problems with a whole file.
+  public var line: Int?
+  public var message: String
+
+  public init(_ severity: Severity, file: String, line: Int?, _ message: String) {
+    self.severity = severity
+    self.file = file
+    self.line = line
+    self.message = message
+  }
+
+  /// `FILE:LINE: error: message`, as compilers print them.
+  public var description: String {
+    let location = line.map { "\(file):\($0)" } ?? file
+    return "\(location): \(severity.rawValue): \(message)"
+  }
+}
+
+/// One `Key=Value` line of a configuration file.
+struct ConfigurationAssignment: Hashable, Sendable {
+  var file: String
+  var line: Int
+  /// Nil when the assignment comes before any section header.
+  var section: String?
+  var key: String
+  var value: String
+}
+
+/// systemd's INI-style syntax (systemd.syntax(7)): `[Section]` headers, `Key=Value`
+/// assignments with whitespace around key and value trimmed, comment lines starting with
+/// `#` or `;`, and lines ending in a backslash continued on the next line (the backslash
+/// becomes a space; comment lines inside a continuation are skipped).
+enum ConfigurationSyntax {
+  /// Where assignments go while reading.
+  enum Context {
+    case beforeAnySection
+    case section(String)
+    /// After a malformed header: assignments are dropped, the header was reported.
+    case invalidSection
+  }
+
+  struct Parsed {
+    var assignments: [ConfigurationAssignment] = []
+    /// Section headers, with where each appears.
+    var sections: [(name: String, line: Int)] = []
+    var diagnostics: [ConfigurationDiagnostic] = []
+  }
+
+  static func parse(_ text: String, file: String) -> Parsed {
+    var parsed = Parsed()
+    var section = Context.beforeAnySection
+    var pending: (text: String, line: Int)?
+    // "\r\n" is one Character in Swift: split on both forms.
+    let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+    for (index, rawLine) in lines.enumerated() {
+      let number = index + 1
+      var line = trimmed(rawLine)
+      if let start = pending {
+        if line.hasPrefix("#") || line.hasPrefix(";") { continue }
+        line = start.text + " " + line
+      } else if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") {
+        continue
+      }
+      let firstLine = pending?.line ?? number
+      if line.hasSuffix("\\") {
+        pending = (String(line.dropLast()), firstLine)
+        continue
+      }
+      pending = nil
+      interpret(line, line: firstLine, file: file, section: &section, into: &parsed)
+    }
+    if let unfinished = pending {
+      interpret(unfinished.text, line: unfinished.line, file: file, section: &section, into: &parsed)
+    }
+    return parsed
+  }
+
+  private static func interpret(
+    _ line: String, line number: Int, file: String, section: inout Context, into parsed: inout Parsed
+  ) {
+    if line.hasPrefix("[") {
+      guard line.hasSuffix("]"), line.count >= 2 else {
+        parsed.diagnostics.append(
+          .init(.error, file: file, line: number, "invalid section header \"\(line)\": missing \"]\""))
+        section = .invalidSection
+        return
+      }
+      let name = trimmed(line.dropFirst().dropLast())
+      guard !name.isEmpty, !name.contains("["), !name.contains("]") else {
+        parsed.diagnostics.append(
+          .init(.error, file: file, line: number, "invalid section header \"\(line)\""))
+        section = .invalidSection
+        return
+      }
+      section = .section(name)
+      parsed.sections.append((name, number))
+      return
+    }
+    guard let equals = line.firstIndex(of: "=") else {
+      parsed.diagnostics.append(
+        .init(.error, file: file, line: number, "missing \"=\" in \"\(line)\": expected Key=Value"))
+      return
+    }
+    let key = trimmed(line[..<equals])
+    let value = trimmed(line[line.index(after: equals)...])
+    guard !key.isEmpty else {
+      parsed.diagnostics.append(
+        .init(.error, file: file, line: number, "missing key name before \"=\" in \"\(line)\""))
+      return
+    }
+    switch section {
+    case .invalidSection:
+      return
+    case .beforeAnySection:
+      parsed.assignments.append(
+        ConfigurationAssignment(file: file, line: number, section: nil, key: key, value: value))
+    case .section(let name):
+      parsed.assignments.append(
+        ConfigurationAssignment(file: file, line: number, section: name, key: key, value: value))
+    }
+  }
+
+  static func trimmed(_ text: some StringProtocol) -> String {
+    var slice = Substring(text)
+    while let first = slice.first, first == " " || first == "\t" || first == "\r" {
+      slice.removeFirst()
+    }
+    while let last = slice.last, last == " " || last == "\t" || last == "\r" { slice.removeLast() }
+    return String(slice)
+  }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import TrialCore
+
+/// The outcome of loading the configuration: the values, and every problem found.
+public struct LoadedConfiguration: Hashable, Sendable {
+  /// The configuration with every valid assignment applied; invalid ones leave the value
+  /// they would have replaced.
+  public var configuration: DaemonConfiguration
+  /// Warnings and errors in the order found (file by file, line by line).
+  public var diagnostics: [ConfigurationDiagnostic]
+  /// The files read, in the order they were applied.
+  public var files: [String]
+
+  public var errors: [ConfigurationDiagnostic] { diagnostics.filter { $0.severity == .error } }
+  public var warnings: [ConfigurationDiagnostic] { diagnostics.filter { $0.severity == .warning } }
+  public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+
+  /// The text and exit status of `trialwatchd --check-config`: every problem as
+  /// `FILE:LINE: severity: message`, then `configuration OK` when there is no error.
+  public var checkReport: ConfigurationReport {
+    var lines = diagnostics.map(\.description)
+    if !hasErrors { lines.append("configuration OK") }
+    return ConfigurationReport(text: lines.joined(separator: "\n") + "\n", exitCode: hasErrors ? 1 : 0)
+  }
+}
+
+/// What `--check-config` prints, and the status it exits with (0 when the configuration
+/// has no errors; warnings alone do not fail it).
+public struct ConfigurationReport: Hashable, Sendable {
+  public var text: String
+  public var exitCode: Int32
+}
+
+/// Reads the configuration: the main file, then the drop-ins `<main file>.d/*.conf` in
+/// file-name order, later assignments overriding earlier ones; an empty assignment
+/// (`Key=`) resets a key to its default. A missing main file or drop-in directory is fine:
+/// the defaults apply (unless `mainFileRequired`, for a file named on the command line).
+/// Unknown sections and keys are warnings; invalid values, bad syntax and unreadable files
+/// are errors.
+public struct ConfigurationLoader: Sendable {
+  public var mainFile: String
+  public var dropInDirectory: String
+  /// When set, a missing main file is an error (for `--config FILE`).
+  public var mainFileRequired: Bool
+  /// Supplies `STATE_DIRECTORY` for the default state directory.
+  public var environment: [String: String]
+
+  public init(
+    mainFile: String = DaemonConfiguration.defaultPath, dropInDirectory: String? = nil,
+    mainFileRequired: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment
+  ) {
+    self.mainFile = mainFile
+    self.mainFileRequired = mainFileRequired
+    self.dropInDirectory = dropInDirectory ?? mainFile + ".d"
+    self.environment = environment
+  }
+
+  public func load() -> LoadedConfiguration {
+    let defaults = DaemonConfiguration(environment: environment)
+    var state = State(configuration: defaults, defaults: defaults)
+    state.read(file: mainFile, required: mainFileRequired)
+    for file in dropInFiles(into: &state) {
+      state.read(file: file, required: true)
+    }
+    state.checkCombinations()
+    return LoadedConfiguration(
+      configuration: state.configuration, diagnostics: state.diagnostics, files: state.files)
+  }
+
+  /// The `*.conf` files of the drop-in directory, sorted by name.
+  private func dropInFiles(into state: inout State) -> [String] {
+    var info = stat()
+    guard stat(dropInDirectory, &info) == 0 else {
+      let code = errno
+      if code != ENOENT {
+        state.diagnostics.append(
+          .init(.error, file: dropInDirectory, line: nil, "cannot list drop-ins: \(SystemError(code: code))"))
+      }
+      return []
+    }
+    guard info.st_mode & S_IFMT == S_IFDIR else {
+      state.diagnostics.append(.init(.error, file: dropInDirectory, line: nil, "not a directory"))
+      return []
+    }
+    let names: [String]
+    switch listDirectory(dropInDirectory) {
+    case .success(let found):
+      names = found
+    case .failure(let error):
+      state.diagnostics.append(
+        .init(.error, file: dropInDirectory, line: nil, "cannot list drop-ins: \(error)"))
+      return []
+    }
+    return names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }
+      .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+      .map { dropInDirectory + "/" + $0 }
+  }
+
+  /// Loading in progress.
+  private struct State {
+    var configuration: DaemonConfiguration
+    let defaults: DaemonConfiguration
+    var diagnostics: [ConfigurationDiagnostic] = []
+    var files: [String] = []
+    /// Where each key was last assigned, for checks that span keys.
+    var lastAssignment: [String: ConfigurationAssignment] = [:]
+
+    mutating func read(file: String, required: Bool) {
+      var info = stat()
+      guard stat(file, &info) == 0 else {
+        let code = errno
+        if code == ENOENT && !required { return }
+        diagnostics.append(.init(.error, file: file, line: nil, "cannot read: \(SystemError(code: code))"))
+        return
+      }
+      switch info.st_mode & S_IFMT {
+      case S_IFREG:
+        break
+      case S_IFCHR where info.st_rdev == nullDevice():
+        // Linked to /dev/null: masked, as systemd masks drop-ins.
+        files.append(file)
+        return
+      case S_IFDIR:
+        diagnostics.append(.init(.error, file: file, line: nil, "is a directory, not a configuration file"))
+        return
+      default:
+        diagnostics.append(.init(.error, file: file, line: nil, "not a regular file"))
+        return
+      }
+      let bytes: [UInt8]
+      switch readFile(file) {
+      case .success(let read):
+        bytes = read
+      case .failure(let error):
+        diagnostics.append(.init(.error, file: file, line: nil, "cannot read: \(error)"))
+        return
+      }
+      guard let text = String(validating: bytes, as: UTF8.self) else {
+        diagnostics.append(.init(.error, file: file, line: nil, "not valid UTF-8 text"))
+        return
+      }
+      files.append(file)
+      let parsed = ConfigurationSyntax.parse(text, file: file)
+      let before = diagnostics.count
+      diagnostics.append(contentsOf: parsed.diagnostics)
+      for (name, line) in parsed.sections where !ConfigurationSchema.sections.contains(name) {
+        var message = "unknown section [\(name)], its assignments are ignored"
+        if let known = ConfigurationSchema.sections.first(where: { $0.lowercased() == name.lowercased() }) {
+          message += " (did you mean [\(known)]?)"
+        }
+        diagnostics.append(.init(.warning, file: file, line: line, message))
+      }
+      for assignment in parsed.assignments {
+        apply(assignment)
+      }
+      // This file's problems in line order.
+      diagnostics[before...].sort { ($0.line ?? 0) < ($1.line ?? 0) }
+    }
+
+    private mutating func apply(_ assignment: ConfigurationAssignment) {
+      let file = assignment.file
+      let line = assignment.line
+      guard let section = assignment.section else {
+        diagnostics.append(
+          .init(
+            .warning, file: file, line: line,
+            "assignment \(assignment.key)= outside of any section, ignored (sections: "
+              + ConfigurationSchema.sections.map { "[\($0)]" }.joined(separator: ", ") + ")"))
+        return
+      }
+      guard ConfigurationSchema.sections.contains(section) else { return }
+      guard let key = ConfigurationSchema.key(section: section, name: assignment.key) else {
+        diagnostics.append(
+          .init(.warning, file: file, line: line, unknownKeyMessage(assignment.key, section)))
+        return
+      }
+      if assignment.value.isEmpty {
+        key.reset(&configuration, defaults)
+        lastAssignment[key.name] = nil
+        return
+      }
+      do {
+        try key.apply(&configuration, assignment.value)
+        lastAssignment[key.name] = assignment
+      } catch {
+        diagnostics.append(
+          .init(
+            .error, file: file, line: line,
+            "invalid value \"\(assignment.value)\" for \(key.name)= in [\(section)]: \(error.reason)"))
+      }
+    }
+
+    private func unknownKeyMessage(_ name: String, _ section: String) -> String {
+      var message = "unknown key \"\(name)\" in [\(section)], ignored"
+      if let near = ConfigurationSchema.keys.first(where: {
+        $0.section == section && $0.name.lowercased() == name.lowercased()
+      }) {
+        message += " (did you mean \"\(near.name)\"?)"
+      } else if let elsewhere = ConfigurationSchema.keys.first(where: {
+        $0.name.lowercased() == name.lowercased()
+      }) {
+        message += " (\(elsewhere.name)= belongs in [\(elsewhere.section)])"
+      }
+      return message
+    }
+
+    /// Checks between keys, once every file is applied.
+    mutating func checkCombinations() {
+      let length = configuration.defaultLength
+      let tooLong = configuration.defaultReminders.offsets.filter { $0 >= length }
+      guard !tooLong.isEmpty,
+        let blame = lastAssignment["DefaultReminders"] ?? lastAssignment["DefaultLength"]
+      else { return }
+      let spans = tooLong.map(TimeSpan.format).joined(separator: ", ")
+      let one = tooLong.count == 1
+      let (noun, verb, object, subject) =
+        one ? ("reminder", "is", "it", "it") : ("reminders", "are", "them", "they")
+      diagnostics.append(
+        .init(
+          .warning, file: blame.file, line: blame.line,
+          "\(noun) \(spans) \(verb) not shorter than DefaultLength=\(TimeSpan.format(length)): trials of "
+            + "the default length start with \(object) already due, and \(subject) \(verb) skipped"))
+    }
+  }
+}
+
+/// The device number of /dev/null.
+private func nullDevice() -> dev_t {
+  var info = stat()
+  return stat("/dev/null", &info) == 0 ? info.st_rdev : dev_t.max
+}
+
+/// An `errno` value as its message, e.g. "Permission denied".
+private struct SystemError: Error, CustomStringConvertible {
+  var code: Int32
+  var description: String { String(cString: strerror(code)) }
+}
+
+private func readFile(_ path: String) -> Result<[UInt8], SystemError> {
+  let fd = open(path, O_RDONLY | O_CLOEXEC)
+  guard fd >= 0 else { return .failure(SystemError(code: errno)) }
+  defer { close(fd) }
+  var bytes: [UInt8] = []
+  var chunk = [UInt8](repeating: 0, count: 65_536)
+  while true {
+    let count = read(fd, &chunk, chunk.count)
+    if count < 0 {
+      if errno == EINTR { continue }
+      return .failure(SystemError(code: errno))
+    }
+    if count == 0 { return .success(bytes) }
+    bytes.append(contentsOf: chunk[0..<count])
+  }
+}
+
+private func listDirectory(_ path: String) -> Result<[String], SystemError> {
+  guard let directory = opendir(path) else { return .failure(SystemError(code: errno)) }
+  defer { closedir(directory) }
+  var names: [String] = []
+  while let entry = readdir(directory) {
+    let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+      String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+    }
+    if name != "." && name != ".." { names.append(name) }
+  }
+  return .success(names)
+}

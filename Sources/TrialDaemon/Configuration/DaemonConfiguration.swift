@@ -1,0 +1,57 @@
+import Foundation
+import Logging
+import Systemd
+import TrialCore
+
+/// The daemon's settings, from `/etc/trialwatch/trialwatch.conf` and its drop-ins (see
+/// `ConfigurationLoader`). Every value starts at its documented default.
+public struct DaemonConfiguration: Hashable, Sendable {
+  public static let defaultPath = "/etc/trialwatch/trialwatch.conf"
+  public static let defaultStateDirectory = "/var/lib/trialwatch"
+  public static let defaultSocketPath = "/run/trialwatch/io.trialwatch"
+  public static let defaultControlGroup = "trialwatch"
+  public static let defaultMaxConnections = 256
+  public static let defaultIdleTimeout = Days(timeInterval: 300)
+
+  // [Trials]
+  /// `DefaultLength=`: the length of a trial started without one.
+  public var defaultLength: Days = .defaultTrialLength
+  /// `DefaultReminders=`: the reminders of a trial started without its own.
+  public var defaultReminders: ReminderSchedule = .default
+
+  // [CatchUp]
+  /// `LateReminders=`, `ReminderGrace=`, `LateThreshold=`.
+  public var catchUp = CatchUpPolicy()
+
+  // [Daemon]
+  /// `StateDirectory=`: where the store lives. Default: the first path of
+  /// `$STATE_DIRECTORY` (set by systemd from the unit's `StateDirectory=`), else
+  /// `/var/lib/trialwatch`.
+  public var stateDirectory: String
+  /// `Socket=`: the control socket bound when the daemon is not socket-activated.
+  public var socketPath: String = DaemonConfiguration.defaultSocketPath
+  /// `ControlGroup=`: members of this group (a name or a numeric id), and root, may change
+  /// trials through the control socket. Anyone who can reach the socket may read.
+  public var controlGroup: String = DaemonConfiguration.defaultControlGroup
+  /// `MaxConnections=`: control connections served at once; more wait to be accepted.
+  public var maxConnections: Int = DaemonConfiguration.defaultMaxConnections
+  /// `IdleTimeout=`: a control connection that sends no request for this long, and watches
+  /// nothing, is closed. Nil (`infinity`) keeps idle connections open.
+  public var idleTimeout: Days? = DaemonConfiguration.defaultIdleTimeout
+  /// `LogLevel=`: the least severe level logged.
+  public var logLevel: Logger.Level = .info
+  /// `LogTarget=`: where logs go.
+  public var logTarget: LogTarget = .auto
+
+  /// The defaults. `environment` supplies `STATE_DIRECTORY`.
+  public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    stateDirectory = Self.defaultStateDirectory(environment: environment)
+  }
+
+  /// The first path of `$STATE_DIRECTORY` when set, else `/var/lib/trialwatch`.
+  public static func defaultStateDirectory(environment: [String: String]) -> String {
+    let first = environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+    if let first, first.hasPrefix("/") { return first }
+    return defaultStateDirectory
+  }
+}

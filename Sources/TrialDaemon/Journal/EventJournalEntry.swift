@@ -1,0 +1,132 @@
+import Foundation
+import Systemd
+import TrialCore
+
+/// The journal entry of each taken event (fired or skipped) and of a detected clock step.
+/// Pure mapping: the dates printed are the ones given, no clock is read.
+///
+/// Every event entry carries `MESSAGE`, `MESSAGE_ID`, `PRIORITY`, `TRIAL_ID`,
+/// `TRIAL_SUBJECT`, `TRIAL_REVISION`, `TRIAL_END`, `EVENT_KIND`, `EVENT_ID`,
+/// `DUE_REALTIME_USEC`, `LATENESS_USEC`, then `REMINDER_OFFSET_SEC` for reminders and
+/// `SKIP_REASON` for skipped events. `systemd/trialwatch.catalog` explains each `MESSAGE_ID`.
+public enum EventJournalEntry {
+  /// The fixed `MESSAGE_ID` of each kind of entry (128-bit ids, as `journalctl
+  /// --new-id128` makes them).
+  public enum MessageID: String, CaseIterable, Sendable {
+    /// A reminder fired on time.
+    case reminder = "e0431c29206b4f89b9db88d7e38907bc"
+    /// A trial's expiry fired on time.
+    case expired = "a16bdf9f2f29487d962a88689b1d20c8"
+    /// A reminder or expiry fired late: after downtime, suspend or a forward clock step.
+    case firedLate = "194e6e2d7bac4fb7847f8c84893df546"
+    /// An event that did not fire, by the catch-up policy or because it was already due.
+    case skipped = "1f372a37269d4fa6a822448c5499a6bd"
+    /// The wall clock jumped.
+    case clockStep = "a5c14270596d41a0993951071697858f"
+  }
+
+  /// syslog priorities used by the entries.
+  enum Priority: Int {
+    case warning = 4
+    case notice = 5
+    case info = 6
+  }
+
+  /// The `MESSAGE_ID` of an event entry.
+  public static func messageID(for entry: LedgerEntry) -> MessageID {
+    switch entry.outcome {
+    case .skipped: .skipped
+    case .fired where entry.isLate: .firedLate
+    case .fired: entry.event.kind == .expiry ? .expired : .reminder
+    }
+  }
+
+  /// The fields of the entry for one taken event of `trial`, in the order they are sent.
+  public static func fields(for entry: LedgerEntry, trial: Trial) -> [JournalField] {
+    let event = entry.event
+    let end = endDate(of: event, trial: trial)
+    var fields = [
+      JournalField(name: "MESSAGE", value: message(for: entry, trial: trial, end: end)),
+      JournalField(name: "MESSAGE_ID", value: messageID(for: entry).rawValue),
+      JournalField(name: "PRIORITY", value: String(priority(for: entry).rawValue)),
+      JournalField(name: "TRIAL_ID", value: event.trialID.description),
+      JournalField(name: "TRIAL_SUBJECT", value: trial.subject),
+      JournalField(name: "TRIAL_REVISION", value: String(event.revision)),
+      JournalField(name: "TRIAL_END", value: JournalTime.rfc3339(end)),
+      JournalField(name: "EVENT_KIND", value: event.kind.name),
+      JournalField(name: "EVENT_ID", value: event.id.description),
+      JournalField(name: "DUE_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(event.due))),
+      JournalField(name: "LATENESS_USEC", value: String(JournalTime.microseconds(entry.lateness))),
+    ]
+    if let offset = event.kind.reminderOffset {
+      fields.append(
+        JournalField(name: "REMINDER_OFFSET_SEC", value: JournalTime.seconds(offset.timeInterval)))
+    }
+    if case .skipped(let reason) = entry.outcome {
+      fields.append(JournalField(name: "SKIP_REASON", value: reason.code))
+    }
+    return fields
+  }
+
+  /// The entry logged when the wall clock jumped from `from` (where it was expected to be)
+  /// to `to` (where it is now). Forward steps are notices: what became due fires late.
+  /// Backward steps are warnings: nothing fires again, and events wait for their due time.
+  public static func clockStep(from: Date, to: Date) -> [JournalField] {
+    let step = to.timeIntervalSince(from)
+    let forward = step >= 0
+    let size = JournalTime.approximate(abs(step))
+    let span = "from \(JournalTime.readable(from)) to \(JournalTime.readable(to))"
+    let message =
+      forward
+      ? "Wall clock stepped forward by \(size), \(span); events that became due fire now, late"
+      : "Wall clock stepped back by \(size), \(span); events already fired do not fire again"
+    return [
+      JournalField(name: "MESSAGE", value: message),
+      JournalField(name: "MESSAGE_ID", value: MessageID.clockStep.rawValue),
+      JournalField(name: "PRIORITY", value: String((forward ? Priority.notice : .warning).rawValue)),
+      JournalField(name: "CLOCK_STEP_DIRECTION", value: forward ? "forward" : "backward"),
+      JournalField(name: "CLOCK_STEP_USEC", value: String(JournalTime.microseconds(abs(step)))),
+      JournalField(name: "CLOCK_FROM_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(from))),
+      JournalField(name: "CLOCK_TO_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(to))),
+    ]
+  }
+
+  // MARK: Parts
+
+  static func priority(for entry: LedgerEntry) -> Priority {
+    switch entry.outcome {
+    case .skipped(.beyondGrace): .warning
+    case .skipped: .notice
+    case .fired: entry.event.kind == .expiry ? .notice : .info
+    }
+  }
+
+  /// The end date of the event's revision: the trial's, when the entry is of its current
+  /// revision; computed from the event's due time otherwise.
+  private static func endDate(of event: TrialEvent, trial: Trial) -> Date {
+    if trial.revision == event.revision, trial.id == event.trialID { return trial.period.endDate }
+    return event.due.addingTimeInterval(event.kind.reminderOffset?.timeInterval ?? 0)
+  }
+
+  private static func message(for entry: LedgerEntry, trial: Trial, end: Date) -> String {
+    let event = entry.event
+    let who = "Trial \(trial.subject) (id \(event.trialID))"
+    let endText = JournalTime.readable(end)
+    let late = entry.isLate ? ", fired \(JournalTime.approximate(entry.lateness)) late" : ""
+    switch (entry.outcome, event.kind) {
+    case (.fired, .expiry):
+      return "\(who) expired at \(endText)\(late)"
+    case (.fired, .reminder(let offset)):
+      let remaining = end.timeIntervalSince(entry.takenAt)
+      if remaining > 0 {
+        return "\(who): \(JournalTime.left(remaining)) left, ends \(endText)\(late)"
+      }
+      return "\(who): reminder \(TimeSpan.format(offset)) before the end, "
+        + "the trial already ended at \(endText)\(late)"
+    case (.skipped(let reason), .expiry):
+      return "\(who): expiry skipped, \(reason); ends \(endText)"
+    case (.skipped(let reason), .reminder(let offset)):
+      return "\(who): reminder \(TimeSpan.format(offset)) before the end skipped, \(reason); ends \(endText)"
+    }
+  }
+}

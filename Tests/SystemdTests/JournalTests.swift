@@ -1,0 +1,195 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import Systemd
+
+@Suite struct JournalFieldTests {
+  @Test(arguments: ["MESSAGE", "TRIAL_ID", "A", "X1_2", String(repeating: "N", count: 64)])
+  func validNames(name: String) {
+    #expect(JournalField.problem(withName: name) == nil)
+  }
+
+  @Test(arguments: [
+    ("", "field name must not be empty"),
+    ("message", "field name \"message\" may only contain A-Z, 0-9 and \"_\""),
+    ("TRIAL-ID", "field name \"TRIAL-ID\" may only contain A-Z, 0-9 and \"_\""),
+    ("ÄRGER", "field name \"ÄRGER\" may only contain A-Z, 0-9 and \"_\""),
+    ("_PID", "field name \"_PID\" must not start with \"_\" (reserved for journald)"),
+    ("1ST", "field name \"1ST\" must not start with a digit"),
+    (
+      String(repeating: "N", count: 65),
+      "field name \"\(String(repeating: "N", count: 65))\" is longer than 64 characters"
+    ),
+  ])
+  func invalidNamesSayWhy(name: String, problem: String) {
+    #expect(JournalField.problem(withName: name) == problem)
+  }
+
+  @Test func keysBecomeValidFieldNames() {
+    #expect(JournalField.fieldName(forKey: "trial-id") == "TRIAL_ID")
+    #expect(JournalField.fieldName(forKey: "_private") == "PRIVATE")
+    #expect(JournalField.fieldName(forKey: "2fa") == "META_2FA")
+    #expect(JournalField.fieldName(forKey: "") == "META_")
+    #expect(JournalField.fieldName(forKey: "größe") == "GR____E")
+    #expect(JournalField.fieldName(forKey: String(repeating: "k", count: 80)).count == 64)
+    for key in ["trial-id", "_private", "2fa", "", "größe", "a.b.c", "x y"] {
+      #expect(JournalField.problem(withName: JournalField.fieldName(forKey: key)) == nil, "\(key)")
+    }
+  }
+}
+
+/// The real `sd_journal_sendv`, read back from journald's socket bound by the test.
+@Suite(.serialized) struct SystemdJournalTests {
+  @Test func sendsExactlyTheFieldsGivenInOrder() throws {
+    let journald = try FakeJournald.start()
+    defer { journald.stop() }
+    let marker = JournalMarker()
+    let fields = [
+      JournalField(name: "MESSAGE", value: "Trial acme-42 expired"),
+      JournalField(name: "PRIORITY", value: "5"),
+      JournalField(name: "MULTI_LINE", value: "first line\nsecond line\n"),
+      JournalField(name: "UNICODE", value: "Größe ✓"),
+      JournalField(name: "EMPTY", value: ""),
+      JournalField(name: "WITH_EQUALS", value: "a=b=c"),
+      JournalField(name: marker.name, value: marker.value),
+    ]
+    try SystemdJournal().send(fields)
+    let entry = try #require(try journald.receiveEntry(withMarker: marker))
+    // libsystemd adds SYSLOG_IDENTIFIER (the program's name) when the entry has none.
+    let program = (CommandLine.arguments[0] as NSString).lastPathComponent
+    #expect(entry.map(\.0) == fields.map(\.name) + ["SYSLOG_IDENTIFIER"])
+    #expect(entry.map(\.1) == fields.map(\.value) + [program])
+  }
+
+  @Test func invalidFieldNameSendsNothing() throws {
+    let journald = try FakeJournald.start()
+    defer { journald.stop() }
+    let marker = JournalMarker()
+    let error = #expect(throws: SystemdError.invalidJournalField) {
+      try SystemdJournal().send([
+        JournalField(name: marker.name, value: marker.value),
+        JournalField(name: "lower", value: "x"),
+      ])
+    }
+    #expect(error?.description == "field name \"lower\" may only contain A-Z, 0-9 and \"_\"")
+    // Nothing of the rejected entry arrives before a valid one sent after it.
+    let second = JournalMarker()
+    try SystemdJournal().send([JournalField(name: second.name, value: second.value)])
+    var before: [[(String, String)]] = []
+    var sawSecond = false
+    while !sawSecond, let datagram = try journald.socket.receive() {
+      let entry = try NativeJournalProtocol.parse(datagram)
+      sawSecond = entry.first?.1 == second.value
+      if !sawSecond { before.append(entry) }
+    }
+    #expect(sawSecond)
+    #expect(!before.contains { $0.contains { $0.1 == marker.value } })
+  }
+
+  @Test func journalLogHandlerWritesThroughSendv() throws {
+    let journald = try FakeJournald.start()
+    defer { journald.stop() }
+    let marker = JournalMarker()
+    var handler = JournalLogHandler(label: "io.trialwatch.test", identifier: "trialwatchd")
+    handler.metadata["test-marker"] = .string(marker.value)
+    let logger = Logger(label: "io.trialwatch.test", factory: { _ in handler })
+    let line: UInt = #line + 1
+    logger.warning("store is \("slow")", metadata: ["trial-id": "00000000000000ff"])
+    let entry = try #require(try journald.receiveEntry(withMarker: marker))
+    #expect(
+      entry.map(\.0) == [
+        "MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER", "LOGGER", "CODE_FILE", "CODE_LINE", "CODE_FUNC",
+        "TEST_MARKER", "TRIAL_ID",
+      ])
+    #expect(
+      entry.map(\.1) == [
+        "store is slow", "4", "trialwatchd", "io.trialwatch.test", "SystemdTests/JournalTests.swift",
+        String(line), "journalLogHandlerWritesThroughSendv()", marker.value, "00000000000000ff",
+      ])
+  }
+}
+
+@Suite struct JournalDestinationTests {
+  /// A pipe's write end stands in for standard error; its device and inode are real.
+  final class Pipe {
+    let read: Int32
+    let write: Int32
+    init() {
+      var ends: [Int32] = [0, 0]
+      precondition(pipe(&ends) == 0)
+      read = ends[0]
+      write = ends[1]
+    }
+    var streamValue: String {
+      var info = stat()
+      precondition(fstat(write, &info) == 0)
+      return "\(info.st_dev):\(info.st_ino)"
+    }
+    deinit {
+      close(read)
+      close(write)
+    }
+  }
+
+  @Test func autoPicksTheJournalWhenStandardErrorIsTheJournalStream() {
+    let stream = Pipe()
+    let environment = ["JOURNAL_STREAM": stream.streamValue]
+    #expect(JournalDestination.isJournalStream(stream.write, environment: environment))
+    #expect(
+      JournalDestination.detect(target: .auto, environment: environment, standardError: stream.write)
+        == .journal)
+  }
+
+  @Test func autoPicksStandardErrorWhenItIsElsewhere() {
+    let stream = Pipe()
+    let other = Pipe()
+    // A shell started from the service inherits JOURNAL_STREAM, but its stderr is a terminal.
+    let environment = ["JOURNAL_STREAM": other.streamValue]
+    #expect(
+      JournalDestination.detect(target: .auto, environment: environment, standardError: stream.write)
+        == .standardError)
+    #expect(
+      JournalDestination.detect(target: .auto, environment: [:], standardError: stream.write)
+        == .standardError)
+  }
+
+  @Test(arguments: ["", "12", "a:b", "1:2:3", ":5", "-1:3"])
+  func malformedJournalStreamIsNotTheJournal(value: String) {
+    let stream = Pipe()
+    #expect(!JournalDestination.isJournalStream(stream.write, environment: ["JOURNAL_STREAM": value]))
+  }
+
+  @Test func invalidStandardErrorIsNotTheJournal() {
+    let stream = Pipe()
+    #expect(!JournalDestination.isJournalStream(-1, environment: ["JOURNAL_STREAM": stream.streamValue]))
+  }
+
+  @Test func consoleAlwaysPicksStandardError() {
+    let stream = Pipe()
+    let environment = ["JOURNAL_STREAM": stream.streamValue]
+    #expect(
+      JournalDestination.detect(target: .console, environment: environment, standardError: stream.write)
+        == .standardError)
+  }
+
+  @Test func journalRequestedNeedsJournaldsSocket() throws {
+    let socket = try UnixDatagramSocket.temporary(name: "socket")
+    defer { socket.close() }
+    #expect(
+      JournalDestination.detect(target: .journal, environment: [:], journalSocket: socket.path) == .journal)
+    #expect(
+      JournalDestination.detect(target: .journal, environment: [:], journalSocket: socket.path + ".missing")
+        == .standardError)
+    // A regular file where the socket should be is not journald.
+    let file = socket.path + ".file"
+    #expect(FileManager.default.createFile(atPath: file, contents: Data()))
+    defer { unlink(file) }
+    #expect(
+      JournalDestination.detect(target: .journal, environment: [:], journalSocket: file) == .standardError)
+  }
+
+  @Test func defaultSocketIsJournaldsNativeSocket() {
+    #expect(JournalDestination.journalSocketPath == "/run/systemd/journal/socket")
+  }
+}

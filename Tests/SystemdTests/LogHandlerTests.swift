@@ -1,0 +1,195 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import Systemd
+
+/// Records the entries a handler would send, or fails every send.
+final class RecordingJournal: JournalSink {
+  struct Unavailable: Error, CustomStringConvertible {
+    var description: String { "journal is down" }
+  }
+
+  private let entries = Mutex<[[JournalField]]>([])
+  let fails: Bool
+
+  init(fails: Bool = false) {
+    self.fails = fails
+  }
+
+  func send(_ fields: [JournalField]) throws {
+    if fails { throw Unavailable() }
+    entries.withLock { $0.append(fields) }
+  }
+
+  var sent: [[JournalField]] { entries.withLock { $0 } }
+}
+
+/// A pipe read back with a bounded wait, standing in for standard error.
+final class LinePipe {
+  let read: Int32
+  let write: Int32
+
+  init() {
+    var ends: [Int32] = [0, 0]
+    precondition(pipe(&ends) == 0)
+    read = ends[0]
+    write = ends[1]
+  }
+
+  /// Everything written so far, once at least one line has arrived (waits at most 5 s).
+  func readAvailable() -> String {
+    var poller = pollfd(fd: read, events: Int16(POLLIN), revents: 0)
+    guard poll(&poller, 1, 5_000) == 1 else { return "" }
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    let count = Glibc.read(read, &buffer, buffer.count)
+    return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
+  }
+
+  deinit {
+    close(read)
+    close(write)
+  }
+}
+
+@Suite struct LogHandlerTests {
+  @Test func prioritiesFollowSyslog() {
+    let expected: [(Logger.Level, Int)] = [
+      (.trace, 7), (.debug, 7), (.info, 6), (.notice, 5), (.warning, 4), (.error, 3), (.critical, 2),
+    ]
+    for (level, priority) in expected {
+      #expect(syslogPriority(of: level) == priority, "\(level)")
+    }
+  }
+
+  @Test func journalHandlerSendsStructuredFields() throws {
+    let journal = RecordingJournal()
+    var handler = JournalLogHandler(
+      label: "io.trialwatch.engine", identifier: "trialwatchd", sink: journal,
+      metadataProvider: .init { ["provided": "yes", "shared": "provider"] })
+    handler.metadata["handler-key"] = "h"
+    handler.metadata["shared"] = "handler"
+    let logger = Logger(label: "io.trialwatch.engine", factory: { _ in handler })
+    let line: UInt = #line + 1
+    logger.error(
+      "commit failed", metadata: ["trial.id": "00000000000000ff", "message": "clash", "shared": "event"])
+
+    let entry = try #require(journal.sent.first)
+    #expect(journal.sent.count == 1)
+    #expect(
+      entry == [
+        JournalField(name: "MESSAGE", value: "commit failed"),
+        JournalField(name: "PRIORITY", value: "3"),
+        JournalField(name: "SYSLOG_IDENTIFIER", value: "trialwatchd"),
+        JournalField(name: "LOGGER", value: "io.trialwatch.engine"),
+        JournalField(name: "CODE_FILE", value: "SystemdTests/LogHandlerTests.swift"),
+        JournalField(name: "CODE_LINE", value: String(line)),
+        JournalField(name: "CODE_FUNC", value: "journalHandlerSendsStructuredFields()"),
+        JournalField(name: "HANDLER_KEY", value: "h"),
+        JournalField(name: "META_MESSAGE", value: "clash"),
+        JournalField(name: "PROVIDED", value: "yes"),
+        JournalField(name: "SHARED", value: "event"),
+        JournalField(name: "TRIAL_ID", value: "00000000000000ff"),
+      ])
+  }
+
+  @Test func journalHandlerCarriesTheEventsError() throws {
+    struct StoreFull: Error, CustomStringConvertible {
+      var description: String { "store is full" }
+    }
+    let event = LogEvent(
+      level: .critical, message: "giving up", metadata: nil, source: nil, file: "F.swift",
+      function: "f()", line: 9)
+    var withError = event
+    withError.error = StoreFull()
+    let fields = JournalLogHandler.fields(for: withError, label: "l", identifier: "i", metadata: [:])
+    #expect(
+      fields.map(\.name) == [
+        "MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER", "LOGGER", "CODE_FILE", "CODE_LINE", "CODE_FUNC", "ERROR",
+      ])
+    #expect(fields.last?.value == "store is full")
+    #expect(fields[1].value == "2")
+  }
+
+  @Test func journalHandlerFallsBackToStandardError() async {
+    let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      let handler = JournalLogHandler(
+        label: "io.trialwatch.test", identifier: "trialwatchd", sink: RecordingJournal(fails: true))
+      Logger(label: "io.trialwatch.test", factory: { _ in handler }).warning("store is slow")
+    }
+    let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    #expect(
+      text.contains("warning  io.trialwatch.test: store is slow (journal unavailable: journal is down)\n"))
+  }
+
+  @Test func stderrHandlerWritesOneReadableLine() {
+    let pipe = LinePipe()
+    var handler = StderrLogHandler(label: "trialwatchd", fileDescriptor: pipe.write)
+    handler.metadata["path"] = "/run/trialwatch/io.trialwatch"
+    let logger = Logger(label: "trialwatchd", factory: { _ in handler })
+    logger.debug("not shown at the default level")
+    logger.notice("socket bound", metadata: ["mode": "0660", "owner": "root root"])
+    #expect(
+      pipe.readAvailable()
+        == "notice   trialwatchd: socket bound mode=0660 owner=\"root root\""
+        + " path=/run/trialwatch/io.trialwatch\n")
+  }
+
+  @Test func stderrFormatKeepsEveryMessageOnOneLine() {
+    struct Denied: Error, CustomStringConvertible {
+      var description: String { "permission denied" }
+    }
+    let line = StderrLogHandler.format(
+      level: .critical, label: "trialwatchd", message: "two\nlines\tand\u{7}bell",
+      metadata: ["empty": "", "quote": "say \"hi\"", "eq": "a=b", "list": ["x", "y"]], error: Denied())
+    #expect(
+      line
+        == #"critical trialwatchd: two\nlines\tand\u{7}bell empty="" eq="a=b""#
+        + #" list="[\"x\", \"y\"]" quote="say \"hi\"" error="permission denied""#)
+    #expect(!line.contains("\n"))
+  }
+
+  @Test func bootstrapHandlersFollowTheSharedLevel() {
+    let pipe = LinePipe()
+    let level = SharedLogLevel(.warning)
+    var logger = Logger(label: "trialwatchd") { label in
+      SystemdLogging.makeHandler(
+        label: label, destination: .standardError, identifier: "trialwatchd", level: level,
+        standardError: pipe.write)
+    }
+    logger.info("hidden at warning")
+    level.level = .info
+    logger.info("shown after a reload")
+    #expect(pipe.readAvailable() == "info     trialwatchd: shown after a reload\n")
+    // A logger that sets its own level no longer follows the shared one.
+    logger.logLevel = .error
+    level.level = .trace
+    logger.warning("hidden: the logger chose error")
+    logger.error("shown")
+    #expect(pipe.readAvailable() == "error    trialwatchd: shown\n")
+  }
+
+  @Test func makeHandlerPicksTheBackendOfTheDestination() throws {
+    let journal = RecordingJournal()
+    let level = SharedLogLevel(.info)
+    let handler = SystemdLogging.makeHandler(
+      label: "x", destination: .journal, identifier: "trialwatchd", level: level, journal: journal)
+    #expect(handler is JournalLogHandler)
+    Logger(label: "x", factory: { _ in handler }).info("to the journal")
+    #expect(journal.sent.first?.first == JournalField(name: "MESSAGE", value: "to the journal"))
+    let console = SystemdLogging.makeHandler(
+      label: "x", destination: .standardError, identifier: "trialwatchd", level: level, journal: journal)
+    #expect(console is StderrLogHandler)
+  }
+
+  @Test func bootstrapOnAConsoleLogsToStandardError() async {
+    let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      let destination = SystemdLogging.bootstrap(identifier: "trialwatchd", target: .console)
+      #expect(destination == .standardError)
+      Logger(label: "trialwatchd").notice("started", metadata: ["trials": "3"])
+    }
+    let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    #expect(text.contains("notice   trialwatchd: started trials=3\n"))
+  }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Systemd
+import Testing
+import TrialCore
+
+@testable import TrialDaemon
+
+/// The files shipped in the repository, found from this source file.
+enum RepositoryFile {
+  static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+
+  static func path(_ relative: String) -> String {
+    root.appendingPathComponent(relative).path
+  }
+}
+
+/// `systemd/trialwatch.catalog`, one entry per message id.
+@Suite struct CatalogTests {
+  struct Entry {
+    var id: String
+    var headers: [String: String]
+    var text: String
+  }
+
+  static func entries() throws -> [Entry] {
+    let text = try String(contentsOfFile: RepositoryFile.path("systemd/trialwatch.catalog"), encoding: .utf8)
+    var entries: [Entry] = []
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+      if line.hasPrefix("-- ") {
+        entries.append(Entry(id: String(line.dropFirst(3)), headers: [:], text: ""))
+      } else if !entries.isEmpty {
+        // Header lines (`Name: value`) until the first blank line, then the explanation.
+        let index = entries.count - 1
+        if let colon = line.firstIndex(of: ":"), entries[index].text.isEmpty,
+          !line[..<colon].contains(" ")
+        {
+          entries[index].headers[String(line[..<colon])] = line[line.index(after: colon)...]
+            .trimmingCharacters(in: .whitespaces)
+        } else {
+          entries[index].text += line + "\n"
+        }
+      }
+    }
+    return entries
+  }
+
+  /// A sample entry of each message id, with the fields trialwatchd sends.
+  static func sampleFields() throws -> [String: Set<String>] {
+    let end = Date(timeIntervalSince1970: 1_795_788_000)
+    let trial = Trial(
+      id: TrialID(42), subject: "acme-42",
+      period: TrialPeriod(startDate: end.addingTimeInterval(-432_000), endDate: end))
+    let reminder = trial.event(at: 0)
+    let expiry = trial.event(at: trial.reminders.offsets.count)
+    let samples = [
+      LedgerEntry(event: reminder, outcome: .fired, takenAt: reminder.due, isLate: false),
+      LedgerEntry(event: expiry, outcome: .fired, takenAt: expiry.due, isLate: false),
+      LedgerEntry(event: reminder, outcome: .fired, takenAt: reminder.due + 600, isLate: true),
+      LedgerEntry(event: expiry, outcome: .fired, takenAt: expiry.due + 600, isLate: true),
+      LedgerEntry(event: reminder, outcome: .skipped(.supersededByExpiry), takenAt: end, isLate: true),
+    ]
+    var fields: [String: Set<String>] = [:]
+    for sample in samples {
+      let names = EventJournalEntry.fields(for: sample, trial: trial).map(\.name)
+      let id = EventJournalEntry.messageID(for: sample).rawValue
+      // A placeholder must be present in every entry of its id: intersect.
+      fields[id] = fields[id].map { $0.intersection(names) } ?? Set(names)
+    }
+    fields[EventJournalEntry.MessageID.clockStep.rawValue] = Set(
+      EventJournalEntry.clockStep(from: end, to: end + 60).map(\.name))
+    return fields
+  }
+
+  @Test func oneEntryPerMessageID() throws {
+    let ids = try Self.entries().map(\.id)
+    #expect(ids.count == Set(ids).count)
+    #expect(Set(ids) == Set(EventJournalEntry.MessageID.allCases.map(\.rawValue)))
+  }
+
+  @Test func everyEntryHasItsHeadersAndAnExplanation() throws {
+    for entry in try Self.entries() {
+      #expect(entry.headers["Subject"]?.isEmpty == false, "\(entry.id)")
+      #expect(entry.headers["Defined-By"] == "trialwatch", "\(entry.id)")
+      #expect(entry.headers["Support"]?.isEmpty == false, "\(entry.id)")
+      #expect(entry.text.split(separator: "\n").count >= 4, "\(entry.id)")
+    }
+  }
+
+  @Test func placeholdersNameFieldsTheEntriesCarry() throws {
+    let sent = try Self.sampleFields()
+    let placeholder = /@([A-Z0-9_]+)@/
+    for entry in try Self.entries() {
+      let body = (entry.headers["Subject"] ?? "") + entry.text
+      let used = Set(body.matches(of: placeholder).map { String($0.output.1) })
+      #expect(!used.isEmpty, "\(entry.id)")
+      let missing = used.subtracting(sent[entry.id] ?? [])
+      #expect(missing.isEmpty, "catalog entry \(entry.id) uses fields its entries lack: \(missing.sorted())")
+    }
+  }
+
+  /// journalctl itself compiles the catalog into a database under a scratch root.
+  @Test func journalctlAcceptsTheCatalog() throws {
+    guard
+      let journalctl = ["/usr/bin/journalctl", "/bin/journalctl"].first(where: {
+        FileManager.default.isExecutableFile(atPath: $0)
+      })
+    else {
+      try Test.cancel("journalctl is not installed")
+    }
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: root) }
+    let catalogs = root.appendingPathComponent("usr/lib/systemd/catalog")
+    try FileManager.default.createDirectory(at: catalogs, withIntermediateDirectories: true)
+    try FileManager.default.copyItem(
+      atPath: RepositoryFile.path("systemd/trialwatch.catalog"),
+      toPath: catalogs.appendingPathComponent("trialwatch.catalog").path)
+
+    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: journalctl)
+      process.arguments = ["--root=\(root.path)"] + arguments
+      let pipe = Pipe()
+      process.standardOutput = pipe
+      process.standardError = pipe
+      try process.run()
+      let data = pipe.fileHandleForReading.readDataToEndOfFile()
+      process.waitUntilExit()
+      return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    let update = try run(["--update-catalog"])
+    #expect(update.status == 0, "\(update.output)")
+    let list = try run(["--list-catalog"])
+    #expect(list.status == 0)
+    for id in EventJournalEntry.MessageID.allCases {
+      #expect(list.output.contains("\(id.rawValue) trialwatch: "), "\(id) missing in \(list.output)")
+    }
+  }
+}

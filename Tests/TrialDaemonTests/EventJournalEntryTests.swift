@@ -1,0 +1,251 @@
+import Foundation
+import Systemd
+import Testing
+import TrialCore
+
+@testable import TrialDaemon
+
+/// A trial of `acme-42` ending 2026-11-27 14:00:00 UTC, with reminders 3 days and 1 day before.
+private enum Fixture {
+  static let end = Date(timeIntervalSince1970: 1_795_788_000)
+  static let id = TrialID(0x7f3a_0c2d_9e11_4b58)
+  static let trial = Trial(
+    id: id, subject: "acme-42",
+    period: TrialPeriod(startDate: end.addingTimeInterval(-5 * 86_400), endDate: end),
+    revision: 3)
+  static let threeDays = trial.event(at: 0)
+  static let oneDay = trial.event(at: 1)
+  static let expiry = trial.event(at: 2)
+
+  static func entry(
+    _ event: TrialEvent, after lateness: TimeInterval, late: Bool = false,
+    outcome: LedgerEntry.Outcome = .fired
+  ) -> LedgerEntry {
+    LedgerEntry(event: event, outcome: outcome, takenAt: event.due.addingTimeInterval(lateness), isLate: late)
+  }
+}
+
+private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
+  pairs.map { JournalField(name: $0.key, value: $0.value) }
+}
+
+@Suite struct EventJournalEntryTests {
+  @Test func expiryOnTime() {
+    let entry = Fixture.entry(Fixture.expiry, after: 0.2)
+    #expect(
+      EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+        == fields([
+          "MESSAGE": "Trial acme-42 (id 7f3a0c2d9e114b58) expired at 2026-11-27 14:00:00 UTC",
+          "MESSAGE_ID": "a16bdf9f2f29487d962a88689b1d20c8",
+          "PRIORITY": "5",
+          "TRIAL_ID": "7f3a0c2d9e114b58",
+          "TRIAL_SUBJECT": "acme-42",
+          "TRIAL_REVISION": "3",
+          "TRIAL_END": "2026-11-27T14:00:00Z",
+          "EVENT_KIND": "expiry",
+          "EVENT_ID": "7f3a0c2d9e114b58-r3-expiry",
+          "DUE_REALTIME_USEC": "1795788000000000",
+          "LATENESS_USEC": "200000",
+        ]))
+  }
+
+  @Test func reminderOnTime() {
+    let entry = Fixture.entry(Fixture.threeDays, after: 0)
+    #expect(
+      EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+        == fields([
+          "MESSAGE": "Trial acme-42 (id 7f3a0c2d9e114b58): 3 days left, ends 2026-11-27 14:00:00 UTC",
+          "MESSAGE_ID": "e0431c29206b4f89b9db88d7e38907bc",
+          "PRIORITY": "6",
+          "TRIAL_ID": "7f3a0c2d9e114b58",
+          "TRIAL_SUBJECT": "acme-42",
+          "TRIAL_REVISION": "3",
+          "TRIAL_END": "2026-11-27T14:00:00Z",
+          "EVENT_KIND": "reminder",
+          "EVENT_ID": "7f3a0c2d9e114b58-r3-reminder-259200000ms",
+          "DUE_REALTIME_USEC": "1795528800000000",
+          "LATENESS_USEC": "0",
+          "REMINDER_OFFSET_SEC": "259200",
+        ]))
+  }
+
+  @Test func expiryFiredLate() {
+    let entry = Fixture.entry(Fixture.expiry, after: 2 * 3600 + 13 * 60 + 5, late: true)
+    #expect(
+      EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+        == fields([
+          "MESSAGE":
+            "Trial acme-42 (id 7f3a0c2d9e114b58) expired at 2026-11-27 14:00:00 UTC, fired 2h 13min late",
+          "MESSAGE_ID": "194e6e2d7bac4fb7847f8c84893df546",
+          "PRIORITY": "5",
+          "TRIAL_ID": "7f3a0c2d9e114b58",
+          "TRIAL_SUBJECT": "acme-42",
+          "TRIAL_REVISION": "3",
+          "TRIAL_END": "2026-11-27T14:00:00Z",
+          "EVENT_KIND": "expiry",
+          "EVENT_ID": "7f3a0c2d9e114b58-r3-expiry",
+          "DUE_REALTIME_USEC": "1795788000000000",
+          "LATENESS_USEC": "7985000000",
+        ]))
+  }
+
+  @Test func reminderFiredLate() {
+    let entry = Fixture.entry(Fixture.oneDay, after: 1800, late: true)
+    #expect(
+      EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+        == fields([
+          "MESSAGE":
+            "Trial acme-42 (id 7f3a0c2d9e114b58): 23h 30min left, ends 2026-11-27 14:00:00 UTC, "
+            + "fired 30min late",
+          "MESSAGE_ID": "194e6e2d7bac4fb7847f8c84893df546",
+          "PRIORITY": "6",
+          "TRIAL_ID": "7f3a0c2d9e114b58",
+          "TRIAL_SUBJECT": "acme-42",
+          "TRIAL_REVISION": "3",
+          "TRIAL_END": "2026-11-27T14:00:00Z",
+          "EVENT_KIND": "reminder",
+          "EVENT_ID": "7f3a0c2d9e114b58-r3-reminder-86400000ms",
+          "DUE_REALTIME_USEC": "1795701600000000",
+          "LATENESS_USEC": "1800000000",
+          "REMINDER_OFFSET_SEC": "86400",
+        ]))
+  }
+
+  @Test func reminderFiredAfterTheEnd() {
+    // Under LateReminders=all, a reminder can fire after the trial already ended.
+    let entry = Fixture.entry(Fixture.oneDay, after: 86_400 + 2 * 3600, late: true)
+    let message = EventJournalEntry.fields(for: entry, trial: Fixture.trial).first
+    #expect(
+      message
+        == JournalField(
+          name: "MESSAGE",
+          value: "Trial acme-42 (id 7f3a0c2d9e114b58): reminder 1d before the end, the trial already ended "
+            + "at 2026-11-27 14:00:00 UTC, fired 1d 2h late"))
+  }
+
+  @Test func reminderSkippedBeyondGrace() {
+    let reason = SkipReason.beyondGrace(lateness: 5 * 3600, grace: 3600)
+    let entry = Fixture.entry(Fixture.threeDays, after: 5 * 3600, late: true, outcome: .skipped(reason))
+    #expect(
+      EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+        == fields([
+          "MESSAGE":
+            "Trial acme-42 (id 7f3a0c2d9e114b58): reminder 3d before the end skipped, late by 5h, beyond the "
+            + "grace of 1h; ends 2026-11-27 14:00:00 UTC",
+          "MESSAGE_ID": "1f372a37269d4fa6a822448c5499a6bd",
+          "PRIORITY": "4",
+          "TRIAL_ID": "7f3a0c2d9e114b58",
+          "TRIAL_SUBJECT": "acme-42",
+          "TRIAL_REVISION": "3",
+          "TRIAL_END": "2026-11-27T14:00:00Z",
+          "EVENT_KIND": "reminder",
+          "EVENT_ID": "7f3a0c2d9e114b58-r3-reminder-259200000ms",
+          "DUE_REALTIME_USEC": "1795528800000000",
+          "LATENESS_USEC": "18000000000",
+          "REMINDER_OFFSET_SEC": "259200",
+          "SKIP_REASON": "beyond-grace",
+        ]))
+  }
+
+  @Test func reminderSupersededIsANotice() {
+    let entry = Fixture.entry(
+      Fixture.oneDay, after: 86_400, late: true, outcome: .skipped(.supersededByExpiry))
+    let all = EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+    #expect(
+      all.first?.value
+        == "Trial acme-42 (id 7f3a0c2d9e114b58): reminder 1d before the end skipped, superseded by the "
+        + "trial's expiry; ends 2026-11-27 14:00:00 UTC")
+    #expect(all.first { $0.name == "PRIORITY" }?.value == "5")
+    #expect(all.last == JournalField(name: "SKIP_REASON", value: "superseded-by-expiry"))
+  }
+
+  @Test func skippedAtStartCarriesItsReason() {
+    let entry = Fixture.entry(Fixture.threeDays, after: 3600, outcome: .skipped(.alreadyDueAtStart))
+    let all = EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+    #expect(all.first { $0.name == "MESSAGE_ID" }?.value == EventJournalEntry.MessageID.skipped.rawValue)
+    #expect(all.first { $0.name == "PRIORITY" }?.value == "5")
+    #expect(all.last == JournalField(name: "SKIP_REASON", value: "already-due-at-start"))
+  }
+
+  @Test func entryOfAnEarlierRevisionNamesItsOwnEnd() {
+    // The trial was extended by two days after the expiry of revision 3 was taken.
+    var extended = Fixture.trial
+    extended.reschedule(endDate: Fixture.end.addingTimeInterval(2 * 86_400))
+    let entry = Fixture.entry(Fixture.threeDays, after: 0)
+    let all = EventJournalEntry.fields(for: entry, trial: extended)
+    #expect(all.first { $0.name == "TRIAL_END" }?.value == "2026-11-27T14:00:00Z")
+    #expect(all.first { $0.name == "TRIAL_REVISION" }?.value == "3")
+    #expect(all.first?.value.hasSuffix("ends 2026-11-27 14:00:00 UTC") == true)
+  }
+
+  @Test func subReminderOffsetsAndShortSpans() throws {
+    let trial = Trial(
+      id: TrialID(1), subject: "seat 9",
+      period: TrialPeriod(startDate: Fixture.end.addingTimeInterval(-3600), endDate: Fixture.end),
+      reminders: try ReminderSchedule([Days(timeInterval: 1.5), Days(timeInterval: 600)]))
+    let tenMinutes = Fixture.entry(trial.event(at: 0), after: 0)
+    let all = EventJournalEntry.fields(for: tenMinutes, trial: trial)
+    #expect(
+      all.first?.value == "Trial seat 9 (id 0000000000000001): 10min left, ends 2026-11-27 14:00:00 UTC")
+    #expect(all.last == JournalField(name: "REMINDER_OFFSET_SEC", value: "600"))
+    let shortest = EventJournalEntry.fields(for: Fixture.entry(trial.event(at: 1), after: 0), trial: trial)
+    #expect(shortest.last == JournalField(name: "REMINDER_OFFSET_SEC", value: "1.5"))
+    #expect(shortest.first?.value.contains(": 1s left,") == true)
+  }
+
+  @Test func clockStepForward() {
+    let from = Date(timeIntervalSince1970: 1_795_339_815)
+    let to = from.addingTimeInterval(2 * 3600 + 13 * 60)
+    #expect(
+      EventJournalEntry.clockStep(from: from, to: to)
+        == fields([
+          "MESSAGE":
+            "Wall clock stepped forward by 2h 13min, from 2026-11-22 09:30:15 UTC to 2026-11-22 11:43:15 "
+            + "UTC; events that became due fire now, late",
+          "MESSAGE_ID": "a5c14270596d41a0993951071697858f",
+          "PRIORITY": "5",
+          "CLOCK_STEP_DIRECTION": "forward",
+          "CLOCK_STEP_USEC": "7980000000",
+          "CLOCK_FROM_REALTIME_USEC": "1795339815000000",
+          "CLOCK_TO_REALTIME_USEC": "1795347795000000",
+        ]))
+  }
+
+  @Test func clockStepBackward() {
+    let from = Date(timeIntervalSince1970: 1_795_339_815)
+    let to = from.addingTimeInterval(-300.5)
+    #expect(
+      EventJournalEntry.clockStep(from: from, to: to)
+        == fields([
+          "MESSAGE":
+            "Wall clock stepped back by 5min, from 2026-11-22 09:30:15 UTC to 2026-11-22 09:25:14 UTC; "
+            + "events already fired do not fire again",
+          "MESSAGE_ID": "a5c14270596d41a0993951071697858f",
+          "PRIORITY": "4",
+          "CLOCK_STEP_DIRECTION": "backward",
+          "CLOCK_STEP_USEC": "300500000",
+          "CLOCK_FROM_REALTIME_USEC": "1795339815000000",
+          "CLOCK_TO_REALTIME_USEC": "1795339514500000",
+        ]))
+  }
+
+  @Test func messageIDsAreDistinct128BitIDs() {
+    let ids = EventJournalEntry.MessageID.allCases.map(\.rawValue)
+    #expect(Set(ids).count == 5)
+    for id in ids {
+      #expect(id.count == 32 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase }, "\(id)")
+    }
+  }
+
+  @Test func everyFieldNameIsAcceptedByTheJournal() {
+    let entries = [
+      Fixture.entry(Fixture.expiry, after: 0),
+      Fixture.entry(Fixture.threeDays, after: 9000, late: true, outcome: .skipped(.supersededByExpiry)),
+    ]
+    var names = entries.flatMap { EventJournalEntry.fields(for: $0, trial: Fixture.trial).map(\.name) }
+    names += EventJournalEntry.clockStep(from: Fixture.end, to: Fixture.end).map(\.name)
+    for name in names {
+      #expect(JournalField.problem(withName: name) == nil)
+    }
+  }
+}
