@@ -12,6 +12,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
   ],
   targets: [
     // The domain and the scheduling logic: no I/O, no C, no Dispatch.
@@ -26,6 +27,7 @@ let package = Package(
       name: "TrialDaemon",
       dependencies: [
         "TrialCore", "Systemd", "CTimerFD", .product(name: "Logging", package: "swift-log"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
     // <sys/timerfd.h>, which Glibc's module does not export: clock-step detection.

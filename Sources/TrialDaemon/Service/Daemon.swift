@@ -1,0 +1,250 @@
+import Dispatch
+import Foundation
+import Logging
+import Systemd
+import TrialCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Where the daemon was told to look, on its command line.
+public struct DaemonOptions: Hashable, Sendable {
+  /// `--config`: the main configuration file; its drop-ins are in `<file>.d/`.
+  public var configPath: String?
+  /// `--state-dir`: overrides `StateDirectory=`.
+  public var stateDirectory: String?
+  /// `--socket`: overrides `Socket=`.
+  public var socketPath: String?
+
+  public init(configPath: String? = nil, stateDirectory: String? = nil, socketPath: String? = nil) {
+    self.configPath = configPath
+    self.stateDirectory = stateDirectory
+    self.socketPath = socketPath
+  }
+
+  public var loader: ConfigurationLoader {
+    ConfigurationLoader(
+      mainFile: configPath ?? DaemonConfiguration.defaultPath, mainFileRequired: configPath != nil)
+  }
+
+  /// Loads the configuration and applies the command-line overrides.
+  public func load() -> LoadedConfiguration {
+    var loaded = loader.load()
+    if let stateDirectory { loaded.configuration.stateDirectory = stateDirectory }
+    if let socketPath { loaded.configuration.socketPath = socketPath }
+    return loaded
+  }
+}
+
+/// A start-up failure: what went wrong, and the errno systemd is told.
+public struct DaemonStartError: Error, CustomStringConvertible {
+  public var description: String
+  public var errno: Int32
+
+  public init(_ description: String, errno: Int32) {
+    self.description = description
+    self.errno = errno
+  }
+}
+
+/// trialwatchd's life: load the configuration and the store, catch up, `READY=1`, serve;
+/// `SIGHUP` reloads the configuration, `SIGTERM`/`SIGINT` stop cleanly.
+///
+/// Everything after start-up happens on `queue`, the one serial queue that owns the engine.
+public final class Daemon: EngineObserver, @unchecked Sendable {
+  // @unchecked: mutable state is touched only on `queue` once `run()` has started it.
+  public static let version = "0.1.0"
+
+  public typealias RepositoryOpener = @Sendable (_ stateDirectory: String) throws -> any TrialRepository
+
+  private let options: DaemonOptions
+  private let openRepository: RepositoryOpener
+  private let queue = DispatchQueue(label: "trialwatch.engine", qos: .userInitiated)
+  private let notifier = SystemdNotifier()
+  private let logLevel = SharedLogLevel(.info)
+  private var logger = Logger(label: "trialwatchd")
+  private var configuration = DaemonConfiguration()
+  private var engine: Engine?
+  private var journalSink: JournalEventSink?
+  private var signals: SignalWatcher?
+  private var clockSteps: ClockStepWatcher?
+  private var services: [any DaemonService] = []
+  private let startedUptime = DispatchTime.now()
+
+  public init(options: DaemonOptions, openRepository: @escaping RepositoryOpener) {
+    self.options = options
+    self.openRepository = openRepository
+  }
+
+  /// Something the daemon runs beside the engine (the control server), started after the
+  /// engine is ready and stopped before it.
+  public func add(_ service: any DaemonService) {
+    services.append(service)
+  }
+
+  /// Starts the daemon and never returns: the process exits from the signal handlers, or
+  /// with a non-zero status when start-up fails.
+  public func run() -> Never {
+    do {
+      try start()
+    } catch {
+      let (text, code) =
+        (error as? DaemonStartError).map { ($0.description, $0.errno) } ?? ("\(error)", EIO)
+      logger.critical("cannot start: \(text)")
+      _ = try? notifier.send(.status("failed to start: \(text)"), .errno(code))
+      exit(1)
+    }
+    dispatchMain()
+  }
+
+  private func start() throws {
+    let loaded = options.load()
+    configuration = loaded.configuration
+    logLevel.level = configuration.logLevel
+    let destination = SystemdLogging.bootstrap(
+      identifier: "trialwatchd", target: configuration.logTarget, level: logLevel)
+    logger = Logger(label: "trialwatchd")
+    for diagnostic in loaded.diagnostics { logger.warning("\(diagnostic)") }
+    if loaded.hasErrors {
+      throw DaemonStartError(
+        "invalid configuration: "
+          + loaded.errors.map { "\($0)" }.joined(separator: "; "), errno: EINVAL)
+    }
+
+    let directory = configuration.stateDirectory
+    do {
+      try FileManager.default.createDirectory(
+        atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    } catch {
+      throw DaemonStartError("cannot create state directory \(directory): \(error)", errno: EACCES)
+    }
+    _ = try? notifier.send(.status("loading store in \(directory)"), .extendTimeoutUsec(30_000_000))
+    let repository: any TrialRepository
+    do {
+      repository = try openRepository(directory)
+    } catch {
+      throw DaemonStartError("cannot open the store: \(error)", errno: EIO)
+    }
+
+    let scheduler = DispatchWakeScheduler(queue: queue)
+    let sink = JournalEventSink(destination: destination, logger: Logger(label: "trialwatchd.events"))
+    journalSink = sink
+    let engine = Engine(
+      repository: repository, scheduler: scheduler, settings: engineSettings(configuration), sinks: [sink],
+      logger: Logger(label: "trialwatchd.engine"))
+    engine.observer = self
+    self.engine = engine
+
+    let report = try queue.sync {
+      try engine.start { read in
+        // A large store: ask systemd for more start-up time as the load goes on.
+        _ = try? self.notifier.send(
+          .status("loading store: \(read) trials read"), .extendTimeoutUsec(30_000_000))
+      }
+    }
+    logger.notice(
+      "store loaded",
+      metadata: [
+        "trials": "\(report.trials)", "active": "\(report.activeTrials)",
+        "caught_up": "\(report.caughtUp)", "redelivered": "\(report.redelivered)",
+        "state_directory": "\(directory)",
+      ])
+
+    for service in services {
+      do {
+        try service.start(daemon: self, engine: engine, queue: queue, configuration: configuration)
+      } catch {
+        throw DaemonStartError("\(service.name): \(error)", errno: (error as? POSIXError)?.code.rawValue ?? EIO)
+      }
+    }
+
+    clockSteps = try? ClockStepWatcher(queue: queue) { [weak self] in self?.engine?.clockChanged() }
+    if clockSteps == nil { logger.warning("cannot watch for clock steps; they are noticed at the next wake") }
+    signals = SignalWatcher(
+      queue: queue,
+      handlers: [
+        SIGHUP: { [weak self] in self?.reload() },
+        SIGTERM: { [weak self] in self?.stop(signal: "SIGTERM") },
+        SIGINT: { [weak self] in self?.stop(signal: "SIGINT") },
+      ])
+    let status = queue.sync { engine.statusLine() }
+    _ = try? notifier.send(.ready, .status(status))
+    logger.notice("ready", metadata: ["status": "\(status)"])
+  }
+
+  private func engineSettings(_ configuration: DaemonConfiguration) -> EngineSettings {
+    var watchdog: TimeInterval?
+    if let interval = try? SystemdNotifier.watchdogInterval() {
+      let parts = interval.components
+      watchdog = (Double(parts.seconds) + Double(parts.attoseconds) / 1e18) / 2
+    }
+    return EngineSettings(
+      defaultLength: configuration.defaultLength, defaultReminders: configuration.defaultReminders,
+      policy: configuration.catchUp, watchdogInterval: watchdog)
+  }
+
+  /// The default trial settings clients see (for the control server).
+  public var currentConfiguration: DaemonConfiguration {
+    dispatchPrecondition(condition: .onQueue(queue))
+    return configuration
+  }
+
+  /// Seconds since the daemon started.
+  public var uptime: TimeInterval {
+    Double(DispatchTime.now().uptimeNanoseconds - startedUptime.uptimeNanoseconds) / 1e9
+  }
+
+  private func reload() {
+    _ = try? notifier.send(NotifyState.reloadingNow())
+    let loaded = options.load()
+    for diagnostic in loaded.diagnostics { logger.warning("\(diagnostic)") }
+    if loaded.hasErrors {
+      logger.error("configuration not reloaded: it has errors; keeping the running one")
+    } else {
+      var next = loaded.configuration
+      // Where the store and socket live cannot change while running.
+      next.stateDirectory = configuration.stateDirectory
+      next.socketPath = configuration.socketPath
+      configuration = next
+      logLevel.level = next.logLevel
+      engine?.reload(engineSettings(next))
+      for service in services { service.reload(configuration: next) }
+      logger.notice("configuration reloaded")
+    }
+    _ = try? notifier.send(.ready, .status(engine?.statusLine() ?? "reloaded"))
+  }
+
+  private func stop(signal: String) {
+    logger.notice("stopping on \(signal)")
+    _ = try? notifier.send(.stopping, .status("stopping"))
+    for service in services.reversed() { service.stop() }
+    // Runs on the queue: the transaction in flight, if any, has finished.
+    engine?.stop()
+    signals?.stop()
+    clockSteps?.stop()
+    exit(0)
+  }
+
+  // MARK: EngineObserver
+
+  public func engineStatusChanged(_ status: String) {
+    _ = try? notifier.send(.status(status))
+  }
+
+  public func engineWatchdogPing() {
+    _ = try? notifier.send(.watchdog)
+  }
+
+  public func engineDetectedClockStep(from expected: Date, to actual: Date) {
+    journalSink?.clockStepped(from: expected, to: actual)
+  }
+}
+
+/// A part of the daemon started after the engine is ready (the control server).
+public protocol DaemonService: AnyObject {
+  var name: String { get }
+  func start(daemon: Daemon, engine: Engine, queue: DispatchQueue, configuration: DaemonConfiguration) throws
+  func reload(configuration: DaemonConfiguration)
+  func stop()
+}
