@@ -7,6 +7,7 @@ let package = Package(
   products: [
     .library(name: "TrialCore", targets: ["TrialCore"]),
     .library(name: "TrialTesting", targets: ["TrialTesting"]),
+    .library(name: "TrialStore", targets: ["TrialStore"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
@@ -28,6 +29,13 @@ let package = Package(
     ),
     // <sys/timerfd.h>, which Glibc's module does not export: clock-step detection.
     .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
+    // Debian's liblmdb-dev: the key-value file store under TrialStore.
+    .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+    // The LMDB file store and the repository over it; the only importer of CLMDB.
+    .target(name: "TrialStore", dependencies: ["TrialCore", "CLMDB"]),
+    // Test tool: the child process the crash test kills (logic in TrialStore).
+    .executableTarget(name: "trialwatch-crashtest", dependencies: ["TrialStore"]),
+    .executableTarget(name: "trialwatch-bench", dependencies: ["TrialCore", "TrialStore"]),
     .testTarget(
       name: "TrialCoreTests",
       dependencies: [
@@ -37,5 +45,6 @@ let package = Package(
     ),
     .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
     .testTarget(name: "TrialDaemonTests", dependencies: ["TrialDaemon", "TrialCore", "TrialTesting"]),
+    .testTarget(name: "TrialStoreTests", dependencies: ["TrialStore", "TrialCore", "TrialTesting"]),
   ]
 )

@@ -1,0 +1,2 @@
+// Every benchmark of the project, run in order by `make bench`.
+try runStoreBench()
