@@ -2,14 +2,15 @@
 #
 #   make test    install missing build dependencies, build with warnings as errors, run every test
 #   make bench   release build; print every benchmark figure as `name: value unit`
+#   make soak    the store's crash test with 1,000 kills instead of 50 (a few minutes)
 #
 SWIFT ?= swift
 # Debian packages the build needs (C libraries with their pkg-config files).
-APT_PACKAGES ?= pkg-config libsystemd-dev
+APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 
-.PHONY: all build deps test bench clean
+.PHONY: all build deps test bench soak clean
 
 all: build
 
@@ -35,6 +36,10 @@ test: deps
 bench: deps
 	$(SWIFT) build -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
 	$(BENCH_SCRATCH)/release/trialwatch-bench
+
+soak: deps
+	$(SWIFT) build --build-tests $(STRICT)
+	TRIALWATCH_CRASH_KILLS=$${TRIALWATCH_CRASH_KILLS:-1000} $(SWIFT) test --skip-build --filter CrashTests
 
 clean:
 	rm -rf .build $(BENCH_SCRATCH)

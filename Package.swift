@@ -7,6 +7,7 @@ let package = Package(
   products: [
     .library(name: "TrialCore", targets: ["TrialCore"]),
     .library(name: "TrialTesting", targets: ["TrialTesting"]),
+    .library(name: "TrialStore", targets: ["TrialStore"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
@@ -26,14 +27,19 @@ let package = Package(
     .target(
       name: "TrialDaemon",
       dependencies: [
-        "TrialCore", "Systemd", "CTimerFD", .product(name: "Logging", package: "swift-log"),
+        "TrialCore", "TrialStore", "Systemd", "CTimerFD", .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
     // <sys/timerfd.h>, which Glibc's module does not export: clock-step detection.
     .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
-    // Benchmarks: `make bench` prints every figure as `name: value unit`.
-    .executableTarget(name: "trialwatch-bench", dependencies: ["TrialCore"]),
+    // Debian's liblmdb-dev: the key-value file store under TrialStore.
+    .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+    // The LMDB file store and the repository over it; the only importer of CLMDB.
+    .target(name: "TrialStore", dependencies: ["TrialCore", "CLMDB"]),
+    // Test tool: the child process the crash test kills (logic in TrialStore).
+    .executableTarget(name: "trialwatch-crashtest", dependencies: ["TrialStore"]),
+    .executableTarget(name: "trialwatch-bench", dependencies: ["TrialCore", "TrialStore", "TrialDaemon"]),
     .testTarget(
       name: "TrialCoreTests",
       dependencies: [
@@ -55,5 +61,6 @@ let package = Package(
     ),
     .testTarget(
       name: "TrialDaemonTests", dependencies: ["TrialDaemon", "TrialCore", "TrialTesting", "Systemd"]),
+    .testTarget(name: "TrialStoreTests", dependencies: ["TrialStore", "TrialCore", "TrialTesting"]),
   ]
 )

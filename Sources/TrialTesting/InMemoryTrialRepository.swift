@@ -8,6 +8,8 @@ public final class InMemoryTrialRepository: TrialRepository {
     var trials: [TrialID: Trial] = [:]
     var subjects: [String: TrialID] = [:]
     var ledger: [EventID: LedgerEntry] = [:]
+    /// The ledger's ids by trial, so that one trial's entries are found without a scan.
+    var ledgerByTrial: [TrialID: Set<EventID>] = [:]
     var outbox: Set<EventID> = []
     var lastSeen: Date?
   }
@@ -56,7 +58,7 @@ public final class InMemoryTrialRepository: TrialRepository {
     func ledgerEntry(_ id: EventID) throws -> LedgerEntry? { state.ledger[id] }
 
     func ledgerEntries(trial: TrialID) throws -> [LedgerEntry] {
-      state.ledger.values.filter { $0.event.trialID == trial }.sorted { $0.id < $1.id }
+      (state.ledgerByTrial[trial] ?? []).sorted().map { state.ledger[$0]! }
     }
 
     func scanOutbox(_ body: (LedgerEntry) throws -> Bool) throws {
@@ -77,6 +79,7 @@ public final class InMemoryTrialRepository: TrialRepository {
 
     func putLedgerEntry(_ entry: LedgerEntry) throws {
       state.ledger[entry.id] = entry
+      state.ledgerByTrial[entry.event.trialID, default: []].insert(entry.id)
       if entry.isDelivered {
         state.outbox.remove(entry.id)
       } else {

@@ -3,3 +3,4 @@
 // The planner bench runs first: it re-runs this executable once per case (a fresh process
 // for each memory figure), and each of those runs stops after its case.
 try runPlannerBench()
+try runStoreBench()

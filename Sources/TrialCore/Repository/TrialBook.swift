@@ -58,11 +58,28 @@ extension TrialRepository {
   }
 
   /// Rebuilds a planner from the store: every active trial's events from the first one not
-  /// in the ledger on. `progress` is called every `progressEvery` trials read.
+  /// in the ledger on. `progress` is called every 100,000 trials read.
   @discardableResult
-  public func restore(
-    into planner: inout Planner, progressEvery: Int = 100_000, progress: (Int) -> Void = { _ in }
-  ) throws -> RestoreSummary {
+  public func restore(into planner: inout Planner, progress: (Int) -> Void = { _ in }) throws
+    -> RestoreSummary
+  {
+    try restore(into: &planner, progressEvery: 100_000, progress: progress)
+  }
+
+  /// The default `restore(into:progressEvery:progress:)`: `restoreByScanning`.
+  @discardableResult
+  public func restore(into planner: inout Planner, progressEvery: Int, progress: (Int) -> Void) throws
+    -> RestoreSummary
+  {
+    try restoreByScanning(into: &planner, progressEvery: progressEvery, progress: progress)
+  }
+
+  /// Restores through the transaction primitives alone: a scan of the trials and, for each
+  /// active one, a read of its ledger entries.
+  @discardableResult
+  public func restoreByScanning(into planner: inout Planner, progressEvery: Int, progress: (Int) -> Void)
+    throws -> RestoreSummary
+  {
     try read { txn in
       var summary = RestoreSummary()
       try txn.scanTrials(after: nil) { trial in
@@ -158,9 +175,14 @@ public enum TrialBook {
   public static func commit(in txn: any TrialWriteTransaction, _ due: [DueEvent], now: Date) throws
     -> [LedgerEntry]
   {
-    var recorded: [LedgerEntry] = []
-    recorded.reserveCapacity(due.count)
-    for item in due {
+    // Applied in event-id order, which keeps each trial's events in due order and lets a
+    // file store visit its pages in key order; returned in the order given.
+    let order = due.indices.sorted {
+      due[$0].event.id != due[$1].event.id ? due[$0].event.id < due[$1].event.id : $0 < $1
+    }
+    var recorded = [LedgerEntry?](repeating: nil, count: due.count)
+    for index in order {
+      let item = due[index]
       guard try txn.ledgerEntry(item.event.id) == nil,
         var trial = try txn.trial(item.event.trialID), trial.isActive,
         trial.revision == item.event.revision
@@ -172,10 +194,10 @@ public enum TrialBook {
         trial.endedAt = item.takenAt
         try txn.putTrial(trial)
       }
-      recorded.append(entry)
+      recorded[index] = entry
     }
     try txn.setLastSeenWallTime(now)
-    return recorded
+    return recorded.compactMap { $0 }
   }
 
   static func skippedReminders(of trial: Trial, now: Date, reason: SkipReason) -> [DueEvent] {

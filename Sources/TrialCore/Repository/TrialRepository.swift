@@ -34,6 +34,15 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
 public protocol TrialRepository: AnyObject {
   func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R
   /// Runs `body` in one write transaction, committed durably before returning. A throw
-  /// from `body` aborts the transaction and changes nothing.
+  /// from `body` aborts the transaction and changes nothing. An implementation may run
+  /// `body` more than once (the file store does, after growing its file), so `body` must act
+  /// only through the transaction and its result.
   func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R
+  /// Rebuilds `planner` from the store: every active trial's events from the first one not
+  /// in the ledger on; `progress` is called every `progressEvery` trials read. A default
+  /// (`restoreByScanning`) is written over the transaction primitives; a store may read
+  /// faster. Call it as `restore(into:progress:)`.
+  @discardableResult
+  func restore(into planner: inout Planner, progressEvery: Int, progress: (Int) -> Void) throws
+    -> RestoreSummary
 }

@@ -1,0 +1,561 @@
+import CLMDB
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+// The one file that speaks to LMDB. Everything above it sees environments, transactions,
+// cursors and `StoreError`s, never LMDB's return codes or C types.
+
+/// Thrown by an operation that found the map full. The write loop of `LMDBEnvironment`
+/// catches it, grows the map and runs the transaction again: it never leaves this module.
+struct MapFullSignal: Error {}
+
+/// A named database (an ordered key-value table) inside an environment.
+struct LMDBDatabase: Sendable {
+  fileprivate let handle: UInt32
+  let name: String
+}
+
+/// Facts about the open store file.
+struct LMDBFileInfo: Sendable {
+  var mapSize: Int
+  var pageSize: Int
+  /// The highest page in use.
+  var lastPage: Int
+  var fileSize: Int
+  var lastTransaction: Int
+}
+
+/// Turns an LMDB or errno return code into a typed error. Success passes; `MDB_MAP_FULL`
+/// becomes `MapFullSignal`, for the write loop to handle.
+private func checkError(_ rc: Int32, _ operation: @autoclosure () -> String, path: String) throws {
+  guard rc != MDB_SUCCESS else { return }
+  if rc == MDB_MAP_FULL { throw MapFullSignal() }
+  throw storeError(rc, operation(), path: path)
+}
+
+private func storeError(_ rc: Int32, _ operation: String, path: String) -> StoreError {
+  let message = String(cString: mdb_strerror(rc))
+  switch rc {
+  case ENOSPC, EDQUOT:
+    return StoreError(
+      .noSpace, path: path,
+      problem: "no space left on the device while \(operation); the store keeps its last committed state")
+  case EACCES, EPERM, EROFS:
+    return StoreError(.accessDenied, path: path, problem: "access denied while \(operation) (\(message))")
+  case MDB_INVALID:
+    return StoreError(
+      .damaged, path: path,
+      problem:
+        "not a readable store file: its header is invalid (not an LMDB file, overwritten, or truncated)")
+  case MDB_VERSION_MISMATCH:
+    return StoreError(
+      .damaged, path: path, problem: "written by an incompatible LMDB version; the file was left untouched")
+  case MDB_CORRUPTED, MDB_PAGE_NOTFOUND:
+    return StoreError(.damaged, path: path, problem: "the file is corrupted (\(message)) while \(operation)")
+  case MDB_PANIC:
+    return StoreError(
+      .failure, path: path,
+      problem: "an earlier write failed fatally; the store must be closed and reopened (\(message))")
+  case MDB_TXN_FULL:
+    return StoreError(
+      .tooLarge, path: path, problem: "the transaction has too many changes while \(operation)")
+  case MDB_BAD_VALSIZE:
+    return StoreError(.tooLarge, path: path, problem: "a key or value of unsupported size while \(operation)")
+  case MDB_READERS_FULL:
+    return StoreError(.failure, path: path, problem: "too many concurrent readers while \(operation)")
+  default:
+    return StoreError(.failure, path: path, problem: "\(operation) failed: \(message)")
+  }
+}
+
+private func value(_ buffer: UnsafeRawBufferPointer) -> MDB_val {
+  MDB_val(mv_size: buffer.count, mv_data: UnsafeMutableRawPointer(mutating: buffer.baseAddress))
+}
+
+private func buffer(_ value: MDB_val) -> UnsafeRawBufferPointer {
+  UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+}
+
+/// An LMDB environment kept in one directory: `data.mdb` (the store, mode 0600) and
+/// `lock.mdb` (LMDB's reader table), and `store.lock`. Opening takes an exclusive lock: a
+/// POSIX record lock on `store.lock` against other processes (such locks are not inherited
+/// by child processes, so spawning one never holds the store), and a registry of the
+/// directories this process has open against a second environment in the same process. So
+/// one environment writes at a time. Not thread-safe: the repository above serialises access.
+final class LMDBEnvironment {
+  static let dataFileName = "data.mdb"
+
+  let directory: String
+  let dataPath: String
+  let maximumMapSize: Int
+  private(set) var mapSize: Int
+  private(set) var pageSize: Int
+  /// How many times the map has grown since opening.
+  private(set) var growthCount = 0
+  private var env: OpaquePointer?
+  private var lockFD: Int32 = -1
+  private var directoryIdentity: OpenStores.Identity?
+  private var openTransactions = 0
+
+  /// Opens (or, with `create`, creates) the environment in `directory`.
+  ///
+  /// Before LMDB reads anything, an existing data file is checked: an empty one is refused
+  /// (LMDB would silently initialise it). After LMDB has read the header, the file must be
+  /// long enough to hold every page the header says is in use; a truncated file is refused
+  /// before any of its pages is touched. Nothing in the directory except `lock.mdb` is ever
+  /// written while opening an existing store.
+  init(directory: String, initialMapSize: Int, maximumMapSize: Int, maxDatabases: Int, create: Bool) throws {
+    self.directory = directory
+    self.dataPath = (directory as NSString).appendingPathComponent(Self.dataFileName)
+    self.maximumMapSize = max(maximumMapSize, initialMapSize)
+    self.pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+    self.mapSize = Self.roundUp(max(initialMapSize, 16 * pageSize), to: pageSize)
+    do {
+      try prepareDirectory(create: create)
+      try checkDataFileBeforeOpening(create: create)
+      try openEnvironment(maxDatabases: maxDatabases)
+      try checkDataFileAfterOpening()
+    } catch {
+      close()
+      throw error
+    }
+  }
+
+  deinit {
+    close()
+  }
+
+  var isOpen: Bool { env != nil }
+
+  /// Closes the environment and releases the directory lock. Idempotent.
+  func close() {
+    if let env {
+      mdb_env_close(env)
+      self.env = nil
+    }
+    if lockFD >= 0 {
+      Glibc.close(lockFD)
+      lockFD = -1
+    }
+    if let directoryIdentity {
+      OpenStores.shared.remove(directoryIdentity)
+      self.directoryIdentity = nil
+    }
+  }
+
+  private static func roundUp(_ value: Int, to unit: Int) -> Int {
+    (value + unit - 1) / unit * unit
+  }
+
+  private func prepareDirectory(create: Bool) throws {
+    var st = stat()
+    if stat(directory, &st) != 0 {
+      guard errno == ENOENT else {
+        throw storeError(errno, "looking for the store directory", path: directory)
+      }
+      guard create else {
+        throw StoreError(.notFound, path: directory, problem: "no store here: the directory does not exist")
+      }
+      do {
+        try FileManager.default.createDirectory(
+          atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+      } catch {
+        throw StoreError(.failure, path: directory, problem: "could not create the store directory: \(error)")
+      }
+    } else if st.st_mode & S_IFMT != S_IFDIR {
+      throw StoreError(.failure, path: directory, problem: "is not a directory (a store is a directory)")
+    }
+    guard stat(directory, &st) == 0 else {
+      throw storeError(errno, "examining the store directory", path: directory)
+    }
+    let identity = OpenStores.Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    let inUse = StoreError(
+      .inUse, path: directory,
+      problem: "the store is already open (by another process, or another repository in this one)")
+    guard OpenStores.shared.insert(identity) else { throw inUse }
+    directoryIdentity = identity
+    let lockPath = (directory as NSString).appendingPathComponent("store.lock")
+    let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw storeError(errno, "opening the store's lock file", path: lockPath) }
+    lockFD = fd
+    var lock = Glibc.flock()
+    lock.l_type = Int16(F_WRLCK)
+    lock.l_whence = Int16(SEEK_SET)
+    guard fcntl(fd, F_SETLK, &lock) == 0 else {
+      let code = errno
+      if code == EAGAIN || code == EACCES { throw inUse }
+      throw storeError(code, "locking the store", path: lockPath)
+    }
+  }
+
+  private func checkDataFileBeforeOpening(create: Bool) throws {
+    var st = stat()
+    guard stat(dataPath, &st) == 0 else {
+      guard errno == ENOENT else { throw storeError(errno, "examining the store file", path: dataPath) }
+      guard create else {
+        throw StoreError(.notFound, path: dataPath, problem: "no store here: the store file does not exist")
+      }
+      return
+    }
+    guard st.st_mode & S_IFMT == S_IFREG else {
+      throw StoreError(.damaged, path: dataPath, problem: "is not a regular file")
+    }
+    guard st.st_size > 0 else {
+      throw StoreError(
+        .damaged, path: dataPath,
+        problem: "the store file is empty (0 bytes), so it is truncated or was never written; "
+          + "it was left untouched (move it away to start a new store)")
+    }
+  }
+
+  private func openEnvironment(maxDatabases: Int) throws {
+    var handle: OpaquePointer?
+    try checkError(mdb_env_create(&handle), "creating the environment", path: dataPath)
+    env = handle
+    try checkError(
+      mdb_env_set_maxdbs(handle, UInt32(maxDatabases)), "setting the database count", path: dataPath)
+    try checkError(mdb_env_set_mapsize(handle, mapSize), "setting the map size", path: dataPath)
+    // MDB_NOTLS: read transactions belong to the transaction object, not the thread, since
+    // a serial dispatch queue may run on any thread.
+    try checkError(
+      mdb_env_open(handle, directory, UInt32(MDB_NOTLS), 0o600), "opening the store", path: dataPath)
+    // This LMDB opens the data file without O_CLOEXEC: keep it out of child processes.
+    var fd: Int32 = -1
+    if mdb_env_get_fd(handle, &fd) == MDB_SUCCESS, fd >= 0 {
+      _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC)
+    }
+  }
+
+  private func checkDataFileAfterOpening() throws {
+    let info = try self.info()
+    pageSize = info.pageSize
+    mapSize = info.mapSize
+    let needed = (info.lastPage + 1) * info.pageSize
+    guard info.fileSize >= needed else {
+      throw StoreError(
+        .damaged, path: dataPath,
+        problem: "the store file is truncated: it has \(info.fileSize) bytes but its pages in use "
+          + "end at \(needed) bytes; it was left untouched")
+    }
+  }
+
+  /// Map size, page size, pages in use and file size.
+  func info() throws -> LMDBFileInfo {
+    guard let env else { throw closedError() }
+    var envInfo = MDB_envinfo()
+    try checkError(mdb_env_info(env, &envInfo), "reading the environment", path: dataPath)
+    var envStat = MDB_stat()
+    try checkError(mdb_env_stat(env, &envStat), "reading the environment", path: dataPath)
+    var st = stat()
+    guard stat(dataPath, &st) == 0 else {
+      throw storeError(errno, "examining the store file", path: dataPath)
+    }
+    return LMDBFileInfo(
+      mapSize: envInfo.me_mapsize, pageSize: Int(envStat.ms_psize), lastPage: envInfo.me_last_pgno,
+      fileSize: Int(st.st_size), lastTransaction: envInfo.me_last_txnid)
+  }
+
+  private func closedError() -> StoreError {
+    StoreError(.closed, path: directory, problem: "the store has been closed")
+  }
+
+  // MARK: Transactions
+
+  /// Runs `body` in a read-only snapshot. With `keepDatabases`, the transaction is committed
+  /// so that databases opened inside it stay open.
+  func read<R>(keepDatabases: Bool = false, _ body: (LMDBTransaction) throws -> R) throws -> R {
+    let txn = try begin(readOnly: true)
+    do {
+      let result = try body(txn)
+      if keepDatabases { try txn.commit() } else { txn.abort() }
+      return result
+    } catch {
+      txn.abort()
+      throw error
+    }
+  }
+
+  /// Runs `body` in a write transaction and commits it durably (LMDB syncs the data and the
+  /// meta page before the commit returns). When the map fills, the transaction is aborted,
+  /// the map grows and `body` runs again: `body` must act only through the transaction.
+  func write<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
+    guard openTransactions == 0 else {
+      throw StoreError(
+        .misuse, path: directory,
+        problem: "a write transaction cannot start while another transaction is open")
+    }
+    try growIfNearlyFull()
+    while true {
+      let txn = try begin(readOnly: false)
+      do {
+        let result = try body(txn)
+        if txn.sawMapFull { throw MapFullSignal() }
+        try txn.commit()
+        return result
+      } catch is MapFullSignal {
+        txn.abort()
+        try grow()
+      } catch {
+        txn.abort()
+        // A body that swallowed the map-full error still cannot commit: grow and run again.
+        if txn.sawMapFull {
+          try grow()
+          continue
+        }
+        throw error
+      }
+    }
+  }
+
+  private func begin(readOnly: Bool) throws -> LMDBTransaction {
+    guard let env else { throw closedError() }
+    var handle: OpaquePointer?
+    let flags = readOnly ? UInt32(MDB_RDONLY) : 0
+    var rc = mdb_txn_begin(env, nil, flags, &handle)
+    if rc == MDB_MAP_RESIZED && openTransactions == 0 {
+      // Another process grew the map: adopt its size.
+      try checkError(mdb_env_set_mapsize(env, 0), "adopting the new map size", path: dataPath)
+      mapSize = try info().mapSize
+      rc = mdb_txn_begin(env, nil, flags, &handle)
+    }
+    try checkError(rc, "beginning a transaction", path: dataPath)
+    openTransactions += 1
+    return LMDBTransaction(handle: handle!, readOnly: readOnly, environment: self)
+  }
+
+  fileprivate func transactionEnded() {
+    openTransactions -= 1
+  }
+
+  /// Grows the map ahead of a write when more than three quarters of it are in use, so
+  /// that most transactions never meet a full map.
+  private func growIfNearlyFull() throws {
+    let info = try self.info()
+    if (info.lastPage + 1) * info.pageSize > mapSize / 4 * 3 { try grow() }
+  }
+
+  /// Doubles the map (up to `maximumMapSize`). Only between transactions.
+  private func grow() throws {
+    guard let env else { throw closedError() }
+    guard mapSize < maximumMapSize else {
+      throw StoreError(
+        .tooLarge, path: dataPath,
+        problem: "the store has reached its maximum size of \(maximumMapSize) bytes")
+    }
+    let target = Self.roundUp(min(mapSize * 2, maximumMapSize), to: pageSize)
+    try checkError(mdb_env_set_mapsize(env, target), "growing the map to \(target) bytes", path: dataPath)
+    mapSize = try info().mapSize
+    growthCount += 1
+  }
+
+  // MARK: Memory
+
+  /// Drops the pages of the store file mapped into this process (after a full scan, they
+  /// count in its resident size). They stay in the page cache; a later read maps them
+  /// again. Returns the number of bytes of mapping advised.
+  @discardableResult
+  func releaseMappedPages() -> Int {
+    guard env != nil else { return 0 }
+    var st = stat()
+    guard stat(dataPath, &st) == 0 else { return 0 }
+    let inode = UInt64(st.st_ino)
+    var released = 0
+    for line in Self.readProcFile("/proc/self/maps").split(separator: "\n") {
+      // start-end perms offset dev inode path
+      let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
+      guard fields.count == 6, UInt64(fields[4]) == inode,
+        fields[5].hasSuffix("/" + Self.dataFileName)
+      else { continue }
+      let range = fields[0].split(separator: "-")
+      guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16),
+        end > start, let address = UnsafeMutableRawPointer(bitPattern: start)
+      else { continue }
+      if madvise(address, Int(end - start), MADV_DONTNEED) == 0 { released += Int(end - start) }
+    }
+    return released
+  }
+
+  private static func readProcFile(_ path: String) -> String {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return "" }
+    defer { Glibc.close(fd) }
+    var data: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+      let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      if count < 0 && errno == EINTR { continue }
+      guard count > 0 else { break }
+      data.append(contentsOf: chunk[0..<count])
+    }
+    return String(decoding: data, as: UTF8.self)
+  }
+}
+
+/// The store directories open in this process. POSIX record locks belong to the process,
+/// so they cannot tell two environments of one process apart: this registry does.
+final class OpenStores: @unchecked Sendable {
+  struct Identity: Hashable {
+    var device: UInt64
+    var inode: UInt64
+  }
+
+  static let shared = OpenStores()
+  private let lock = NSLock()
+  private var open: Set<Identity> = []
+
+  /// False when the directory is already open.
+  func insert(_ identity: Identity) -> Bool {
+    lock.withLock { open.insert(identity).inserted }
+  }
+
+  func remove(_ identity: Identity) {
+    _ = lock.withLock { open.remove(identity) }
+  }
+}
+
+/// One LMDB transaction. Buffers it returns point into the map and stay valid until the
+/// next change in this transaction or its end: decode them at once.
+final class LMDBTransaction {
+  private var handle: OpaquePointer?
+  let isReadOnly: Bool
+  private unowned(unsafe) let environment: LMDBEnvironment
+  /// Set when an operation met a full map; such a transaction can only be aborted.
+  fileprivate private(set) var sawMapFull = false
+
+  fileprivate init(handle: OpaquePointer, readOnly: Bool, environment: LMDBEnvironment) {
+    self.handle = handle
+    self.isReadOnly = readOnly
+    self.environment = environment
+  }
+
+  private var path: String { environment.dataPath }
+
+  private func live() throws -> OpaquePointer {
+    guard let handle else {
+      throw StoreError(.misuse, path: environment.directory, problem: "the transaction has already ended")
+    }
+    return handle
+  }
+
+  private func check(_ rc: Int32, _ operation: @autoclosure () -> String) throws {
+    if rc == MDB_MAP_FULL { sawMapFull = true }
+    try checkError(rc, operation(), path: path)
+  }
+
+  fileprivate func commit() throws {
+    let txn = try live()
+    handle = nil
+    environment.transactionEnded()
+    let rc = mdb_txn_commit(txn)
+    if rc == MDB_MAP_FULL { sawMapFull = true }
+    try checkError(rc, "committing a transaction", path: path)
+  }
+
+  fileprivate func abort() {
+    guard let txn = handle else { return }
+    handle = nil
+    environment.transactionEnded()
+    mdb_txn_abort(txn)
+  }
+
+  /// Opens a named database; nil when it does not exist and `create` is false.
+  func openDatabase(_ name: String, create: Bool) throws -> LMDBDatabase? {
+    var dbi: MDB_dbi = 0
+    let rc = mdb_dbi_open(try live(), name, create ? UInt32(MDB_CREATE) : 0, &dbi)
+    if rc == MDB_NOTFOUND { return nil }
+    if rc == MDB_INCOMPATIBLE {
+      throw StoreError(.damaged, path: path, problem: "\"\(name)\" is not a database in this store file")
+    }
+    try check(rc, "opening the database \"\(name)\"")
+    return LMDBDatabase(handle: dbi, name: name)
+  }
+
+  /// How many entries the main database holds (named databases count as entries).
+  func mainEntryCount() throws -> Int {
+    var dbi: MDB_dbi = 0
+    try check(mdb_dbi_open(try live(), nil, 0, &dbi), "opening the main database")
+    var st = MDB_stat()
+    try check(mdb_stat(try live(), dbi, &st), "counting the main database")
+    return st.ms_entries
+  }
+
+  func get(_ db: LMDBDatabase, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+    var k = value(key)
+    var v = MDB_val()
+    let rc = mdb_get(try live(), db.handle, &k, &v)
+    if rc == MDB_NOTFOUND { return nil }
+    try check(rc, "reading from \"\(db.name)\"")
+    return buffer(v)
+  }
+
+  func put(_ db: LMDBDatabase, _ key: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer) throws {
+    var k = value(key)
+    var v = value(data)
+    try check(mdb_put(try live(), db.handle, &k, &v, 0), "writing to \"\(db.name)\"")
+  }
+
+  /// Removes the key; false when it was not there.
+  @discardableResult
+  func delete(_ db: LMDBDatabase, _ key: UnsafeRawBufferPointer) throws -> Bool {
+    var k = value(key)
+    let rc = mdb_del(try live(), db.handle, &k, nil)
+    if rc == MDB_NOTFOUND { return false }
+    try check(rc, "deleting from \"\(db.name)\"")
+    return true
+  }
+
+  func entryCount(_ db: LMDBDatabase) throws -> Int {
+    var st = MDB_stat()
+    try check(mdb_stat(try live(), db.handle, &st), "counting \"\(db.name)\"")
+    return st.ms_entries
+  }
+
+  /// Runs `body` with a cursor on `db`, closed when `body` returns.
+  func withCursor<R>(_ db: LMDBDatabase, _ body: (LMDBCursor) throws -> R) throws -> R {
+    var cursor: OpaquePointer?
+    try check(mdb_cursor_open(try live(), db.handle, &cursor), "opening a cursor on \"\(db.name)\"")
+    let wrapper = LMDBCursor(handle: cursor!, database: db, transaction: self)
+    defer { mdb_cursor_close(cursor) }
+    return try body(wrapper)
+  }
+
+  fileprivate func cursorCheck(_ rc: Int32, _ operation: @autoclosure () -> String) throws {
+    try check(rc, operation())
+  }
+}
+
+/// A position in one database, moving in key order.
+final class LMDBCursor {
+  typealias Item = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+
+  private let handle: OpaquePointer
+  private let database: LMDBDatabase
+  private unowned(unsafe) let transaction: LMDBTransaction
+
+  fileprivate init(handle: OpaquePointer, database: LMDBDatabase, transaction: LMDBTransaction) {
+    self.handle = handle
+    self.database = database
+    self.transaction = transaction
+  }
+
+  private func move(_ op: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil) throws -> Item? {
+    var k = key.map(value) ?? MDB_val()
+    var v = MDB_val()
+    let rc = mdb_cursor_get(handle, &k, &v, op)
+    if rc == MDB_NOTFOUND { return nil }
+    try transaction.cursorCheck(rc, "reading \"\(database.name)\" in order")
+    return (buffer(k), buffer(v))
+  }
+
+  /// The first entry.
+  func first() throws -> Item? { try move(MDB_FIRST) }
+
+  /// The entry after the current one.
+  func next() throws -> Item? { try move(MDB_NEXT) }
+
+  /// The first entry whose key is at or after `key`.
+  func seek(_ key: UnsafeRawBufferPointer) throws -> Item? { try move(MDB_SET_RANGE, key: key) }
+}

@@ -1,0 +1,504 @@
+import Foundation
+import TrialCore
+
+/// Counts and sizes of an open store, read in constant time.
+public struct StoreStatistics: Hashable, Sendable {
+  public var trials: Int
+  public var activeTrials: Int
+  public var ledgerEntries: Int
+  /// Entries taken but not yet delivered.
+  public var outboxEntries: Int
+  /// Bytes of the store file.
+  public var fileSize: Int
+  /// Bytes of address space reserved for the file; grows on demand.
+  public var mapSize: Int
+}
+
+/// The trial repository kept in an LMDB file store: one directory holding `data.mdb` (mode
+/// 0600) and `lock.mdb`. Key layout, record encoding and durability: docs/store.md.
+///
+/// Every write transaction is durable when `write` returns. One process opens a store at a
+/// time (an exclusive lock on the directory); within the process the repository may be used
+/// from any thread, one operation at a time (it serialises them).
+public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
+  public struct Options: Hashable, Sendable {
+    /// Address space reserved for the file at first; the map doubles whenever it fills.
+    public var initialMapSize: Int
+    /// The map never grows beyond this.
+    public var maximumMapSize: Int
+    /// Create the directory and an empty store when none exists.
+    public var createIfMissing: Bool
+
+    public init(initialMapSize: Int = 256 << 20, maximumMapSize: Int = 1 << 40, createIfMissing: Bool = true)
+    {
+      self.initialMapSize = initialMapSize
+      self.maximumMapSize = maximumMapSize
+      self.createIfMissing = createIfMissing
+    }
+  }
+
+  /// The schema this version writes and reads. A store with a higher one is refused.
+  public static let schemaVersion: UInt32 = 1
+
+  struct Databases {
+    var trials: LMDBDatabase
+    var subjects: LMDBDatabase
+    var ledger: LMDBDatabase
+    var outbox: LMDBDatabase
+    var meta: LMDBDatabase
+
+    static let names = ["trials", "subjects", "ledger", "outbox", "meta"]
+  }
+
+  enum MetaKey {
+    static let schema = "schema"
+    static let lastSeen = "last-seen"
+    /// How many trials are active (u64), kept in step by every write.
+    static let activeCount = "active-trials"
+  }
+
+  /// The store directory.
+  public let directory: String
+  /// The store file inside it.
+  public var dataFilePath: String { environment.dataPath }
+
+  private let environment: LMDBEnvironment
+  private let databases: Databases
+  private let lock = NSRecursiveLock()
+  private var writing = false
+
+  /// Opens the store in `directory`, creating it (directory mode 0700, file mode 0600) when
+  /// missing and `options.createIfMissing` is set.
+  /// - Throws: `StoreError`: `.damaged` for a truncated, empty or overwritten file, or one
+  ///   that is not a trialwatch store; `.newerSchema` for a store written by a newer
+  ///   version; `.inUse` when another process has it open; `.notFound`. The description
+  ///   names the file and the problem. A store that fails to open is never modified.
+  public init(directory: String, options: Options = Options()) throws {
+    self.directory = directory
+    environment = try LMDBEnvironment(
+      directory: directory, initialMapSize: options.initialMapSize, maximumMapSize: options.maximumMapSize,
+      maxDatabases: Databases.names.count, create: options.createIfMissing)
+    do {
+      databases = try Self.openDatabases(environment)
+    } catch {
+      environment.close()
+      throw error
+    }
+  }
+
+  deinit {
+    environment.close()
+  }
+
+  /// Closes the store; later calls throw `StoreError` `.closed`. Idempotent.
+  public func close() {
+    lock.withLock { environment.close() }
+  }
+
+  private static func openDatabases(_ environment: LMDBEnvironment) throws -> Databases {
+    let path = environment.dataPath
+    let existing = try environment.read(keepDatabases: true) { txn -> Databases? in
+      guard let meta = try txn.openDatabase("meta", create: false) else {
+        guard try txn.mainEntryCount() == 0 else {
+          throw StoreError(
+            .damaged, path: path,
+            problem: "an LMDB file, but not a trialwatch store (it has no \"meta\" database); "
+              + "it was left untouched")
+        }
+        return nil
+      }
+      let schema = try Array(MetaKey.schema.utf8).withUnsafeBytes { key -> UInt32? in
+        guard let value = try txn.get(meta, key) else { return nil }
+        guard value.count == 4 else {
+          throw StoreError(
+            .corruptRecord, path: path, problem: "the record meta/\"schema\" has \(value.count) bytes, not 4")
+        }
+        return UInt32(littleEndian: value.loadUnaligned(as: UInt32.self))
+      }
+      guard let schema else {
+        throw StoreError(
+          .damaged, path: path, problem: "the store has no schema version (meta/\"schema\" is missing)")
+      }
+      guard schema <= schemaVersion else {
+        throw StoreError(
+          .newerSchema, path: path,
+          problem: "written by a newer version of trialwatch (store schema \(schema); this version reads "
+            + "up to \(schemaVersion)); it was left untouched")
+      }
+      guard schema == schemaVersion else {
+        throw StoreError(.damaged, path: path, problem: "unknown store schema \(schema)")
+      }
+      func open(_ name: String) throws -> LMDBDatabase {
+        guard let db = try txn.openDatabase(name, create: false) else {
+          throw StoreError(.damaged, path: path, problem: "the store has no \"\(name)\" database")
+        }
+        return db
+      }
+      return Databases(
+        trials: try open("trials"), subjects: try open("subjects"), ledger: try open("ledger"),
+        outbox: try open("outbox"), meta: meta)
+    }
+    if let existing { return existing }
+    // A new store: create the databases and record the schema, in one transaction.
+    return try environment.write { txn in
+      func create(_ name: String) throws -> LMDBDatabase { try txn.openDatabase(name, create: true)! }
+      let databases = Databases(
+        trials: try create("trials"), subjects: try create("subjects"), ledger: try create("ledger"),
+        outbox: try create("outbox"), meta: try create("meta"))
+      try Array(MetaKey.schema.utf8).withUnsafeBytes { key in
+        try withUnsafeBytes(of: schemaVersion.littleEndian) { try txn.put(databases.meta, key, $0) }
+      }
+      return databases
+    }
+  }
+
+  // MARK: Transactions
+
+  public func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
+    try lock.withLock {
+      try environment.read { txn in
+        try body(StoreReadTransaction(txn, databases: databases, path: environment.dataPath))
+      }
+    }
+  }
+
+  public func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
+    try lock.withLock {
+      guard !writing else {
+        throw StoreError(.misuse, path: directory, problem: "a write transaction was started inside another")
+      }
+      writing = true
+      defer { writing = false }
+      return try environment.write { txn in
+        let transaction = StoreWriteTransaction(txn, databases: databases, path: environment.dataPath)
+        let result = try body(transaction)
+        try transaction.finish()
+        return result
+      }
+    }
+  }
+
+  /// Runs `body` on the raw LMDB transaction (tests write damaged records this way).
+  func rawWrite<R>(_ body: (LMDBTransaction, Databases) throws -> R) throws -> R {
+    try lock.withLock { try environment.write { try body($0, databases) } }
+  }
+
+  /// How many times the map has grown since opening.
+  var mapGrowthCount: Int { lock.withLock { environment.growthCount } }
+
+  // MARK: Restore
+
+  /// Reads every trial in one pass over the trials, with a second cursor walking the ledger
+  /// alongside (both are ordered by trial id), decoding only the trials that are active and
+  /// only the keys of their ledger entries. Then releases the mapped pages the scan touched.
+  @discardableResult
+  public func restore(into planner: inout Planner, progressEvery: Int, progress: (Int) -> Void) throws
+    -> RestoreSummary
+  {
+    try lock.withLock {
+      let path = environment.dataPath
+      let databases = self.databases
+      let summary = try environment.read { txn -> RestoreSummary in
+        let active = try StoreReadTransaction(txn, databases: databases, path: path).activeTrialCount()
+        planner.reserveCapacity(trials: planner.trialCount + active)
+        let codec = RecordCodec()
+        var byState = [Int](repeating: 0, count: TrialState.allCases.count)
+        var total = 0
+        var done: [UInt64] = []
+        try txn.withCursor(databases.trials) { trials in
+          try txn.withCursor(databases.ledger) { ledger in
+            var position = try ledger.first().map { try StoreKeys.ledgerKey($0.key) }
+            var item = try trials.first()
+            while let (key, value) = item {
+              let id = try decoding(key, in: "trials", path: path) { try StoreKeys.trialID(key) }
+              let state = try decoding(key, in: "trials", path: path) { try codec.trialState(value) }
+              total += 1
+              byState[Int(RecordCodec.stateCode(state))] += 1
+              if total % max(progressEvery, 1) == 0 { progress(total) }
+              if state == .active {
+                let trial = try decoding(key, in: "trials", path: path) {
+                  try codec.decodeTrial(value, id: id)
+                }
+                done.removeAll(keepingCapacity: true)
+                // Move the ledger cursor to this trial: a few steps forward, else a seek.
+                var steps = 0
+                while let current = position, current.trial < id.rawValue {
+                  if steps < 8 {
+                    steps += 1
+                    position = try ledger.next().map { try StoreKeys.ledgerKey($0.key) }
+                  } else {
+                    position = try StoreKeys.withTrialKey(id) { try ledger.seek($0) }.map {
+                      try StoreKeys.ledgerKey($0.key)
+                    }
+                    break
+                  }
+                }
+                while let current = position, current.trial == id.rawValue {
+                  if current.revision == trial.revision { done.append(current.order) }
+                  position = try ledger.next().map { try StoreKeys.ledgerKey($0.key) }
+                }
+                planner.restore(trial) { done.contains(StoreKeys.order(of: $0)) }
+              }
+              item = try trials.next()
+            }
+          }
+        }
+        var summary = RestoreSummary()
+        summary.trials = total
+        for state in TrialState.allCases where byState[Int(RecordCodec.stateCode(state))] > 0 {
+          summary.byState[state] = byState[Int(RecordCodec.stateCode(state))]
+        }
+        return summary
+      }
+      environment.releaseMappedPages()
+      return summary
+    }
+  }
+
+  // MARK: Memory and statistics
+
+  /// Drops the store file's pages from this process's resident memory (they stay in the
+  /// page cache). `restore` does this itself once it has read everything. Returns the bytes
+  /// of mapping released.
+  @discardableResult
+  public func releaseMappedPages() -> Int {
+    lock.withLock { environment.releaseMappedPages() }
+  }
+
+  public func statistics() throws -> StoreStatistics {
+    try lock.withLock {
+      let info = try environment.info()
+      return try environment.read { txn in
+        StoreStatistics(
+          trials: try txn.entryCount(databases.trials),
+          activeTrials: try StoreReadTransaction(txn, databases: databases, path: environment.dataPath)
+            .activeTrialCount(),
+          ledgerEntries: try txn.entryCount(databases.ledger),
+          outboxEntries: try txn.entryCount(databases.outbox),
+          fileSize: info.fileSize, mapSize: info.mapSize)
+      }
+    }
+  }
+}
+
+/// Runs a decoding step, turning a `RecordProblem` into a `StoreError` naming the record.
+@inline(__always)
+func decoding<T>(_ key: UnsafeRawBufferPointer, in database: String, path: String, _ body: () throws -> T)
+  throws
+  -> T
+{
+  do {
+    return try body()
+  } catch let problem as RecordProblem {
+    throw StoreError(
+      .corruptRecord, path: path,
+      problem: "the record \(StoreKeys.describe(key, in: database)) is unreadable: \(problem.message)")
+  }
+}
+
+// MARK: - Transactions
+
+class StoreReadTransaction: TrialReadTransaction {
+  let txn: LMDBTransaction
+  let databases: LMDBTrialRepository.Databases
+  let path: String
+  let codec = RecordCodec()
+
+  init(_ txn: LMDBTransaction, databases: LMDBTrialRepository.Databases, path: String) {
+    self.txn = txn
+    self.databases = databases
+    self.path = path
+  }
+
+  func trial(_ id: TrialID) throws -> Trial? {
+    try StoreKeys.withTrialKey(id) { key in
+      guard let value = try txn.get(databases.trials, key) else { return nil }
+      return try decoding(key, in: "trials", path: path) { try codec.decodeTrial(value, id: id) }
+    }
+  }
+
+  /// The subject index may still name a trial that has ended (see `putTrial`): the trial
+  /// it names counts only while it is active and has this subject.
+  func activeTrialID(subject: String) throws -> TrialID? {
+    guard let id = try indexedTrialID(subject: subject), let trial = try trial(id),
+      trial.isActive, trial.subject == subject
+    else { return nil }
+    return id
+  }
+
+  /// What the subject index holds for `subject`.
+  func indexedTrialID(subject: String) throws -> TrialID? {
+    guard !subject.isEmpty else { return nil }
+    var subject = subject
+    return try subject.withUTF8 { bytes in
+      let key = UnsafeRawBufferPointer(bytes)
+      guard key.count <= 511, let value = try txn.get(databases.subjects, key) else { return nil }
+      return try decoding(key, in: "subjects", path: path) { try StoreKeys.trialID(value) }
+    }
+  }
+
+  func scanTrials(after: TrialID?, _ body: (Trial) throws -> Bool) throws {
+    try txn.withCursor(databases.trials) { cursor in
+      var item: LMDBCursor.Item?
+      if let after {
+        guard after.rawValue < UInt64.max else { return }
+        item = try StoreKeys.withTrialKey(TrialID(after.rawValue + 1)) { try cursor.seek($0) }
+      } else {
+        item = try cursor.first()
+      }
+      while let (key, value) = item {
+        let trial = try decoding(key, in: "trials", path: path) {
+          try codec.decodeTrial(value, id: try StoreKeys.trialID(key))
+        }
+        guard try body(trial) else { return }
+        item = try cursor.next()
+      }
+    }
+  }
+
+  func ledgerEntry(_ id: EventID) throws -> LedgerEntry? {
+    try StoreKeys.withLedgerKey(id) { key in
+      guard let value = try txn.get(databases.ledger, key) else { return nil }
+      return try decodeEntry(key: key, value: value)
+    }
+  }
+
+  func decodeEntry(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> LedgerEntry {
+    try decoding(key, in: "ledger", path: path) {
+      try codec.decodeLedgerEntry(value, key: try StoreKeys.ledgerKey(key))
+    }
+  }
+
+  func ledgerEntries(trial: TrialID) throws -> [LedgerEntry] {
+    try txn.withCursor(databases.ledger) { cursor in
+      var entries: [LedgerEntry] = []
+      var item = try StoreKeys.withTrialKey(trial) { try cursor.seek($0) }
+      while let (key, value) = item {
+        let parsed = try decoding(key, in: "ledger", path: path) { try StoreKeys.ledgerKey(key) }
+        guard parsed.trial == trial.rawValue else { break }
+        entries.append(try decodeEntry(key: key, value: value))
+        item = try cursor.next()
+      }
+      return entries
+    }
+  }
+
+  func scanOutbox(_ body: (LedgerEntry) throws -> Bool) throws {
+    try txn.withCursor(databases.outbox) { cursor in
+      var item = try cursor.first()
+      while let (key, _) = item {
+        guard let value = try txn.get(databases.ledger, key) else {
+          throw StoreError(
+            .corruptRecord, path: path,
+            problem: "the record \(StoreKeys.describe(key, in: "outbox")) has no ledger entry")
+        }
+        guard try body(try decodeEntry(key: key, value: value)) else { return }
+        item = try cursor.next()
+      }
+    }
+  }
+
+  /// The active-trial count kept in the meta database.
+  func activeTrialCount() throws -> Int {
+    try Array(LMDBTrialRepository.MetaKey.activeCount.utf8).withUnsafeBytes { key in
+      guard let value = try txn.get(databases.meta, key) else { return 0 }
+      return try decoding(key, in: "meta", path: path) {
+        var reader = ByteReader(value)
+        let count = try reader.u64()
+        try reader.expectEnd()
+        guard count <= Int.max else { throw RecordProblem("the count is out of range") }
+        return Int(count)
+      }
+    }
+  }
+
+  func lastSeenWallTime() throws -> Date? {
+    try Array(LMDBTrialRepository.MetaKey.lastSeen.utf8).withUnsafeBytes { key in
+      guard let value = try txn.get(databases.meta, key) else { return nil }
+      return try decoding(key, in: "meta", path: path) {
+        var reader = ByteReader(value)
+        let date = try reader.date()
+        try reader.expectEnd()
+        return date
+      }
+    }
+  }
+}
+
+final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
+  private var writer = ByteWriter()
+  /// Change of the active-trial count, written once by `finish`.
+  private var activeDelta = 0
+
+  /// Writes what the transaction accumulated; called once `body` has returned.
+  func finish() throws {
+    guard activeDelta != 0 else { return }
+    let count = max(0, try activeTrialCount() + activeDelta)
+    writer.reset()
+    writer.u64(UInt64(count))
+    try Array(LMDBTrialRepository.MetaKey.activeCount.utf8).withUnsafeBytes { key in
+      try writer.bytes.withUnsafeBytes { try txn.put(databases.meta, key, $0) }
+    }
+    activeDelta = 0
+  }
+
+  /// Keeps the subject index in step with the in-memory semantics: a subject names its
+  /// trial while that trial is active. When a trial ends (expires, converts, is cancelled)
+  /// its index entry is left in place rather than deleted — `activeTrialID` checks the trial
+  /// it names — so that a burst of expiries rewrites no index pages; starting a new trial for
+  /// the subject replaces the entry. An entry is deleted only when a trial changes subject.
+  func putTrial(_ trial: Trial) throws {
+    try StoreKeys.withTrialKey(trial.id) { key in
+      var wasActive = false
+      if let old = try txn.get(databases.trials, key) {
+        let oldSubject = try decoding(key, in: "trials", path: path) {
+          let decoded = try codec.decodeTrial(old, id: trial.id)
+          wasActive = decoded.isActive
+          return decoded.subject
+        }
+        if oldSubject != trial.subject, try indexedTrialID(subject: oldSubject) == trial.id {
+          var subject = oldSubject
+          try subject.withUTF8 { _ = try txn.delete(databases.subjects, UnsafeRawBufferPointer($0)) }
+        }
+      }
+      writer.reset()
+      do {
+        try codec.encode(trial, into: &writer)
+      } catch let problem as RecordProblem {
+        throw TrialError.invalid("trial", problem.message)
+      }
+      try writer.bytes.withUnsafeBytes { try txn.put(databases.trials, key, $0) }
+      activeDelta += (trial.isActive ? 1 : 0) - (wasActive ? 1 : 0)
+      if trial.isActive {
+        guard !trial.subject.isEmpty else { throw TrialError.invalid("subject", "subject must not be empty") }
+        var subject = trial.subject
+        try subject.withUTF8 { subjectKey in
+          try withUnsafeBytes(of: trial.id.rawValue.bigEndian) {
+            try txn.put(databases.subjects, UnsafeRawBufferPointer(subjectKey), $0)
+          }
+        }
+      }
+    }
+  }
+
+  func putLedgerEntry(_ entry: LedgerEntry) throws {
+    writer.reset()
+    codec.encode(entry, into: &writer)
+    try StoreKeys.withLedgerKey(entry.id) { key in
+      try writer.bytes.withUnsafeBytes { try txn.put(databases.ledger, key, $0) }
+      if entry.isDelivered {
+        try txn.delete(databases.outbox, key)
+      } else {
+        try txn.put(databases.outbox, key, UnsafeRawBufferPointer(start: nil, count: 0))
+      }
+    }
+  }
+
+  func setLastSeenWallTime(_ date: Date) throws {
+    writer.reset()
+    writer.date(date)
+    try Array(LMDBTrialRepository.MetaKey.lastSeen.utf8).withUnsafeBytes { key in
+      try writer.bytes.withUnsafeBytes { try txn.put(databases.meta, key, $0) }
+    }
+  }
+}

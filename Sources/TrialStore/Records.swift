@@ -1,0 +1,387 @@
+import Foundation
+import TrialCore
+
+// Keys and record encodings of the store (layout: docs/store.md).
+//
+// Keys are big-endian so that LMDB's byte order is numeric order. Values start with a
+// version byte; numbers in values are little-endian; dates are the bit pattern of their
+// `timeIntervalSinceReferenceDate`, so every date reads back exactly as it was written.
+
+/// A record that does not decode: what is wrong with it (the caller adds which record).
+struct RecordProblem: Error {
+  var message: String
+
+  init(_ message: String) {
+    self.message = message
+  }
+}
+
+enum StoreKeys {
+  /// Trials and the subject index's values: the trial id, 8 bytes big-endian.
+  @inline(__always)
+  static func withTrialKey<R>(_ id: TrialID, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    try withUnsafeBytes(of: id.rawValue.bigEndian, body)
+  }
+
+  static func trialID(_ key: UnsafeRawBufferPointer) throws -> TrialID {
+    guard key.count == 8 else { throw RecordProblem("a trial key has \(key.count) bytes, not 8") }
+    return TrialID(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
+  }
+
+  /// The third part of a ledger key: reminders by descending offset, then the expiry.
+  @inline(__always)
+  static func order(of kind: EventKind, offsetMilliseconds: UInt64) -> UInt64 {
+    kind == .expiry ? UInt64.max : ~offsetMilliseconds
+  }
+
+  @inline(__always)
+  static func order(of id: EventID) -> UInt64 {
+    order(of: id.kind, offsetMilliseconds: id.offsetMilliseconds)
+  }
+
+  /// The ledger and outbox key of an event: trial id (8 bytes), revision (4 bytes), order
+  /// (8 bytes), all big-endian: one trial's entries are contiguous, by revision, in due order.
+  @inline(__always)
+  static func withLedgerKey<R>(_ id: EventID, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    let order = order(of: id)
+    let key = (
+      id.trialID.rawValue.bigEndian, id.revision.bigEndian, UInt32(truncatingIfNeeded: order >> 32).bigEndian,
+      UInt32(truncatingIfNeeded: order).bigEndian
+    )
+    return try withUnsafeBytes(of: key) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<20])) }
+  }
+
+  struct LedgerKey: Hashable {
+    var trial: UInt64
+    var revision: UInt32
+    var order: UInt64
+
+    var offsetMilliseconds: UInt64? { order == UInt64.max ? nil : ~order }
+
+    var text: String {
+      let id = TrialID(trial)
+      guard let millis = offsetMilliseconds else { return "\(id)-r\(revision)-expiry" }
+      return "\(id)-r\(revision)-reminder-\(millis)ms"
+    }
+  }
+
+  static func ledgerKey(_ key: UnsafeRawBufferPointer) throws -> LedgerKey {
+    guard key.count == 20 else { throw RecordProblem("a ledger key has \(key.count) bytes, not 20") }
+    let high = UInt64(UInt32(bigEndian: key.loadUnaligned(fromByteOffset: 12, as: UInt32.self)))
+    let low = UInt64(UInt32(bigEndian: key.loadUnaligned(fromByteOffset: 16, as: UInt32.self)))
+    return LedgerKey(
+      trial: UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)),
+      revision: UInt32(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt32.self)),
+      order: high << 32 | low)
+  }
+
+  /// A readable name for any key of `database`, for error messages.
+  static func describe(_ key: UnsafeRawBufferPointer, in database: String) -> String {
+    switch database {
+    case "trials":
+      if let id = try? trialID(key) { return "trials/\(id)" }
+    case "ledger", "outbox":
+      if let parsed = try? ledgerKey(key) { return "\(database)/\(parsed.text)" }
+    case "subjects", "meta":
+      return "\(database)/\"\(String(decoding: key, as: UTF8.self))\""
+    default:
+      break
+    }
+    return "\(database)/0x" + key.map { String(format: "%02x", $0) }.joined()
+  }
+}
+
+/// Appends little-endian numbers to a byte buffer.
+struct ByteWriter {
+  var bytes: [UInt8] = []
+
+  /// Empties the buffer, keeping its capacity for the next record.
+  mutating func reset() { bytes.removeAll(keepingCapacity: true) }
+
+  mutating func u8(_ value: UInt8) { bytes.append(value) }
+
+  mutating func u32(_ value: UInt32) {
+    withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+  }
+
+  mutating func u64(_ value: UInt64) {
+    withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+  }
+
+  mutating func f64(_ value: Double) { u64(value.bitPattern) }
+
+  mutating func date(_ value: Date) { f64(value.timeIntervalSinceReferenceDate) }
+}
+
+/// Reads little-endian numbers from a record, failing with a `RecordProblem` past its end.
+struct ByteReader {
+  let buffer: UnsafeRawBufferPointer
+  var offset = 0
+
+  init(_ buffer: UnsafeRawBufferPointer) {
+    self.buffer = buffer
+  }
+
+  private mutating func take(_ count: Int) throws -> Int {
+    guard buffer.count - offset >= count else {
+      throw RecordProblem("the record ends early (\(buffer.count) bytes)")
+    }
+    defer { offset += count }
+    return offset
+  }
+
+  mutating func u8() throws -> UInt8 { buffer[try take(1)] }
+
+  mutating func u32() throws -> UInt32 {
+    UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: try take(4), as: UInt32.self))
+  }
+
+  mutating func u64() throws -> UInt64 {
+    UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: try take(8), as: UInt64.self))
+  }
+
+  mutating func f64() throws -> Double { Double(bitPattern: try u64()) }
+
+  mutating func date() throws -> Date {
+    let value = try f64()
+    guard value.isFinite else { throw RecordProblem("a date is not a finite number") }
+    return Date(timeIntervalSinceReferenceDate: value)
+  }
+
+  mutating func bytes(_ count: Int) throws -> UnsafeRawBufferPointer {
+    let start = try take(count)
+    return UnsafeRawBufferPointer(rebasing: buffer[start..<start + count])
+  }
+
+  func expectEnd() throws {
+    guard offset == buffer.count else {
+      throw RecordProblem("the record has \(buffer.count - offset) unexpected bytes at its end")
+    }
+  }
+}
+
+/// Encodes and decodes trials and ledger entries. Keeps the last reminder schedules it
+/// decoded, so that a scan over many trials with the same schedule shares one array.
+final class RecordCodec {
+  static let trialVersion: UInt8 = 1
+  static let ledgerVersion: UInt8 = 1
+
+  private var scheduleCache: [(bytes: [UInt8], schedule: ReminderSchedule)] = []
+
+  // MARK: Trials
+
+  // Version 1:
+  //   u8 version, u8 state, u8 flags (bit 0: endedAt present), u8 reminder count n,
+  //   u32 revision, date start, date end, [date endedAt], n × f64 reminder offset (days),
+  //   u8 subject length, subject bytes (UTF-8).
+
+  static func stateCode(_ state: TrialState) -> UInt8 {
+    switch state {
+    case .active: 0
+    case .expired: 1
+    case .converted: 2
+    case .cancelled: 3
+    }
+  }
+
+  static func state(code: UInt8) throws -> TrialState {
+    switch code {
+    case 0: .active
+    case 1: .expired
+    case 2: .converted
+    case 3: .cancelled
+    default: throw RecordProblem("unknown trial state \(code)")
+    }
+  }
+
+  func encode(_ trial: Trial, into writer: inout ByteWriter) throws {
+    let subject = trial.subject.utf8
+    guard subject.count <= 255 else { throw RecordProblem("the subject is longer than 255 bytes") }
+    guard trial.reminders.offsets.count <= 255 else { throw RecordProblem("too many reminders") }
+    writer.u8(Self.trialVersion)
+    writer.u8(Self.stateCode(trial.state))
+    writer.u8(trial.endedAt == nil ? 0 : 1)
+    writer.u8(UInt8(trial.reminders.offsets.count))
+    writer.u32(trial.revision)
+    writer.date(trial.period.startDate)
+    writer.date(trial.period.endDate)
+    if let endedAt = trial.endedAt { writer.date(endedAt) }
+    for offset in trial.reminders.offsets { writer.f64(offset.amount) }
+    writer.u8(UInt8(subject.count))
+    writer.bytes.append(contentsOf: subject)
+  }
+
+  private static func checkVersion(_ version: UInt8, expected: UInt8) throws {
+    guard version == expected else {
+      throw RecordProblem(
+        "record version \(version) is not one this version of trialwatch reads (it reads \(expected))")
+    }
+  }
+
+  /// The state alone, without decoding the rest.
+  func trialState(_ value: UnsafeRawBufferPointer) throws -> TrialState {
+    var reader = ByteReader(value)
+    try Self.checkVersion(try reader.u8(), expected: Self.trialVersion)
+    return try Self.state(code: try reader.u8())
+  }
+
+  func decodeTrial(_ value: UnsafeRawBufferPointer, id: TrialID) throws -> Trial {
+    var reader = ByteReader(value)
+    try Self.checkVersion(try reader.u8(), expected: Self.trialVersion)
+    let state = try Self.state(code: try reader.u8())
+    let flags = try reader.u8()
+    guard flags & ~1 == 0 else { throw RecordProblem("unknown flags \(flags)") }
+    let reminderCount = Int(try reader.u8())
+    let revision = try reader.u32()
+    let start = try reader.date()
+    let end = try reader.date()
+    let endedAt = flags & 1 != 0 ? try reader.date() : nil
+    let schedule = try decodeSchedule(try reader.bytes(reminderCount * 8), count: reminderCount)
+    let subjectLength = Int(try reader.u8())
+    let subjectBytes = try reader.bytes(subjectLength)
+    try reader.expectEnd()
+    guard let subject = String(validating: subjectBytes, as: UTF8.self) else {
+      throw RecordProblem("the subject is not valid UTF-8")
+    }
+    return Trial(
+      id: id, subject: subject, period: TrialPeriod(startDate: start, endDate: end), state: state,
+      reminders: schedule, revision: revision, endedAt: endedAt)
+  }
+
+  private func decodeSchedule(_ bytes: UnsafeRawBufferPointer, count: Int) throws -> ReminderSchedule {
+    if count == 0 { return .none }
+    for cached in scheduleCache where cached.bytes.count == bytes.count {
+      if cached.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+        return cached.schedule
+      }
+    }
+    var reader = ByteReader(bytes)
+    var offsets: [Days] = []
+    for _ in 0..<count { offsets.append(Days(try reader.f64())) }
+    let schedule: ReminderSchedule
+    do {
+      schedule = try ReminderSchedule(offsets)
+    } catch {
+      throw RecordProblem("invalid reminders: \(error)")
+    }
+    guard schedule.offsets == offsets else {
+      throw RecordProblem("the reminder offsets are not in canonical form")
+    }
+    if scheduleCache.count == 8 { scheduleCache.removeFirst() }
+    scheduleCache.append((Array(bytes), schedule))
+    return schedule
+  }
+
+  // MARK: Ledger entries
+
+  // Version 1 (the trial id, revision and event order are in the key):
+  //   u8 version, u8 kind (0 expiry, 1 reminder), u8 outcome, u8 flags (bit 0: late,
+  //   bit 1: delivered), [f64 reminder offset (days)], date due, date taken,
+  //   [date delivered], outcome payload:
+  //     0 fired, 1 already due at start, 2 already due at extension, 4 superseded by expiry:
+  //       nothing;
+  //     3 superseded by reminder: u64 trial id, u32 revision, u8 kind, [f64 offset];
+  //     5 beyond grace: f64 lateness, f64 grace (seconds).
+
+  private func encodeKind(_ kind: EventKind, into writer: inout ByteWriter) {
+    switch kind {
+    case .expiry:
+      writer.u8(0)
+    case .reminder(let offset):
+      writer.u8(1)
+      writer.f64(offset.amount)
+    }
+  }
+
+  private func decodeKind(_ reader: inout ByteReader) throws -> EventKind {
+    switch try reader.u8() {
+    case 0: return .expiry
+    case 1:
+      let amount = try reader.f64()
+      guard amount.isFinite, amount > 0 else { throw RecordProblem("a reminder offset is not positive") }
+      return .reminder(before: Days(amount))
+    case let other: throw RecordProblem("unknown event kind \(other)")
+    }
+  }
+
+  func encode(_ entry: LedgerEntry, into writer: inout ByteWriter) {
+    writer.u8(Self.ledgerVersion)
+    let outcome: UInt8
+    switch entry.outcome {
+    case .fired: outcome = 0
+    case .skipped(.alreadyDueAtStart): outcome = 1
+    case .skipped(.alreadyDueAtExtension): outcome = 2
+    case .skipped(.supersededByReminder): outcome = 3
+    case .skipped(.supersededByExpiry): outcome = 4
+    case .skipped(.beyondGrace): outcome = 5
+    }
+    let kind = entry.event.kind
+    writer.u8(kind == .expiry ? 0 : 1)
+    writer.u8(outcome)
+    writer.u8((entry.isLate ? 1 : 0) | (entry.deliveredAt == nil ? 0 : 2))
+    if let offset = kind.reminderOffset { writer.f64(offset.amount) }
+    writer.date(entry.event.due)
+    writer.date(entry.takenAt)
+    if let delivered = entry.deliveredAt { writer.date(delivered) }
+    switch entry.outcome {
+    case .skipped(.supersededByReminder(let by)):
+      writer.u64(by.trialID.rawValue)
+      writer.u32(by.revision)
+      encodeKind(by.kind, into: &writer)
+    case .skipped(.beyondGrace(let lateness, let grace)):
+      writer.f64(lateness)
+      writer.f64(grace)
+    default:
+      break
+    }
+  }
+
+  func decodeLedgerEntry(_ value: UnsafeRawBufferPointer, key: StoreKeys.LedgerKey) throws -> LedgerEntry {
+    var reader = ByteReader(value)
+    try Self.checkVersion(try reader.u8(), expected: Self.ledgerVersion)
+    let kindCode = try reader.u8()
+    let outcomeCode = try reader.u8()
+    let flags = try reader.u8()
+    guard flags & ~3 == 0 else { throw RecordProblem("unknown flags \(flags)") }
+    let kind: EventKind
+    switch kindCode {
+    case 0:
+      kind = .expiry
+    case 1:
+      let amount = try reader.f64()
+      guard amount.isFinite, amount > 0 else { throw RecordProblem("a reminder offset is not positive") }
+      kind = .reminder(before: Days(amount))
+    default:
+      throw RecordProblem("unknown event kind \(kindCode)")
+    }
+    let id = EventID(trialID: TrialID(key.trial), revision: key.revision, kind: kind)
+    guard StoreKeys.order(of: id) == key.order else {
+      throw RecordProblem("the event in the record does not match its key")
+    }
+    let due = try reader.date()
+    let takenAt = try reader.date()
+    let deliveredAt = flags & 2 != 0 ? try reader.date() : nil
+    let outcome: LedgerEntry.Outcome
+    switch outcomeCode {
+    case 0: outcome = .fired
+    case 1: outcome = .skipped(.alreadyDueAtStart)
+    case 2: outcome = .skipped(.alreadyDueAtExtension)
+    case 3:
+      let trial = TrialID(try reader.u64())
+      let revision = try reader.u32()
+      let byKind = try decodeKind(&reader)
+      outcome = .skipped(.supersededByReminder(EventID(trialID: trial, revision: revision, kind: byKind)))
+    case 4: outcome = .skipped(.supersededByExpiry)
+    case 5:
+      let lateness = try reader.f64()
+      let grace = try reader.f64()
+      outcome = .skipped(.beyondGrace(lateness: lateness, grace: grace))
+    default:
+      throw RecordProblem("unknown outcome \(outcomeCode)")
+    }
+    try reader.expectEnd()
+    return LedgerEntry(
+      event: TrialEvent(id: id, due: due), outcome: outcome, takenAt: takenAt, isLate: flags & 1 != 0,
+      deliveredAt: deliveredAt)
+  }
+}

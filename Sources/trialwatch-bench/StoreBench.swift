@@ -1,0 +1,112 @@
+import Foundation
+import Glibc
+import TrialCore
+import TrialStore
+
+/// The file store's figures, on real files in a temporary directory:
+///
+///     store_bulk_insert_1m        1,000,000 trials started, 10,000 per transaction
+///     store_file_size_1m          the store file afterwards
+///     store_restore_1m            open + full scan + planner rebuild (a fresh open)
+///     store_rss_after_restore_1m  resident memory once restored (mapped pages released)
+///     store_commit_p50 / _p99     one small durable commit (one trial started)
+///     store_fire_100k             one transaction recording 100,000 due events
+///
+/// `TRIALWATCH_BENCH_TRIALS` runs it with another trial count (figure names stay the same).
+func runStoreBench() throws {
+  let count = ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_TRIALS"].flatMap(Int.init) ?? 1_000_000
+  let directory = FileManager.default.temporaryDirectory
+    .appendingPathComponent("trialwatch-store-bench-\(getpid())").path
+  try? FileManager.default.removeItem(atPath: directory)
+  defer { try? FileManager.default.removeItem(atPath: directory) }
+  // A fixed instant: the bench never reads the wall clock.
+  let origin = Date(timeIntervalSinceReferenceDate: 800_000_000)
+  let hour: TimeInterval = 3_600
+
+  // Bulk insert: random 64-bit ids (as in production), ends spread over 30 days.
+  do {
+    let repository = try LMDBTrialRepository(directory: directory)
+    let ids = RandomTrialIDGenerator()
+    let elapsed = try measure {
+      var next = 0
+      while next < count {
+        let batch = next..<min(next + 10_000, count)
+        try repository.write { txn in
+          for index in batch {
+            _ = try TrialBook.startTrial(
+              in: txn, subject: "subject-\(index)",
+              endDate: origin.addingTimeInterval(hour * Double(1 + index % 720)),
+              reminders: .default, now: origin, ids: ids)
+          }
+        }
+        next = batch.upperBound
+      }
+    }
+    report("store_bulk_insert_1m", elapsed, "s")
+    let statistics = try repository.statistics()
+    report("store_file_size_1m", Double(statistics.fileSize) / 1_048_576, "MB", digits: 1)
+    repository.close()
+  }
+
+  // Restore, as the daemon starts: a fresh open, a full scan, a planner rebuilt. The heap
+  // the insert left behind is returned to the system first, to measure as a new process.
+  trimHeap()
+  var planner = Planner(policy: CatchUpPolicy(reminders: .all))
+  var restored: LMDBTrialRepository?
+  let restoreTime = try measure {
+    let repository = try LMDBTrialRepository(directory: directory)
+    try repository.restore(into: &planner)
+    restored = repository
+  }
+  let repository = restored!
+  report("store_restore_1m", restoreTime, "s")
+  report("store_rss_after_restore_1m", Double(residentBytes()) / 1_048_576, "MB", digits: 0)
+  precondition(planner.trialCount == count, "restored \(planner.trialCount) of \(count) trials")
+
+  // One small durable commit, 1,000 times.
+  let ids = RandomTrialIDGenerator()
+  var samples: [Double] = []
+  for index in 0..<1_000 {
+    samples.append(
+      try measure {
+        _ = try repository.startTrial(
+          subject: "single-\(index)", endDate: origin.addingTimeInterval(30 * 24 * hour), reminders: .default,
+          now: origin, ids: ids)
+      })
+  }
+  samples.sort()
+  report("store_commit_p50", samples[samples.count / 2] * 1_000, "ms", digits: 2)
+  report("store_commit_p99", samples[samples.count * 99 / 100] * 1_000, "ms", digits: 2)
+
+  // A burst: the first 100,000 events due a day later, reminders and expiries, recorded in
+  // one transaction (ledger, outbox, expired trials).
+  let due = Array(planner.takeDue(at: origin.addingTimeInterval(24 * hour)).prefix(100_000))
+  var recorded = 0
+  let fireTime = try measure {
+    recorded = try repository.commit(due, now: origin.addingTimeInterval(24 * hour)).count
+  }
+  precondition(recorded == due.count, "recorded \(recorded) of \(due.count) events")
+  report("store_fire_100k", fireTime, "s")
+  repository.close()
+}
+
+private func measure(_ body: () throws -> Void) rethrows -> Double {
+  let clock = ContinuousClock()
+  let start = clock.now
+  try body()
+  let elapsed = clock.now - start
+  return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+private func report(_ name: String, _ value: Double, _ unit: String, digits: Int = 3) {
+  print("\(name): \(String(format: "%.\(digits)f", value)) \(unit)")
+}
+
+
+/// Returns free heap memory to the system (glibc's malloc_trim, looked up at run time as
+/// the Glibc module does not export it).
+private func trimHeap() {
+  typealias Trim = @convention(c) (Int) -> Int32
+  guard let symbol = dlsym(nil, "malloc_trim") else { return }
+  _ = unsafeBitCast(symbol, to: Trim.self)(0)
+}
