@@ -10,7 +10,7 @@ APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 
-.PHONY: all build deps test bench soak clean
+.PHONY: all build deps test bench soak run clean
 
 all: build
 
@@ -40,6 +40,17 @@ bench: deps
 soak: deps
 	$(SWIFT) build --build-tests $(STRICT)
 	TRIALWATCH_CRASH_KILLS=$${TRIALWATCH_CRASH_KILLS:-1000} $(SWIFT) test --skip-build --filter CrashTests
+
+# The embedded default: no root, no setup. State and socket under ./.trialwatch/, logs on
+# stderr, Ctrl-C stops cleanly. In another terminal:
+#   TRIALWATCH_SOCKET=.trialwatch/io.trialwatch .build/debug/trialwatchctl daemon-status
+RUN_DIR = .trialwatch
+run: deps
+	$(SWIFT) build $(STRICT) --product trialwatchd
+	$(SWIFT) build $(STRICT) --product trialwatchctl 2>/dev/null || true
+	@mkdir -p $(RUN_DIR)
+	@echo "trialwatchd: state in $(RUN_DIR)/state, socket $(RUN_DIR)/io.trialwatch (Ctrl-C stops)"
+	.build/debug/trialwatchd --config etc/trialwatch.conf --state-dir $(RUN_DIR)/state --socket $(RUN_DIR)/io.trialwatch
 
 clean:
 	rm -rf .build $(BENCH_SCRATCH)

@@ -7,6 +7,7 @@ let package = Package(
   products: [
     .library(name: "TrialCore", targets: ["TrialCore"]),
     .library(name: "TrialTesting", targets: ["TrialTesting"]),
+    .executable(name: "trialwatchd", targets: ["trialwatchd"]),
     .library(name: "TrialStore", targets: ["TrialStore"]),
   ],
   dependencies: [
@@ -37,6 +38,8 @@ let package = Package(
     .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
     // The LMDB file store and the repository over it; the only importer of CLMDB.
     .target(name: "TrialStore", dependencies: ["TrialCore", "CLMDB"]),
+    // The daemon's entry point.
+    .executableTarget(name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore"]),
     // Test tool: the child process the crash test kills (logic in TrialStore).
     .executableTarget(name: "trialwatch-crashtest", dependencies: ["TrialStore"]),
     .executableTarget(name: "trialwatch-bench", dependencies: ["TrialCore", "TrialStore", "TrialDaemon"]),

@@ -105,7 +105,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     let destination = SystemdLogging.bootstrap(
       identifier: "trialwatchd", target: configuration.logTarget, level: logLevel)
     logger = Logger(label: "trialwatchd")
-    for diagnostic in loaded.diagnostics { logger.warning("\(diagnostic)") }
+    for diagnostic in loaded.warnings { logger.warning("\(diagnostic)") }
     if loaded.hasErrors {
       throw DaemonStartError(
         "invalid configuration: "
