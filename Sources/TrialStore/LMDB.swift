@@ -421,6 +421,8 @@ final class OpenStores: @unchecked Sendable {
 final class LMDBTransaction {
   private var handle: OpaquePointer?
   let isReadOnly: Bool
+  // Unowned, unchecked: a transaction lives inside one call of its environment's `read` or
+  // `write`, so the environment always outlives it (and the per-operation check is saved).
   private unowned(unsafe) let environment: LMDBEnvironment
   /// Set when an operation met a full map; such a transaction can only be aborted.
   fileprivate private(set) var sawMapFull = false
@@ -533,6 +535,7 @@ final class LMDBCursor {
 
   private let handle: OpaquePointer
   private let database: LMDBDatabase
+  // A cursor lives inside `withCursor`, within its transaction.
   private unowned(unsafe) let transaction: LMDBTransaction
 
   fileprivate init(handle: OpaquePointer, database: LMDBDatabase, transaction: LMDBTransaction) {

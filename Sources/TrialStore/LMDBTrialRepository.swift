@@ -207,16 +207,20 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
         var done: [UInt64] = []
         try txn.withCursor(databases.trials) { trials in
           try txn.withCursor(databases.ledger) { ledger in
-            var position = try ledger.first().map { try StoreKeys.ledgerKey($0.key) }
+            func key(_ item: LMDBCursor.Item?) throws -> StoreKeys.LedgerKey? {
+              guard let item else { return nil }
+              return try decoding(item.key, in: "ledger", path: path) { try StoreKeys.ledgerKey(item.key) }
+            }
+            var position = try key(ledger.first())
             var item = try trials.first()
-            while let (key, value) = item {
-              let id = try decoding(key, in: "trials", path: path) { try StoreKeys.trialID(key) }
-              let state = try decoding(key, in: "trials", path: path) { try codec.trialState(value) }
+            while let (trialKey, value) = item {
+              let id = try decoding(trialKey, in: "trials", path: path) { try StoreKeys.trialID(trialKey) }
+              let state = try decoding(trialKey, in: "trials", path: path) { try codec.trialState(value) }
               total += 1
               byState[Int(RecordCodec.stateCode(state))] += 1
               if total % max(progressEvery, 1) == 0 { progress(total) }
               if state == .active {
-                let trial = try decoding(key, in: "trials", path: path) {
+                let trial = try decoding(trialKey, in: "trials", path: path) {
                   try codec.decodeTrial(value, id: id)
                 }
                 done.removeAll(keepingCapacity: true)
@@ -225,17 +229,15 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
                 while let current = position, current.trial < id.rawValue {
                   if steps < 8 {
                     steps += 1
-                    position = try ledger.next().map { try StoreKeys.ledgerKey($0.key) }
+                    position = try key(ledger.next())
                   } else {
-                    position = try StoreKeys.withTrialKey(id) { try ledger.seek($0) }.map {
-                      try StoreKeys.ledgerKey($0.key)
-                    }
+                    position = try key(StoreKeys.withTrialKey(id) { try ledger.seek($0) })
                     break
                   }
                 }
                 while let current = position, current.trial == id.rawValue {
                   if current.revision == trial.revision { done.append(current.order) }
-                  position = try ledger.next().map { try StoreKeys.ledgerKey($0.key) }
+                  position = try key(ledger.next())
                 }
                 planner.restore(trial) { done.contains(StoreKeys.order(of: $0)) }
               }
@@ -310,11 +312,18 @@ class StoreReadTransaction: TrialReadTransaction {
     self.path = path
   }
 
+  /// The trial read or written last in this transaction: firing reads a trial and then
+  /// rewrites it, and the rewrite needs the old record again.
+  var lastTrial: Trial?
+
   func trial(_ id: TrialID) throws -> Trial? {
-    try StoreKeys.withTrialKey(id) { key in
+    if let lastTrial, lastTrial.id == id { return lastTrial }
+    let found = try StoreKeys.withTrialKey(id) { key -> Trial? in
       guard let value = try txn.get(databases.trials, key) else { return nil }
       return try decoding(key, in: "trials", path: path) { try codec.decodeTrial(value, id: id) }
     }
+    if let found { lastTrial = found }
+    return found
   }
 
   /// The subject index may still name a trial that has ended (see `putTrial`): the trial
@@ -450,14 +459,10 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
   func putTrial(_ trial: Trial) throws {
     try StoreKeys.withTrialKey(trial.id) { key in
       var wasActive = false
-      if let old = try txn.get(databases.trials, key) {
-        let oldSubject = try decoding(key, in: "trials", path: path) {
-          let decoded = try codec.decodeTrial(old, id: trial.id)
-          wasActive = decoded.isActive
-          return decoded.subject
-        }
-        if oldSubject != trial.subject, try indexedTrialID(subject: oldSubject) == trial.id {
-          var subject = oldSubject
+      if let old = try self.trial(trial.id) {
+        wasActive = old.isActive
+        if old.subject != trial.subject, try indexedTrialID(subject: old.subject) == trial.id {
+          var subject = old.subject
           try subject.withUTF8 { _ = try txn.delete(databases.subjects, UnsafeRawBufferPointer($0)) }
         }
       }
@@ -468,6 +473,7 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
         throw TrialError.invalid("trial", problem.message)
       }
       try writer.bytes.withUnsafeBytes { try txn.put(databases.trials, key, $0) }
+      lastTrial = trial
       activeDelta += (trial.isActive ? 1 : 0) - (wasActive ? 1 : 0)
       if trial.isActive {
         guard !trial.subject.isEmpty else { throw TrialError.invalid("subject", "subject must not be empty") }

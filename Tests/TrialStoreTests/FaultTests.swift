@@ -88,6 +88,10 @@ import TrialTesting
       try #require(difference == nil, "store differs from batches 1...\(last) (\(place))")
       let statistics = try store.statistics()
       try #require(statistics.trials == last * StoreCrashWorkload.trialsPerBatch, "\(statistics) (\(place))")
+      if full {
+        let active = found.trials.filter(\.isActive).count
+        try #require(statistics.activeTrials == active, "\(statistics) (\(place))")
+      }
       var restored = Planner()
       try store.restore(into: &restored)
       for entry in found.ledger {
