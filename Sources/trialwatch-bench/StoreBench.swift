@@ -90,19 +90,6 @@ func runStoreBench() throws {
   repository.close()
 }
 
-private func measure(_ body: () throws -> Void) rethrows -> Double {
-  let clock = ContinuousClock()
-  let start = clock.now
-  try body()
-  let elapsed = clock.now - start
-  return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-}
-
-private func report(_ name: String, _ value: Double, _ unit: String, digits: Int = 3) {
-  print("\(name): \(String(format: "%.\(digits)f", value)) \(unit)")
-}
-
-
 /// Returns free heap memory to the system (glibc's malloc_trim, looked up at run time as
 /// the Glibc module does not export it).
 private func trimHeap() {

@@ -1,6 +1,17 @@
+import Foundation
+import TrialStore
+
 // Benchmarks of trialwatch: each figure is printed as `name: value unit`.
+// TRIALWATCH_BENCH=planner,store,engine,daemon,control picks sections (default: all).
 //
 // The planner bench runs first: it re-runs this executable once per case (a fresh process
 // for each memory figure), and each of those runs stops after its case.
-try runPlannerBench()
-try runStoreBench()
+let sections = ProcessInfo.processInfo.environment["TRIALWATCH_BENCH"].map {
+  Set($0.split(separator: ",").map(String.init))
+}
+func selected(_ name: String) -> Bool { sections?.contains(name) ?? true }
+
+if selected("planner") { try runPlannerBench() }
+if selected("store") { try runStoreBench() }
+if selected("engine") { try runEngineBench(makeRepository: { try LMDBTrialRepository(directory: $0.path) }) }
+if selected("daemon") { try runDaemonBench() }

@@ -1,0 +1,82 @@
+import Dispatch
+import Foundation
+import TrialCore
+import TrialDaemon
+
+/// Records when each event is delivered (after its commit) and signals when all are in.
+private final class LatenessSink: EventSink, @unchecked Sendable {
+  // @unchecked: written on the engine queue, read after `done` is signalled.
+  let clock: any WallClock
+  let expected: Int
+  var lateness: [Double] = []
+  var lastDelivery: Date?
+  let done = DispatchSemaphore(value: 0)
+
+  init(clock: any WallClock, expected: Int) {
+    self.clock = clock
+    self.expected = expected
+    lateness.reserveCapacity(expected)
+  }
+
+  func deliver(_ entry: LedgerEntry, trial: Trial) throws {
+    let now = clock.now()
+    lateness.append(now.timeIntervalSince(entry.event.due))
+    lastDelivery = now
+    if lateness.count == expected { done.signal() }
+  }
+}
+
+/// Runs the real Dispatch engine over `repository` with trials ending at `ends`, and
+/// returns the sink once every expiry was delivered.
+private func runEngine(repository: any TrialRepository, ends: [Date], label: String) throws -> LatenessSink {
+  let queue = DispatchQueue(label: "trialwatch.bench.\(label)")
+  let scheduler = DispatchWakeScheduler(queue: queue)
+  let sink = LatenessSink(clock: scheduler.clock, expected: ends.count)
+  let engine = Engine(repository: repository, scheduler: scheduler, sinks: [sink])
+  try queue.sync {
+    _ = try engine.start()
+    for (index, end) in ends.enumerated() {
+      engine.submit(.start(subject: "\(label)-\(index)", length: nil, endsAt: end, reminders: ReminderSchedule.none)) { _ in }
+    }
+  }
+  guard sink.done.wait(timeout: .now() + 120) == .success else {
+    throw BenchError("\(label): not every event was delivered within 120 s")
+  }
+  queue.sync { engine.stop() }
+  return sink
+}
+
+struct BenchError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// The engine on the real Dispatch path, with durable commits to `makeRepository`'s store.
+func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws {
+  let clock = SystemWallClock()
+
+  // 10,000 events due at random instants over 10 s.
+  do {
+    let directory = try temporaryDirectory("lateness")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let start = clock.now().addingTimeInterval(1)
+    var generator = SystemRandomNumberGenerator()
+    let ends = (0..<10_000).map { _ in start.addingTimeInterval(Double.random(in: 0..<10, using: &generator)) }
+    let sink = try runEngine(repository: try makeRepository(directory), ends: ends, label: "lateness")
+    let sorted = sink.lateness.sorted().map { $0 * 1000 }
+    report("engine_fire_lateness_p50", percentile(sorted, 0.5), "ms")
+    report("engine_fire_lateness_p99", percentile(sorted, 0.99), "ms")
+    report("engine_fire_lateness_max", sorted.last ?? .nan, "ms")
+  }
+
+  // 100,000 events due in the same second.
+  do {
+    let directory = try temporaryDirectory("burst")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let due = clock.now().addingTimeInterval(5)
+    let ends = (0..<100_000).map { due.addingTimeInterval(Double($0 % 1000) / 1000) }
+    let sink = try runEngine(repository: try makeRepository(directory), ends: ends, label: "burst")
+    let last = sink.lastDelivery ?? due
+    report("engine_burst_100k_done", last.timeIntervalSince(due.addingTimeInterval(0.999)), "s")
+  }
+}
