@@ -162,15 +162,32 @@ enum ControlSocket {
     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
   }
 
+  private typealias Accept4 = @convention(c) (
+    Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?, Int32
+  ) -> Int32
+
+  /// `accept4`, which Glibc's module leaves out (it is a GNU extension): it makes the new
+  /// descriptor close-on-exec atomically, so that no process spawned meanwhile inherits it.
+  private static let accept4: Accept4? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "accept4").map {
+    unsafeBitCast($0, to: Accept4.self)
+  }
+
+  static var hasAccept4: Bool { accept4 != nil }
+
   /// Accepts one pending connection, non-blocking and close-on-exec; nil when none is pending.
   static func accept(_ listener: Int32) -> Result<Int32?, ControlServerError> {
     while true {
-      let fd = Glibc.accept(listener, nil, nil)
-      if fd >= 0 {
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        return .success(fd)
+      let fd: Int32
+      if let accept4 {
+        fd = accept4(listener, nil, nil, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+      } else {
+        fd = Glibc.accept(listener, nil, nil)
+        if fd >= 0 {
+          _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+          _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
       }
+      if fd >= 0 { return .success(fd) }
       switch errno {
       case EINTR, ECONNABORTED: continue
       case EAGAIN: return .success(nil)

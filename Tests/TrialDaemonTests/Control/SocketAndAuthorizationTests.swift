@@ -92,6 +92,29 @@ import TrialTesting
     #expect(FileManager.default.fileExists(atPath: path))
   }
 
+  @Test func acceptedConnectionsAreNonBlockingAndCloseOnExec() throws {
+    let directory = try makeTemporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let path = directory + "/s"
+    let listener = try ControlSocket.bind(path: path, group: nil, mode: 0o600)
+    defer { close(listener) }
+    #expect(ControlSocket.hasAccept4)
+    guard case .success(nil) = ControlSocket.accept(listener) else {
+      Issue.record("a connection was pending before any client connected")
+      return
+    }
+    let client = try UnixSocket.connect(to: path)
+    defer { close(client) }
+    guard case .success(let accepted?) = ControlSocket.accept(listener) else {
+      Issue.record("no connection accepted")
+      return
+    }
+    defer { close(accepted) }
+    #expect(fcntl(accepted, F_GETFD) & FD_CLOEXEC != 0)
+    #expect(fcntl(accepted, F_GETFL) & O_NONBLOCK != 0)
+    #expect(ControlSocket.peerCredentials(accepted) == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()))
+  }
+
   @Test func adoptingSomethingThatIsNotAListeningSocketFails() throws {
     var fds: [Int32] = [0, 0]
     #expect(pipe(&fds) == 0)
