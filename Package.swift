@@ -1,14 +1,18 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// Targets point one way: executables → daemon → core. TrialCore has no I/O and no C; each
+// C library (CLMDB, CSystemd, CTimerFD) is imported by exactly one Swift file.
 let package = Package(
   name: "trialwatch",
-  platforms: [.macOS(.v13)],
+  platforms: [.macOS(.v15)],
   products: [
     .library(name: "TrialCore", targets: ["TrialCore"]),
     .library(name: "TrialTesting", targets: ["TrialTesting"]),
-    .executable(name: "trialwatchd", targets: ["trialwatchd"]),
     .library(name: "TrialStore", targets: ["TrialStore"]),
+    .library(name: "TrialControl", targets: ["TrialControl"]),
+    .executable(name: "trialwatchd", targets: ["trialwatchd"]),
+    .executable(name: "trialwatchctl", targets: ["trialwatchctl"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
@@ -24,25 +28,63 @@ let package = Package(
     ),
     // Test doubles shipped as a library: virtual time, in-memory repository, spies.
     .target(name: "TrialTesting", dependencies: ["TrialCore"]),
-    // The daemon's wiring: scheduling engine, control server, configuration, signals.
-    .target(
-      name: "TrialDaemon",
-      dependencies: [
-        "TrialCore", "TrialStore", "Systemd", "CTimerFD", .product(name: "Logging", package: "swift-log"),
-        .product(name: "ArgumentParser", package: "swift-argument-parser"),
-      ]
-    ),
-    // <sys/timerfd.h>, which Glibc's module does not export: clock-step detection.
-    .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
+
     // Debian's liblmdb-dev: the key-value file store under TrialStore.
     .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
     // The LMDB file store and the repository over it; the only importer of CLMDB.
     .target(name: "TrialStore", dependencies: ["TrialCore", "CLMDB"]),
-    // The daemon's entry point.
+
+    // libsystemd (Debian: libsystemd-dev), imported only by the Systemd target.
+    .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+    // sd_notify, watchdog, socket activation, the journal and swift-log backends.
+    .target(
+      name: "Systemd",
+      dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]
+    ),
+    // <sys/timerfd.h>, which Glibc's module does not export: clock-step detection.
+    .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
+
+    // The Varlink wire format, the io.trialwatch.Trials interface and a blocking client,
+    // shared by the daemon and trialwatchctl.
+    .target(
+      name: "TrialControl",
+      dependencies: ["TrialCore"],
+      exclude: ["io.trialwatch.Trials.varlink", "io.trialwatch.varlink", "org.varlink.service.varlink"]
+    ),
+    // The daemon's wiring: scheduling engine, control server, configuration, signals.
+    .target(
+      name: "TrialDaemon",
+      dependencies: [
+        "TrialCore", "TrialStore", "TrialControl", "Systemd", "CTimerFD",
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ]
+    ),
+    // Doubles for the daemon's seams: an in-memory backend for the control server.
+    .target(
+      name: "TrialDaemonTesting",
+      dependencies: ["TrialCore", "TrialTesting", "TrialControl", "TrialDaemon"]
+    ),
+    // trialwatchctl's commands and presenter.
+    .target(
+      name: "TrialCtl",
+      dependencies: [
+        "TrialCore", "TrialControl",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ]
+    ),
+
+    // Thin entry points.
     .executableTarget(name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore"]),
+    .executableTarget(name: "trialwatchctl", dependencies: ["TrialCtl"]),
     // Test tool: the child process the crash test kills (logic in TrialStore).
     .executableTarget(name: "trialwatch-crashtest", dependencies: ["TrialStore"]),
-    .executableTarget(name: "trialwatch-bench", dependencies: ["TrialCore", "TrialStore", "TrialDaemon"]),
+    // Benchmarks: `make bench` prints every figure as `name: value unit`.
+    .executableTarget(
+      name: "trialwatch-bench",
+      dependencies: ["TrialCore", "TrialStore", "TrialControl", "TrialDaemon", "TrialDaemonTesting"]
+    ),
+
     .testTarget(
       name: "TrialCoreTests",
       dependencies: [
@@ -51,19 +93,25 @@ let package = Package(
       ]
     ),
     .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
-    // libsystemd (Debian: libsystemd-dev), imported only by the Systemd target.
-    .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
-    // sd_notify, watchdog, socket activation, the journal and swift-log backends.
-    .target(
-      name: "Systemd",
-      dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]
-    ),
+    .testTarget(name: "TrialStoreTests", dependencies: ["TrialStore", "TrialCore", "TrialTesting"]),
     .testTarget(
       name: "SystemdTests",
       dependencies: ["Systemd", .product(name: "Logging", package: "swift-log")]
     ),
+    .testTarget(name: "TrialControlTests", dependencies: ["TrialCore", "TrialControl"]),
     .testTarget(
-      name: "TrialDaemonTests", dependencies: ["TrialDaemon", "TrialCore", "TrialTesting", "Systemd"]),
-    .testTarget(name: "TrialStoreTests", dependencies: ["TrialStore", "TrialCore", "TrialTesting"]),
+      name: "TrialDaemonTests",
+      dependencies: [
+        "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialDaemonTesting", "Systemd",
+        .product(name: "Logging", package: "swift-log"),
+      ]
+    ),
+    .testTarget(
+      name: "TrialCtlTests",
+      dependencies: [
+        "TrialCore", "TrialTesting", "TrialControl", "TrialCtl", "TrialDaemon", "TrialDaemonTesting",
+        .product(name: "Logging", package: "swift-log"),
+      ]
+    ),
   ]
 )

@@ -1,0 +1,375 @@
+import ArgumentParser
+import Foundation
+import TrialControl
+import TrialCore
+
+/// A subcommand, run with an injected environment.
+protocol CtlCommand {
+  func run(in environment: CtlEnvironment) throws
+}
+
+/// The options every subcommand takes.
+struct GlobalOptions: ParsableArguments {
+  @Option(
+    name: .long,
+    help: ArgumentHelp(
+      "The daemon's socket (default: $TRIALWATCH_SOCKET, else \(VarlinkInterfaces.defaultSocketPath)).",
+      valueName: "path"))
+  var socket: String?
+
+  @Flag(name: .long, help: "Print the daemon's replies as JSON, one object per line.")
+  var json = false
+}
+
+/// One connection to the daemon, with the presenter for human output.
+struct Session {
+  let environment: CtlEnvironment
+  let json: Bool
+  let client: TrialsClient
+  let presenter: TrialPresenter
+
+  init(_ options: GlobalOptions, _ environment: CtlEnvironment) throws {
+    self.environment = environment
+    self.json = options.json
+    do {
+      client = try TrialsClient(path: environment.socketPath(options.socket))
+    } catch {
+      throw CtlFailure(error)
+    }
+    let view = TerminalView(output: environment.output, notices: environment.errors)
+    presenter = TrialPresenter(
+      output: view, clock: environment.clock, timeZone: environment.timeZone, locale: environment.locale)
+  }
+
+  /// Calls a method; with `--json`, prints the reply's parameters.
+  func call(_ method: TrialsMethod, _ parameters: some JSONRepresentable) throws -> JSONObject {
+    let reply: JSONObject
+    do {
+      reply = try client.connection.call(method.qualifiedName, parameters.json)
+    } catch {
+      throw CtlFailure(error)
+    }
+    if json { environment.output.write(line: reply.jsonText) }
+    return reply
+  }
+
+  func decode<R: JSONRepresentable>(_ parameters: JSONObject, as type: R.Type) throws -> R {
+    do {
+      return try client.connection.decode(parameters, as: R.self)
+    } catch {
+      throw CtlFailure(error)
+    }
+  }
+}
+
+// MARK: Reading arguments
+
+enum Arguments {
+  static func trialID(_ text: String, _ what: String = "ID") throws -> TrialID {
+    guard let id = TrialID(text) else {
+      throw ValidationError("\(what) \"\(text)\" is not a trial id (16 hexadecimal digits)")
+    }
+    return id
+  }
+
+  static func span(_ text: String, option: String) throws -> Days {
+    do {
+      let span = try TimeSpan.parse(text)
+      guard span.timeInterval > 0 else { throw ValidationError("\(option): the span must be positive") }
+      return span
+    } catch let error as TimeSpan.ParseError {
+      throw ValidationError("\(option): \(error.description) (use systemd's syntax, e.g. 5d, 36h, 1d 12h)")
+    }
+  }
+
+  static func date(_ text: String, option: String) throws -> Date {
+    do {
+      return try RFC3339.parse(text)
+    } catch {
+      throw ValidationError("\(option): \(error.description)")
+    }
+  }
+
+  /// `3d,1d`; `none` or an empty value for no reminders.
+  static func reminders(_ text: String) throws -> ReminderSchedule {
+    let trimmed = text.trimmingCharacters(in: .whitespaces)
+    if trimmed.isEmpty || trimmed == "none" { return ReminderSchedule.none }
+    let spans = try trimmed.split(separator: ",").map { try span(String($0), option: "--reminders") }
+    do {
+      return try ReminderSchedule(spans)
+    } catch {
+      throw ValidationError("--reminders: \(error.description)")
+    }
+  }
+}
+
+// MARK: Commands
+
+struct Start: ParsableCommand, CtlCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Start a trial for a subject.",
+    discussion: """
+      Without --duration or --ends-at, the daemon's default length applies; without --reminders, its \
+      default reminders. Example: trialwatchctl start acme-42 --duration 14d --reminders 3d,1d
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: "What is on trial, e.g. a licence key or account name.") var subject: String
+  @Option(help: ArgumentHelp("The trial's length.", valueName: "span")) var duration: String?
+  @Option(name: .customLong("ends-at"), help: ArgumentHelp("When the trial ends.", valueName: "rfc3339"))
+  var endsAt: String?
+  @Option(
+    help: ArgumentHelp("Reminders before the end, comma-separated; `none` for none.", valueName: "span[,span...]"))
+  var reminders: String?
+
+  func validate() throws {
+    if duration != nil && endsAt != nil { throw ValidationError("give either --duration or --ends-at, not both") }
+    _ = try parameters()
+  }
+
+  func parameters() throws -> StartTrialParameters {
+    StartTrialParameters(
+      subject: subject, duration: try duration.map { try Arguments.span($0, option: "--duration") },
+      endsAt: try endsAt.map { try Arguments.date($0, option: "--ends-at") },
+      reminders: try reminders.map(Arguments.reminders))
+  }
+
+  func run(in environment: CtlEnvironment) throws {
+    let session = try Session(global, environment)
+    let reply = try session.call(.startTrial, try parameters())
+    if !session.json { session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial) }
+  }
+}
+
+struct Status: ParsableCommand, CtlCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Show one trial, by id or by subject (its active trial).",
+    discussion: "Example: trialwatchctl status acme-42")
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: ArgumentHelp("A trial id (16 hexadecimal digits) or a subject.", valueName: "id-or-subject"))
+  var trial: String
+
+  func run(in environment: CtlEnvironment) throws {
+    let session = try Session(global, environment)
+    let reply: JSONObject
+    if trial.count == 16, let id = TrialID(trial) {
+      do {
+        reply = try session.call(.getTrial, GetTrialParameters(id: id))
+      } catch let failure as CtlFailure where failure.exitCode == .notFound {
+        // Sixteen hex digits may also be a subject.
+        reply = try session.call(.getTrial, GetTrialParameters(subject: trial))
+      }
+    } else {
+      reply = try session.call(.getTrial, GetTrialParameters(subject: trial))
+    }
+    if !session.json { session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial) }
+  }
+}
+
+struct List: ParsableCommand, CtlCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "List trials, a page at a time.",
+    discussion: "Example: trialwatchctl list --state active --expiring-within 3d")
+
+  @OptionGroup var global: GlobalOptions
+  @Option(help: ArgumentHelp("Only trials in this state: active, expired, converted or cancelled.", valueName: "state"))
+  var state: String?
+  @Option(
+    name: .customLong("expiring-within"),
+    help: ArgumentHelp("Only active trials ending within this span from now.", valueName: "span"))
+  var expiringWithin: String?
+  @Option(help: ArgumentHelp("Trials per page (1 to 1000; default 100).", valueName: "n")) var limit: Int?
+  @Option(help: ArgumentHelp("Start after this trial id (the cursor a previous page gave).", valueName: "cursor"))
+  var after: String?
+  @Flag(help: "Fetch every page.") var all = false
+
+  func validate() throws {
+    _ = try parameters()
+  }
+
+  func parameters() throws -> ListTrialsParameters {
+    var stateValue: TrialState?
+    if let state {
+      guard let value = TrialState(rawValue: state) else {
+        throw ValidationError("--state: \"\(state)\" is not one of: active, expired, converted, cancelled")
+      }
+      stateValue = value
+    }
+    if let limit, !(1...ListTrialsParameters.maximumLimit).contains(limit) {
+      throw ValidationError("--limit: must be between 1 and \(ListTrialsParameters.maximumLimit)")
+    }
+    return ListTrialsParameters(
+      state: stateValue, expiringWithin: try expiringWithin.map { try Arguments.span($0, option: "--expiring-within") },
+      limit: limit, after: try after.map { try Arguments.trialID($0, "--after") })
+  }
+
+  func run(in environment: CtlEnvironment) throws {
+    let session = try Session(global, environment)
+    var parameters = try parameters()
+    var trials: [TrialObject] = []
+    var next: TrialID?
+    repeat {
+      let page = try session.decode(try session.call(.listTrials, parameters), as: ListTrialsReply.self)
+      trials += page.trials
+      next = page.next
+      parameters.after = next
+    } while all && next != nil
+    if !session.json { session.presenter.present(trials: trials, next: next) }
+  }
+}
+
+struct Extend: ParsableCommand, CtlCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Move an active trial's end: later by a span, or to a new time.",
+    discussion: "Example: trialwatchctl extend 3f9c2a0d81b4e675 --by 7d")
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: "The trial id.") var id: String
+  @Option(help: ArgumentHelp("Move the end later by this span.", valueName: "span")) var by: String?
+  @Option(name: .customLong("ends-at"), help: ArgumentHelp("The new end.", valueName: "rfc3339")) var endsAt: String?
+
+  func validate() throws {
+    _ = try parameters()
+  }
+
+  func parameters() throws -> ExtendTrialParameters {
+    let trial = try Arguments.trialID(id)
+    switch (by, endsAt) {
+    case (let span?, nil): return ExtendTrialParameters(id: trial, change: .by(try Arguments.span(span, option: "--by")))
+    case (nil, let date?): return ExtendTrialParameters(id: trial, change: .to(try Arguments.date(date, option: "--ends-at")))
+    case (nil, nil): throw ValidationError("give --by or --ends-at")
+    case (_?, _?): throw ValidationError("give either --by or --ends-at, not both")
+    }
+  }
+
+  func run(in environment: CtlEnvironment) throws {
+    let session = try Session(global, environment)
+    let reply = try session.call(.extendTrial, try parameters())
+    if !session.json { session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial) }
+  }
+}
+
+struct End: ParsableCommand, CtlCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "End an active trial early; its pending events never fire.",
+    discussion: "Example: trialwatchctl end 3f9c2a0d81b4e675 --outcome converted")
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: "The trial id.") var id: String
+  @Option(help: ArgumentHelp("converted or cancelled.", valueName: "outcome")) var outcome: String
+
+  func validate() throws {
+    _ = try parameters()
+  }
+
+  func parameters() throws -> EndTrialParameters {
+    guard let value = TrialOutcome(rawValue: outcome) else {
+      throw ValidationError("--outcome: \"\(outcome)\" is not one of: converted, cancelled")
+    }
+    return EndTrialParameters(id: try Arguments.trialID(id), outcome: value)
+  }
+
+  func run(in environment: CtlEnvironment) throws {
+    let session = try Session(global, environment)
+    let reply = try session.call(.endTrial, try parameters())
+    if !session.json { session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial) }
+  }
+}
+
+struct Plan: ParsableCommand, CtlCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Show every event of a trial, past and future, with its state.",
+    discussion: "Example: trialwatchctl plan 3f9c2a0d81b4e675")
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: "The trial id.") var id: String
+
+  func validate() throws {
+    _ = try Arguments.trialID(id)
+  }
+
+  func run(in environment: CtlEnvironment) throws {
+    let session = try Session(global, environment)
+    let trial = try Arguments.trialID(id)
+    let reply = try session.call(.getPlan, GetPlanParameters(id: trial))
+    if !session.json {
+      session.presenter.present(plan: try session.decode(reply, as: EventsReply.self).events, of: trial)
+    }
+  }
+}
+
+struct Simulate: ParsableCommand, CtlCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Show what would fire between now and a time, changing nothing.",
+    discussion: "Example: trialwatchctl simulate +7d")
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: ArgumentHelp("An RFC 3339 time, or +span from now.", valueName: "at")) var at: String
+
+  func validate() throws {
+    _ = try target()
+  }
+
+  func target() throws -> SimulateParameters.Target {
+    do {
+      return try SimulateParameters.Target(parsing: at)
+    } catch {
+      throw ValidationError("AT: \(error.problem)")
+    }
+  }
+
+  func run(in environment: CtlEnvironment) throws {
+    let session = try Session(global, environment)
+    let target = try target()
+    let reply = try session.call(.simulate, SimulateParameters(at: target))
+    if !session.json {
+      session.presenter.present(
+        simulation: try session.decode(reply, as: EventsReply.self).events,
+        until: target.resolve(now: environment.clock.now()))
+    }
+  }
+}
+
+struct Watch: ParsableCommand, CtlCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Print events as they fire, until interrupted.",
+    discussion: "Example: trialwatchctl watch --json | jq .event.subject")
+
+  @OptionGroup var global: GlobalOptions
+
+  func run(in environment: CtlEnvironment) throws {
+    let session = try Session(global, environment)
+    do {
+      try session.client.connection.stream(TrialsMethod.watch.qualifiedName) { parameters in
+        let reply = try session.decode(parameters, as: WatchReply.self)
+        guard let event = reply.event else {
+          session.presenter.presentWatchStarted()
+          return true
+        }
+        if session.json {
+          environment.output.write(line: parameters.jsonText)
+        } else {
+          session.presenter.present(watchedEvent: event)
+        }
+        return true
+      }
+    } catch let error as VarlinkClientError {
+      throw CtlFailure(error)
+    }
+  }
+}
+
+struct DaemonStatus: ParsableCommand, CtlCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "daemon-status",
+    abstract: "Show the daemon's version, uptime, trial counts and next event.")
+
+  @OptionGroup var global: GlobalOptions
+
+  func run(in environment: CtlEnvironment) throws {
+    let session = try Session(global, environment)
+    let reply = try session.call(.getStatus, NoParameters())
+    if !session.json { session.presenter.present(status: try session.decode(reply, as: GetStatusReply.self)) }
+  }
+}

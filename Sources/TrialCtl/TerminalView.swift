@@ -1,0 +1,115 @@
+import Foundation
+
+/// Where text goes: standard output or error, or a buffer in tests.
+public protocol TextOutput: AnyObject {
+  /// Writes `line` and a newline.
+  func write(line: String)
+}
+
+/// Writes to a file descriptor (standard output or error), unbuffered, a line at a time.
+public final class FileOutput: TextOutput {
+  private let handle: FileHandle
+
+  public init(_ handle: FileHandle) {
+    self.handle = handle
+  }
+
+  public static var standardOutput: FileOutput { FileOutput(.standardOutput) }
+  public static var standardError: FileOutput { FileOutput(.standardError) }
+
+  public func write(line: String) {
+    handle.write(Data((line + "\n").utf8))
+  }
+}
+
+/// Collects lines in memory.
+public final class BufferOutput: TextOutput {
+  public private(set) var lines: [String] = []
+
+  public init() {}
+
+  public func write(line: String) {
+    lines.append(line)
+  }
+
+  public var text: String { lines.map { $0 + "\n" }.joined() }
+}
+
+/// Prints view models as they are: tables with aligned columns, label/value blocks. Does no
+/// formatting of values of its own.
+public final class TerminalView: TrialPresenterOutput {
+  private let output: any TextOutput
+  private let notices: any TextOutput
+
+  public init(output: any TextOutput, notices: any TextOutput) {
+    self.output = output
+    self.notices = notices
+  }
+
+  public func showTrial(_ viewModel: TrialViewModel) {
+    output.write(line: viewModel.headline)
+    writeDetails(viewModel.details)
+  }
+
+  public func showTrialList(_ viewModel: TrialListViewModel) {
+    if viewModel.table.rows.isEmpty {
+      output.write(line: viewModel.emptyMessage)
+    } else {
+      writeTable(viewModel.table)
+    }
+    if let continuation = viewModel.continuation { notices.write(line: continuation) }
+  }
+
+  public func showEvents(_ viewModel: EventListViewModel) {
+    output.write(line: viewModel.title)
+    if viewModel.table.rows.isEmpty {
+      output.write(line: viewModel.emptyMessage)
+    } else {
+      writeTable(viewModel.table)
+    }
+  }
+
+  public func showEventLine(_ viewModel: EventLineViewModel) {
+    output.write(line: viewModel.line)
+  }
+
+  public func showStatus(_ viewModel: StatusViewModel) {
+    output.write(line: viewModel.headline)
+    writeDetails(viewModel.details)
+  }
+
+  public func showNotice(_ text: String) {
+    notices.write(line: text)
+  }
+
+  private func writeDetails(_ details: [LabeledValue]) {
+    let width = details.map(\.label.count).max() ?? 0
+    for detail in details {
+      output.write(line: "  " + pad(detail.label, to: width) + "  " + detail.value)
+    }
+  }
+
+  private func writeTable(_ table: TableViewModel) {
+    var widths = table.columns.map(\.count)
+    for row in table.rows {
+      for (index, cell) in row.enumerated() where index < widths.count {
+        widths[index] = max(widths[index], cell.count)
+      }
+    }
+    func line(_ cells: [String]) -> String {
+      var text = ""
+      for (index, cell) in cells.enumerated() {
+        let last = index == cells.count - 1
+        text += last ? cell : pad(cell, to: widths[index]) + "  "
+      }
+      while text.hasSuffix(" ") { text.removeLast() }
+      return text
+    }
+    output.write(line: line(table.columns))
+    for row in table.rows { output.write(line: line(row)) }
+  }
+
+  private func pad(_ text: String, to width: Int) -> String {
+    text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+  }
+}

@@ -1,0 +1,341 @@
+import Foundation
+import TrialControl
+import TrialCore
+
+// MARK: View models: ready-to-print strings, nothing left to format
+
+/// A table: column headings and rows of cells.
+public struct TableViewModel: Hashable, Sendable {
+  public var columns: [String]
+  public var rows: [[String]]
+
+  public init(columns: [String], rows: [[String]]) {
+    self.columns = columns
+    self.rows = rows
+  }
+}
+
+/// One trial in detail.
+public struct TrialViewModel: Hashable, Sendable {
+  /// `acme-42: 3 days left (ends Jun 18, 2025 at 3:06 PM)`
+  public var headline: String
+  public var id: String
+  public var subject: String
+  public var state: String
+  /// `3 days left`, `1 day left`, `ends today`, `expired 2 days ago`, `converted today`.
+  public var timeLeft: String
+  /// Label and value, in order: ID, State, Started, Ends, Ended, Reminders, Revision.
+  public var details: [LabeledValue]
+
+  public init(
+    headline: String, id: String, subject: String, state: String, timeLeft: String, details: [LabeledValue]
+  ) {
+    self.headline = headline
+    self.id = id
+    self.subject = subject
+    self.state = state
+    self.timeLeft = timeLeft
+    self.details = details
+  }
+}
+
+public struct LabeledValue: Hashable, Sendable {
+  public var label: String
+  public var value: String
+
+  public init(label: String, value: String) {
+    self.label = label
+    self.value = value
+  }
+}
+
+public struct TrialListViewModel: Hashable, Sendable {
+  public var table: TableViewModel
+  /// Shown when there are no trials.
+  public var emptyMessage: String
+  /// How to get the next page, when there is one.
+  public var continuation: String?
+
+  public init(table: TableViewModel, emptyMessage: String, continuation: String?) {
+    self.table = table
+    self.emptyMessage = emptyMessage
+    self.continuation = continuation
+  }
+}
+
+public struct EventListViewModel: Hashable, Sendable {
+  public var title: String
+  public var table: TableViewModel
+  public var emptyMessage: String
+
+  public init(title: String, table: TableViewModel, emptyMessage: String) {
+    self.title = title
+    self.table = table
+    self.emptyMessage = emptyMessage
+  }
+}
+
+/// One event as a watcher prints it.
+public struct EventLineViewModel: Hashable, Sendable {
+  public var line: String
+
+  public init(line: String) {
+    self.line = line
+  }
+}
+
+public struct StatusViewModel: Hashable, Sendable {
+  public var headline: String
+  public var details: [LabeledValue]
+
+  public init(headline: String, details: [LabeledValue]) {
+    self.headline = headline
+    self.details = details
+  }
+}
+
+/// Where the presenter sends its view models: the terminal view, or a spy in tests.
+public protocol TrialPresenterOutput: AnyObject {
+  func showTrial(_ viewModel: TrialViewModel)
+  func showTrialList(_ viewModel: TrialListViewModel)
+  func showEvents(_ viewModel: EventListViewModel)
+  func showEventLine(_ viewModel: EventLineViewModel)
+  func showStatus(_ viewModel: StatusViewModel)
+  /// A short notice for the reader (on standard error), such as "watching for events".
+  func showNotice(_ text: String)
+}
+
+/// Turns trials, events and daemon status into view models: days left rounded up, dates in
+/// the reader's time zone and locale, state words. The one place display formatting lives.
+public final class TrialPresenter {
+  private let output: any TrialPresenterOutput
+  private let clock: any WallClock
+  private let calendar: Calendar
+  private let dateFormatter: DateFormatter
+
+  public init(output: any TrialPresenterOutput, clock: any WallClock, timeZone: TimeZone, locale: Locale) {
+    self.output = output
+    self.clock = clock
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = timeZone
+    calendar.locale = locale
+    self.calendar = calendar
+    let formatter = DateFormatter()
+    formatter.locale = locale
+    formatter.timeZone = timeZone
+    formatter.dateStyle = .medium
+    formatter.timeStyle = .short
+    self.dateFormatter = formatter
+  }
+
+  // MARK: Presenting
+
+  public func present(trial: TrialObject) {
+    output.showTrial(viewModel(for: trial))
+  }
+
+  public func present(trials: [TrialObject], next: TrialID?) {
+    let rows = trials.map { trial in
+      [trial.id.description, trial.subject, stateWord(trial.state), date(trial.endsAt), timeLeft(trial)]
+    }
+    output.showTrialList(
+      TrialListViewModel(
+        table: TableViewModel(columns: ["ID", "SUBJECT", "STATE", "ENDS", "LEFT"], rows: rows),
+        emptyMessage: "No trials.",
+        continuation: next.map { "More trials follow: trialwatchctl list --after \($0) (or --all)" }))
+  }
+
+  public func present(plan events: [EventObject], of id: TrialID) {
+    let rows = events.map { event in
+      [date(event.due), eventName(event), eventState(event), eventNote(event)]
+    }
+    output.showEvents(
+      EventListViewModel(
+        title: "Events of trial \(id):",
+        table: TableViewModel(columns: ["DUE", "EVENT", "STATE", "NOTE"], rows: rows),
+        emptyMessage: "The trial has no events."))
+  }
+
+  public func present(simulation events: [EventObject], until end: Date) {
+    let rows = events.map { event in
+      [date(event.takenAt ?? event.due), event.subject ?? event.trialID.description, eventName(event),
+       event.state == .skipped ? "would be skipped: \(reasonText(event))" : "would fire" + lateText(event)]
+    }
+    let count = events.count == 1 ? "1 event" : "\(events.count) events"
+    output.showEvents(
+      EventListViewModel(
+        title: "Between now and \(date(end)): \(count).",
+        table: TableViewModel(columns: ["WHEN", "SUBJECT", "EVENT", "OUTCOME"], rows: rows),
+        emptyMessage: "Nothing would fire."))
+  }
+
+  public func present(watchedEvent event: EventObject) {
+    let subject = event.subject ?? event.trialID.description
+    var line = "\(date(event.takenAt ?? event.due))  \(subject)  \(eventName(event))  \(eventState(event))"
+    if event.state == .skipped {
+      line += " (\(reasonText(event)))"
+    } else {
+      line += lateText(event)
+    }
+    output.showEventLine(EventLineViewModel(line: line))
+  }
+
+  public func presentWatchStarted() {
+    output.showNotice("Watching for events; press Ctrl-C to stop.")
+  }
+
+  public func present(status: GetStatusReply) {
+    let now = clock.now()
+    let counts = status.status.trials
+    var details = [
+      LabeledValue(label: "Version", value: status.version),
+      LabeledValue(
+        label: "Started",
+        value: "\(date(status.status.startedAt)) (up \(span(status.status.uptime.timeInterval)))"),
+      LabeledValue(
+        label: "Trials",
+        value: "\(counts.active) active, \(counts.expired) expired, \(counts.converted) converted, "
+          + "\(counts.cancelled) cancelled"),
+      LabeledValue(label: "Pending events", value: "\(status.status.pendingEvents)"),
+    ]
+    if let next = status.status.nextEvent {
+      let subject = next.subject ?? next.trialID.description
+      details.append(
+        LabeledValue(
+          label: "Next event", value: "\(subject) \(eventName(next)) \(relative(next.due, now: now)) (\(date(next.due)))"))
+    } else {
+      details.append(LabeledValue(label: "Next event", value: "none"))
+    }
+    if let bytes = status.status.storeBytes {
+      details.append(LabeledValue(label: "Store", value: byteCount(bytes)))
+    }
+    details.append(LabeledValue(label: "Connections", value: "\(status.connections)"))
+    details.append(LabeledValue(label: "Watchers", value: "\(status.watchers)"))
+    let trials = counts.active == 1 ? "1 active trial" : "\(counts.active) active trials"
+    output.showStatus(StatusViewModel(headline: "trialwatchd \(status.version): \(trials)", details: details))
+  }
+
+  // MARK: Building view models
+
+  public func viewModel(for trial: TrialObject) -> TrialViewModel {
+    let left = timeLeft(trial)
+    let headline: String
+    switch trial.state {
+    case .active: headline = "\(trial.subject): \(left) (ends \(date(trial.endsAt)))"
+    default: headline = "\(trial.subject): \(left)"
+    }
+    var details = [
+      LabeledValue(label: "ID", value: trial.id.description),
+      LabeledValue(label: "State", value: stateWord(trial.state)),
+      LabeledValue(label: "Started", value: date(trial.startedAt)),
+      LabeledValue(label: "Ends", value: date(trial.endsAt)),
+    ]
+    if let endedAt = trial.endedAt {
+      details.append(LabeledValue(label: "Ended", value: date(endedAt)))
+    }
+    details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders)))
+    details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
+    return TrialViewModel(
+      headline: headline, id: trial.id.description, subject: trial.subject, state: stateWord(trial.state),
+      timeLeft: left, details: details)
+  }
+
+  /// Days left rounded up; on the end's own calendar day, `ends today`; once ended, how many
+  /// calendar days ago.
+  public func timeLeft(_ trial: TrialObject) -> String {
+    let now = clock.now()
+    switch trial.state {
+    case .active:
+      let remaining = trial.endsAt.timeIntervalSince(now)
+      if remaining <= 0 { return "expiring now" }
+      if calendar.isDate(trial.endsAt, inSameDayAs: now) { return "ends today" }
+      let days = Days(timeInterval: remaining).userFacingAmount
+      return days == 1 ? "1 day left" : "\(days) days left"
+    case .expired:
+      return "expired \(daysAgo(trial.endsAt, now: now))"
+    case .converted, .cancelled:
+      return "\(stateWord(trial.state)) \(daysAgo(trial.endedAt ?? trial.endsAt, now: now))"
+    }
+  }
+
+  private func daysAgo(_ date: Date, now: Date) -> String {
+    let days = calendar.dateComponents([.day], from: calendar.startOfDay(for: date), to: calendar.startOfDay(for: now))
+      .day ?? 0
+    switch days {
+    case ..<1: return "today"
+    case 1: return "1 day ago"
+    default: return "\(days) days ago"
+    }
+  }
+
+  public func stateWord(_ state: TrialState) -> String {
+    switch state {
+    case .active: "active"
+    case .expired: "expired"
+    case .converted: "converted"
+    case .cancelled: "cancelled"
+    }
+  }
+
+  public func date(_ date: Date) -> String {
+    dateFormatter.string(from: date)
+  }
+
+  private func span(_ interval: TimeInterval) -> String {
+    let seconds = interval >= 60 ? (interval / 60).rounded() * 60 : interval.rounded()
+    return seconds <= 0 ? "0s" : TimeSpan.format(Days(timeInterval: seconds))
+  }
+
+  private func relative(_ date: Date, now: Date) -> String {
+    let interval = date.timeIntervalSince(now)
+    return interval >= 0 ? "in \(span(interval))" : "overdue by \(span(-interval))"
+  }
+
+  private func reminders(_ offsets: [Days]) -> String {
+    offsets.isEmpty ? "none" : offsets.map(TimeSpan.format).joined(separator: ", ") + " before the end"
+  }
+
+  private func eventName(_ event: EventObject) -> String {
+    switch event.kind {
+    case .expiry: "expiry"
+    case .reminder: "reminder \(event.offset.map(TimeSpan.format) ?? "?") before the end"
+    }
+  }
+
+  private func eventState(_ event: EventObject) -> String {
+    switch event.state {
+    case .pending: "pending"
+    case .fired: "fired"
+    case .delivered: "delivered"
+    case .skipped: "skipped"
+    }
+  }
+
+  private func eventNote(_ event: EventObject) -> String {
+    switch event.state {
+    case .pending: ""
+    case .skipped: reasonText(event)
+    case .fired, .delivered:
+      event.lateness.map { "late by \(span($0.timeInterval))" } ?? ""
+    }
+  }
+
+  private func lateText(_ event: EventObject) -> String {
+    event.lateness.map { ", late by \(span($0.timeInterval))" } ?? ""
+  }
+
+  private func reasonText(_ event: EventObject) -> String {
+    event.detail ?? event.reason ?? "no reason given"
+  }
+
+  private func byteCount(_ bytes: Int) -> String {
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
+    var value = Double(bytes)
+    var unit = 0
+    while value >= 1024 && unit < units.count - 1 {
+      value /= 1024
+      unit += 1
+    }
+    return unit == 0 ? "\(bytes) bytes" : String(format: "%.1f", value) + " " + units[unit]
+  }
+}

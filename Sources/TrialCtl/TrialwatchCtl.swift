@@ -1,0 +1,167 @@
+import ArgumentParser
+import Foundation
+import TrialControl
+import TrialCore
+
+/// What the commands run with: the environment, the outputs, the clock and the reader's time
+/// zone and locale. Injected, so that tests run commands without a terminal.
+public struct CtlEnvironment {
+  public var variables: [String: String]
+  public var output: any TextOutput
+  public var errors: any TextOutput
+  public var clock: any WallClock
+  public var timeZone: TimeZone
+  public var locale: Locale
+
+  public init(
+    variables: [String: String], output: any TextOutput, errors: any TextOutput, clock: any WallClock,
+    timeZone: TimeZone, locale: Locale
+  ) {
+    self.variables = variables
+    self.output = output
+    self.errors = errors
+    self.clock = clock
+    self.timeZone = timeZone
+    self.locale = locale
+  }
+
+  /// The process's own: its environment, standard output and error, the system clock, the
+  /// time zone (`TZ` respected) and the locale named by `LC_ALL`, `LC_TIME` or `LANG`.
+  public static func current() -> CtlEnvironment {
+    let variables = ProcessInfo.processInfo.environment
+    return CtlEnvironment(
+      variables: variables, output: FileOutput.standardOutput, errors: FileOutput.standardError,
+      clock: SystemWallClock(), timeZone: TimeZone.current, locale: readerLocale(variables))
+  }
+
+  /// The locale the POSIX variables name (`de_DE.UTF-8` is read as `de_DE`); the C and POSIX
+  /// locales read as `en_US_POSIX`.
+  public static func readerLocale(_ variables: [String: String]) -> Locale {
+    let name = [variables["LC_ALL"], variables["LC_TIME"], variables["LANG"]].compactMap { $0 }
+      .first { !$0.isEmpty }
+    guard let name else { return Locale(identifier: "en_US_POSIX") }
+    let identifier = String(name.prefix { $0 != "." && $0 != "@" })
+    if identifier.isEmpty || identifier == "C" || identifier == "POSIX" { return Locale(identifier: "en_US_POSIX") }
+    return Locale(identifier: identifier)
+  }
+
+  /// The socket: `--socket`, else `TRIALWATCH_SOCKET`, else the systemd default.
+  func socketPath(_ option: String?) -> String {
+    if let option, !option.isEmpty { return option }
+    if let variable = variables["TRIALWATCH_SOCKET"], !variable.isEmpty { return variable }
+    return VarlinkInterfaces.defaultSocketPath
+  }
+}
+
+/// How `trialwatchctl` ends.
+public enum CtlExitCode: Int32, Sendable {
+  case success = 0
+  case failure = 1
+  case usage = 2
+  case notFound = 3
+  case permissionDenied = 4
+  case unreachable = 5
+}
+
+/// A failure with the message to print and the exit code to end with.
+public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
+  public var message: String
+  public var exitCode: CtlExitCode
+
+  public init(_ message: String, exitCode: CtlExitCode) {
+    self.message = message
+    self.exitCode = exitCode
+  }
+
+  public var description: String { message }
+
+  /// The failure a client error means, with the exit code documented in `--help`.
+  public init(_ error: VarlinkClientError) {
+    let hint = "Is the daemon running? Check with: systemctl status trialwatch"
+    if error.isUnreachable {
+      if error.errno == EACCES || error.errno == EPERM {
+        self.init(
+          "permission denied connecting to the trialwatch daemon at \(error.path): only members of its socket's "
+            + "group may connect", exitCode: .permissionDenied)
+      } else {
+        self.init("cannot reach the trialwatch daemon: \(error.description)\n\(hint)", exitCode: .unreachable)
+      }
+      return
+    }
+    guard let remote = error.remoteError else {
+      if error.errno != nil || error.description.contains("closed the connection") {
+        self.init("lost the connection to the trialwatch daemon: \(error.description)\n\(hint)", exitCode: .unreachable)
+      } else {
+        self.init(error.description, exitCode: .failure)
+      }
+      return
+    }
+    switch remote.name {
+    case ControlError.Name.trialNotFound: self.init(remote.description, exitCode: .notFound)
+    case ControlError.Name.permissionDenied: self.init(remote.description, exitCode: .permissionDenied)
+    case ControlError.Name.invalidParameter: self.init(remote.description, exitCode: .usage)
+    default: self.init(remote.description, exitCode: .failure)
+    }
+  }
+}
+
+/// `trialwatchctl`: the command line of the trialwatch daemon.
+public struct TrialwatchCtl: ParsableCommand {
+  public static let configuration = CommandConfiguration(
+    commandName: "trialwatchctl",
+    abstract: "Start, query, extend and end trials kept by the trialwatch daemon.",
+    discussion: """
+      Talks to trialwatchd over its Varlink socket: --socket, else $TRIALWATCH_SOCKET, else \
+      \(VarlinkInterfaces.defaultSocketPath). Reading needs access to the socket; starting, extending and \
+      ending trials also need root, the daemon's user or its control group.
+
+      Spans use systemd's syntax (5d, 36h, 1d 12h, 90s); times are RFC 3339 (2025-03-01T12:00:00Z). \
+      Human output shows dates in your time zone (TZ) and locale; --json prints the daemon's replies, \
+      one JSON object per line.
+
+      EXIT STATUS
+        0  success
+        1  failure: the daemon refused the request (e.g. the trial has ended)
+        2  usage: invalid arguments or parameters
+        3  not found: no such trial
+        4  permission denied
+        5  daemon unreachable (check: systemctl status trialwatch)
+      """,
+    subcommands: [
+      Start.self, Status.self, List.self, Extend.self, End.self, Plan.self, Simulate.self, Watch.self,
+      DaemonStatus.self,
+    ])
+
+  public init() {}
+
+  /// Parses `arguments` (without the program name), runs the command and returns the exit
+  /// status. Never calls `exit`.
+  public static func main(arguments: [String], environment: CtlEnvironment) -> Int32 {
+    do {
+      var command = try parseAsRoot(arguments)
+      guard let runnable = command as? any CtlCommand else {
+        // The built-in help command, or the root command alone (which asks for help).
+        try command.run()
+        return CtlExitCode.success.rawValue
+      }
+      try runnable.run(in: environment)
+      return CtlExitCode.success.rawValue
+    } catch let failure as CtlFailure {
+      environment.errors.write(line: "trialwatchctl: \(failure.message)")
+      return failure.exitCode.rawValue
+    } catch let error as VarlinkClientError {
+      let failure = CtlFailure(error)
+      environment.errors.write(line: "trialwatchctl: \(failure.message)")
+      return failure.exitCode.rawValue
+    } catch {
+      let code = exitCode(for: error)
+      let message = fullMessage(for: error)
+      if code == .success {
+        environment.output.write(line: message)
+        return CtlExitCode.success.rawValue
+      }
+      environment.errors.write(line: message)
+      return code == .validationFailure ? CtlExitCode.usage.rawValue : CtlExitCode.failure.rawValue
+    }
+  }
+}

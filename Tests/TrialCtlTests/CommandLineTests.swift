@@ -1,0 +1,372 @@
+import Dispatch
+import Foundation
+import Logging
+import Testing
+import TrialControl
+import TrialCore
+import TrialDaemon
+import TrialDaemonTesting
+import TrialTesting
+
+/// A control server with an in-memory backend, for the real `trialwatchctl` binary to talk to.
+final class CtlFixture {
+  let directory: String
+  let socketPath: String
+  let clock: ManualWallClock
+  let backend: InMemoryTrialsBackend
+  let server: ControlServer
+
+  init(group: UInt32? = nil, ids: [UInt64] = Array(1...50)) throws {
+    var template = Array("/tmp/trialwatchctl-test-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
+    directory = String(cString: made)
+    chmod(directory, 0o711)
+    socketPath = directory + "/io.trialwatch"
+    // The binary reads the system clock; the backend starts from the same instant.
+    clock = ManualWallClock(SystemWallClock().now())
+    backend = InMemoryTrialsBackend(clock: clock, ids: SequenceTrialIDGenerator(ids))
+    var options = ControlServer.Options()
+    options.version = "1.2.3-test"
+    server = try ControlServer(
+      listener: .bind(path: socketPath, group: group), backend: backend, options: options,
+      logger: Logger(label: "ctl-test") { _ in SwiftLogNoOpLogHandler() })
+    server.start()
+  }
+
+  deinit {
+    let done = DispatchSemaphore(value: 0)
+    server.stop { done.signal() }
+    _ = done.wait(timeout: .now() + 10)
+    try? FileManager.default.removeItem(atPath: directory)
+  }
+
+  func client() throws -> TrialsClient { try TrialsClient(path: socketPath) }
+}
+
+struct Run {
+  var status: Int32
+  var output: String
+  var errors: String
+  var lines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+}
+
+enum Ctl {
+  /// The binary built next to the test bundle.
+  static let binary: String = {
+    var candidates: [URL] = []
+    if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
+    candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+    candidates.append(
+      URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug"))
+    for directory in candidates {
+      let path = directory.appendingPathComponent("trialwatchctl").path
+      if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return "trialwatchctl-not-built"
+  }()
+
+  static let baseEnvironment = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "LANG": "C"]
+
+  static func process(_ arguments: [String], environment: [String: String], asNobody: Bool) -> Process {
+    let process = Process()
+    if asNobody {
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+      process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups", binary] + arguments
+    } else {
+      process.executableURL = URL(fileURLWithPath: binary)
+      process.arguments = arguments
+    }
+    process.environment = baseEnvironment.merging(environment) { $1 }
+    return process
+  }
+
+  static func run(_ arguments: [String], environment: [String: String] = [:], asNobody: Bool = false) throws -> Run {
+    let process = process(arguments, environment: environment, asNobody: asNobody)
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let errorData = DataBox()
+    let group = DispatchGroup()
+    group.enter()
+    DispatchQueue.global().async {
+      errorData.data = errors.fileHandleForReading.readDataToEndOfFile()
+      group.leave()
+    }
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return Run(
+      status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+      errors: String(decoding: errorData.data, as: UTF8.self))
+  }
+
+  final class DataBox: @unchecked Sendable {
+    var data = Data()
+  }
+}
+
+/// Reads a pipe line by line while the process runs.
+final class LineReader {
+  private let handle: FileHandle
+  private var buffer = Data()
+
+  init(_ handle: FileHandle) {
+    self.handle = handle
+  }
+
+  func next() -> String? {
+    while true {
+      if let newline = buffer.firstIndex(of: 0x0A) {
+        let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+        buffer.removeSubrange(buffer.startIndex...newline)
+        return line
+      }
+      let chunk = handle.availableData
+      if chunk.isEmpty { return nil }
+      buffer.append(chunk)
+    }
+  }
+}
+
+@Suite struct CommandLineTests {
+  @Test func theBinaryIsBuilt() {
+    #expect(FileManager.default.isExecutableFile(atPath: Ctl.binary), "build it with swift build --build-tests")
+  }
+
+  @Test func startShowsTheNewTrial() throws {
+    let fixture = try CtlFixture()
+    let run = try Ctl.run(["start", "acme-42", "--duration", "3d", "--reminders", "2d,1d", "--socket", fixture.socketPath])
+    #expect(run.status == 0, "\(run.errors)")
+    #expect(run.lines.first?.hasPrefix("acme-42: 3 days left (ends ") == true, "\(run.output)")
+    #expect(run.lines.contains("  ID         0000000000000001"))
+    #expect(run.lines.contains("  Reminders  2d, 1d before the end"))
+    #expect(run.errors.isEmpty)
+    #expect(try fixture.client().getTrial(GetTrialParameters(subject: "acme-42")).reminders == [Days(2), Days(1)])
+  }
+
+  @Test func jsonPrintsTheReplyParameters() throws {
+    let fixture = try CtlFixture()
+    let run = try Ctl.run(["start", "acme-42", "--reminders", "none", "--json", "--socket", fixture.socketPath])
+    #expect(run.status == 0, "\(run.errors)")
+    #expect(run.lines.count == 1)
+    guard case .object(let reply) = try JSONValue.parse(run.output) else {
+      Issue.record("not a JSON object: \(run.output)")
+      return
+    }
+    let trial = try TrialReply(json: reply).trial
+    #expect(trial.subject == "acme-42")
+    #expect(trial.reminders.isEmpty)
+    let status = try Ctl.run(["status", trial.id.description, "--json", "--socket", fixture.socketPath])
+    #expect(try JSONValue.parse(status.output) == .object(TrialReply(trial: trial).json).withDaysLeft(from: status.output))
+  }
+
+  @Test func refusalsAndMissingTrialsHaveTheirExitCodes() throws {
+    let fixture = try CtlFixture()
+    _ = try fixture.client().startTrial(StartTrialParameters(subject: "acme-42"))
+    let duplicate = try Ctl.run(["start", "acme-42", "--socket", fixture.socketPath])
+    #expect(duplicate.status == 1)
+    #expect(
+      duplicate.errors
+        == "trialwatchctl: subject \"acme-42\" already has an active trial (id 0000000000000001)\n")
+    let missing = try Ctl.run(["status", "nobody-knows", "--socket", fixture.socketPath])
+    #expect(missing.status == 3)
+    #expect(missing.errors == "trialwatchctl: no active trial for subject \"nobody-knows\"\n")
+    let missingID = try Ctl.run(["plan", "00000000000000ff", "--socket", fixture.socketPath])
+    #expect(missingID.status == 3)
+    let past = try Ctl.run(["start", "late", "--ends-at", "2001-01-01T00:00:00Z", "--socket", fixture.socketPath])
+    #expect(past.status == 2)
+    #expect(past.errors == "trialwatchctl: invalid parameter endsAt: the end must lie in the future\n")
+  }
+
+  @Test(arguments: [
+    ["start"], ["start", "x", "--duration", "5 parsecs"], ["start", "x", "--duration", "1d", "--ends-at", "2030-01-01T00:00:00Z"],
+    ["start", "x", "--ends-at", "tomorrow"], ["status"], ["list", "--state", "paused"], ["list", "--limit", "0"],
+    ["extend", "1"], ["extend", "xyz", "--by", "1d"], ["end", "1"], ["end", "1", "--outcome", "expired"],
+    ["simulate", "soon"], ["plan", "not-hex"], ["frobnicate"],
+  ])
+  func usageErrorsExitWith2(arguments: [String]) throws {
+    let run = try Ctl.run(arguments + ["--socket", "/nonexistent/socket"])
+    #expect(run.status == 2, "\(arguments): \(run.errors)")
+    #expect(run.errors.contains("Error: "), "\(run.errors)")
+    #expect(run.output.isEmpty)
+  }
+
+  @Test func anUnreachableDaemonExitsWith5AndNamesTheSocket() throws {
+    let path = "/tmp/trialwatch-absent-\(getpid())/io.trialwatch"
+    let run = try Ctl.run(["daemon-status", "--socket", path])
+    #expect(run.status == 5)
+    #expect(run.errors.contains("cannot connect to \(path): No such file or directory"))
+    #expect(run.errors.contains("systemctl status trialwatch"))
+    let fromEnvironment = try Ctl.run(["daemon-status"], environment: ["TRIALWATCH_SOCKET": path])
+    #expect(fromEnvironment.status == 5)
+    #expect(fromEnvironment.errors.contains(path))
+    let byDefault = try Ctl.run(["daemon-status"])
+    #expect(byDefault.errors.contains("/run/trialwatch/io.trialwatch") || byDefault.status == 0)
+  }
+
+  @Test func theSocketComesFromTheEnvironment() throws {
+    let fixture = try CtlFixture()
+    let run = try Ctl.run(["daemon-status"], environment: ["TRIALWATCH_SOCKET": fixture.socketPath])
+    #expect(run.status == 0, "\(run.errors)")
+    #expect(run.lines.first == "trialwatchd 1.2.3-test: 0 active trials")
+    #expect(run.lines.contains("  Connections     1"))
+  }
+
+  @Test func listPagesAndFollowsTheCursor() throws {
+    let fixture = try CtlFixture()
+    let client = try fixture.client()
+    for subject in ["a", "b", "c"] { _ = try client.startTrial(StartTrialParameters(subject: subject)) }
+    let page = try Ctl.run(["list", "--limit", "2", "--socket", fixture.socketPath])
+    #expect(page.status == 0)
+    #expect(page.lines.count == 3)
+    #expect(page.lines.first?.split(separator: " ", omittingEmptySubsequences: true) == ["ID", "SUBJECT", "STATE", "ENDS", "LEFT"])
+    #expect(page.lines.first?.hasPrefix("ID                SUBJECT  STATE   ENDS  ") == true)
+    #expect(page.lines[1].hasPrefix("0000000000000001  a        active  "))
+    #expect(page.lines[1].hasSuffix("  5 days left"))
+    #expect(page.errors == "More trials follow: trialwatchctl list --after 0000000000000002 (or --all)\n")
+    let rest = try Ctl.run(["list", "--after", "0000000000000002", "--socket", fixture.socketPath])
+    #expect(rest.lines.count == 2)
+    #expect(rest.lines[1].hasPrefix("0000000000000003  c"))
+    let all = try Ctl.run(["list", "--limit", "2", "--all", "--socket", fixture.socketPath])
+    #expect(all.lines.count == 4)
+    #expect(all.errors.isEmpty)
+    let json = try Ctl.run(["list", "--limit", "2", "--all", "--json", "--socket", fixture.socketPath])
+    #expect(json.lines.count == 2)
+    let pages = try json.lines.map { line -> ListTrialsReply in
+      guard case .object(let object) = try JSONValue.parse(line) else { throw POSIXError(.EINVAL) }
+      return try ListTrialsReply(json: object)
+    }
+    #expect(pages.map { $0.trials.count } == [2, 1])
+    let none = try Ctl.run(["list", "--state", "expired", "--socket", fixture.socketPath])
+    #expect(none.lines == ["No trials."])
+  }
+
+  @Test func extendEndPlanSimulate() throws {
+    let fixture = try CtlFixture()
+    _ = try fixture.client().startTrial(StartTrialParameters(subject: "acme", duration: Days(5)))
+    let socket = ["--socket", fixture.socketPath]
+    let extended = try Ctl.run(["extend", "1", "--by", "2d"] + socket)
+    #expect(extended.status == 0, "\(extended.errors)")
+    #expect(extended.lines.first?.hasPrefix("acme: 7 days left") == true)
+    #expect(extended.lines.contains("  Revision   2"))
+
+    let plan = try Ctl.run(["plan", "0000000000000001"] + socket)
+    #expect(plan.status == 0)
+    #expect(plan.lines.first == "Events of trial 0000000000000001:")
+    #expect(plan.lines.count == 5)
+    #expect(plan.lines[1].hasPrefix("DUE"))
+    #expect(plan.lines[4].contains("expiry"))
+    #expect(plan.lines[4].hasSuffix("pending"))
+
+    let simulated = try Ctl.run(["simulate", "+6d"] + socket)
+    #expect(simulated.status == 0)
+    #expect(simulated.lines.first?.hasSuffix(": 2 events.") == true, "\(simulated.output)")
+    #expect(simulated.lines.filter { $0.contains("would fire") }.count == 2)
+
+    let ended = try Ctl.run(["end", "1", "--outcome", "converted"] + socket)
+    #expect(ended.status == 0)
+    #expect(ended.lines.first == "acme: converted today")
+    let again = try Ctl.run(["end", "1", "--outcome", "cancelled"] + socket)
+    #expect(again.status == 1)
+    #expect(again.errors == "trialwatchctl: trial 0000000000000001 is not active (it is converted)\n")
+    let nothing = try Ctl.run(["simulate", "2099-01-01T00:00:00Z"] + socket)
+    #expect(nothing.lines.last == "Nothing would fire.")
+  }
+
+  @Test func datesFollowTheReadersTimeZone() throws {
+    let fixture = try CtlFixture()
+    _ = try fixture.client().startTrial(
+      StartTrialParameters(subject: "tz", endsAt: try RFC3339.parse("2030-01-01T00:00:00Z")))
+    let utc = try Ctl.run(["status", "tz", "--socket", fixture.socketPath], environment: ["TZ": "UTC"])
+    let tokyo = try Ctl.run(["status", "tz", "--socket", fixture.socketPath], environment: ["TZ": "Asia/Tokyo"])
+    #expect(utc.lines.contains("  Ends       Jan 1, 2030 at 12:00\u{202F}AM"), "\(utc.output)")
+    #expect(tokyo.lines.contains("  Ends       Jan 1, 2030 at 9:00\u{202F}AM"), "\(tokyo.output)")
+    let german = try Ctl.run(
+      ["status", "tz", "--socket", fixture.socketPath], environment: ["TZ": "Europe/Berlin", "LANG": "de_DE.UTF-8"])
+    #expect(german.lines.contains("  Ends       01.01.2030, 01:00"), "\(german.output)")
+  }
+
+  @Test func daemonStatusAsJSON() throws {
+    let fixture = try CtlFixture()
+    let run = try Ctl.run(["daemon-status", "--json", "--socket", fixture.socketPath])
+    #expect(run.status == 0)
+    guard case .object(let object) = try JSONValue.parse(run.output) else {
+      Issue.record("not JSON: \(run.output)")
+      return
+    }
+    let status = try GetStatusReply(json: object)
+    #expect(status.version == "1.2.3-test")
+    #expect(status.connections == 1)
+  }
+
+  @Test(.enabled(if: getuid() == 0, "needs root to run the binary as nobody"))
+  func permissionDeniedExitsWith4() throws {
+    let fixture = try CtlFixture(group: 65_534)
+    _ = try fixture.client().startTrial(StartTrialParameters(subject: "root-owned"))
+    let refused = try Ctl.run(["end", "1", "--outcome", "cancelled", "--socket", fixture.socketPath], asNobody: true)
+    #expect(refused.status == 4, "\(refused.errors)")
+    #expect(refused.errors.hasPrefix("trialwatchctl: permission denied: io.trialwatch.Trials.EndTrial changes trials"))
+    #expect(refused.errors.contains("caller uid 65534"))
+    let reading = try Ctl.run(["status", "root-owned", "--socket", fixture.socketPath], asNobody: true)
+    #expect(reading.status == 0, "\(reading.errors)")
+    #expect(reading.lines.first?.hasPrefix("root-owned: 5 days left") == true)
+
+    let locked = try CtlFixture(group: 0)
+    let outside = try Ctl.run(["status", "x", "--socket", locked.socketPath], asNobody: true)
+    #expect(outside.status == 4)
+    #expect(outside.errors.contains("permission denied connecting to the trialwatch daemon at \(locked.socketPath)"))
+  }
+
+  @Test(arguments: [true, false])
+  func watchPrintsEventsAsTheyFire(json: Bool) throws {
+    let fixture = try CtlFixture()
+    _ = try fixture.client().startTrial(
+      StartTrialParameters(subject: "watched", duration: Days(1), reminders: ReminderSchedule.none))
+    let process = Ctl.process(
+      ["watch", "--socket", fixture.socketPath] + (json ? ["--json"] : []), environment: [:], asNobody: false)
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    // SIGKILL: the child may inherit a mask that blocks SIGTERM from the test's thread.
+    defer {
+      if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+      process.waitUntilExit()
+    }
+    let notice = LineReader(errors.fileHandleForReading).next()
+    #expect(notice == "Watching for events; press Ctrl-C to stop.")
+    fixture.clock.advance(by: 86_400)
+    #expect(try fixture.backend.fireDue().count == 1)
+    let line = try #require(LineReader(output.fileHandleForReading).next())
+    if json {
+      guard case .object(let object) = try JSONValue.parse(line) else {
+        Issue.record("not JSON: \(line)")
+        return
+      }
+      let event = try #require(try WatchReply(json: object).event)
+      #expect(event.subject == "watched")
+      #expect(event.kind == .expiry)
+    } else {
+      #expect(line.hasSuffix("  watched  expiry  fired"), "\(line)")
+    }
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    #expect(process.terminationReason == .uncaughtSignal)
+  }
+}
+
+extension JSONValue {
+  /// The same reply with `daysLeft` taken from `text`: the field moves with the clock.
+  func withDaysLeft(from text: String) throws -> JSONValue {
+    guard case .object(var outer) = self, case .object(var trial)? = outer["trial"],
+      case .object(let other) = try JSONValue.parse(text), case .object(let otherTrial)? = other["trial"]
+    else { return self }
+    trial["daysLeft"] = otherTrial["daysLeft"]
+    outer["trial"] = .object(trial)
+    return .object(outer)
+  }
+}

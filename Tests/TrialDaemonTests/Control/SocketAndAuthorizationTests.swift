@@ -1,0 +1,284 @@
+import Foundation
+import Testing
+import TrialControl
+import TrialCore
+import TrialDaemonTesting
+import TrialTesting
+
+@testable import TrialDaemon
+
+/// Setting up the socket (binding, stale sockets, socket activation) and who may change trials.
+@Suite struct SocketTests {
+  @Test func theBoundSocketHasMode0660AndTheGivenGroup() throws {
+    let fixture = try ServerFixture(group: 65_534)
+    var info = stat()
+    #expect(lstat(fixture.socketPath, &info) == 0)
+    #expect(info.st_mode & S_IFMT == S_IFSOCK)
+    #expect(info.st_mode & 0o777 == 0o660)
+    #expect(info.st_gid == 65_534)
+  }
+
+  @Test func aStaleSocketIsReplaced() throws {
+    let directory = try makeTemporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let path = directory + "/io.trialwatch"
+    // A socket left behind by a process that is gone: bound, never listening, closed.
+    let leftover = try UnixSocket.makeStreamSocket()
+    _ = try UnixSocket.withAddress(path) { bind(leftover, $0, $1) }
+    close(leftover)
+    #expect(FileManager.default.fileExists(atPath: path))
+
+    let server = try ControlServer(
+      listener: .bind(path: path, group: nil), backend: InMemoryTrialsBackend(clock: ManualWallClock(Date(timeIntervalSince1970: 0))),
+      logger: CapturedLogs().makeLogger())
+    server.start()
+    defer { server.stop() }
+    #expect(try TrialsClient(path: path).getInfo().product == "trialwatchd")
+  }
+
+  @Test func aLiveSocketIsNotTakenOver() throws {
+    let fixture = try ServerFixture()
+    let error = try #require(throws: ControlServerError.self) {
+      _ = try ControlServer(
+        listener: .bind(path: fixture.socketPath, group: nil), backend: fixture.backend, logger: fixture.logs.makeLogger())
+    }
+    #expect(error.description.contains("already listening"))
+    #expect(error.description.contains(fixture.socketPath))
+    #expect(try fixture.client().getInfo().vendor == "trialwatch")
+  }
+
+  @Test func aFileThatIsNotASocketIsLeftAlone() throws {
+    let directory = try makeTemporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let path = directory + "/io.trialwatch"
+    try "precious".write(toFile: path, atomically: false, encoding: .utf8)
+    let error = try #require(throws: ControlServerError.self) {
+      _ = try ControlServer(
+        listener: .bind(path: path, group: nil), backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+        logger: CapturedLogs().makeLogger())
+    }
+    #expect(error.description == "\(path) exists and is not a socket; not removing it")
+    #expect(try String(contentsOfFile: path, encoding: .utf8) == "precious")
+  }
+
+  @Test func aPathTooLongForASocketIsNamed() throws {
+    let path = "/tmp/" + String(repeating: "d", count: 200) + "/io.trialwatch"
+    let error = try #require(throws: ControlServerError.self) {
+      _ = try ControlServer(
+        listener: .bind(path: path, group: nil), backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+        logger: CapturedLogs().makeLogger())
+    }
+    #expect(error.description.contains(path))
+  }
+
+  @Test func anAdoptedListeningSocketIsServed() throws {
+    let directory = try makeTemporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let path = directory + "/activated"
+    // As the service manager would hand it over: already bound and listening.
+    let fd = try ControlSocket.bind(path: path, group: nil, mode: 0o600)
+    let logs = CapturedLogs()
+    let server = try ControlServer(
+      listener: .adopt(fileDescriptor: fd), backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+      logger: logs.makeLogger())
+    #expect(server.socketPath == nil)
+    server.start()
+    #expect(try TrialsClient(path: path).getInfo().product == "trialwatchd")
+    #expect(logs.waitFor { $0.message == "control socket adopted" } != nil)
+    let stopped = DispatchSemaphore(value: 0)
+    server.stop { stopped.signal() }
+    #expect(stopped.wait(timeout: .now() + 10) == .success)
+    // The socket file belongs to the service manager.
+    #expect(FileManager.default.fileExists(atPath: path))
+  }
+
+  @Test func acceptedConnectionsAreNonBlockingAndCloseOnExec() throws {
+    let directory = try makeTemporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let path = directory + "/s"
+    let listener = try ControlSocket.bind(path: path, group: nil, mode: 0o600)
+    defer { close(listener) }
+    #expect(ControlSocket.hasAccept4)
+    guard case .success(nil) = ControlSocket.accept(listener) else {
+      Issue.record("a connection was pending before any client connected")
+      return
+    }
+    let client = try UnixSocket.connect(to: path)
+    defer { close(client) }
+    guard case .success(let accepted?) = ControlSocket.accept(listener) else {
+      Issue.record("no connection accepted")
+      return
+    }
+    defer { close(accepted) }
+    #expect(fcntl(accepted, F_GETFD) & FD_CLOEXEC != 0)
+    #expect(fcntl(accepted, F_GETFL) & O_NONBLOCK != 0)
+    #expect(ControlSocket.peerCredentials(accepted) == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()))
+  }
+
+  @Test func adoptingSomethingThatIsNotAListeningSocketFails() throws {
+    var fds: [Int32] = [0, 0]
+    #expect(pipe(&fds) == 0)
+    defer {
+      close(fds[0])
+      close(fds[1])
+    }
+    let error = try #require(throws: ControlServerError.self) {
+      _ = try ControlServer(
+        listener: .adopt(fileDescriptor: fds[0]), backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+        logger: CapturedLogs().makeLogger())
+    }
+    #expect(error.description.hasPrefix("file descriptor \(fds[0]) is not a listening stream socket"))
+
+    let unconnected = try UnixSocket.makeStreamSocket()
+    defer { close(unconnected) }
+    let notListening = try #require(throws: ControlServerError.self) {
+      _ = try ControlServer(
+        listener: .adopt(fileDescriptor: unconnected), backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+        logger: CapturedLogs().makeLogger())
+    }
+    #expect(notListening.description.hasSuffix("not listening"))
+  }
+}
+
+@Suite struct AuthorizerTests {
+  static let groups: @Sendable (UInt32, UInt32) -> [UInt32]? = { uid, gid in
+    uid == 1000 ? [gid, 27, 990] : [gid]
+  }
+
+  @Test func decisions() {
+    let authorizer = ControlAuthorizer(daemonUID: 500, controlGroup: 990, groupsOfUser: Self.groups)
+    #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 0, gid: 0)) == .root)
+    #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 500, gid: 500)) == .daemonUser)
+    #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 2000, gid: 990)) == .primaryGroup)
+    #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 1000, gid: 1000)) == .supplementaryGroup)
+    #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 1001, gid: 1001)) == .refused)
+  }
+
+  @Test func withoutAControlGroupOnlyRootAndTheDaemonUserMayChange() {
+    let authorizer = ControlAuthorizer(daemonUID: 500, controlGroup: nil, groupsOfUser: Self.groups)
+    #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 1000, gid: 990)) == .refused)
+    #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 500, gid: 1)).permitted)
+  }
+
+  @Test func theUserDatabaseKnowsRootAndNobody() {
+    #expect(ControlSocket.groups(ofUser: 0, primaryGroup: 0)?.contains(0) == true)
+    #expect(ControlSocket.groups(ofUser: 65_534, primaryGroup: 65_534) == [65_534])
+    #expect(ControlSocket.groups(ofUser: 3_999_999_999, primaryGroup: 1) == nil)
+  }
+
+  @Test func refusalNamesTheMethodAndIsLogged() throws {
+    // The daemon runs as some other user; the caller (this test, as uid 4321) is not in the group.
+    let authorizer = ControlAuthorizer(daemonUID: 4242, controlGroup: 4243, groupsOfUser: { _, gid in [gid] })
+    let router = ControlRouter(
+      info: GetInfoReply(vendor: "v", product: "p", version: "1", url: "", interfaces: []), authorizer: authorizer)
+    let peer = PeerCredentials(pid: 7, uid: 4321, gid: 4321)
+    for method in TrialsMethod.allCases where method.changesTrials {
+      let result = router.route(VarlinkCall(method: method.qualifiedName, parameters: ["bogus": true]), peer: peer)
+      guard case .failure(let error) = result else {
+        Issue.record("\(method) was not refused")
+        continue
+      }
+      #expect(error.name == "io.trialwatch.PermissionDenied")
+      #expect(error.parameters["method"]?.stringValue == method.qualifiedName)
+      #expect(error.parameters["uid"] == 4321)
+    }
+    let read = router.route(VarlinkCall(method: TrialsMethod.getTrial.qualifiedName, parameters: ["id": "1"]), peer: peer)
+    guard case .success(.getTrial) = read else {
+      Issue.record("reading was refused: \(read)")
+      return
+    }
+  }
+}
+
+/// A client running as `nobody`, with `setpriv`: a separate process with a different uid.
+@Suite(.enabled(if: getuid() == 0, "needs root to run a client as nobody"))
+struct OtherUserTests {
+  /// Sends each call and prints each reply on a line; only the standard library, so the
+  /// system's Python can run it as nobody.
+  static let script = """
+    import json, socket, sys
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(sys.argv[1])
+    buffer = b""
+    for call in json.loads(sys.argv[2]):
+        s.sendall(json.dumps(call).encode() + b"\\0")
+        while b"\\0" not in buffer:
+            chunk = s.recv(65536)
+            if not chunk:
+                sys.exit("connection closed")
+            buffer += chunk
+        message, buffer = buffer.split(b"\\0", 1)
+        print(message.decode(), flush=True)
+    """
+
+  struct Outcome {
+    var status: Int32
+    var replies: [VarlinkReply]
+    var errorOutput: String
+  }
+
+  func runAsNobody(_ path: String, _ calls: [VarlinkCall]) throws -> Outcome {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+    let encoded = "[" + calls.map { String(decoding: $0.encoded().dropLast(), as: UTF8.self) }.joined(separator: ",") + "]"
+    process.arguments = [
+      "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c", Self.script, path, encoded,
+    ]
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let lines = String(decoding: outputData, as: UTF8.self).split(separator: "\n")
+    return Outcome(
+      status: process.terminationStatus, replies: try lines.map { try VarlinkReply.decode(Array($0.utf8)) },
+      errorOutput: String(decoding: errorData, as: UTF8.self))
+  }
+
+  @Test func nobodyMayReadButNotChange() throws {
+    let fixture = try ServerFixture(group: 65_534, ids: [0x77, 0x78])
+    let trial = try fixture.client().startTrial(StartTrialParameters(subject: "owned-by-root"))
+    let outcome = try runAsNobody(
+      fixture.socketPath,
+      [
+        VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": "intruder"]),
+        VarlinkCall(method: "io.trialwatch.Trials.EndTrial", parameters: ["id": .string(trial.id.description), "outcome": "cancelled"]),
+        VarlinkCall(method: "io.trialwatch.Trials.GetTrial", parameters: ["id": .string(trial.id.description)]),
+        VarlinkCall(method: "io.trialwatch.Trials.GetStatus"),
+      ])
+    #expect(outcome.status == 0, "\(outcome.errorOutput)")
+    #expect(outcome.replies.map(\.error) == ["io.trialwatch.PermissionDenied", "io.trialwatch.PermissionDenied", nil, nil])
+    #expect(outcome.replies.first?.parameters["uid"] == 65_534)
+    #expect(outcome.replies.first?.parameters["method"] == "io.trialwatch.Trials.StartTrial")
+    #expect(try TrialReply(json: outcome.replies[2].parameters).trial.state == .active)
+    let logged = fixture.logs.waitFor { $0.message.contains("refused a call that changes trials") }
+    #expect(logged?.level == .warning)
+    #expect(logged?.metadata["peer_uid"] == "65534")
+    #expect(logged?.metadata["method"] == "io.trialwatch.Trials.StartTrial")
+    // Nothing changed.
+    #expect(try fixture.client().listTrials().trials.map(\.subject) == ["owned-by-root"])
+  }
+
+  @Test func membersOfTheControlGroupMayChange() throws {
+    var options = ControlServer.Options()
+    options.controlGroup = 65_534
+    let fixture = try ServerFixture(options: options, group: 65_534, ids: [0x99])
+    let outcome = try runAsNobody(
+      fixture.socketPath, [VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": "member"])])
+    #expect(outcome.status == 0, "\(outcome.errorOutput)")
+    #expect(outcome.replies.first?.error == nil)
+    #expect(try TrialReply(json: outcome.replies[0].parameters).trial.id == TrialID(0x99))
+  }
+
+  @Test func theSocketModeKeepsOthersOut() throws {
+    let fixture = try ServerFixture(group: 0)
+    let outcome = try runAsNobody(fixture.socketPath, [VarlinkCall(method: "org.varlink.service.GetInfo")])
+    #expect(outcome.status != 0)
+    #expect(outcome.errorOutput.contains("PermissionError"))
+    #expect(outcome.replies.isEmpty)
+  }
+}
