@@ -6,27 +6,17 @@ import TrialTesting
 @testable import TrialDaemon
 
 @Suite struct EngineQueryTests {
-  @Test func plan_ShowsTakenAndPendingEvents_InDueOrder() throws {
+  @Test func trialWithLedger_ReturnsTakenEvents_AndNamesAMissingTrial() throws {
     let h = Harness(ids: [0x1])
     _ = try h.engine.start()
     let trial = try h.start("acme", days: 2)
     h.scheduler.advance(by: 1 * day)
-    let (_, items) = try h.engine.plan(id: trial.id)
-    #expect(items.map(\.state) == [.skipped(.alreadyDueAtStart), .delivered, .pending])
-    #expect(items.map(\.event.kind) == [.reminder(before: Days(3)), .reminder(before: Days(1)), .expiry])
-    #expect(items[1].lateness == 0)
-    h.engine.stop()
-  }
-
-  @Test func plan_OfEndedTrial_ShowsCancelledEvents() throws {
-    let h = Harness(ids: [0x2])
-    _ = try h.engine.start()
-    let trial = try h.start("acme", days: 5)
-    _ = try h.engine.perform(.end(trial.id, .cancelled))
-    let (ended, items) = try h.engine.plan(id: trial.id)
-    #expect(ended.state == .cancelled)
-    #expect(items.map(\.state) == [.cancelled, .cancelled, .cancelled])
-    #expect(throws: TrialError(.notFound("with id 00000000000000ff"))) { try h.engine.plan(id: TrialID(0xff)) }
+    let (found, ledger) = try h.engine.trialWithLedger(id: trial.id)
+    #expect(found.id == trial.id)
+    #expect(ledger.map(\.outcome) == [.skipped(.alreadyDueAtStart), .fired])
+    #expect(throws: TrialError(.notFound("with id 00000000000000ff"))) {
+      try h.engine.trialWithLedger(id: TrialID(0xff))
+    }
     h.engine.stop()
   }
 
@@ -36,16 +26,17 @@ import TrialTesting
     for (index, subject) in ["a", "b", "c", "d", "e"].enumerated() {
       try h.start(subject, days: Double(index + 1), reminders: [])
     }
-    let first = try h.engine.listTrials(state: nil, expiringWithin: nil, limit: 2, after: nil)
+    let all: (Trial) -> Bool = { _ in true }
+    let first = try h.engine.listTrials(limit: 2, after: nil, where: all)
     #expect(first.trials.map(\.subject) == ["a", "b"])
-    let second = try h.engine.listTrials(state: nil, expiringWithin: nil, limit: 2, after: first.next)
+    let second = try h.engine.listTrials(limit: 2, after: first.next, where: all)
     #expect(second.trials.map(\.subject) == ["c", "d"])
-    let last = try h.engine.listTrials(state: nil, expiringWithin: nil, limit: 2, after: second.next)
+    let last = try h.engine.listTrials(limit: 2, after: second.next, where: all)
     #expect(last.trials.map(\.subject) == ["e"] && last.next == nil)
-    let soon = try h.engine.listTrials(state: .active, expiringWithin: Days(2), limit: 10, after: nil)
+    let soon = try h.engine.listTrials(limit: 10, after: nil) { $0.period.endDate <= epoch + 2 * day }
     #expect(soon.trials.map(\.subject) == ["a", "b"])
     h.scheduler.advance(by: 1 * day)
-    let expired = try h.engine.listTrials(state: .expired, expiringWithin: nil, limit: 10, after: nil)
+    let expired = try h.engine.listTrials(limit: 10, after: nil) { $0.state == .expired }
     #expect(expired.trials.map(\.subject) == ["a"])
     h.engine.stop()
   }

@@ -1,37 +1,6 @@
 import Foundation
 import TrialCore
 
-/// One event of a trial's plan, past or future.
-public struct PlanItem: Hashable, Sendable {
-  public enum State: Hashable, Sendable {
-    /// Waiting for its due time.
-    case pending
-    /// Fired; waiting to be delivered.
-    case fired
-    /// Fired and delivered.
-    case delivered
-    case skipped(SkipReason)
-    /// The trial ended (converted, cancelled) before it fell due.
-    case cancelled
-
-    public var name: String {
-      switch self {
-      case .pending: "pending"
-      case .fired: "fired"
-      case .delivered: "delivered"
-      case .skipped: "skipped"
-      case .cancelled: "cancelled"
-      }
-    }
-  }
-
-  public var event: TrialEvent
-  public var state: State
-  public var takenAt: Date?
-  public var lateness: TimeInterval?
-  public var isLate: Bool
-}
-
 /// A page of trials and the cursor for the next one.
 public struct TrialPage: Hashable, Sendable {
   public var trials: [Trial]
@@ -68,18 +37,13 @@ extension Engine {
     return found
   }
 
-  /// Trials in id order after `after`, filtered by state and by how soon they end.
-  public func listTrials(state: TrialState?, expiringWithin: Days?, limit: Int, after: TrialID?) throws
-    -> TrialPage
-  {
-    let now = clock.now()
-    let horizon = expiringWithin.map { now.addingTimeInterval($0.timeInterval) }
+  /// Trials in id order after `after` that satisfy `include`, at most `limit`.
+  public func listTrials(limit: Int, after: TrialID?, where include: (Trial) -> Bool) throws -> TrialPage {
     var page: [Trial] = []
     var more = false
     try repository.read { txn in
       try txn.scanTrials(after: after) { trial in
-        if let state, trial.state != state { return true }
-        if let horizon, !(trial.isActive && trial.period.endDate <= horizon) { return true }
+        guard include(trial) else { return true }
         if page.count == limit {
           more = true
           return false
@@ -91,30 +55,20 @@ extension Engine {
     return TrialPage(trials: page, next: more ? page.last?.id : nil)
   }
 
-  /// Every event of the trial: what was taken (all revisions), then what is still to come.
-  public func plan(id: TrialID) throws -> (trial: Trial, items: [PlanItem]) {
-    let (trial, entries) = try repository.read { txn -> (Trial?, [LedgerEntry]) in
-      (try txn.trial(id), try txn.ledgerEntries(trial: id))
-    }
+  /// A trial and every ledger entry it has, over all revisions, read together.
+  public func trialWithLedger(id: TrialID) throws -> (trial: Trial, ledger: [LedgerEntry]) {
+    let (trial, ledger) = try repository.read { txn in (try txn.trial(id), try txn.ledgerEntries(trial: id)) }
     guard let trial else { throw TrialError(.notFound("with id \(id)")) }
-    var items: [PlanItem] = entries.map { entry in
-      let state: PlanItem.State
-      switch entry.outcome {
-      case .fired: state = entry.isDelivered ? .delivered : .fired
-      case .skipped(let reason): state = .skipped(reason)
-      }
-      return PlanItem(
-        event: entry.event, state: state, takenAt: entry.takenAt,
-        lateness: entry.fired ? entry.lateness : nil, isLate: entry.isLate)
+    return (trial, ledger)
+  }
+
+  /// The subjects of the given trials, read in one transaction.
+  public func subjects(of ids: [TrialID]) throws -> [TrialID: String] {
+    try repository.read { txn in
+      var subjects: [TrialID: String] = [:]
+      for id in Set(ids) { subjects[id] = try txn.trial(id)?.subject }
+      return subjects
     }
-    let taken = Set(entries.map(\.id))
-    for event in trial.events where !taken.contains(event.id) {
-      let state: PlanItem.State = planner.pendingEvent(event.id) != nil ? .pending : .cancelled
-      if state == .cancelled && trial.state == .expired { continue }
-      items.append(PlanItem(event: event, state: state, takenAt: nil, lateness: nil, isLate: false))
-    }
-    items.sort { $0.event.due != $1.event.due ? $0.event.due < $1.event.due : $0.event.id < $1.event.id }
-    return (trial, items)
   }
 
   /// What would fire from now until `date`, changing nothing.

@@ -84,7 +84,8 @@ enum JournalTime {
       let days = Days(timeInterval: interval).userFacingAmount
       return days == 1 ? "1 day" : "\(days) days"
     }
-    return approximate(interval)
+    // Rounded up to the millisecond, as days are: 1.9999996 s left reads as 2s.
+    return approximate((interval * 1000).rounded(.up) / 1000)
   }
 
   /// Appends the decimal digits of a non-negative `value`, zero-padded to `width`.

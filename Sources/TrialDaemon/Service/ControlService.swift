@@ -1,0 +1,81 @@
+import Dispatch
+import Foundation
+import Logging
+import Systemd
+import TrialControl
+import TrialStore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The Varlink control socket as a part of the daemon: adopts the socket systemd passes
+/// (socket activation), or binds `Socket=` itself, and answers through the engine.
+public final class ControlService: DaemonService, @unchecked Sendable {
+  // @unchecked: started and stopped on the daemon's queue only.
+  public let name = "control socket"
+  private var server: ControlServer?
+  private var backend: EngineTrialsBackend?
+  /// Made at start, after the daemon has chosen its log backend.
+  private var logger = Logger(label: "trialwatchd.control")
+
+  public init() {}
+
+  public func start(daemon: Daemon, engine: Engine, queue: DispatchQueue, configuration: DaemonConfiguration)
+    throws
+  {
+    logger = Logger(label: "trialwatchd.control")
+    let repository = engine.repository as? LMDBTrialRepository
+    let backend = EngineTrialsBackend(
+      engine: engine, queue: queue, startedAt: engine.clock.now(),
+      storeBytes: { [weak repository] in (try? repository?.statistics())?.fileSize })
+    let gid = Self.groupID(configuration.controlGroup)
+    if gid == nil {
+      logger.notice(
+        "control group not found; only root and the daemon's user may change trials",
+        metadata: ["group": "\(configuration.controlGroup)"])
+    }
+    var options = ControlServer.Options()
+    options.maximumConnections = configuration.maxConnections
+    if let idle = configuration.idleTimeout {
+      options.idleTimeout = .milliseconds(Int64(idle.timeInterval * 1000))
+    } else {
+      options.idleTimeout = .seconds(Int64(Int32.max))
+    }
+    options.controlGroup = gid
+    options.version = Daemon.version
+
+    let listener: ControlServer.Listener
+    if let fd = try ListenFDs.take().first {
+      listener = .adopt(fileDescriptor: fd)
+    } else {
+      let directory = (configuration.socketPath as NSString).deletingLastPathComponent
+      if !directory.isEmpty {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+      }
+      listener = .bind(path: configuration.socketPath, group: gid)
+    }
+    let server = try ControlServer(listener: listener, backend: backend, options: options, logger: logger)
+    server.start()
+    self.server = server
+    self.backend = backend
+  }
+
+  public func reload(configuration: DaemonConfiguration) {
+    // Limits and the socket are fixed while running; trial defaults come from the engine.
+  }
+
+  public func stop() {
+    backend?.finishWatchers()
+    let done = DispatchSemaphore(value: 0)
+    server?.stop { done.signal() }
+    _ = done.wait(timeout: .now() + 2)
+  }
+
+  /// A group name or numeric id, resolved to a gid; nil when there is no such group.
+  static func groupID(_ group: String) -> UInt32? {
+    if let number = UInt32(group) { return number }
+    guard let entry = getgrnam(group) else { return nil }
+    return entry.pointee.gr_gid
+  }
+}
