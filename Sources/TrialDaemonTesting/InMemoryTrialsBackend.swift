@@ -24,11 +24,18 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
 
   private let watchers = Mutex<[ObjectIdentifier: any WatchSubscriber]>([:])
   private let pauses = Mutex(0)
+  private let answersInline: Bool
 
+  /// With `answersInline`, each call runs on the caller's thread (serialized with the
+  /// backend's queue) and completes before returning, as a backend answering reads from a
+  /// snapshot on the calling thread would; otherwise calls run asynchronously on the
+  /// backend's queue, as the engine does.
   public init(
     clock: any WallClock, ids: any TrialIDGenerator = RandomTrialIDGenerator(),
-    defaultLength: Days = .defaultTrialLength, defaultReminders: ReminderSchedule = .default
+    defaultLength: Days = .defaultTrialLength, defaultReminders: ReminderSchedule = .default,
+    answersInline: Bool = false
   ) {
+    self.answersInline = answersInline
     self.clock = clock
     self.ids = ids
     self.defaultLength = defaultLength
@@ -201,18 +208,21 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
 
   private func run<T: Sendable>(_ completion: @escaping Completion<T>, _ body: @escaping () throws -> T) {
     nonisolated(unsafe) let body = body
-    queue.async {
-      let result: Result<T, ControlError>
+    let work: @Sendable () -> Result<T, ControlError> = {
       do {
-        result = .success(try body())
+        return .success(try body())
       } catch let error as ControlError {
-        result = .failure(error)
+        return .failure(error)
       } catch let error as TrialError {
-        result = .failure(ControlError(error))
+        return .failure(ControlError(error))
       } catch {
-        result = .failure(.internalError("\(error)"))
+        return .failure(.internalError("\(error)"))
       }
-      completion(result)
+    }
+    if answersInline {
+      completion(queue.sync(execute: work))
+    } else {
+      queue.async { completion(work()) }
     }
   }
 }

@@ -78,6 +78,34 @@ import TrialDaemonTesting
     #expect(try TrialReply(json: raw.receive().parameters).trial.id == TrialID(2))
   }
 
+  @Test(arguments: [false, true])
+  func manyPipelinedCallsAreAnsweredInOrder(answersInline: Bool) throws {
+    let fixture = try ServerFixture(ids: [1], answersInline: answersInline)
+    let raw = try fixture.raw()
+    _ = try raw.call("io.trialwatch.Trials.StartTrial", ["subject": "only"])
+    var bytes: [UInt8] = []
+    for index in 0..<5000 {
+      let parameters: JSONObject = index % 2 == 0 ? ["id": "1"] : ["id": .string(String(index + 0x10000, radix: 16))]
+      bytes += VarlinkCall(method: "io.trialwatch.Trials.GetTrial", parameters: parameters).encoded()
+    }
+    // The whole batch arrives before any reply is read: the server must neither recurse per
+    // message nor stop answering when its output backs up.
+    let inlineBefore = ControlConnection.inlineCompletions.load(ordering: .relaxed)
+    try raw.sendBytes(bytes)
+    for index in 0..<5000 {
+      let reply = try raw.receive()
+      if index % 2 == 0 {
+        #expect(reply.error == nil)
+      } else {
+        #expect(reply.error == "io.trialwatch.TrialNotFound")
+        #expect(reply.parameters["id"]?.stringValue?.hasSuffix(String(index + 0x10000, radix: 16)) == true)
+      }
+    }
+    if answersInline {
+      #expect(ControlConnection.inlineCompletions.load(ordering: .relaxed) - inlineBefore >= 5000)
+    }
+  }
+
   @Test func callsOnOtherConnectionsGoOnWhileTheBackendIsBusy() throws {
     let fixture = try ServerFixture(ids: [1])
     let slow = try fixture.raw()

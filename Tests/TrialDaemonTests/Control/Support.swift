@@ -83,11 +83,11 @@ final class ServerFixture {
 
   init(
     options: ControlServer.Options = ControlServer.Options(), group: UInt32? = nil,
-    authorizer: ControlAuthorizer? = nil, ids: [UInt64] = []
+    authorizer: ControlAuthorizer? = nil, ids: [UInt64] = [], answersInline: Bool = false
   ) throws {
     directory = try makeTemporaryDirectory()
     socketPath = directory + "/io.trialwatch"
-    backend = InMemoryTrialsBackend(clock: clock, ids: SequenceTrialIDGenerator(ids))
+    backend = InMemoryTrialsBackend(clock: clock, ids: SequenceTrialIDGenerator(ids), answersInline: answersInline)
     var options = options
     options.version = "1.2.3-test"
     server = try ControlServer(

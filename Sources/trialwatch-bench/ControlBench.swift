@@ -1,0 +1,123 @@
+import Dispatch
+import Foundation
+import Logging
+import TrialControl
+import TrialCore
+import TrialDaemon
+import TrialDaemonTesting
+
+/// GetTrial round trips through the control socket: requests per second and p50/p99 latency,
+/// with 1 and 4 clients each on its own thread and connection, calls one at a time.
+///
+/// `makeBackend` is the backend behind the server: an in-memory one by default; the daemon's
+/// engine to measure the whole path.
+func runControlBench(
+  makeBackend: () throws -> any TrialsBackend = { InMemoryTrialsBackend(clock: SystemWallClock()) }
+) throws {
+  try runControlBench(makeBackend: makeBackend, suffix: "")
+  try runControlBench(makeBackend: { InMemoryTrialsBackend(clock: SystemWallClock(), answersInline: true) }, suffix: "_inline")
+}
+
+private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix: String) throws {
+  var template = Array("/tmp/trialwatch-bench-XXXXXX".utf8CString)
+  guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
+  let directory = String(cString: made)
+  defer { try? FileManager.default.removeItem(atPath: directory) }
+  let path = directory + "/io.trialwatch"
+
+  let server = try ControlServer(
+    listener: .bind(path: path, group: nil), backend: try makeBackend(),
+    logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
+  server.start()
+  defer {
+    let stopped = DispatchSemaphore(value: 0)
+    server.stop { stopped.signal() }
+    _ = stopped.wait(timeout: .now() + 10)
+  }
+
+  // A thousand trials to look up.
+  let seeder = try TrialsClient(path: path)
+  var ids: [TrialID] = []
+  for index in 0..<1000 {
+    ids.append(try seeder.startTrial(StartTrialParameters(subject: "bench-\(index)", duration: Days(30))).id)
+  }
+  seeder.connection.close()
+
+  for clients in [1, 4] {
+    let perClient = 80_000 / clients
+    let result = try measureGetTrial(path: path, ids: ids, clients: clients, callsPerClient: perClient)
+    print("control_get_rps_\(clients)\(suffix): \(Int(result.requestsPerSecond)) req/s")
+    print("control_get_p50_\(clients)\(suffix): \(format(result.p50)) ms")
+    print("control_get_p99_\(clients)\(suffix): \(format(result.p99)) ms")
+  }
+}
+
+private struct GetTrialFigures {
+  var requestsPerSecond: Double
+  /// Milliseconds.
+  var p50: Double
+  var p99: Double
+}
+
+private final class ClientRun: @unchecked Sendable {
+  var latencies: [UInt64] = []
+  var failure: (any Error)?
+}
+
+private func measureGetTrial(path: String, ids: [TrialID], clients: Int, callsPerClient: Int) throws
+  -> GetTrialFigures
+{
+  let runs = (0..<clients).map { _ in ClientRun() }
+  let connections = try (0..<clients).map { _ in try VarlinkClient(path: path) }
+  // Requests are encoded before timing starts: the figures are the socket, server and backend.
+  let requests = ids.map { VarlinkCall(method: TrialsMethod.getTrial.qualifiedName, parameters: ["id": .string($0.description)]).encoded() }
+  let ready = DispatchGroup()
+  let start = DispatchSemaphore(value: 0)
+  let done = DispatchGroup()
+  for (index, run) in runs.enumerated() {
+    nonisolated(unsafe) let connection = connections[index]
+    ready.enter()
+    done.enter()
+    let thread = Thread {
+      defer { done.leave() }
+      run.latencies.reserveCapacity(callsPerClient)
+      do {
+        // Warm up the connection and the caches.
+        for call in 0..<1000 { try roundTrip(connection, requests[(call + index) % requests.count]) }
+        ready.leave()
+        start.wait()
+        for call in 0..<callsPerClient {
+          let began = DispatchTime.now().uptimeNanoseconds
+          try roundTrip(connection, requests[(call * 7 + index) % requests.count])
+          run.latencies.append(DispatchTime.now().uptimeNanoseconds - began)
+        }
+      } catch {
+        run.failure = error
+        ready.leave()
+      }
+    }
+    thread.start()
+  }
+  ready.wait()
+  let began = DispatchTime.now().uptimeNanoseconds
+  for _ in 0..<clients { start.signal() }
+  done.wait()
+  let elapsed = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
+  for run in runs { if let failure = run.failure { throw failure } }
+  let all = runs.flatMap(\.latencies).sorted()
+  func percentile(_ p: Double) -> Double {
+    Double(all[min(all.count - 1, Int(Double(all.count) * p))]) / 1e6
+  }
+  return GetTrialFigures(
+    requestsPerSecond: Double(all.count) / elapsed, p50: percentile(0.50), p99: percentile(0.99))
+}
+
+private func roundTrip(_ connection: VarlinkClient, _ request: [UInt8]) throws {
+  try connection.sendBytes(request)
+  let reply = try connection.receive()
+  if let error = reply.error { throw ControlError(name: error, parameters: reply.parameters) }
+}
+
+private func format(_ milliseconds: Double) -> String {
+  String(format: "%.3f", milliseconds)
+}
