@@ -48,9 +48,11 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
   public func startTrial(_ parameters: StartTrialParameters, completion: @escaping Completion<TrialObject>) {
     run(completion) { [self] in
       let now = clock.now()
-      let end = parameters.endsAt ?? now.addingTimeInterval((parameters.duration ?? defaultLength).timeInterval)
+      let end =
+        parameters.endsAt ?? now.addingTimeInterval((parameters.duration ?? defaultLength).timeInterval)
       let (trial, _) = try repository.startTrial(
-        subject: parameters.subject, endDate: end, reminders: parameters.reminders ?? defaultReminders, now: now,
+        subject: parameters.subject, endDate: end, reminders: parameters.reminders ?? defaultReminders,
+        now: now,
         ids: ids)
       planner.add(trial, now: now)
       return TrialObject(trial, now: now)
@@ -62,15 +64,21 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
       let now = clock.now()
       let trial: Trial? = try repository.read { txn in
         if let id = parameters.id { return try txn.trial(id) }
-        guard let subject = parameters.subject, let id = try txn.activeTrialID(subject: subject) else { return nil }
+        guard let subject = parameters.subject, let id = try txn.activeTrialID(subject: subject) else {
+          return nil
+        }
         return try txn.trial(id)
       }
-      guard let trial else { throw ControlError.trialNotFound(id: parameters.id, subject: parameters.subject) }
+      guard let trial else {
+        throw ControlError.trialNotFound(id: parameters.id, subject: parameters.subject)
+      }
       return TrialObject(trial, now: now)
     }
   }
 
-  public func listTrials(_ parameters: ListTrialsParameters, completion: @escaping Completion<ListTrialsReply>) {
+  public func listTrials(
+    _ parameters: ListTrialsParameters, completion: @escaping Completion<ListTrialsReply>
+  ) {
     run(completion) { [self] in
       let now = clock.now()
       var page: [Trial] = []
@@ -90,7 +98,8 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
     }
   }
 
-  public func extendTrial(_ parameters: ExtendTrialParameters, completion: @escaping Completion<TrialObject>) {
+  public func extendTrial(_ parameters: ExtendTrialParameters, completion: @escaping Completion<TrialObject>)
+  {
     run(completion) { [self] in
       let now = clock.now()
       guard let current = try repository.read({ try $0.trial(parameters.id) }) else {
@@ -115,7 +124,9 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
   public func getPlan(_ parameters: GetPlanParameters, completion: @escaping Completion<[EventObject]>) {
     run(completion) { [self] in
       try repository.read { txn in
-        guard let trial = try txn.trial(parameters.id) else { throw ControlError.trialNotFound(id: parameters.id) }
+        guard let trial = try txn.trial(parameters.id) else {
+          throw ControlError.trialNotFound(id: parameters.id)
+        }
         return EventObject.plan(of: trial, ledger: try txn.ledgerEntries(trial: trial.id))
       }
     }
@@ -140,7 +151,9 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
           counts[trial.state] += 1
           return true
         }
-        return try planner.nextEvent.map { EventObject(pending: $0, subject: try txn.trial($0.trialID)?.subject) }
+        return try planner.nextEvent.map {
+          EventObject(pending: $0, subject: try txn.trial($0.trialID)?.subject)
+        }
       }
       return DaemonStatus(
         startedAt: startedAt, uptime: Days(timeInterval: now.timeIntervalSince(startedAt)), trials: counts,

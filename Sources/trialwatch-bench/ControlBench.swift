@@ -15,7 +15,8 @@ func runControlBench(
   makeBackend: () throws -> any TrialsBackend = { InMemoryTrialsBackend(clock: SystemWallClock()) }
 ) throws {
   try runControlBench(makeBackend: makeBackend, suffix: "")
-  try runControlBench(makeBackend: { InMemoryTrialsBackend(clock: SystemWallClock(), answersInline: true) }, suffix: "_inline")
+  try runControlBench(
+    makeBackend: { InMemoryTrialsBackend(clock: SystemWallClock(), answersInline: true) }, suffix: "_inline")
 }
 
 private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix: String) throws {
@@ -70,7 +71,10 @@ private func measureGetTrial(path: String, ids: [TrialID], clients: Int, callsPe
   let runs = (0..<clients).map { _ in ClientRun() }
   let connections = try (0..<clients).map { _ in try VarlinkClient(path: path) }
   // Requests are encoded before timing starts: the figures are the socket, server and backend.
-  let requests = ids.map { VarlinkCall(method: TrialsMethod.getTrial.qualifiedName, parameters: ["id": .string($0.description)]).encoded() }
+  let requests = ids.map {
+    VarlinkCall(method: TrialsMethod.getTrial.qualifiedName, parameters: ["id": .string($0.description)])
+      .encoded()
+  }
   let ready = DispatchGroup()
   let start = DispatchSemaphore(value: 0)
   let done = DispatchGroup()

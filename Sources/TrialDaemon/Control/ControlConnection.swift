@@ -252,7 +252,7 @@ final class ControlConnection: @unchecked Sendable {
     case .failure(let error):
       if error.name == ControlError.Name.permissionDenied {
         logger.warning(
-          "refused a call that changes trials: the caller is not root, the daemon's user or in the control group",
+          "refused a call that changes trials: the caller is not root, the daemon's user or in the group",
           metadata: ["method": "\(call.method)"])
       }
       if !call.oneway { send(VarlinkReply(error: error)) }
@@ -274,7 +274,9 @@ final class ControlConnection: @unchecked Sendable {
     }
   }
 
-  private func perform(_ request: ControlRequest, _ done: @escaping @Sendable (Result<JSONObject, ControlError>) -> Void) {
+  private func perform(
+    _ request: ControlRequest, _ done: @escaping @Sendable (Result<JSONObject, ControlError>) -> Void
+  ) {
     let backend = server.backend
     switch request {
     case .startTrial(let parameters):
@@ -337,7 +339,9 @@ final class ControlConnection: @unchecked Sendable {
   private func flush() {
     guard !closed else { return }
     while outputStart < output.count {
-      let result = output.withUnsafeBytes { ControlSocket.write(fd, UnsafeRawBufferPointer(rebasing: $0[outputStart...])) }
+      let result = output.withUnsafeBytes {
+        ControlSocket.write(fd, UnsafeRawBufferPointer(rebasing: $0[outputStart...]))
+      }
       switch result {
       case .wrote(let count):
         outputStart += count

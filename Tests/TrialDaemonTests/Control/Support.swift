@@ -87,11 +87,13 @@ final class ServerFixture {
   ) throws {
     directory = try makeTemporaryDirectory()
     socketPath = directory + "/io.trialwatch"
-    backend = InMemoryTrialsBackend(clock: clock, ids: SequenceTrialIDGenerator(ids), answersInline: answersInline)
+    backend = InMemoryTrialsBackend(
+      clock: clock, ids: SequenceTrialIDGenerator(ids), answersInline: answersInline)
     var options = options
     options.version = "1.2.3-test"
     server = try ControlServer(
-      listener: .bind(path: socketPath, group: group), backend: backend, options: options, authorizer: authorizer,
+      listener: .bind(path: socketPath, group: group), backend: backend, options: options,
+      authorizer: authorizer,
       logger: logs.makeLogger())
     server.start()
   }
