@@ -82,7 +82,7 @@ let package = Package(
     // Benchmarks: `make bench` prints every figure as `name: value unit`.
     .executableTarget(
       name: "trialwatch-bench",
-      dependencies: ["TrialCore", "TrialStore", "TrialControl", "TrialDaemon", "TrialDaemonTesting"]
+      dependencies: ["TrialCore", "TrialStore", "TrialControl", "TrialDaemon"]
     ),
 
     .testTarget(

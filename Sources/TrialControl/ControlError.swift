@@ -69,15 +69,19 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
 
   public static func subjectAlreadyActive(subject: String, existing: TrialID) -> ControlError {
     ControlError(
-      name: Name.subjectAlreadyActive, parameters: ["subject": .string(subject), "id": .string(existing.description)])
+      name: Name.subjectAlreadyActive,
+      parameters: ["subject": .string(subject), "id": .string(existing.description)])
   }
 
   public static func trialNotActive(_ id: TrialID, state: TrialState) -> ControlError {
-    ControlError(name: Name.trialNotActive, parameters: ["id": .string(id.description), "state": .string(state.rawValue)])
+    ControlError(
+      name: Name.trialNotActive,
+      parameters: ["id": .string(id.description), "state": .string(state.rawValue)])
   }
 
   public static func permissionDenied(method: String, uid: UInt32) -> ControlError {
-    ControlError(name: Name.permissionDenied, parameters: ["method": .string(method), "uid": .int(Int64(uid))])
+    ControlError(
+      name: Name.permissionDenied, parameters: ["method": .string(method), "uid": .int(Int64(uid))])
   }
 
   public static func invalidMessage(_ problem: String) -> ControlError {
@@ -132,7 +136,8 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     case Name.invalidParameter:
       let parameter = text("parameter") ?? "?"
       if let problem = text("problem") {
-        return problem.hasPrefix(parameter) ? "invalid parameter \(problem)" : "invalid parameter \(parameter): \(problem)"
+        return problem.hasPrefix(parameter)
+          ? "invalid parameter \(problem)" : "invalid parameter \(parameter): \(problem)"
       }
       return "invalid parameter \(parameter)"
     case Name.expectedMore:
@@ -148,7 +153,9 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     case Name.permissionDenied:
       var uid = "?"
       if case .int(let value)? = parameters["uid"] { uid = String(value) }
-      return "permission denied: \(text("method") ?? "this call") changes trials and needs root, the daemon's user "
+      return
+        "permission denied: \(text("method") ?? "this call") changes trials and needs root, "
+        + "the daemon's user "
         + "or the control group (caller uid \(uid))"
     case Name.invalidMessage:
       return "invalid message: \(text("problem") ?? "?")"

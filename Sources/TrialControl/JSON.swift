@@ -198,7 +198,9 @@ private struct JSONParser {
       guard !atEnd, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
       let key = try parseString()
       skipWhitespace()
-      guard !atEnd, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':' after key \"\(key)\"") }
+      guard !atEnd, bytes[index] == UInt8(ascii: ":") else {
+        throw error("expected ':' after key \"\(key)\"")
+      }
       index += 1
       skipWhitespace()
       let value = try parseValue(depth: depth)
@@ -293,7 +295,8 @@ private struct JSONParser {
         case UInt8(ascii: "u"):
           var scalar = try parseHex4()
           if (0xD800..<0xDC00).contains(scalar) {
-            guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+            guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"),
+              bytes[index + 1] == UInt8(ascii: "u")
             else { throw error("unpaired surrogate in \\u escape") }
             index += 2
             let low = try parseHex4()
@@ -417,7 +420,9 @@ extension JSONValue {
       case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
       case 0..<0x20, 0x7F:
         let hex = Array("0123456789abcdef".utf8)
-        out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+        out.append(contentsOf: [
+          0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+        ])
       default: out.append(byte)
       }
     }

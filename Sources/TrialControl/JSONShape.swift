@@ -63,7 +63,8 @@ public struct JSONFields: Sendable {
   public func rejectUnknown(_ allowed: Set<String>) throws(JSONShapeError) {
     for key in object.keys where !allowed.contains(key) {
       if allowed.isEmpty { throw error(key, "is not a parameter: the method takes none") }
-      throw error(key, "is not a parameter of this method (it takes \(allowed.sorted().joined(separator: ", ")))")
+      throw error(
+        key, "is not a parameter of this method (it takes \(allowed.sorted().joined(separator: ", ")))")
     }
   }
 
@@ -130,7 +131,9 @@ public struct JSONFields: Sendable {
 
   public func array(_ key: String) throws(JSONShapeError) -> [JSONValue] {
     let value = try required(key)
-    guard case .array(let elements) = value else { throw error(key, "expected an array, got \(value.typeName)") }
+    guard case .array(let elements) = value else {
+      throw error(key, "expected an array, got \(value.typeName)")
+    }
     return elements
   }
 
@@ -141,7 +144,9 @@ public struct JSONFields: Sendable {
 
   public func fields(_ key: String) throws(JSONShapeError) -> JSONFields {
     let value = try required(key)
-    guard case .object(let nested) = value else { throw error(key, "expected an object, got \(value.typeName)") }
+    guard case .object(let nested) = value else {
+      throw error(key, "expected an object, got \(value.typeName)")
+    }
     return JSONFields(nested, path: path + [key])
   }
 
@@ -156,7 +161,9 @@ public struct JSONFields: Sendable {
     return try Self.within(nested.path) { () throws(JSONShapeError) in try T(json: nested.object) }
   }
 
-  public func optionalObject<T: JSONRepresentable>(_ key: String, as type: T.Type) throws(JSONShapeError) -> T? {
+  public func optionalObject<T: JSONRepresentable>(_ key: String, as type: T.Type) throws(JSONShapeError)
+    -> T?
+  {
     guard value(key) != nil else { return nil }
     return try object(key, as: T.self)
   }
@@ -169,7 +176,8 @@ public struct JSONFields: Sendable {
   }
 
   /// Runs `body`, prefixing the path of any error it throws with `path`.
-  static func within<T>(_ path: [String], _ body: () throws(JSONShapeError) -> T) throws(JSONShapeError) -> T {
+  static func within<T>(_ path: [String], _ body: () throws(JSONShapeError) -> T) throws(JSONShapeError) -> T
+  {
     do {
       return try body()
     } catch {
@@ -178,13 +186,15 @@ public struct JSONFields: Sendable {
   }
 
   /// An array of objects, each read by `body`.
-  public func objects<T>(_ key: String, _ body: (JSONFields) throws(JSONShapeError) -> T) throws(JSONShapeError)
+  public func objects<T>(_ key: String, _ body: (JSONFields) throws(JSONShapeError) -> T)
+    throws(JSONShapeError)
     -> [T]
   {
     var result: [T] = []
     for (index, element) in try array(key).enumerated() {
       guard case .object(let nested) = element else {
-        throw JSONShapeError(path: path + [key, String(index)], problem: "expected an object, got \(element.typeName)")
+        throw JSONShapeError(
+          path: path + [key, String(index)], problem: "expected an object, got \(element.typeName)")
       }
       result.append(try body(JSONFields(nested, path: path + [key, String(index)])))
     }
@@ -254,7 +264,8 @@ public struct JSONFields: Sendable {
   }
 
   /// A string that must be one of an enum's raw values.
-  public func choice<T: RawRepresentable & CaseIterable>(_ key: String, as type: T.Type) throws(JSONShapeError) -> T
+  public func choice<T: RawRepresentable & CaseIterable>(_ key: String, as type: T.Type)
+    throws(JSONShapeError) -> T
   where T.RawValue == String {
     try parseChoice(try string(key), key: key)
   }
@@ -266,7 +277,8 @@ public struct JSONFields: Sendable {
     return try parseChoice(text, key: key)
   }
 
-  private func parseChoice<T: RawRepresentable & CaseIterable>(_ text: String, key: String) throws(JSONShapeError)
+  private func parseChoice<T: RawRepresentable & CaseIterable>(_ text: String, key: String)
+    throws(JSONShapeError)
     -> T where T.RawValue == String
   {
     guard let value = T(rawValue: text) else {
@@ -289,12 +301,14 @@ extension JSONRepresentable {
     let value = try JSONValue(from: decoder)
     guard case .object(let object) = value else {
       throw DecodingError.typeMismatch(
-        Self.self, .init(codingPath: decoder.codingPath, debugDescription: "expected an object, got \(value.typeName)"))
+        Self.self,
+        .init(codingPath: decoder.codingPath, debugDescription: "expected an object, got \(value.typeName)"))
     }
     do {
       try self.init(json: object)
     } catch {
-      throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+      throw DecodingError.dataCorrupted(
+        .init(codingPath: decoder.codingPath, debugDescription: error.description))
     }
   }
 

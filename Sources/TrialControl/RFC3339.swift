@@ -39,7 +39,9 @@ public enum RFC3339 {
       return value
     }
     func expect(_ characters: String, _ what: String) throws(ParseError) {
-      guard index < bytes.count, characters.utf8.contains(bytes[index]) else { throw fail("expected \(what)") }
+      guard index < bytes.count, characters.utf8.contains(bytes[index]) else {
+        throw fail("expected \(what)")
+      }
       index += 1
     }
     let year = try digits(4, "year")

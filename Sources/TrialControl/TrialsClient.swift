@@ -19,7 +19,8 @@ public final class TrialsClient {
     try connection.call(TrialsMethod.getTrial.qualifiedName, parameters, as: TrialReply.self).trial
   }
 
-  public func listTrials(_ parameters: ListTrialsParameters = ListTrialsParameters()) throws(VarlinkClientError)
+  public func listTrials(_ parameters: ListTrialsParameters = ListTrialsParameters())
+    throws(VarlinkClientError)
     -> ListTrialsReply
   {
     try connection.call(TrialsMethod.listTrials.qualifiedName, parameters, as: ListTrialsReply.self)
@@ -59,7 +60,8 @@ public final class TrialsClient {
 
   public func interfaceDescription(_ interface: String) throws(VarlinkClientError) -> String {
     try connection.call(
-      ServiceMethod.getInterfaceDescription.qualifiedName, GetInterfaceDescriptionParameters(interface: interface),
+      ServiceMethod.getInterfaceDescription.qualifiedName,
+      GetInterfaceDescriptionParameters(interface: interface),
       as: GetInterfaceDescriptionReply.self
     ).description
   }

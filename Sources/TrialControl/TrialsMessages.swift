@@ -15,7 +15,8 @@ public struct StartTrialParameters: JSONRepresentable, Hashable {
   /// Nil: the configured reminders; empty: none.
   public var reminders: ReminderSchedule?
 
-  public init(subject: String, duration: Days? = nil, endsAt: Date? = nil, reminders: ReminderSchedule? = nil) {
+  public init(subject: String, duration: Days? = nil, endsAt: Date? = nil, reminders: ReminderSchedule? = nil)
+  {
     self.subject = subject
     self.duration = duration
     self.endsAt = endsAt
@@ -112,7 +113,8 @@ public struct ListTrialsParameters: JSONRepresentable, Hashable {
   /// The cursor: the `next` of the previous page.
   public var after: TrialID?
 
-  public init(state: TrialState? = nil, expiringWithin: Days? = nil, limit: Int? = nil, after: TrialID? = nil) {
+  public init(state: TrialState? = nil, expiringWithin: Days? = nil, limit: Int? = nil, after: TrialID? = nil)
+  {
     self.state = state
     self.expiringWithin = expiringWithin
     self.limit = limit
@@ -389,7 +391,8 @@ public struct GetStatusReply: JSONRepresentable, Hashable {
     let trials = try fields.object("trials", as: TrialCounts.self)
     status = DaemonStatus(
       startedAt: try fields.date("startedAt"), uptime: try fields.span("uptime"), trials: trials,
-      pendingEvents: try fields.int("pendingEvents"), nextEvent: nextEvent, storeBytes: try fields.optionalInt("storeBytes"))
+      pendingEvents: try fields.int("pendingEvents"), nextEvent: nextEvent,
+      storeBytes: try fields.optionalInt("storeBytes"))
     connections = try fields.int("connections")
     watchers = try fields.int("watchers")
   }
@@ -472,7 +475,8 @@ public struct GetInfoReply: JSONRepresentable, Hashable {
 
   public var json: JSONObject {
     [
-      "vendor": .string(vendor), "product": .string(product), "version": .string(version), "url": .string(url),
+      "vendor": .string(vendor), "product": .string(product), "version": .string(version),
+      "url": .string(url),
       "interfaces": .array(interfaces.map(JSONValue.string)),
     ]
   }

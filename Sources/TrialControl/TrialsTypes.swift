@@ -103,7 +103,8 @@ public struct EventObject: JSONRepresentable, Hashable {
   public var lateness: Days?
 
   public init(
-    id: EventID, subject: String? = nil, state: State, due: Date, reason: String? = nil, detail: String? = nil,
+    id: EventID, subject: String? = nil, state: State, due: Date, reason: String? = nil,
+    detail: String? = nil,
     takenAt: Date? = nil, lateness: Days? = nil
   ) {
     self.id = id
@@ -127,7 +128,8 @@ public struct EventObject: JSONRepresentable, Hashable {
     let text = try fields.string("id")
     guard let id = EventID(text) else { throw fields.error("id", "\"\(text)\" is not an event id") }
     self.init(
-      id: id, subject: try fields.optionalString("subject"), state: try fields.choice("state", as: State.self),
+      id: id, subject: try fields.optionalString("subject"),
+      state: try fields.choice("state", as: State.self),
       due: try fields.date("due"), reason: try fields.optionalString("reason"),
       detail: try fields.optionalString("detail"), takenAt: try fields.optionalDate("takenAt"),
       lateness: try fields.optionalSpan("lateness"))
@@ -194,7 +196,8 @@ public struct EventObject: JSONRepresentable, Hashable {
         events.append(
           EventObject(
             id: event.id, subject: trial.subject, state: .skipped, due: event.due,
-            reason: "trial-\(trial.state.rawValue)", detail: "the trial was \(trial.state.rawValue) before it fell due",
+            reason: "trial-\(trial.state.rawValue)",
+            detail: "the trial was \(trial.state.rawValue) before it fell due",
             takenAt: trial.endedAt))
       }
     }
@@ -240,7 +243,8 @@ public struct TrialCounts: JSONRepresentable, Hashable {
   public init(json: JSONObject) throws(JSONShapeError) {
     let fields = JSONFields(json)
     self.init(
-      active: try fields.int("active"), expired: try fields.int("expired"), converted: try fields.int("converted"),
+      active: try fields.int("active"), expired: try fields.int("expired"),
+      converted: try fields.int("converted"),
       cancelled: try fields.int("cancelled"))
   }
 

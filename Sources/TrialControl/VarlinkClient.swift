@@ -170,10 +170,13 @@ public final class VarlinkClient {
 
   /// Calls `method` and returns the parameters of its single reply.
   /// - Throws: `VarlinkClientError`, with `remoteError` set when the service replied with an error.
-  public func call(_ method: String, _ parameters: JSONObject = [:]) throws(VarlinkClientError) -> JSONObject {
+  public func call(_ method: String, _ parameters: JSONObject = [:]) throws(VarlinkClientError) -> JSONObject
+  {
     try send(VarlinkCall(method: method, parameters: parameters))
     let reply = try receive()
-    if let name = reply.error { throw .remote(ControlError(name: name, parameters: reply.parameters), path: path) }
+    if let name = reply.error {
+      throw .remote(ControlError(name: name, parameters: reply.parameters), path: path)
+    }
     guard !reply.continues else {
       throw .protocolViolation("a reply to a call without \"more\" has \"continues\"", path: path)
     }
@@ -188,7 +191,9 @@ public final class VarlinkClient {
   }
 
   /// Reads reply parameters as `R`.
-  public func decode<R: JSONRepresentable>(_ parameters: JSONObject, as type: R.Type) throws(VarlinkClientError) -> R {
+  public func decode<R: JSONRepresentable>(_ parameters: JSONObject, as type: R.Type)
+    throws(VarlinkClientError) -> R
+  {
     do {
       return try R(json: parameters)
     } catch {
@@ -205,7 +210,9 @@ public final class VarlinkClient {
     try send(VarlinkCall(method: method, parameters: parameters, more: true))
     while true {
       let reply = try receive()
-      if let name = reply.error { throw VarlinkClientError.remote(ControlError(name: name, parameters: reply.parameters), path: path) }
+      if let name = reply.error {
+        throw VarlinkClientError.remote(ControlError(name: name, parameters: reply.parameters), path: path)
+      }
       guard try body(reply.parameters) else {
         close()
         return

@@ -22,7 +22,8 @@ public struct VarlinkCall: Hashable, Sendable {
   public var upgrade: Bool
 
   public init(
-    method: String, parameters: JSONObject = [:], oneway: Bool = false, more: Bool = false, upgrade: Bool = false
+    method: String, parameters: JSONObject = [:], oneway: Bool = false, more: Bool = false,
+    upgrade: Bool = false
   ) {
     self.method = method
     self.parameters = parameters
@@ -71,7 +72,8 @@ public struct VarlinkCall: Hashable, Sendable {
     let fields = JSONFields(object)
     do {
       let method = try fields.string("method")
-      guard let dot = method.lastIndex(of: "."), dot != method.startIndex, method.index(after: dot) != method.endIndex
+      guard let dot = method.lastIndex(of: "."), dot != method.startIndex,
+        method.index(after: dot) != method.endIndex
       else {
         throw VarlinkMessageError("method \"\(method)\" is not of the form interface.Method")
       }

@@ -119,11 +119,14 @@ struct Start: ParsableCommand, CtlCommand {
   @Option(name: .customLong("ends-at"), help: ArgumentHelp("When the trial ends.", valueName: "rfc3339"))
   var endsAt: String?
   @Option(
-    help: ArgumentHelp("Reminders before the end, comma-separated; `none` for none.", valueName: "span[,span...]"))
+    help: ArgumentHelp(
+      "Reminders before the end, comma-separated; `none` for none.", valueName: "span[,span...]"))
   var reminders: String?
 
   func validate() throws {
-    if duration != nil && endsAt != nil { throw ValidationError("give either --duration or --ends-at, not both") }
+    if duration != nil && endsAt != nil {
+      throw ValidationError("give either --duration or --ends-at, not both")
+    }
     _ = try parameters()
   }
 
@@ -137,7 +140,9 @@ struct Start: ParsableCommand, CtlCommand {
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
     let reply = try session.call(.startTrial, try parameters())
-    if !session.json { session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial) }
+    if !session.json {
+      session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial)
+    }
   }
 }
 
@@ -147,7 +152,8 @@ struct Status: ParsableCommand, CtlCommand {
     discussion: "Example: trialwatchctl status acme-42")
 
   @OptionGroup var global: GlobalOptions
-  @Argument(help: ArgumentHelp("A trial id (16 hexadecimal digits) or a subject.", valueName: "id-or-subject"))
+  @Argument(
+    help: ArgumentHelp("A trial id (16 hexadecimal digits) or a subject.", valueName: "id-or-subject"))
   var trial: String
 
   func run(in environment: CtlEnvironment) throws {
@@ -163,7 +169,9 @@ struct Status: ParsableCommand, CtlCommand {
     } else {
       reply = try session.call(.getTrial, GetTrialParameters(subject: trial))
     }
-    if !session.json { session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial) }
+    if !session.json {
+      session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial)
+    }
   }
 }
 
@@ -173,14 +181,17 @@ struct List: ParsableCommand, CtlCommand {
     discussion: "Example: trialwatchctl list --state active --expiring-within 3d")
 
   @OptionGroup var global: GlobalOptions
-  @Option(help: ArgumentHelp("Only trials in this state: active, expired, converted or cancelled.", valueName: "state"))
+  @Option(
+    help: ArgumentHelp(
+      "Only trials in this state: active, expired, converted or cancelled.", valueName: "state"))
   var state: String?
   @Option(
     name: .customLong("expiring-within"),
     help: ArgumentHelp("Only active trials ending within this span from now.", valueName: "span"))
   var expiringWithin: String?
   @Option(help: ArgumentHelp("Trials per page (1 to 1000; default 100).", valueName: "n")) var limit: Int?
-  @Option(help: ArgumentHelp("Start after this trial id (the cursor a previous page gave).", valueName: "cursor"))
+  @Option(
+    help: ArgumentHelp("Start after this trial id (the cursor a previous page gave).", valueName: "cursor"))
   var after: String?
   @Flag(help: "Fetch every page.") var all = false
 
@@ -200,7 +211,8 @@ struct List: ParsableCommand, CtlCommand {
       throw ValidationError("--limit: must be between 1 and \(ListTrialsParameters.maximumLimit)")
     }
     return ListTrialsParameters(
-      state: stateValue, expiringWithin: try expiringWithin.map { try Arguments.span($0, option: "--expiring-within") },
+      state: stateValue,
+      expiringWithin: try expiringWithin.map { try Arguments.span($0, option: "--expiring-within") },
       limit: limit, after: try after.map { try Arguments.trialID($0, "--after") })
   }
 
@@ -227,7 +239,8 @@ struct Extend: ParsableCommand, CtlCommand {
   @OptionGroup var global: GlobalOptions
   @Argument(help: "The trial id.") var id: String
   @Option(help: ArgumentHelp("Move the end later by this span.", valueName: "span")) var by: String?
-  @Option(name: .customLong("ends-at"), help: ArgumentHelp("The new end.", valueName: "rfc3339")) var endsAt: String?
+  @Option(name: .customLong("ends-at"), help: ArgumentHelp("The new end.", valueName: "rfc3339")) var endsAt:
+    String?
 
   func validate() throws {
     _ = try parameters()
@@ -236,8 +249,10 @@ struct Extend: ParsableCommand, CtlCommand {
   func parameters() throws -> ExtendTrialParameters {
     let trial = try Arguments.trialID(id)
     switch (by, endsAt) {
-    case (let span?, nil): return ExtendTrialParameters(id: trial, change: .by(try Arguments.span(span, option: "--by")))
-    case (nil, let date?): return ExtendTrialParameters(id: trial, change: .to(try Arguments.date(date, option: "--ends-at")))
+    case (let span?, nil):
+      return ExtendTrialParameters(id: trial, change: .by(try Arguments.span(span, option: "--by")))
+    case (nil, let date?):
+      return ExtendTrialParameters(id: trial, change: .to(try Arguments.date(date, option: "--ends-at")))
     case (nil, nil): throw ValidationError("give --by or --ends-at")
     case (_?, _?): throw ValidationError("give either --by or --ends-at, not both")
     }
@@ -246,7 +261,9 @@ struct Extend: ParsableCommand, CtlCommand {
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
     let reply = try session.call(.extendTrial, try parameters())
-    if !session.json { session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial) }
+    if !session.json {
+      session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial)
+    }
   }
 }
 
@@ -273,7 +290,9 @@ struct End: ParsableCommand, CtlCommand {
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
     let reply = try session.call(.endTrial, try parameters())
-    if !session.json { session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial) }
+    if !session.json {
+      session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial)
+    }
   }
 }
 

@@ -158,8 +158,10 @@ public final class TrialPresenter {
 
   public func present(simulation events: [EventObject], until end: Date) {
     let rows = events.map { event in
-      [date(event.takenAt ?? event.due), event.subject ?? event.trialID.description, eventName(event),
-       event.state == .skipped ? "would be skipped: \(reasonText(event))" : "would fire" + lateText(event)]
+      [
+        date(event.takenAt ?? event.due), event.subject ?? event.trialID.description, eventName(event),
+        event.state == .skipped ? "would be skipped: \(reasonText(event))" : "would fire" + lateText(event),
+      ]
     }
     let count = events.count == 1 ? "1 event" : "\(events.count) events"
     output.showEvents(
@@ -202,7 +204,8 @@ public final class TrialPresenter {
       let subject = next.subject ?? next.trialID.description
       details.append(
         LabeledValue(
-          label: "Next event", value: "\(subject) \(eventName(next)) \(relative(next.due, now: now)) (\(date(next.due)))"))
+          label: "Next event",
+          value: "\(subject) \(eventName(next)) \(relative(next.due, now: now)) (\(date(next.due)))"))
     } else {
       details.append(LabeledValue(label: "Next event", value: "none"))
     }
@@ -259,7 +262,8 @@ public final class TrialPresenter {
   }
 
   private func daysAgo(_ date: Date, now: Date) -> String {
-    let days = calendar.dateComponents([.day], from: calendar.startOfDay(for: date), to: calendar.startOfDay(for: now))
+    let days =
+      calendar.dateComponents([.day], from: calendar.startOfDay(for: date), to: calendar.startOfDay(for: now))
       .day ?? 0
     switch days {
     case ..<1: return "today"

@@ -41,7 +41,9 @@ public struct CtlEnvironment {
       .first { !$0.isEmpty }
     guard let name else { return Locale(identifier: "en_US_POSIX") }
     let identifier = String(name.prefix { $0 != "." && $0 != "@" })
-    if identifier.isEmpty || identifier == "C" || identifier == "POSIX" { return Locale(identifier: "en_US_POSIX") }
+    if identifier.isEmpty || identifier == "C" || identifier == "POSIX" {
+      return Locale(identifier: "en_US_POSIX")
+    }
     return Locale(identifier: identifier)
   }
 
@@ -81,7 +83,8 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
     if error.isUnreachable {
       if error.errno == EACCES || error.errno == EPERM {
         self.init(
-          "permission denied connecting to the trialwatch daemon at \(error.path): only members of its socket's "
+          "permission denied connecting to the trialwatch daemon at \(error.path): "
+            + "only members of its socket's "
             + "group may connect", exitCode: .permissionDenied)
       } else {
         self.init("cannot reach the trialwatch daemon: \(error.description)\n\(hint)", exitCode: .unreachable)
@@ -90,7 +93,9 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
     }
     guard let remote = error.remoteError else {
       if error.errno != nil || error.description.contains("closed the connection") {
-        self.init("lost the connection to the trialwatch daemon: \(error.description)\n\(hint)", exitCode: .unreachable)
+        self.init(
+          "lost the connection to the trialwatch daemon: \(error.description)\n\(hint)",
+          exitCode: .unreachable)
       } else {
         self.init(error.description, exitCode: .failure)
       }

@@ -24,11 +24,18 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
 
   private let watchers = Mutex<[ObjectIdentifier: any WatchSubscriber]>([:])
   private let pauses = Mutex(0)
+  private let answersInline: Bool
 
+  /// With `answersInline`, each call runs on the caller's thread (serialized with the
+  /// backend's queue) and completes before returning, as a backend answering reads from a
+  /// snapshot on the calling thread would; otherwise calls run asynchronously on the
+  /// backend's queue, as the engine does.
   public init(
     clock: any WallClock, ids: any TrialIDGenerator = RandomTrialIDGenerator(),
-    defaultLength: Days = .defaultTrialLength, defaultReminders: ReminderSchedule = .default
+    defaultLength: Days = .defaultTrialLength, defaultReminders: ReminderSchedule = .default,
+    answersInline: Bool = false
   ) {
+    self.answersInline = answersInline
     self.clock = clock
     self.ids = ids
     self.defaultLength = defaultLength
@@ -41,9 +48,11 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
   public func startTrial(_ parameters: StartTrialParameters, completion: @escaping Completion<TrialObject>) {
     run(completion) { [self] in
       let now = clock.now()
-      let end = parameters.endsAt ?? now.addingTimeInterval((parameters.duration ?? defaultLength).timeInterval)
+      let end =
+        parameters.endsAt ?? now.addingTimeInterval((parameters.duration ?? defaultLength).timeInterval)
       let (trial, _) = try repository.startTrial(
-        subject: parameters.subject, endDate: end, reminders: parameters.reminders ?? defaultReminders, now: now,
+        subject: parameters.subject, endDate: end, reminders: parameters.reminders ?? defaultReminders,
+        now: now,
         ids: ids)
       planner.add(trial, now: now)
       return TrialObject(trial, now: now)
@@ -55,15 +64,21 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
       let now = clock.now()
       let trial: Trial? = try repository.read { txn in
         if let id = parameters.id { return try txn.trial(id) }
-        guard let subject = parameters.subject, let id = try txn.activeTrialID(subject: subject) else { return nil }
+        guard let subject = parameters.subject, let id = try txn.activeTrialID(subject: subject) else {
+          return nil
+        }
         return try txn.trial(id)
       }
-      guard let trial else { throw ControlError.trialNotFound(id: parameters.id, subject: parameters.subject) }
+      guard let trial else {
+        throw ControlError.trialNotFound(id: parameters.id, subject: parameters.subject)
+      }
       return TrialObject(trial, now: now)
     }
   }
 
-  public func listTrials(_ parameters: ListTrialsParameters, completion: @escaping Completion<ListTrialsReply>) {
+  public func listTrials(
+    _ parameters: ListTrialsParameters, completion: @escaping Completion<ListTrialsReply>
+  ) {
     run(completion) { [self] in
       let now = clock.now()
       var page: [Trial] = []
@@ -83,7 +98,8 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
     }
   }
 
-  public func extendTrial(_ parameters: ExtendTrialParameters, completion: @escaping Completion<TrialObject>) {
+  public func extendTrial(_ parameters: ExtendTrialParameters, completion: @escaping Completion<TrialObject>)
+  {
     run(completion) { [self] in
       let now = clock.now()
       guard let current = try repository.read({ try $0.trial(parameters.id) }) else {
@@ -108,7 +124,9 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
   public func getPlan(_ parameters: GetPlanParameters, completion: @escaping Completion<[EventObject]>) {
     run(completion) { [self] in
       try repository.read { txn in
-        guard let trial = try txn.trial(parameters.id) else { throw ControlError.trialNotFound(id: parameters.id) }
+        guard let trial = try txn.trial(parameters.id) else {
+          throw ControlError.trialNotFound(id: parameters.id)
+        }
         return EventObject.plan(of: trial, ledger: try txn.ledgerEntries(trial: trial.id))
       }
     }
@@ -133,7 +151,9 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
           counts[trial.state] += 1
           return true
         }
-        return try planner.nextEvent.map { EventObject(pending: $0, subject: try txn.trial($0.trialID)?.subject) }
+        return try planner.nextEvent.map {
+          EventObject(pending: $0, subject: try txn.trial($0.trialID)?.subject)
+        }
       }
       return DaemonStatus(
         startedAt: startedAt, uptime: Days(timeInterval: now.timeIntervalSince(startedAt)), trials: counts,
@@ -201,18 +221,21 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
 
   private func run<T: Sendable>(_ completion: @escaping Completion<T>, _ body: @escaping () throws -> T) {
     nonisolated(unsafe) let body = body
-    queue.async {
-      let result: Result<T, ControlError>
+    let work: @Sendable () -> Result<T, ControlError> = {
       do {
-        result = .success(try body())
+        return .success(try body())
       } catch let error as ControlError {
-        result = .failure(error)
+        return .failure(error)
       } catch let error as TrialError {
-        result = .failure(ControlError(error))
+        return .failure(ControlError(error))
       } catch {
-        result = .failure(.internalError("\(error)"))
+        return .failure(.internalError("\(error)"))
       }
-      completion(result)
+    }
+    if answersInline {
+      completion(queue.sync(execute: work))
+    } else {
+      queue.async { completion(work()) }
     }
   }
 }

@@ -15,3 +15,4 @@ if selected("planner") { try runPlannerBench() }
 if selected("store") { try runStoreBench() }
 if selected("engine") { try runEngineBench(makeRepository: { try LMDBTrialRepository(directory: $0.path) }) }
 if selected("daemon") { try runDaemonBench() }
+if selected("control") { try runControlBench(makeBackend: makeEngineBackend) }

@@ -12,7 +12,8 @@ import TrialControl
   @Test func theEmbeddedDescriptionsAreTheFiles() throws {
     let files = try FileManager.default.contentsOfDirectory(atPath: Self.sources.path)
       .filter { $0.hasSuffix(".varlink") }.sorted()
-    #expect(files == ["io.trialwatch.Trials.varlink", "io.trialwatch.varlink", "org.varlink.service.varlink"])
+    #expect(
+      files == ["io.trialwatch.Trials.varlink", "io.trialwatch.varlink", "org.varlink.service.varlink"])
     for file in files {
       let name = String(file.dropLast(".varlink".count))
       let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
@@ -33,10 +34,13 @@ import TrialControl
     let errors = try #require(VarlinkInterfaces.descriptions[VarlinkInterfaces.errors])
     let service = try #require(VarlinkInterfaces.descriptions[VarlinkInterfaces.service])
     let names = [
-      ControlError.Name.trialNotFound, ControlError.Name.subjectAlreadyActive, ControlError.Name.trialNotActive,
+      ControlError.Name.trialNotFound, ControlError.Name.subjectAlreadyActive,
+      ControlError.Name.trialNotActive,
       ControlError.Name.permissionDenied, ControlError.Name.invalidMessage, ControlError.Name.messageTooLarge,
-      ControlError.Name.tooManyConnections, ControlError.Name.internalError, ControlError.Name.interfaceNotFound,
-      ControlError.Name.methodNotFound, ControlError.Name.methodNotImplemented, ControlError.Name.invalidParameter,
+      ControlError.Name.tooManyConnections, ControlError.Name.internalError,
+      ControlError.Name.interfaceNotFound,
+      ControlError.Name.methodNotFound, ControlError.Name.methodNotImplemented,
+      ControlError.Name.invalidParameter,
       ControlError.Name.expectedMore,
     ]
     for name in names {

@@ -65,7 +65,10 @@ import TrialControl
       "b": true, "n": nil, "a": [1, "x", .object([:])],
     ])
     let text = value.jsonText
-    #expect(text.hasPrefix(#"{"s":"quote \" backslash \\ newline \n tab \t bell \u0007 é","i":-42,"d":0.25"#))
+    #expect(
+      text.hasPrefix(
+        #"{"s":"quote \" backslash \\ newline \n tab \t bell \u0007 é","#
+          + #""i":-42,"d":0.25"#))
     #expect(try JSONValue.parse(text) == value)
   }
 

@@ -17,7 +17,8 @@ import TrialCore
     let object = TrialObject(try Self.trial(), now: Self.now.addingTimeInterval(86_400 / 2))
     #expect(
       object.json.jsonText
-        == #"{"id":"0000000000000abc","subject":"acme-42","state":"active","startedAt":"2025-06-15T15:06:40Z","#
+        == #"{"id":"0000000000000abc","subject":"acme-42","state":"active","#
+        + #""startedAt":"2025-06-15T15:06:40Z","#
         + #""endsAt":"2025-06-20T15:06:40Z","reminders":["3d","1min 30s"],"revision":1,"daysLeft":4.5}"#)
     #expect(try TrialObject(json: object.json) == object)
   }
@@ -32,8 +33,11 @@ import TrialCore
     #expect(Set(parsed.keys) == Set(object.json.keys))
     #expect(try TrialObject(json: parsed) == object)
     #expect(try JSONDecoder().decode(TrialObject.self, from: data) == object)
-    let parameters = StartTrialParameters(subject: "x", duration: Days(2), reminders: try ReminderSchedule([Days(1)]))
-    #expect(try JSONDecoder().decode(StartTrialParameters.self, from: JSONEncoder().encode(parameters)) == parameters)
+    let parameters = StartTrialParameters(
+      subject: "x", duration: Days(2), reminders: try ReminderSchedule([Days(1)]))
+    #expect(
+      try JSONDecoder().decode(StartTrialParameters.self, from: JSONEncoder().encode(parameters))
+        == parameters)
   }
 
   @Test func repliesIgnoreFieldsTheyDoNotKnow() throws {
@@ -58,7 +62,8 @@ import TrialCore
       StartTrialParameters(subject: "s", endsAt: Self.now, reminders: ReminderSchedule.none),
       GetTrialParameters(id: id), GetTrialParameters(subject: "s"),
       ListTrialsParameters(state: .expired, expiringWithin: Days(2), limit: 5, after: id),
-      ExtendTrialParameters(id: id, change: .by(Days(1))), ExtendTrialParameters(id: id, change: .to(Self.now)),
+      ExtendTrialParameters(id: id, change: .by(Days(1))),
+      ExtendTrialParameters(id: id, change: .to(Self.now)),
       EndTrialParameters(id: id, outcome: .converted), GetPlanParameters(id: id),
       SimulateParameters(at: .fromNow(Days(3))), SimulateParameters(at: .date(Self.now)), NoParameters(),
     ]
@@ -77,7 +82,9 @@ import TrialCore
 
   @Test func reminderProblemsAreParameterErrors() {
     let error = #expect(throws: JSONShapeError.self) {
-      try StartTrialParameters(json: ["subject": "s", "reminders": .array((1...40).map { .string("\($0)h") })])
+      try StartTrialParameters(json: [
+        "subject": "s", "reminders": .array((1...40).map { .string("\($0)h") }),
+      ])
     }
     #expect(error?.field == "reminders")
     #expect(error?.problem.contains("at most 32 reminders") == true)
@@ -86,7 +93,9 @@ import TrialCore
   @Test func simulateTargets() throws {
     #expect(try SimulateParameters.Target(parsing: "+1d 12h") == .fromNow(Days(1.5)))
     #expect(try SimulateParameters.Target(parsing: "2025-06-15T15:06:40Z") == .date(Self.now))
-    #expect(SimulateParameters.Target.fromNow(Days(1)).resolve(now: Self.now) == Self.now.addingTimeInterval(86_400))
+    #expect(
+      SimulateParameters.Target.fromNow(Days(1)).resolve(now: Self.now) == Self.now.addingTimeInterval(86_400)
+    )
     let error = #expect(throws: JSONShapeError.self) { try SimulateParameters(json: ["at": "later"]) }
     #expect(error?.field == "at")
     #expect(error?.problem.contains("or +span") == true)
@@ -121,7 +130,8 @@ import TrialCore
     #expect(plan[2].reason == "trial-cancelled")
     #expect(plan[2].takenAt == trial.endedAt)
 
-    let skipped = LedgerEntry(event: events[1], outcome: .skipped(.supersededByExpiry), takenAt: Self.now, isLate: true)
+    let skipped = LedgerEntry(
+      event: events[1], outcome: .skipped(.supersededByExpiry), takenAt: Self.now, isLate: true)
     let object = EventObject(skipped, subject: nil)
     #expect(object.state == .skipped)
     #expect(object.reason == "superseded-by-expiry")
@@ -146,9 +156,12 @@ import TrialCore
   @Test func errorDescriptionsNameWhatWasWrong() {
     #expect(ControlError.trialNotFound(id: TrialID(1)).description == "no trial with id 0000000000000001")
     #expect(ControlError.trialNotFound(subject: "x").description == "no active trial for subject \"x\"")
-    #expect(ControlError.permissionDenied(method: "io.trialwatch.Trials.EndTrial", uid: 7).description.contains("uid 7"))
+    #expect(
+      ControlError.permissionDenied(method: "io.trialwatch.Trials.EndTrial", uid: 7).description.contains(
+        "uid 7"))
     #expect(ControlError.methodNotFound("a.B").description == "the service has no method \"a.B\"")
-    #expect(ControlError(name: "com.example.Odd", parameters: ["x": 1]).description == #"com.example.Odd {"x":1}"#)
+    #expect(
+      ControlError(name: "com.example.Odd", parameters: ["x": 1]).description == #"com.example.Odd {"x":1}"#)
   }
 
   @Test func aClientThatCannotConnectNamesThePath() {

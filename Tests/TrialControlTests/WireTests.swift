@@ -13,7 +13,9 @@ import TrialControl
         let end = min(index + chunkSize, stream.count)
         decoder.append(stream[index..<end])
         index = end
-        while let message = try decoder.nextMessage() { messages.append(String(decoding: message, as: UTF8.self)) }
+        while let message = try decoder.nextMessage() {
+          messages.append(String(decoding: message, as: UTF8.self))
+        }
       }
       #expect(messages == [#"{"a":1}"#, #"{"b":2}"#], "chunk size \(chunkSize)")
       #expect(decoder.hasPartialMessage)
@@ -56,7 +58,9 @@ import TrialControl
       method: "io.trialwatch.Trials.Watch", parameters: ["x": 1], oneway: false, more: true)
     let bytes = call.encoded()
     #expect(bytes.last == 0)
-    #expect(String(decoding: bytes.dropLast(), as: UTF8.self) == #"{"method":"io.trialwatch.Trials.Watch","parameters":{"x":1},"more":true}"#)
+    #expect(
+      String(decoding: bytes.dropLast(), as: UTF8.self)
+        == #"{"method":"io.trialwatch.Trials.Watch","parameters":{"x":1},"more":true}"#)
     #expect(try VarlinkCall.decode(bytes.dropLast()) == call)
     #expect(call.interface == "io.trialwatch.Trials")
     #expect(call.memberName == "Watch")
@@ -70,7 +74,9 @@ import TrialControl
 
   @Test func repliesRoundTrip() throws {
     let reply = VarlinkReply(parameters: ["k": "v"], continues: true)
-    #expect(String(decoding: reply.encoded().dropLast(), as: UTF8.self) == #"{"parameters":{"k":"v"},"continues":true}"#)
+    #expect(
+      String(decoding: reply.encoded().dropLast(), as: UTF8.self)
+        == #"{"parameters":{"k":"v"},"continues":true}"#)
     #expect(try VarlinkReply.decode(reply.encoded().dropLast()) == reply)
     let error = VarlinkReply(error: .trialNotFound(subject: "x"))
     #expect(
@@ -81,7 +87,8 @@ import TrialControl
 
   @Test func invalidCallsSayWhy() {
     for (text, problem) in [
-      ("{}", "method: is required"), (#"{"method":"x"}"#, "interface.Method"), (#"{"method":".X"}"#, "interface.Method"),
+      ("{}", "method: is required"), (#"{"method":"x"}"#, "interface.Method"),
+      (#"{"method":".X"}"#, "interface.Method"),
       (#"{"method":"a.B","oneway":1}"#, "oneway: expected a boolean"), ("5", "must be a JSON object"),
     ] {
       do {
@@ -121,7 +128,8 @@ import TrialControl
 
   @Test(arguments: [
     ("2025-06-15", "'T'"), ("2025-06-15T15:06:40", "offset"), ("2025-02-29T00:00:00Z", "day 29 out of range"),
-    ("2024-13-01T00:00:00Z", "month 13"), ("2025-06-15T24:00:00Z", "hour 24"), ("2025-06-15T15:06:60Z", "second 60"),
+    ("2024-13-01T00:00:00Z", "month 13"), ("2025-06-15T24:00:00Z", "hour 24"),
+    ("2025-06-15T15:06:60Z", "second 60"),
     ("2025-06-15T15:06:40+2:00", "offset hours"), ("2025-06-15T15:06:40Zjunk", "after the offset"),
     ("tomorrow", "year"), ("2025-06-15T15:06:40.Z", "digits after '.'"),
   ])

@@ -47,14 +47,18 @@ struct Run {
   var status: Int32
   var output: String
   var errors: String
-  var lines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+  var lines: [String] {
+    output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+  }
 }
 
 enum Ctl {
   /// The binary built next to the test bundle.
   static let binary: String = {
     var candidates: [URL] = []
-    if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
+    if let executable = Bundle.main.executableURL {
+      candidates.append(executable.deletingLastPathComponent())
+    }
     candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
     candidates.append(
       URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -81,7 +85,9 @@ enum Ctl {
     return process
   }
 
-  static func run(_ arguments: [String], environment: [String: String] = [:], asNobody: Bool = false) throws -> Run {
+  static func run(_ arguments: [String], environment: [String: String] = [:], asNobody: Bool = false) throws
+    -> Run
+  {
     let process = process(arguments, environment: environment, asNobody: asNobody)
     let output = Pipe()
     let errors = Pipe()
@@ -133,23 +139,29 @@ final class LineReader {
 
 @Suite struct CommandLineTests {
   @Test func theBinaryIsBuilt() {
-    #expect(FileManager.default.isExecutableFile(atPath: Ctl.binary), "build it with swift build --build-tests")
+    #expect(
+      FileManager.default.isExecutableFile(atPath: Ctl.binary), "build it with swift build --build-tests")
   }
 
   @Test func startShowsTheNewTrial() throws {
     let fixture = try CtlFixture()
-    let run = try Ctl.run(["start", "acme-42", "--duration", "3d", "--reminders", "2d,1d", "--socket", fixture.socketPath])
+    let run = try Ctl.run([
+      "start", "acme-42", "--duration", "3d", "--reminders", "2d,1d", "--socket", fixture.socketPath,
+    ])
     #expect(run.status == 0, "\(run.errors)")
     #expect(run.lines.first?.hasPrefix("acme-42: 3 days left (ends ") == true, "\(run.output)")
     #expect(run.lines.contains("  ID         0000000000000001"))
     #expect(run.lines.contains("  Reminders  2d, 1d before the end"))
     #expect(run.errors.isEmpty)
-    #expect(try fixture.client().getTrial(GetTrialParameters(subject: "acme-42")).reminders == [Days(2), Days(1)])
+    #expect(
+      try fixture.client().getTrial(GetTrialParameters(subject: "acme-42")).reminders == [Days(2), Days(1)])
   }
 
   @Test func jsonPrintsTheReplyParameters() throws {
     let fixture = try CtlFixture()
-    let run = try Ctl.run(["start", "acme-42", "--reminders", "none", "--json", "--socket", fixture.socketPath])
+    let run = try Ctl.run([
+      "start", "acme-42", "--reminders", "none", "--json", "--socket", fixture.socketPath,
+    ])
     #expect(run.status == 0, "\(run.errors)")
     #expect(run.lines.count == 1)
     guard case .object(let reply) = try JSONValue.parse(run.output) else {
@@ -160,7 +172,9 @@ final class LineReader {
     #expect(trial.subject == "acme-42")
     #expect(trial.reminders.isEmpty)
     let status = try Ctl.run(["status", trial.id.description, "--json", "--socket", fixture.socketPath])
-    #expect(try JSONValue.parse(status.output) == .object(TrialReply(trial: trial).json).withDaysLeft(from: status.output))
+    #expect(
+      try JSONValue.parse(status.output)
+        == .object(TrialReply(trial: trial).json).withDaysLeft(from: status.output))
   }
 
   @Test func refusalsAndMissingTrialsHaveTheirExitCodes() throws {
@@ -176,14 +190,18 @@ final class LineReader {
     #expect(missing.errors == "trialwatchctl: no active trial for subject \"nobody-knows\"\n")
     let missingID = try Ctl.run(["plan", "00000000000000ff", "--socket", fixture.socketPath])
     #expect(missingID.status == 3)
-    let past = try Ctl.run(["start", "late", "--ends-at", "2001-01-01T00:00:00Z", "--socket", fixture.socketPath])
+    let past = try Ctl.run([
+      "start", "late", "--ends-at", "2001-01-01T00:00:00Z", "--socket", fixture.socketPath,
+    ])
     #expect(past.status == 2)
     #expect(past.errors == "trialwatchctl: invalid parameter endsAt: the end must lie in the future\n")
   }
 
   @Test(arguments: [
-    ["start"], ["start", "x", "--duration", "5 parsecs"], ["start", "x", "--duration", "1d", "--ends-at", "2030-01-01T00:00:00Z"],
-    ["start", "x", "--ends-at", "tomorrow"], ["status"], ["list", "--state", "paused"], ["list", "--limit", "0"],
+    ["start"], ["start", "x", "--duration", "5 parsecs"],
+    ["start", "x", "--duration", "1d", "--ends-at", "2030-01-01T00:00:00Z"],
+    ["start", "x", "--ends-at", "tomorrow"], ["status"], ["list", "--state", "paused"],
+    ["list", "--limit", "0"],
     ["extend", "1"], ["extend", "xyz", "--by", "1d"], ["end", "1"], ["end", "1", "--outcome", "expired"],
     ["simulate", "soon"], ["plan", "not-hex"], ["frobnicate"],
   ])
@@ -222,7 +240,10 @@ final class LineReader {
     let page = try Ctl.run(["list", "--limit", "2", "--socket", fixture.socketPath])
     #expect(page.status == 0)
     #expect(page.lines.count == 3)
-    #expect(page.lines.first?.split(separator: " ", omittingEmptySubsequences: true) == ["ID", "SUBJECT", "STATE", "ENDS", "LEFT"])
+    #expect(
+      page.lines.first?.split(separator: " ", omittingEmptySubsequences: true) == [
+        "ID", "SUBJECT", "STATE", "ENDS", "LEFT",
+      ])
     #expect(page.lines.first?.hasPrefix("ID                SUBJECT  STATE   ENDS  ") == true)
     #expect(page.lines[1].hasPrefix("0000000000000001  a        active  "))
     #expect(page.lines[1].hasSuffix("  5 days left"))
@@ -281,11 +302,13 @@ final class LineReader {
     _ = try fixture.client().startTrial(
       StartTrialParameters(subject: "tz", endsAt: try RFC3339.parse("2030-01-01T00:00:00Z")))
     let utc = try Ctl.run(["status", "tz", "--socket", fixture.socketPath], environment: ["TZ": "UTC"])
-    let tokyo = try Ctl.run(["status", "tz", "--socket", fixture.socketPath], environment: ["TZ": "Asia/Tokyo"])
+    let tokyo = try Ctl.run(
+      ["status", "tz", "--socket", fixture.socketPath], environment: ["TZ": "Asia/Tokyo"])
     #expect(utc.lines.contains("  Ends       Jan 1, 2030 at 12:00\u{202F}AM"), "\(utc.output)")
     #expect(tokyo.lines.contains("  Ends       Jan 1, 2030 at 9:00\u{202F}AM"), "\(tokyo.output)")
     let german = try Ctl.run(
-      ["status", "tz", "--socket", fixture.socketPath], environment: ["TZ": "Europe/Berlin", "LANG": "de_DE.UTF-8"])
+      ["status", "tz", "--socket", fixture.socketPath],
+      environment: ["TZ": "Europe/Berlin", "LANG": "de_DE.UTF-8"])
     #expect(german.lines.contains("  Ends       01.01.2030, 01:00"), "\(german.output)")
   }
 
@@ -306,9 +329,12 @@ final class LineReader {
   func permissionDeniedExitsWith4() throws {
     let fixture = try CtlFixture(group: 65_534)
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "root-owned"))
-    let refused = try Ctl.run(["end", "1", "--outcome", "cancelled", "--socket", fixture.socketPath], asNobody: true)
+    let refused = try Ctl.run(
+      ["end", "1", "--outcome", "cancelled", "--socket", fixture.socketPath], asNobody: true)
     #expect(refused.status == 4, "\(refused.errors)")
-    #expect(refused.errors.hasPrefix("trialwatchctl: permission denied: io.trialwatch.Trials.EndTrial changes trials"))
+    #expect(
+      refused.errors.hasPrefix(
+        "trialwatchctl: permission denied: io.trialwatch.Trials.EndTrial changes trials"))
     #expect(refused.errors.contains("caller uid 65534"))
     let reading = try Ctl.run(["status", "root-owned", "--socket", fixture.socketPath], asNobody: true)
     #expect(reading.status == 0, "\(reading.errors)")
@@ -317,7 +343,9 @@ final class LineReader {
     let locked = try CtlFixture(group: 0)
     let outside = try Ctl.run(["status", "x", "--socket", locked.socketPath], asNobody: true)
     #expect(outside.status == 4)
-    #expect(outside.errors.contains("permission denied connecting to the trialwatch daemon at \(locked.socketPath)"))
+    #expect(
+      outside.errors.contains("permission denied connecting to the trialwatch daemon at \(locked.socketPath)")
+    )
   }
 
   @Test(arguments: [true, false])

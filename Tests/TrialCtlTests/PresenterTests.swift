@@ -37,8 +37,10 @@ final class SpyOutput: TrialPresenterOutput {
     ends end: Date, state: TrialState = .active, endedAt: Date? = nil, reminders: [Days] = [Days(3), Days(1)]
   ) -> TrialObject {
     TrialObject(
-      id: TrialID(0xABC), subject: "acme-42", state: state, startedAt: now.addingTimeInterval(-86_400), endsAt: end,
-      endedAt: endedAt, reminders: reminders, revision: 2, daysLeft: Days(timeInterval: end.timeIntervalSince(now)))
+      id: TrialID(0xABC), subject: "acme-42", state: state, startedAt: now.addingTimeInterval(-86_400),
+      endsAt: end,
+      endedAt: endedAt, reminders: reminders, revision: 2,
+      daysLeft: Days(timeInterval: end.timeIntervalSince(now)))
   }
 
   func presenter(
@@ -49,7 +51,8 @@ final class SpyOutput: TrialPresenterOutput {
   }
 
   @Test(arguments: [
-    (2.1, "3 days left"), (3.0, "3 days left"), (1.0, "1 day left"), (0.75, "1 day left"), (0.5, "ends today"),
+    (2.1, "3 days left"), (3.0, "3 days left"), (1.0, "1 day left"), (0.75, "1 day left"),
+    (0.5, "ends today"),
     (0.01, "ends today"), (0, "expiring now"), (-0.1, "expiring now"),
   ])
   func daysLeftAreRoundedUp(days: Double, expected: String) {
@@ -66,12 +69,16 @@ final class SpyOutput: TrialPresenterOutput {
     presenter.present(trial: Self.trial(ends: Self.now.addingTimeInterval(-3600), state: .expired))
     presenter.present(trial: Self.trial(ends: Self.now.addingTimeInterval(-0.6 * day), state: .expired))
     presenter.present(
-      trial: Self.trial(ends: Self.now.addingTimeInterval(day), state: .converted, endedAt: Self.now.addingTimeInterval(-60)))
+      trial: Self.trial(
+        ends: Self.now.addingTimeInterval(day), state: .converted, endedAt: Self.now.addingTimeInterval(-60)))
     presenter.present(
-      trial: Self.trial(ends: Self.now.addingTimeInterval(day), state: .cancelled, endedAt: Self.now.addingTimeInterval(-5 * day)))
-    #expect(spy.trials.map(\.timeLeft) == [
-      "expired 2 days ago", "expired today", "expired 1 day ago", "converted today", "cancelled 5 days ago",
-    ])
+      trial: Self.trial(
+        ends: Self.now.addingTimeInterval(day), state: .cancelled,
+        endedAt: Self.now.addingTimeInterval(-5 * day)))
+    #expect(
+      spy.trials.map(\.timeLeft) == [
+        "expired 2 days ago", "expired today", "expired 1 day ago", "converted today", "cancelled 5 days ago",
+      ])
     #expect(spy.trials.map(\.state) == ["expired", "expired", "expired", "converted", "cancelled"])
   }
 
@@ -83,7 +90,8 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(utc.trials.first?.timeLeft == "1 day left")
     // In Los Angeles it is 03:00 on the 15th, and the end is 23:00 on the 15th.
     let losAngeles = SpyOutput()
-    presenter(losAngeles, timeZone: TimeZone(identifier: "America/Los_Angeles")!).present(trial: Self.trial(ends: end))
+    presenter(losAngeles, timeZone: TimeZone(identifier: "America/Los_Angeles")!).present(
+      trial: Self.trial(ends: end))
     #expect(losAngeles.trials.first?.timeLeft == "ends today")
   }
 
@@ -94,10 +102,12 @@ final class SpyOutput: TrialPresenterOutput {
     let view = try #require(utc.trials.first)
     #expect(view.headline == nb("acme-42: 3 days left (ends Jun 18, 2025 at 10:00 AM)"))
     #expect(view.details.map(\.label) == ["ID", "State", "Started", "Ends", "Reminders", "Revision"])
-    #expect(view.details.map(\.value) == [
-      "0000000000000abc", "active", nb("Jun 14, 2025 at 10:00 AM"), nb("Jun 18, 2025 at 10:00 AM"), "3d, 1d before the end",
-      "2",
-    ])
+    #expect(
+      view.details.map(\.value) == [
+        "0000000000000abc", "active", nb("Jun 14, 2025 at 10:00 AM"), nb("Jun 18, 2025 at 10:00 AM"),
+        "3d, 1d before the end",
+        "2",
+      ])
 
     let tokyo = SpyOutput()
     presenter(tokyo, timeZone: TimeZone(identifier: "Asia/Tokyo")!).present(trial: Self.trial(ends: end))
@@ -113,7 +123,8 @@ final class SpyOutput: TrialPresenterOutput {
     let spy = SpyOutput()
     presenter(spy).present(
       trial: Self.trial(
-        ends: Self.now.addingTimeInterval(86_400), state: .converted, endedAt: Self.now.addingTimeInterval(-3600),
+        ends: Self.now.addingTimeInterval(86_400), state: .converted,
+        endedAt: Self.now.addingTimeInterval(-3600),
         reminders: []))
     let view = try #require(spy.trials.first)
     #expect(view.headline == "acme-42: converted today")
@@ -125,27 +136,34 @@ final class SpyOutput: TrialPresenterOutput {
     let spy = SpyOutput()
     let presenter = presenter(spy)
     presenter.present(
-      trials: [Self.trial(ends: Self.now.addingTimeInterval(86_400 * 1.5)), Self.trial(ends: Self.now, state: .expired)],
+      trials: [
+        Self.trial(ends: Self.now.addingTimeInterval(86_400 * 1.5)),
+        Self.trial(ends: Self.now, state: .expired),
+      ],
       next: TrialID(0xABC))
     presenter.present(trials: [], next: nil)
     let list = try #require(spy.lists.first)
     #expect(list.table.columns == ["ID", "SUBJECT", "STATE", "ENDS", "LEFT"])
-    #expect(list.table.rows == [
-      ["0000000000000abc", "acme-42", "active", nb("Jun 16, 2025 at 10:00 PM"), "2 days left"],
-      ["0000000000000abc", "acme-42", "expired", nb("Jun 15, 2025 at 10:00 AM"), "expired today"],
-    ])
+    #expect(
+      list.table.rows == [
+        ["0000000000000abc", "acme-42", "active", nb("Jun 16, 2025 at 10:00 PM"), "2 days left"],
+        ["0000000000000abc", "acme-42", "expired", nb("Jun 15, 2025 at 10:00 AM"), "expired today"],
+      ])
     #expect(list.continuation == "More trials follow: trialwatchctl list --after 0000000000000abc (or --all)")
     #expect(spy.lists.last?.table.rows.isEmpty == true)
     #expect(spy.lists.last?.continuation == nil)
   }
 
   static func event(
-    _ kind: EventKind, state: EventObject.State, lateness: Days? = nil, reason: String? = nil, detail: String? = nil
+    _ kind: EventKind, state: EventObject.State, lateness: Days? = nil, reason: String? = nil,
+    detail: String? = nil
   ) -> EventObject {
     let due = now.addingTimeInterval(-(kind.reminderOffset?.timeInterval ?? 0))
     return EventObject(
-      id: EventID(trialID: TrialID(0xABC), revision: 1, kind: kind), subject: "acme-42", state: state, due: due,
-      reason: reason, detail: detail, takenAt: state == .pending ? nil : due.addingTimeInterval(lateness?.timeInterval ?? 0),
+      id: EventID(trialID: TrialID(0xABC), revision: 1, kind: kind), subject: "acme-42", state: state,
+      due: due,
+      reason: reason, detail: detail,
+      takenAt: state == .pending ? nil : due.addingTimeInterval(lateness?.timeInterval ?? 0),
       lateness: lateness)
   }
 
@@ -161,31 +179,44 @@ final class SpyOutput: TrialPresenterOutput {
       ], of: TrialID(0xABC))
     let plan = try #require(spy.eventLists.first)
     #expect(plan.title == "Events of trial 0000000000000abc:")
-    #expect(plan.table.rows == [
-      [nb("Jun 12, 2025 at 10:00 AM"), "reminder 3d before the end", "delivered", "late by 2min"],
-      [nb("Jun 14, 2025 at 10:00 AM"), "reminder 1d before the end", "skipped", "superseded by the trial's expiry"],
-      [nb("Jun 15, 2025 at 10:00 AM"), "expiry", "pending", ""],
-    ])
+    #expect(
+      plan.table.rows == [
+        [nb("Jun 12, 2025 at 10:00 AM"), "reminder 3d before the end", "delivered", "late by 2min"],
+        [
+          nb("Jun 14, 2025 at 10:00 AM"), "reminder 1d before the end", "skipped",
+          "superseded by the trial's expiry",
+        ],
+        [nb("Jun 15, 2025 at 10:00 AM"), "expiry", "pending", ""],
+      ])
   }
 
   @Test func simulationsAndWatchedEvents() {
     let spy = SpyOutput()
     let presenter = presenter(spy)
-    presenter.present(simulation: [Self.event(.expiry, state: .fired)], until: Self.now.addingTimeInterval(86_400))
+    presenter.present(
+      simulation: [Self.event(.expiry, state: .fired)], until: Self.now.addingTimeInterval(86_400))
     #expect(spy.eventLists.first?.title == nb("Between now and Jun 16, 2025 at 10:00 AM: 1 event."))
-    #expect(spy.eventLists.first?.table.rows == [[nb("Jun 15, 2025 at 10:00 AM"), "acme-42", "expiry", "would fire"]])
+    #expect(
+      spy.eventLists.first?.table.rows == [
+        [nb("Jun 15, 2025 at 10:00 AM"), "acme-42", "expiry", "would fire"]
+      ])
     presenter.present(simulation: [], until: Self.now)
     #expect(spy.eventLists.last?.title == nb("Between now and Jun 15, 2025 at 10:00 AM: 0 events."))
 
     presenter.presentWatchStarted()
     presenter.present(watchedEvent: Self.event(.expiry, state: .fired, lateness: Days(timeInterval: 7200)))
     presenter.present(
-      watchedEvent: Self.event(.reminder(before: Days(1)), state: .skipped, detail: "already due when the trial started"))
+      watchedEvent: Self.event(
+        .reminder(before: Days(1)), state: .skipped, detail: "already due when the trial started"))
     #expect(spy.notices == ["Watching for events; press Ctrl-C to stop."])
-    #expect(spy.eventLines.map(\.line) == [
-      nb("Jun 15, 2025 at 12:00 PM  acme-42  expiry  fired, late by 2h"),
-      nb("Jun 14, 2025 at 10:00 AM  acme-42  reminder 1d before the end  skipped (already due when the trial started)"),
-    ])
+    #expect(
+      spy.eventLines.map(\.line) == [
+        nb("Jun 15, 2025 at 12:00 PM  acme-42  expiry  fired, late by 2h"),
+        nb(
+          "Jun 14, 2025 at 10:00 AM  acme-42  reminder 1d before the end  "
+            + "skipped (already due when the trial started)"
+        ),
+      ])
   }
 
   @Test func daemonStatus() throws {
@@ -203,10 +234,12 @@ final class SpyOutput: TrialPresenterOutput {
         connections: 2, watchers: 1))
     let status = try #require(spy.statuses.first)
     #expect(status.headline == "trialwatchd 1.0.0: 1204 active trials")
-    #expect(status.details.map(\.value) == [
-      "1.0.0", nb("Jun 14, 2025 at 9:00 AM (up 1d 1h)"), "1204 active, 3 expired, 2 converted, 1 cancelled", "3612",
-      nb("acme-42 expiry in 2h 13min (Jun 15, 2025 at 12:13 PM)"), "5.2 MiB", "2", "1",
-    ])
+    #expect(
+      status.details.map(\.value) == [
+        "1.0.0", nb("Jun 14, 2025 at 9:00 AM (up 1d 1h)"), "1204 active, 3 expired, 2 converted, 1 cancelled",
+        "3612",
+        nb("acme-42 expiry in 2h 13min (Jun 15, 2025 at 12:13 PM)"), "5.2 MiB", "2", "1",
+      ])
   }
 }
 
@@ -217,27 +250,33 @@ final class SpyOutput: TrialPresenterOutput {
     let view = TerminalView(output: output, notices: errors)
     view.showTrialList(
       TrialListViewModel(
-        table: TableViewModel(columns: ["ID", "SUBJECT", "LEFT"], rows: [["1", "a-much-longer-name", "3 days left"], ["22", "b", ""]]),
+        table: TableViewModel(
+          columns: ["ID", "SUBJECT", "LEFT"],
+          rows: [["1", "a-much-longer-name", "3 days left"], ["22", "b", ""]]),
         emptyMessage: "No trials.", continuation: "more"))
-    #expect(output.lines == [
-      "ID  SUBJECT             LEFT",
-      "1   a-much-longer-name  3 days left",
-      "22  b",
-    ])
+    #expect(
+      output.lines == [
+        "ID  SUBJECT             LEFT",
+        "1   a-much-longer-name  3 days left",
+        "22  b",
+      ])
     #expect(errors.lines == ["more"])
   }
 
   @Test func detailsAreAlignedUnderTheHeadline() {
     let output = BufferOutput()
     TerminalView(output: output, notices: BufferOutput()).showStatus(
-      StatusViewModel(headline: "h", details: [LabeledValue(label: "A", value: "1"), LabeledValue(label: "Longer", value: "2")]))
+      StatusViewModel(
+        headline: "h",
+        details: [LabeledValue(label: "A", value: "1"), LabeledValue(label: "Longer", value: "2")]))
     #expect(output.lines == ["h", "  A       1", "  Longer  2"])
   }
 
   @Test func emptyListsSaySo() {
     let output = BufferOutput()
     TerminalView(output: output, notices: BufferOutput()).showTrialList(
-      TrialListViewModel(table: TableViewModel(columns: ["ID"], rows: []), emptyMessage: "No trials.", continuation: nil))
+      TrialListViewModel(
+        table: TableViewModel(columns: ["ID"], rows: []), emptyMessage: "No trials.", continuation: nil))
     #expect(output.lines == ["No trials."])
   }
 

@@ -39,7 +39,9 @@ public struct ControlAuthorizer: Sendable {
     if peer.uid == daemonUID { return .daemonUser }
     guard let controlGroup else { return .refused }
     if peer.gid == controlGroup { return .primaryGroup }
-    if let groups = groupsOfUser(peer.uid, peer.gid), groups.contains(controlGroup) { return .supplementaryGroup }
+    if let groups = groupsOfUser(peer.uid, peer.gid), groups.contains(controlGroup) {
+      return .supplementaryGroup
+    }
     return .refused
   }
 }

@@ -36,6 +36,8 @@ final class ControlConnection: @unchecked Sendable {
 
   /// A call is with the backend.
   private var busy = false
+  /// `processInput` is on the stack: whatever it would do again, its loop does.
+  private var processing = false
   /// The client has closed its end for writing.
   private var peerFinished = false
   /// No more calls are read; the connection closes once its output is written.
@@ -45,6 +47,11 @@ final class ControlConnection: @unchecked Sendable {
   private var lastActivity: DispatchTime = .now()
 
   private var watch: WatchStream?
+
+  /// Marks each connection's queue, so that a completion called on it runs without a hop.
+  private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+  /// Completions that ran on the connection's queue, without a hop (for tests).
+  static let inlineCompletions = Atomic<Int>(0)
 
   /// Reading pauses while this many bytes wait in either direction.
   private var highWater: Int { max(server.options.maximumMessageSize, 1 << 16) * 2 }
@@ -63,6 +70,7 @@ final class ControlConnection: @unchecked Sendable {
       logger[metadataKey: "peer_uid"] = "\(peer.uid)"
     }
     self.logger = logger
+    queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
   }
 
   func start() {
@@ -187,6 +195,9 @@ final class ControlConnection: @unchecked Sendable {
 
   /// Takes calls from the buffer while none is running; handles the end of the client's input.
   private func processInput() {
+    guard !processing else { return }
+    processing = true
+    defer { processing = false }
     while !closed && !busy && !closeWhenFlushed {
       if watch != nil {
         if decoder.bufferedByteCount > 0 {
@@ -241,7 +252,7 @@ final class ControlConnection: @unchecked Sendable {
     case .failure(let error):
       if error.name == ControlError.Name.permissionDenied {
         logger.warning(
-          "refused a call that changes trials: the caller is not root, the daemon's user or in the control group",
+          "refused a call that changes trials: the caller is not root, the daemon's user or in the group",
           metadata: ["method": "\(call.method)"])
       }
       if !call.oneway { send(VarlinkReply(error: error)) }
@@ -252,12 +263,20 @@ final class ControlConnection: @unchecked Sendable {
     case .success(let request):
       busy = true
       perform(request) { [self] result in
-        queue.async { self.finished(call, result) }
+        // A backend that answers at once, on this queue, is answered without a hop.
+        if DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) {
+          Self.inlineCompletions.add(1, ordering: .relaxed)
+          self.finished(call, result)
+        } else {
+          queue.async { self.finished(call, result) }
+        }
       }
     }
   }
 
-  private func perform(_ request: ControlRequest, _ done: @escaping @Sendable (Result<JSONObject, ControlError>) -> Void) {
+  private func perform(
+    _ request: ControlRequest, _ done: @escaping @Sendable (Result<JSONObject, ControlError>) -> Void
+  ) {
     let backend = server.backend
     switch request {
     case .startTrial(let parameters):
@@ -320,7 +339,9 @@ final class ControlConnection: @unchecked Sendable {
   private func flush() {
     guard !closed else { return }
     while outputStart < output.count {
-      let result = output.withUnsafeBytes { ControlSocket.write(fd, UnsafeRawBufferPointer(rebasing: $0[outputStart...])) }
+      let result = output.withUnsafeBytes {
+        ControlSocket.write(fd, UnsafeRawBufferPointer(rebasing: $0[outputStart...]))
+      }
       switch result {
       case .wrote(let count):
         outputStart += count

@@ -24,7 +24,8 @@ struct ControlRouter: Sendable {
 
   func route(_ call: VarlinkCall, peer: PeerCredentials?) -> Result<ControlRequest, ControlError> {
     if call.upgrade {
-      return .failure(.invalidParameter("upgrade", problem: "no method of this service upgrades the connection"))
+      return .failure(
+        .invalidParameter("upgrade", problem: "no method of this service upgrades the connection"))
     }
     switch call.interface {
     case VarlinkInterfaces.service:

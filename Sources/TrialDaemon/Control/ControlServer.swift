@@ -77,7 +77,8 @@ public final class ControlServer: @unchecked Sendable {
     self.backend = backend
     self.logger = logger
     let authorizer =
-      authorizer ?? ControlAuthorizer(daemonUID: ControlSocket.currentUID(), controlGroup: options.controlGroup)
+      authorizer
+      ?? ControlAuthorizer(daemonUID: ControlSocket.currentUID(), controlGroup: options.controlGroup)
     router = ControlRouter(
       info: GetInfoReply(
         vendor: options.vendor, product: options.product, version: options.version, url: options.url,

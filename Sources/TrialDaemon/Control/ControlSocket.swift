@@ -1,7 +1,8 @@
+import TrialControl
+
 #if canImport(Glibc)
   import Glibc
 #endif
-import TrialControl
 
 /// Why the control server could not set up its socket. Names the path or descriptor.
 public struct ControlServerError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -21,14 +22,17 @@ public struct ControlServerError: Error, Hashable, Sendable, CustomStringConvert
   static func system(_ what: String, errno: Int32) -> Self { Self(.system(what: what, errno: errno)) }
   static func inUse(path: String) -> Self { Self(.inUse(path: path)) }
   static func notASocket(path: String) -> Self { Self(.notASocket(path: path)) }
-  static func notListening(fd: Int32, _ problem: String) -> Self { Self(.notListening(fd: fd, problem: problem)) }
+  static func notListening(fd: Int32, _ problem: String) -> Self {
+    Self(.notListening(fd: fd, problem: problem))
+  }
 
   public var description: String {
     switch code {
     case .system(let what, let errno): "\(what): \(String(cString: strerror(errno)))"
     case .inUse(let path): "another process is already listening on the control socket \(path)"
     case .notASocket(let path): "\(path) exists and is not a socket; not removing it"
-    case .notListening(let fd, let problem): "file descriptor \(fd) is not a listening stream socket: \(problem)"
+    case .notListening(let fd, let problem):
+      "file descriptor \(fd) is not a listening stream socket: \(problem)"
     }
   }
 }
@@ -132,7 +136,9 @@ enum ControlSocket {
     }
     switch result {
     case ECONNREFUSED?, ENOENT?:
-      if unlink(path) != 0 && errno != ENOENT { throw .system("cannot remove the stale socket \(path)", errno: errno) }
+      if unlink(path) != 0 && errno != ENOENT {
+        throw .system("cannot remove the stale socket \(path)", errno: errno)
+      }
     case 0?, EAGAIN?, EINPROGRESS?:
       throw .inUse(path: path)
     case let failure?:
@@ -162,9 +168,10 @@ enum ControlSocket {
     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
   }
 
-  private typealias Accept4 = @convention(c) (
-    Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?, Int32
-  ) -> Int32
+  private typealias Accept4 =
+    @convention(c) (
+      Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?, Int32
+    ) -> Int32
 
   /// `accept4`, which Glibc's module leaves out (it is a GNU extension): it makes the new
   /// descriptor close-on-exec atomically, so that no process spawned meanwhile inherits it.

@@ -44,7 +44,8 @@ import TrialDaemonTesting
     check.waitUntilExit()
     try #require(
       check.terminationStatus == 0,
-      "the reference Varlink implementation is missing: run `python3 -m pip install varlink` (make test does)")
+      "the reference Varlink implementation is missing: run `python3 -m pip install varlink` (make test does)"
+    )
 
     let fixture = try ServerFixture(ids: [0x1A7E])
     let process = Process()
@@ -60,7 +61,8 @@ import TrialDaemonTesting
     let lines = Lines(output.fileHandleForReading)
     var steps: [String: JSONObject] = [:]
     while let line = lines.next() {
-      guard case .object(let object) = try JSONValue.parse(line), let step = object["step"]?.stringValue else {
+      guard case .object(let object) = try JSONValue.parse(line), let step = object["step"]?.stringValue
+      else {
         Issue.record("unexpected output: \(line)")
         break
       }

@@ -66,7 +66,9 @@ import TrialDaemonTesting
     let raw = try fixture.raw()
     var bytes: [UInt8] = []
     for subject in ["p1", "p2", "p3"] {
-      bytes += VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": .string(subject)]).encoded()
+      bytes += VarlinkCall(
+        method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": .string(subject)]
+      ).encoded()
     }
     bytes += VarlinkCall(method: "org.varlink.service.GetInfo").encoded()
     bytes += VarlinkCall(method: "io.trialwatch.Trials.GetTrial", parameters: ["subject": "p2"]).encoded()
@@ -76,6 +78,35 @@ import TrialDaemonTesting
     #expect(subjects == ["p1", "p2", "p3"])
     #expect(try raw.receive().parameters["product"] == "trialwatchd")
     #expect(try TrialReply(json: raw.receive().parameters).trial.id == TrialID(2))
+  }
+
+  @Test(arguments: [false, true])
+  func manyPipelinedCallsAreAnsweredInOrder(answersInline: Bool) throws {
+    let fixture = try ServerFixture(ids: [1], answersInline: answersInline)
+    let raw = try fixture.raw()
+    _ = try raw.call("io.trialwatch.Trials.StartTrial", ["subject": "only"])
+    var bytes: [UInt8] = []
+    for index in 0..<5000 {
+      let parameters: JSONObject =
+        index % 2 == 0 ? ["id": "1"] : ["id": .string(String(index + 0x10000, radix: 16))]
+      bytes += VarlinkCall(method: "io.trialwatch.Trials.GetTrial", parameters: parameters).encoded()
+    }
+    // The whole batch arrives before any reply is read: the server must neither recurse per
+    // message nor stop answering when its output backs up.
+    let inlineBefore = ControlConnection.inlineCompletions.load(ordering: .relaxed)
+    try raw.sendBytes(bytes)
+    for index in 0..<5000 {
+      let reply = try raw.receive()
+      if index % 2 == 0 {
+        #expect(reply.error == nil)
+      } else {
+        #expect(reply.error == "io.trialwatch.TrialNotFound")
+        #expect(reply.parameters["id"]?.stringValue?.hasSuffix(String(index + 0x10000, radix: 16)) == true)
+      }
+    }
+    if answersInline {
+      #expect(ControlConnection.inlineCompletions.load(ordering: .relaxed) - inlineBefore >= 5000)
+    }
   }
 
   @Test func callsOnOtherConnectionsGoOnWhileTheBackendIsBusy() throws {
@@ -93,8 +124,10 @@ import TrialDaemonTesting
   @Test func watchStreamsTakenEvents() throws {
     let fixture = try ServerFixture(ids: [1, 2])
     let client = try fixture.client()
-    _ = try client.startTrial(StartTrialParameters(subject: "a", duration: Days(2), reminders: try ReminderSchedule([Days(1)])))
-    _ = try client.startTrial(StartTrialParameters(subject: "b", duration: Days(3), reminders: ReminderSchedule.none))
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "a", duration: Days(2), reminders: try ReminderSchedule([Days(1)])))
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "b", duration: Days(3), reminders: ReminderSchedule.none))
 
     let watcher = try fixture.raw()
     try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
@@ -143,7 +176,8 @@ import TrialDaemonTesting
   @Test func aWatcherThatDisconnectsIsForgotten() throws {
     let fixture = try ServerFixture(ids: [1])
     let client = try fixture.client()
-    _ = try client.startTrial(StartTrialParameters(subject: "a", duration: Days(1), reminders: ReminderSchedule.none))
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "a", duration: Days(1), reminders: ReminderSchedule.none))
     let watcher = try fixture.raw()
     try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
     _ = try watcher.receive()
@@ -161,7 +195,8 @@ import TrialDaemonTesting
     let fixture = try ServerFixture(options: options, ids: Array(1...3000))
     let client = try fixture.client()
     for index in 1...3000 {
-      _ = try client.startTrial(StartTrialParameters(subject: "t\(index)", duration: Days(1), reminders: ReminderSchedule.none))
+      _ = try client.startTrial(
+        StartTrialParameters(subject: "t\(index)", duration: Days(1), reminders: ReminderSchedule.none))
     }
     let watcher = try fixture.raw()
     try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
@@ -243,7 +278,8 @@ import TrialDaemonTesting
     options.maximumMessageSize = 1 << 20
     let fixture = try ServerFixture(options: options)
     let raw = try fixture.raw()
-    let big = #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":""#
+    let big =
+      #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":""#
       + String(repeating: "x", count: (1 << 20) + 10) + "\"}}"
     // The server may stop reading part way; what matters is its reply.
     try? raw.sendBytes(Array(big.utf8) + [0])
@@ -283,7 +319,8 @@ import TrialDaemonTesting
     options.idleTimeout = .milliseconds(100)
     let fixture = try ServerFixture(options: options, ids: [1])
     let client = try fixture.client()
-    _ = try client.startTrial(StartTrialParameters(subject: "a", duration: Days(1), reminders: ReminderSchedule.none))
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "a", duration: Days(1), reminders: ReminderSchedule.none))
     let watcher = try fixture.raw()
     try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
     _ = try watcher.receive()
@@ -323,7 +360,9 @@ import TrialDaemonTesting
     #expect(readToEnd(watcher.fileDescriptor) == [])
     #expect(!FileManager.default.fileExists(atPath: fixture.socketPath))
     #expect(fixture.backend.watcherCount == 0)
-    let error = try #require(throws: VarlinkClientError.self) { _ = try VarlinkClient(path: fixture.socketPath) }
+    let error = try #require(throws: VarlinkClientError.self) {
+      _ = try VarlinkClient(path: fixture.socketPath)
+    }
     #expect(error.isUnreachable)
     #expect(error.description.contains(fixture.socketPath))
   }

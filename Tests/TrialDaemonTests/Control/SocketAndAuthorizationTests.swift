@@ -29,7 +29,8 @@ import TrialTesting
     #expect(FileManager.default.fileExists(atPath: path))
 
     let server = try ControlServer(
-      listener: .bind(path: path, group: nil), backend: InMemoryTrialsBackend(clock: ManualWallClock(Date(timeIntervalSince1970: 0))),
+      listener: .bind(path: path, group: nil),
+      backend: InMemoryTrialsBackend(clock: ManualWallClock(Date(timeIntervalSince1970: 0))),
       logger: CapturedLogs().makeLogger())
     server.start()
     defer { server.stop() }
@@ -40,7 +41,8 @@ import TrialTesting
     let fixture = try ServerFixture()
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
-        listener: .bind(path: fixture.socketPath, group: nil), backend: fixture.backend, logger: fixture.logs.makeLogger())
+        listener: .bind(path: fixture.socketPath, group: nil), backend: fixture.backend,
+        logger: fixture.logs.makeLogger())
     }
     #expect(error.description.contains("already listening"))
     #expect(error.description.contains(fixture.socketPath))
@@ -112,7 +114,8 @@ import TrialTesting
     defer { close(accepted) }
     #expect(fcntl(accepted, F_GETFD) & FD_CLOEXEC != 0)
     #expect(fcntl(accepted, F_GETFL) & O_NONBLOCK != 0)
-    #expect(ControlSocket.peerCredentials(accepted) == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()))
+    #expect(
+      ControlSocket.peerCredentials(accepted) == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()))
   }
 
   @Test func adoptingSomethingThatIsNotAListeningSocketFails() throws {
@@ -133,7 +136,8 @@ import TrialTesting
     defer { close(unconnected) }
     let notListening = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
-        listener: .adopt(fileDescriptor: unconnected), backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+        listener: .adopt(fileDescriptor: unconnected),
+        backend: InMemoryTrialsBackend(clock: SystemWallClock()),
         logger: CapturedLogs().makeLogger())
     }
     #expect(notListening.description.hasSuffix("not listening"))
@@ -170,10 +174,12 @@ import TrialTesting
     // The daemon runs as some other user; the caller (this test, as uid 4321) is not in the group.
     let authorizer = ControlAuthorizer(daemonUID: 4242, controlGroup: 4243, groupsOfUser: { _, gid in [gid] })
     let router = ControlRouter(
-      info: GetInfoReply(vendor: "v", product: "p", version: "1", url: "", interfaces: []), authorizer: authorizer)
+      info: GetInfoReply(vendor: "v", product: "p", version: "1", url: "", interfaces: []),
+      authorizer: authorizer)
     let peer = PeerCredentials(pid: 7, uid: 4321, gid: 4321)
     for method in TrialsMethod.allCases where method.changesTrials {
-      let result = router.route(VarlinkCall(method: method.qualifiedName, parameters: ["bogus": true]), peer: peer)
+      let result = router.route(
+        VarlinkCall(method: method.qualifiedName, parameters: ["bogus": true]), peer: peer)
       guard case .failure(let error) = result else {
         Issue.record("\(method) was not refused")
         continue
@@ -182,7 +188,8 @@ import TrialTesting
       #expect(error.parameters["method"]?.stringValue == method.qualifiedName)
       #expect(error.parameters["uid"] == 4321)
     }
-    let read = router.route(VarlinkCall(method: TrialsMethod.getTrial.qualifiedName, parameters: ["id": "1"]), peer: peer)
+    let read = router.route(
+      VarlinkCall(method: TrialsMethod.getTrial.qualifiedName, parameters: ["id": "1"]), peer: peer)
     guard case .success(.getTrial) = read else {
       Issue.record("reading was refused: \(read)")
       return
@@ -221,9 +228,12 @@ struct OtherUserTests {
   func runAsNobody(_ path: String, _ calls: [VarlinkCall]) throws -> Outcome {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-    let encoded = "[" + calls.map { String(decoding: $0.encoded().dropLast(), as: UTF8.self) }.joined(separator: ",") + "]"
+    let encoded =
+      "[" + calls.map { String(decoding: $0.encoded().dropLast(), as: UTF8.self) }.joined(separator: ",")
+      + "]"
     process.arguments = [
-      "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c", Self.script, path, encoded,
+      "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c", Self.script, path,
+      encoded,
     ]
     let output = Pipe()
     let errors = Pipe()
@@ -246,12 +256,18 @@ struct OtherUserTests {
       fixture.socketPath,
       [
         VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": "intruder"]),
-        VarlinkCall(method: "io.trialwatch.Trials.EndTrial", parameters: ["id": .string(trial.id.description), "outcome": "cancelled"]),
-        VarlinkCall(method: "io.trialwatch.Trials.GetTrial", parameters: ["id": .string(trial.id.description)]),
+        VarlinkCall(
+          method: "io.trialwatch.Trials.EndTrial",
+          parameters: ["id": .string(trial.id.description), "outcome": "cancelled"]),
+        VarlinkCall(
+          method: "io.trialwatch.Trials.GetTrial", parameters: ["id": .string(trial.id.description)]),
         VarlinkCall(method: "io.trialwatch.Trials.GetStatus"),
       ])
     #expect(outcome.status == 0, "\(outcome.errorOutput)")
-    #expect(outcome.replies.map(\.error) == ["io.trialwatch.PermissionDenied", "io.trialwatch.PermissionDenied", nil, nil])
+    #expect(
+      outcome.replies.map(\.error) == [
+        "io.trialwatch.PermissionDenied", "io.trialwatch.PermissionDenied", nil, nil,
+      ])
     #expect(outcome.replies.first?.parameters["uid"] == 65_534)
     #expect(outcome.replies.first?.parameters["method"] == "io.trialwatch.Trials.StartTrial")
     #expect(try TrialReply(json: outcome.replies[2].parameters).trial.state == .active)
@@ -268,7 +284,8 @@ struct OtherUserTests {
     options.controlGroup = 65_534
     let fixture = try ServerFixture(options: options, group: 65_534, ids: [0x99])
     let outcome = try runAsNobody(
-      fixture.socketPath, [VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": "member"])])
+      fixture.socketPath,
+      [VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": "member"])])
     #expect(outcome.status == 0, "\(outcome.errorOutput)")
     #expect(outcome.replies.first?.error == nil)
     #expect(try TrialReply(json: outcome.replies[0].parameters).trial.id == TrialID(0x99))

@@ -83,15 +83,17 @@ final class ServerFixture {
 
   init(
     options: ControlServer.Options = ControlServer.Options(), group: UInt32? = nil,
-    authorizer: ControlAuthorizer? = nil, ids: [UInt64] = []
+    authorizer: ControlAuthorizer? = nil, ids: [UInt64] = [], answersInline: Bool = false
   ) throws {
     directory = try makeTemporaryDirectory()
     socketPath = directory + "/io.trialwatch"
-    backend = InMemoryTrialsBackend(clock: clock, ids: SequenceTrialIDGenerator(ids))
+    backend = InMemoryTrialsBackend(
+      clock: clock, ids: SequenceTrialIDGenerator(ids), answersInline: answersInline)
     var options = options
     options.version = "1.2.3-test"
     server = try ControlServer(
-      listener: .bind(path: socketPath, group: group), backend: backend, options: options, authorizer: authorizer,
+      listener: .bind(path: socketPath, group: group), backend: backend, options: options,
+      authorizer: authorizer,
       logger: logs.makeLogger())
     server.start()
   }

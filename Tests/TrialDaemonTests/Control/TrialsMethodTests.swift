@@ -12,7 +12,8 @@ import TrialDaemonTesting
     let fixture = try ServerFixture(ids: [0xACE])
     let client = try fixture.client()
     let trial = try client.startTrial(
-      StartTrialParameters(subject: "acme-42", duration: Days(3), reminders: try ReminderSchedule([Days(1), Days(2)])))
+      StartTrialParameters(
+        subject: "acme-42", duration: Days(3), reminders: try ReminderSchedule([Days(1), Days(2)])))
     #expect(trial.id == TrialID(0xACE))
     #expect(trial.subject == "acme-42")
     #expect(trial.state == .active)
@@ -32,7 +33,8 @@ import TrialDaemonTesting
     #expect(defaulted.reminders == ReminderSchedule.default.offsets)
 
     let end = ServerFixture.start.addingTimeInterval(10 * 86_400)
-    let fixed = try client.startTrial(StartTrialParameters(subject: "fixed", endsAt: end, reminders: ReminderSchedule.none))
+    let fixed = try client.startTrial(
+      StartTrialParameters(subject: "fixed", endsAt: end, reminders: ReminderSchedule.none))
     #expect(fixed.endsAt == end)
     #expect(fixed.reminders.isEmpty)
   }
@@ -63,7 +65,9 @@ import TrialDaemonTesting
   func startTrialNamesTheInvalidParameter(parameters: String, parameter: String, problem: String) throws {
     let fixture = try ServerFixture()
     let raw = try fixture.raw()
-    guard case .object(let object) = try JSONValue.parse(parameters) else { Issue.record("bad fixture"); return }
+    guard case .object(let object) = try JSONValue.parse(parameters) else {
+      Issue.record("bad fixture"); return
+    }
     let error = remoteError { _ = try raw.call("io.trialwatch.Trials.StartTrial", object) }
     #expect(error?.name == "org.varlink.service.InvalidParameter")
     #expect(error?.parameters["parameter"]?.stringValue == parameter)
@@ -149,7 +153,8 @@ import TrialDaemonTesting
     let raw = try fixture.raw()
     for (parameters, name) in [
       (["limit": JSONValue.int(0)], "limit"), (["limit": 1001], "limit"), (["limit": 2.5], "limit"),
-      (["state": "paused"], "state"), (["after": "not-an-id"], "after"), (["expiringWithin": "soon"], "expiringWithin"),
+      (["state": "paused"], "state"), (["after": "not-an-id"], "after"),
+      (["expiringWithin": "soon"], "expiringWithin"),
     ] as [(JSONObject, String)] {
       let error = remoteError { _ = try raw.call("io.trialwatch.Trials.ListTrials", parameters) }
       #expect(error?.name == "org.varlink.service.InvalidParameter", "\(parameters)")
@@ -174,9 +179,13 @@ import TrialDaemonTesting
     }
     #expect(past?.name == "org.varlink.service.InvalidParameter")
     #expect(past?.parameters["parameter"] == "endsAt")
-    let missing = remoteError { _ = try client.extendTrial(ExtendTrialParameters(id: TrialID(77), change: .by(Days(1)))) }
+    let missing = remoteError {
+      _ = try client.extendTrial(ExtendTrialParameters(id: TrialID(77), change: .by(Days(1))))
+    }
     #expect(missing?.name == "io.trialwatch.TrialNotFound")
-    let neither = remoteError { _ = try client.connection.call("io.trialwatch.Trials.ExtendTrial", ["id": "9"]) }
+    let neither = remoteError {
+      _ = try client.connection.call("io.trialwatch.Trials.ExtendTrial", ["id": "9"])
+    }
     #expect(neither?.parameters["parameter"] == "by")
   }
 
@@ -191,7 +200,9 @@ import TrialDaemonTesting
     let again = remoteError { _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted)) }
     #expect(again?.name == "io.trialwatch.TrialNotActive")
     #expect(again?.parameters["state"] == "cancelled")
-    let extend = remoteError { _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(1)))) }
+    let extend = remoteError {
+      _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(1))))
+    }
     #expect(extend?.name == "io.trialwatch.TrialNotActive")
     let badOutcome = remoteError {
       _ = try client.connection.call("io.trialwatch.Trials.EndTrial", ["id": "5", "outcome": "expired"])
@@ -205,7 +216,8 @@ import TrialDaemonTesting
     let fixture = try ServerFixture(ids: [3])
     let client = try fixture.client()
     let trial = try client.startTrial(
-      StartTrialParameters(subject: "acme", duration: Days(5), reminders: try ReminderSchedule([Days(3), Days(1)])))
+      StartTrialParameters(
+        subject: "acme", duration: Days(5), reminders: try ReminderSchedule([Days(3), Days(1)])))
     var plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.pending, .pending, .pending])
     #expect(plan.map(\.kind) == [.reminder, .reminder, .expiry])
@@ -232,17 +244,22 @@ import TrialDaemonTesting
   @Test func simulateChangesNothing() throws {
     let fixture = try ServerFixture(ids: [1, 2])
     let client = try fixture.client()
-    _ = try client.startTrial(StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
-    _ = try client.startTrial(StartTrialParameters(subject: "b", duration: Days(6), reminders: ReminderSchedule.none))
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "b", duration: Days(6), reminders: ReminderSchedule.none))
     let soon = try client.simulate(SimulateParameters(at: .fromNow(Days(3))))
     #expect(soon.map(\.trialID) == [TrialID(1)])
     #expect(soon.first?.state == .fired)
     #expect(soon.first?.subject == "a")
-    let all = try client.simulate(SimulateParameters(at: .date(ServerFixture.start.addingTimeInterval(7 * 86_400))))
+    let all = try client.simulate(
+      SimulateParameters(at: .date(ServerFixture.start.addingTimeInterval(7 * 86_400))))
     #expect(all.map(\.trialID) == [TrialID(1), TrialID(2)])
     // Nothing fired for real.
     #expect(try client.getPlan(GetPlanParameters(id: TrialID(1))).map(\.state) == [.pending])
-    let bad = remoteError { _ = try client.connection.call("io.trialwatch.Trials.Simulate", ["at": "tomorrow"]) }
+    let bad = remoteError {
+      _ = try client.connection.call("io.trialwatch.Trials.Simulate", ["at": "tomorrow"])
+    }
     #expect(bad?.name == "org.varlink.service.InvalidParameter")
     #expect(bad?.parameters["parameter"] == "at")
   }
@@ -250,9 +267,12 @@ import TrialDaemonTesting
   @Test func getStatusReportsCountsAndNextEvent() throws {
     let fixture = try ServerFixture(ids: [1, 2, 3])
     let client = try fixture.client()
-    _ = try client.startTrial(StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
-    _ = try client.startTrial(StartTrialParameters(subject: "b", duration: Days(1), reminders: ReminderSchedule.none))
-    _ = try client.startTrial(StartTrialParameters(subject: "c", duration: Days(9), reminders: ReminderSchedule.none))
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "b", duration: Days(1), reminders: ReminderSchedule.none))
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "c", duration: Days(9), reminders: ReminderSchedule.none))
     _ = try client.endTrial(EndTrialParameters(id: TrialID(3), outcome: .cancelled))
     fixture.clock.advance(by: 3600)
     let status = try client.getStatus()
@@ -263,7 +283,9 @@ import TrialDaemonTesting
     #expect(status.status.uptime == Days(timeInterval: 3600))
     #expect(status.connections == 1)
     #expect(status.watchers == 0)
-    let extra = remoteError { _ = try client.connection.call("io.trialwatch.Trials.GetStatus", ["verbose": true]) }
+    let extra = remoteError {
+      _ = try client.connection.call("io.trialwatch.Trials.GetStatus", ["verbose": true])
+    }
     #expect(extra?.parameters["parameter"] == "verbose")
   }
 }

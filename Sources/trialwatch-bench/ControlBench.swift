@@ -1,0 +1,138 @@
+import Dispatch
+import Foundation
+import Logging
+import TrialControl
+import TrialCore
+import TrialDaemon
+
+/// GetTrial round trips through the control socket: requests per second and p50/p99 latency,
+/// with 1 and 4 clients each on its own thread and connection, calls one at a time.
+///
+/// `makeBackend` is the backend behind the server: an in-memory one by default; the daemon's
+/// engine to measure the whole path.
+func runControlBench(makeBackend: () throws -> any TrialsBackend) throws {
+  try runControlBench(makeBackend: makeBackend, suffix: "")
+}
+
+private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix: String) throws {
+  var template = Array("/tmp/trialwatch-bench-XXXXXX".utf8CString)
+  guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
+  let directory = String(cString: made)
+  defer { try? FileManager.default.removeItem(atPath: directory) }
+  let path = directory + "/io.trialwatch"
+
+  let server = try ControlServer(
+    listener: .bind(path: path, group: nil), backend: try makeBackend(),
+    logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
+  server.start()
+  defer {
+    let stopped = DispatchSemaphore(value: 0)
+    server.stop { stopped.signal() }
+    _ = stopped.wait(timeout: .now() + 10)
+  }
+
+  // A thousand trials to look up.
+  let seeder = try TrialsClient(path: path)
+  var ids: [TrialID] = []
+  for index in 0..<1000 {
+    ids.append(try seeder.startTrial(StartTrialParameters(subject: "bench-\(index)", duration: Days(30))).id)
+  }
+  seeder.connection.close()
+
+  // Requests are encoded before timing starts: the figures are the socket, server and backend.
+  let gets = ids.map {
+    VarlinkCall(method: TrialsMethod.getTrial.qualifiedName, parameters: ["id": .string($0.description)])
+      .encoded()
+  }
+  for clients in [1, 4] {
+    let perClient = 80_000 / clients
+    let result = try measureCalls(path: path, clients: clients, callsPerClient: perClient) { client, call in
+      gets[((call * 7 + client) % gets.count + gets.count) % gets.count]
+    }
+    print("control_get_rps_\(clients)\(suffix): \(Int(result.requestsPerSecond)) req/s")
+    print("control_get_p50_\(clients)\(suffix): \(format(result.p50)) ms")
+    print("control_get_p99_\(clients)\(suffix): \(format(result.p99)) ms")
+  }
+
+  // Durable StartTrial: each answered only once committed (group commit across clients).
+  let clients = 4
+  let starts = try measureCalls(path: path, clients: clients, callsPerClient: 5_000) { client, call in
+    VarlinkCall(
+      method: TrialsMethod.startTrial.qualifiedName,
+      parameters: ["subject": .string("load-\(client)-\(call)"), "duration": .string("30d")]
+    ).encoded()
+  }
+  print("control_start_rps_\(clients)\(suffix): \(Int(starts.requestsPerSecond)) req/s")
+  print("control_start_p99_\(clients)\(suffix): \(format(starts.p99)) ms")
+}
+
+private struct GetTrialFigures {
+  var requestsPerSecond: Double
+  /// Milliseconds.
+  var p50: Double
+  var p99: Double
+}
+
+private final class ClientRun: @unchecked Sendable {
+  var latencies: [UInt64] = []
+  var failure: (any Error)?
+}
+
+/// Runs `callsPerClient` calls on each of `clients` connections at once, one call at a time
+/// per connection; `request(client, call)` gives each call's bytes (negative calls warm up).
+private func measureCalls(
+  path: String, clients: Int, callsPerClient: Int, request: @escaping (Int, Int) -> [UInt8]
+) throws -> GetTrialFigures {
+  let runs = (0..<clients).map { _ in ClientRun() }
+  let connections = try (0..<clients).map { _ in try VarlinkClient(path: path) }
+  nonisolated(unsafe) let request = request
+  let ready = DispatchGroup()
+  let start = DispatchSemaphore(value: 0)
+  let done = DispatchGroup()
+  for (index, run) in runs.enumerated() {
+    nonisolated(unsafe) let connection = connections[index]
+    ready.enter()
+    done.enter()
+    let thread = Thread {
+      defer { done.leave() }
+      run.latencies.reserveCapacity(callsPerClient)
+      do {
+        // Warm up the connection and the caches.
+        for call in 0..<200 { try roundTrip(connection, request(index, -1 - call)) }
+        ready.leave()
+        start.wait()
+        for call in 0..<callsPerClient {
+          let began = DispatchTime.now().uptimeNanoseconds
+          try roundTrip(connection, request(index, call))
+          run.latencies.append(DispatchTime.now().uptimeNanoseconds - began)
+        }
+      } catch {
+        run.failure = error
+        ready.leave()
+      }
+    }
+    thread.start()
+  }
+  ready.wait()
+  let began = DispatchTime.now().uptimeNanoseconds
+  for _ in 0..<clients { start.signal() }
+  done.wait()
+  let elapsed = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
+  for run in runs { if let failure = run.failure { throw failure } }
+  let all = runs.flatMap(\.latencies).sorted()
+  func percentile(_ p: Double) -> Double {
+    Double(all[min(all.count - 1, Int(Double(all.count) * p))]) / 1e6
+  }
+  return GetTrialFigures(
+    requestsPerSecond: Double(all.count) / elapsed, p50: percentile(0.50), p99: percentile(0.99))
+}
+
+private func roundTrip(_ connection: VarlinkClient, _ request: [UInt8]) throws {
+  try connection.sendBytes(request)
+  let reply = try connection.receive()
+  if let error = reply.error { throw ControlError(name: error, parameters: reply.parameters) }
+}
+
+private func format(_ milliseconds: Double) -> String {
+  String(format: "%.3f", milliseconds)
+}
