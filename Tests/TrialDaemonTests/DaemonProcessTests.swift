@@ -44,7 +44,7 @@ final class DaemonProcess {
   }
 
   /// Waits for the process to exit (bounded) and returns its status, or nil if it did not.
-  func waitForExit(timeout: TimeInterval = 10) -> Int32? {
+  func waitForExit(timeout: TimeInterval = 30) -> Int32? {
     let done = DispatchSemaphore(value: 0)
     process.terminationHandler = { _ in done.signal() }
     if !process.isRunning { return process.terminationStatus }

@@ -33,7 +33,7 @@ final class NotifyListener {
   }
 
   /// The next message, or nil when none arrives within `timeout` seconds.
-  func next(timeout: TimeInterval = 10) -> String? {
+  func next(timeout: TimeInterval = 30) -> String? {
     var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
     guard poll(&poller, 1, Int32(timeout * 1000)) == 1 else { return nil }
     var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -43,7 +43,7 @@ final class NotifyListener {
   }
 
   /// Reads messages until one satisfies `match`; returns it and every message before it.
-  func waitFor(timeout: TimeInterval = 10, _ match: (String) -> Bool) -> (found: String?, seen: [String]) {
+  func waitFor(timeout: TimeInterval = 30, _ match: (String) -> Bool) -> (found: String?, seen: [String]) {
     let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
     var seen: [String] = []
     while DispatchTime.now().uptimeNanoseconds < deadline {
