@@ -141,6 +141,16 @@ public struct TrialwatchCtl: ParsableCommand {
 
   /// Parses `arguments` (without the program name), runs the command and returns the exit
   /// status. Never calls `exit`.
+  /// The process's entry: runs the command line with the process's own environment. Signals
+  /// blocked by the parent are unblocked first (a mask survives `exec`), so that SIGTERM and
+  /// SIGINT end the process, `watch` included, as they should.
+  public static func runProcess() -> Int32 {
+    var none = sigset_t()
+    sigemptyset(&none)
+    sigprocmask(SIG_SETMASK, &none, nil)
+    return main(arguments: Array(CommandLine.arguments.dropFirst()), environment: .current())
+  }
+
   public static func main(arguments: [String], environment: CtlEnvironment) -> Int32 {
     do {
       var command = try parseAsRoot(arguments)

@@ -4,6 +4,6 @@ import TrialCtl
 @main
 struct Entrypoint {
   static func main() {
-    exit(TrialwatchCtl.main(arguments: Array(CommandLine.arguments.dropFirst()), environment: .current()))
+    exit(TrialwatchCtl.runProcess())
   }
 }

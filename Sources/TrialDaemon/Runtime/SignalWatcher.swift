@@ -5,21 +5,44 @@ import Dispatch
 #endif
 
 /// Turns SIGHUP, SIGTERM and SIGINT into calls on the daemon's queue.
-public final class SignalWatcher: @unchecked Sendable {
-  // @unchecked: the sources are created once and only cancelled afterwards.
-  private var sources: [any DispatchSourceSignal] = []
+///
+/// The signals are blocked in every thread and taken with `sigwaitinfo(2)` by the main thread,
+/// which has nothing else to do once the daemon runs. Dispatch's own signal sources are not
+/// used: `dispatchMain()` parks the main thread in `sigsuspend` with every signal unblocked,
+/// so a signal can land on the main thread instead of Dispatch's `signalfd`, and be lost.
+public struct SignalWatcher: Sendable {
+  public typealias Handler = @Sendable () -> Void
 
-  public init(queue: DispatchQueue, handlers: [Int32: @Sendable () -> Void]) {
-    for (signo, handler) in handlers {
-      signal(signo, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: signo, queue: queue)
-      source.setEventHandler(handler: handler)
-      source.resume()
-      sources.append(source)
-    }
+  private let queue: DispatchQueue
+  private let handlers: [Int32: Handler]
+
+  public init(queue: DispatchQueue, handlers: [Int32: Handler]) {
+    self.queue = queue
+    self.handlers = handlers
   }
 
-  public func stop() {
-    for source in sources { source.cancel() }
+  /// Sets the calling thread's mask to exactly `signals`: the ones to be watched are blocked,
+  /// and nothing else a parent may have blocked stays blocked (a mask survives `exec`). Call
+  /// it on the main thread before any other thread exists, so every thread inherits it (and
+  /// Dispatch's threads block every signal of their own accord). Blocked, a signal waits for
+  /// `waitForever()` even when it arrives before that runs.
+  public static func blockWatchedSignals(_ signals: some Sequence<Int32>) {
+    var mask = sigset_t()
+    sigemptyset(&mask)
+    for signo in signals { sigaddset(&mask, signo) }
+    pthread_sigmask(SIG_SETMASK, &mask, nil)
+  }
+
+  /// Takes each watched signal as it arrives and runs its handler on the queue, in arrival
+  /// order. Never returns; a handler ends the process when it should.
+  public func waitForever() -> Never {
+    var watched = sigset_t()
+    sigemptyset(&watched)
+    for signo in handlers.keys { sigaddset(&watched, signo) }
+    while true {
+      let signo = sigwaitinfo(&watched, nil)
+      guard signo > 0, let handler = handlers[signo] else { continue }  // EINTR
+      queue.async(execute: handler)
+    }
   }
 }

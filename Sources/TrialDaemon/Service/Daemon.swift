@@ -67,7 +67,6 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   private var configuration = DaemonConfiguration()
   private var engine: Engine?
   private var journalSink: JournalEventSink?
-  private var signals: SignalWatcher?
   private var clockSteps: ClockStepWatcher?
   private var services: [any DaemonService] = []
   private let startedUptime = DispatchTime.now()
@@ -86,6 +85,8 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   /// Starts the daemon and never returns: the process exits from the signal handlers, or
   /// with a non-zero status when start-up fails.
   public func run() -> Never {
+    // Before any thread exists: every thread must block the signals the watcher reads.
+    SignalWatcher.blockWatchedSignals(Self.watchedSignals)
     do {
       try start()
     } catch {
@@ -95,7 +96,14 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       _ = try? notifier.send(.status("failed to start: \(text)"), .errno(code))
       exit(1)
     }
-    dispatchMain()
+    SignalWatcher(
+      queue: queue,
+      handlers: [
+        SIGHUP: { [weak self] in self?.reload() },
+        SIGTERM: { [weak self] in self?.stop(signal: "SIGTERM") },
+        SIGINT: { [weak self] in self?.stop(signal: "SIGINT") },
+      ]
+    ).waitForever()
   }
 
   private func start() throws {
@@ -161,17 +169,14 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
 
     clockSteps = try? ClockStepWatcher(queue: queue) { [weak self] in self?.engine?.clockChanged() }
     if clockSteps == nil { logger.warning("cannot watch for clock steps; they are noticed at the next wake") }
-    signals = SignalWatcher(
-      queue: queue,
-      handlers: [
-        SIGHUP: { [weak self] in self?.reload() },
-        SIGTERM: { [weak self] in self?.stop(signal: "SIGTERM") },
-        SIGINT: { [weak self] in self?.stop(signal: "SIGINT") },
-      ])
+    // Signals sent from here on wait, blocked, until `run()` takes them.
     let status = queue.sync { engine.statusLine() }
     _ = try? notifier.send(.ready, .status(status))
     logger.notice("ready", metadata: ["status": "\(status)"])
   }
+
+  /// The signals `SignalWatcher` turns into calls: reload, and stop.
+  static let watchedSignals = [SIGHUP, SIGTERM, SIGINT]
 
   private func engineSettings(_ configuration: DaemonConfiguration) -> EngineSettings {
     var watchdog: TimeInterval?
@@ -221,7 +226,6 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     for service in services.reversed() { service.stop() }
     // Runs on the queue: the transaction in flight, if any, has finished.
     engine?.stop()
-    signals?.stop()
     clockSteps?.stop()
     exit(0)
   }
