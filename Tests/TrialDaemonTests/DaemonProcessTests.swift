@@ -1,69 +1,10 @@
 import Foundation
 import Testing
+import TrialDaemonTesting
 
 #if canImport(Glibc)
   import Glibc
 #endif
-
-/// A `trialwatchd` process started by a test, with its own state directory and notify socket.
-final class DaemonProcess {
-  let directory: URL
-  let notify: NotifyListener
-  let process = Process()
-  let errors = Pipe()
-
-  init(config: String? = nil, environment: [String: String] = [:], arguments: [String] = []) throws {
-    directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "trialwatchd-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    notify = try NotifyListener(directory: directory)
-    let configPath = directory.appendingPathComponent("trialwatch.conf").path
-    try (config ?? "").write(toFile: configPath, atomically: true, encoding: .utf8)
-    process.executableURL = URL(fileURLWithPath: BuiltProducts.path("trialwatchd"))
-    process.arguments =
-      [
-        "--config", configPath, "--state-dir", directory.appendingPathComponent("state").path,
-        "--socket", directory.appendingPathComponent("io.trialwatch").path,
-      ] + arguments
-    var env = ProcessInfo.processInfo.environment
-    env["NOTIFY_SOCKET"] = notify.path
-    env.removeValue(forKey: "JOURNAL_STREAM")
-    env.removeValue(forKey: "WATCHDOG_USEC")
-    for (key, value) in environment { env[key] = value }
-    process.environment = env
-    process.standardError = errors
-    process.standardOutput = FileHandle.nullDevice
-  }
-
-  func start() throws {
-    try process.run()
-  }
-
-  func signal(_ signo: Int32) {
-    kill(process.processIdentifier, signo)
-  }
-
-  /// Waits for the process to exit (bounded) and returns its status, or nil if it did not.
-  func waitForExit(timeout: TimeInterval = 30) -> Int32? {
-    let done = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in done.signal() }
-    if !process.isRunning { return process.terminationStatus }
-    guard done.wait(timeout: .now() + timeout) == .success else { return nil }
-    return process.terminationStatus
-  }
-
-  var standardError: String {
-    String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
-  }
-
-  deinit {
-    if process.isRunning {
-      process.terminate()
-      process.waitUntilExit()
-    }
-    try? FileManager.default.removeItem(at: directory)
-  }
-}
 
 @Suite struct DaemonProcessTests {
   @Test func lifeCycle_ReadyReloadStop_InOrder() throws {
@@ -133,5 +74,37 @@ final class DaemonProcess {
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(text.contains("trialwatch.conf:3: warning:"))
     #expect(text.contains("configuration OK"))
+  }
+
+  @Test func boundSocket_HasModeFromTheStandardAndTheConfiguredSocketGroup() throws {
+    let nogroup = try #require(getgrnam("nogroup")).pointee.gr_gid
+    let daemon = try DaemonProcess(config: "[Daemon]\nSocketGroup=\(nogroup)\n")
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    var info = stat()
+    #expect(stat(daemon.socketPath, &info) == 0)
+    #expect(info.st_mode & 0o777 == 0o660)
+    if getuid() == 0 { #expect(info.st_gid == nogroup) }
+    daemon.signal(SIGTERM)
+    #expect(daemon.waitForExit() == 0)
+  }
+
+  @Test func signalsBlockedByTheParent_StillStopTheDaemon() throws {
+    // A parent may hand down a mask with SIGTERM blocked (a mask survives exec); the daemon
+    // must start from an empty mask, or SIGTERM would never reach it.
+    let daemon = try DaemonProcess(arguments: [])
+    var blocked = sigset_t()
+    var previous = sigset_t()
+    sigemptyset(&blocked)
+    sigaddset(&blocked, SIGTERM)
+    sigaddset(&blocked, SIGHUP)
+    pthread_sigmask(SIG_BLOCK, &blocked, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    daemon.signal(SIGHUP)
+    #expect(daemon.notify.waitFor { $0.contains("RELOADING=1") }.found != nil)
+    daemon.signal(SIGTERM)
+    #expect(daemon.waitForExit() == 0)
   }
 }

@@ -1,0 +1,114 @@
+import Dispatch
+import Foundation
+import Testing
+import TrialControl
+import TrialDaemonTesting
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// trialwatchctl against the real trialwatchd: its LMDB store, its engine and its socket.
+@Suite struct DaemonEndToEndTests {
+  func json(_ run: Run) throws -> [String: Any] {
+    try #require(JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])
+  }
+
+  @Test func ctlDrivesTheRealDaemon_AndEventsFireOnce_AcrossARestart() throws {
+    let daemon = try DaemonProcess()
+    daemon.removesDirectory = false
+    defer { try? FileManager.default.removeItem(at: daemon.directory) }
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
+
+    // Watch from before the start until the expiry of acme-42: its reminder, then its expiry.
+    let watch = Ctl.process(["watch", "--json"], environment: env, asNobody: false)
+    let output = Pipe()
+    watch.standardOutput = output
+    let notices = Pipe()
+    watch.standardError = notices
+    try watch.run()
+    let reader = LineReader(output.fileHandleForReading)
+    // A bound on the wait: if the events never come, the watch is ended and the test fails.
+    DispatchQueue.global().asyncAfter(deadline: .now() + 60) { [watch] in
+      if watch.isRunning { kill(watch.processIdentifier, SIGKILL) }
+    }
+    // The watch is in place once trialwatchctl says so (on standard error).
+    #expect(LineReader(notices.fileHandleForReading).next()?.contains("Watching") == true)
+
+    let started = try Ctl.run(["start", "acme-42", "--duration", "2s", "--reminders", "1s", "--json"], environment: env)
+    #expect(started.status == 0, "\(started.errors)")
+    let trial = try #require(try json(started)["trial"] as? [String: Any])
+    let id = try #require(trial["id"] as? String)
+    #expect(trial["state"] as? String == "active")
+
+    let again = try Ctl.run(["start", "acme-42"], environment: env)
+    #expect(again.status == 1 && again.errors.contains(id), "names the existing trial: \(again.errors)")
+    #expect(try Ctl.run(["status", "nobody-here"], environment: env).status == 3)
+    let long = try Ctl.run(["start", "other", "--duration", "30d"], environment: env)
+    #expect(long.status == 0)
+
+    var kinds: [String] = []
+    while kinds.count < 2, let line = reader.next() {
+      let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+      let event = object?["event"] as? [String: Any]
+      if event?["trialId"] as? String == id { kinds.append(event?["kind"] as? String ?? "?") }
+    }
+    watch.terminate()
+    watch.waitUntilExit()
+    #expect(kinds == ["reminder", "expiry"])
+
+    let status = try Ctl.run(["status", id, "--json"], environment: env)
+    #expect(try (json(status)["trial"] as? [String: Any])?["state"] as? String == "expired")
+    let plan = try Ctl.run(["plan", id, "--json"], environment: env)
+    let events = try #require(try json(plan)["events"] as? [[String: Any]])
+    #expect(events.map { $0["state"] as? String } == ["delivered", "delivered"])
+
+    // Stopped around the end of a trial: after the restart its expiry fires exactly once
+    // (late if it fell due while stopped; lateness itself is tested in virtual time).
+    let short = try Ctl.run(["start", "acme-43", "--duration", "1s", "--reminders", "", "--json"], environment: env)
+    let shortID = try #require((try json(short)["trial"] as? [String: Any])?["id"] as? String)
+    daemon.signal(SIGTERM)
+    #expect(daemon.waitForExit() == 0)
+    let stopped = try Ctl.run(["daemon-status"], environment: env)
+    #expect(stopped.status == 5 && stopped.errors.contains(daemon.socketPath))
+
+    let restarted = try DaemonProcess(directory: daemon.directory)
+    restarted.removesDirectory = false
+    try restarted.start()
+    #expect(restarted.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    // Poll the plan (bounded) until the expiry is delivered.
+    var afterEvents: [[String: Any]] = []
+    for _ in 0..<200 {
+      let after = try Ctl.run(["plan", shortID, "--json"], environment: env)
+      afterEvents = try #require(try json(after)["events"] as? [[String: Any]])
+      if afterEvents.first?["state"] as? String == "delivered" { break }
+      _ = restarted.notify.next(timeout: 0.05)
+    }
+    #expect(afterEvents.count == 1)
+    #expect(afterEvents.first?["state"] as? String == "delivered")
+    let first = try Ctl.run(["plan", id, "--json"], environment: env)
+    #expect(try (json(first)["events"] as? [[String: Any]])?.count == 2, "nothing fired twice")
+    let daemonStatus = try Ctl.run(["daemon-status", "--json"], environment: env)
+    #expect(daemonStatus.status == 0)
+    restarted.signal(SIGTERM)
+    #expect(restarted.waitForExit() == 0)
+  }
+
+  @Test(.enabled(if: getuid() == 0, "running a client as another user needs root"))
+  func anotherUser_MayRead_ButNotChange() throws {
+    let daemon = try DaemonProcess()
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    chmod(daemon.socketPath, 0o666)
+    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
+    #expect(try Ctl.run(["start", "mine"], environment: env).status == 0)
+    #expect(try Ctl.run(["list"], environment: env, asNobody: true).status == 0)
+    #expect(try Ctl.run(["status", "mine"], environment: env, asNobody: true).status == 0)
+    let refused = try Ctl.run(["start", "theirs"], environment: env, asNobody: true)
+    #expect(refused.status == 4, "\(refused.errors)")
+    daemon.signal(SIGTERM)
+    #expect(daemon.waitForExit() == 0)
+  }
+}
