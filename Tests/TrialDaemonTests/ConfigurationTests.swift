@@ -62,7 +62,8 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(defaults.catchUp == CatchUpPolicy(reminders: .latest, grace: 3600, lateThreshold: 1))
     #expect(defaults.stateDirectory == "/var/lib/trialwatch")
     #expect(defaults.socketPath == "/run/trialwatch/io.trialwatch")
-    #expect(defaults.controlGroup == "trialwatch")
+    #expect(defaults.socketGroup == "trialwatch")
+    #expect(defaults.controlGroup == "trialwatch-admin")
     #expect(defaults.maxConnections == 256)
     #expect(defaults.idleTimeout == Days(timeInterval: 300))
     #expect(defaults.logLevel == .info)
@@ -100,6 +101,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
       [Daemon]
       StateDirectory=/srv/trialwatch
       Socket=/run/tw/control
+      SocketGroup=licensing-readers
       ControlGroup=licensing
       MaxConnections=32
       IdleTimeout=infinity
@@ -114,6 +116,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     expected.catchUp = CatchUpPolicy(reminders: .skip, grace: 1800, lateThreshold: 0.25)
     expected.stateDirectory = "/srv/trialwatch"
     expected.socketPath = "/run/tw/control"
+    expected.socketGroup = "licensing-readers"
     expected.controlGroup = "licensing"
     expected.maxConnections = 32
     expected.idleTimeout = nil
@@ -285,6 +288,11 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
         + #"letters, digits, "_", "-" or ".", at most 32) or a numeric group id"#
     ),
     BadValue(
+      "Daemon", "SocketGroup=read ers",
+      #"invalid value "read ers" for SocketGroup= in [Daemon]: not a group name (a letter or "_", then "#
+        + #"letters, digits, "_", "-" or ".", at most 32) or a numeric group id"#
+    ),
+    BadValue(
       "Daemon", "ControlGroup=-wheel",
       #"invalid value "-wheel" for ControlGroup= in [Daemon]: not a group name (a letter or "_", then "#
         + #"letters, digits, "_", "-" or ".", at most 32) or a numeric group id"#
@@ -334,7 +342,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
 
   @Test func validEdgeValues() {
     for (section, line) in [
-      ("Daemon", "ControlGroup=1000"), ("Daemon", "ControlGroup=_tw-admins.x"),
+      ("Daemon", "ControlGroup=1000"), ("Daemon", "ControlGroup=_tw-admins.x"), ("Daemon", "SocketGroup=0"),
       ("Daemon", "MaxConnections=65536"),
       ("Daemon", "LogLevel=err"), ("Daemon", "Socket=/" + String(repeating: "s", count: 106)),
       ("CatchUp", "ReminderGrace=0"), ("CatchUp", "LateThreshold=0"), ("Trials", "DefaultReminders=none"),

@@ -68,6 +68,10 @@ enum ConfigurationSchema {
       },
       reset: { $0.socketPath = $1.socketPath }),
     ConfigurationKey(
+      section: "Daemon", name: "SocketGroup", defaultText: DaemonConfiguration.defaultSocketGroup,
+      apply: { config, value throws(InvalidValue) in config.socketGroup = try groupName(value) },
+      reset: { $0.socketGroup = $1.socketGroup }),
+    ConfigurationKey(
       section: "Daemon", name: "ControlGroup", defaultText: DaemonConfiguration.defaultControlGroup,
       apply: { config, value throws(InvalidValue) in config.controlGroup = try groupName(value) },
       reset: { $0.controlGroup = $1.controlGroup }),

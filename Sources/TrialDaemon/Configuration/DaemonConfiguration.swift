@@ -9,7 +9,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public static let defaultPath = "/etc/trialwatch/trialwatch.conf"
   public static let defaultStateDirectory = "/var/lib/trialwatch"
   public static let defaultSocketPath = "/run/trialwatch/io.trialwatch"
-  public static let defaultControlGroup = "trialwatch"
+  public static let defaultSocketGroup = "trialwatch"
+  public static let defaultControlGroup = "trialwatch-admin"
   public static let defaultMaxConnections = 256
   public static let defaultIdleTimeout = Days(timeInterval: 300)
 
@@ -30,8 +31,13 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var stateDirectory: String
   /// `Socket=`: the control socket bound when the daemon is not socket-activated.
   public var socketPath: String = DaemonConfiguration.defaultSocketPath
-  /// `ControlGroup=`: members of this group (a name or a numeric id), and root, may change
-  /// trials through the control socket. Anyone who can reach the socket may read.
+  /// `SocketGroup=`: the group (a name or a numeric id) of the control socket the daemon
+  /// binds, mode 0660: its members may connect, and so read. (Socket-activated, the socket
+  /// unit's `SocketGroup=` and `SocketMode=` apply instead.)
+  public var socketGroup: String = DaemonConfiguration.defaultSocketGroup
+  /// `ControlGroup=`: members of this group (a name or a numeric id), root and the daemon's
+  /// own user may change trials through the control socket. Anyone who can reach the socket
+  /// may read.
   public var controlGroup: String = DaemonConfiguration.defaultControlGroup
   /// `MaxConnections=`: control connections served at once; more wait to be accepted.
   public var maxConnections: Int = DaemonConfiguration.defaultMaxConnections

@@ -43,6 +43,7 @@ public final class ControlService: DaemonService, @unchecked Sendable {
       options.idleTimeout = .seconds(Int64(Int32.max))
     }
     options.controlGroup = gid
+    let socketGID = Self.groupID(configuration.socketGroup)
     options.version = Daemon.version
 
     let listener: ControlServer.Listener
@@ -53,7 +54,12 @@ public final class ControlService: DaemonService, @unchecked Sendable {
       if !directory.isEmpty {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
       }
-      listener = .bind(path: configuration.socketPath, group: gid)
+      if socketGID == nil {
+        logger.notice(
+          "socket group not found; only root and the daemon's user may connect",
+          metadata: ["group": "\(configuration.socketGroup)"])
+      }
+      listener = .bind(path: configuration.socketPath, group: socketGID)
     }
     let server = try ControlServer(listener: listener, backend: backend, options: options, logger: logger)
     server.start()
