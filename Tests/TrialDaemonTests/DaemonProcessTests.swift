@@ -107,4 +107,15 @@ import TrialDaemonTesting
     daemon.signal(SIGTERM)
     #expect(daemon.waitForExit() == 0)
   }
+
+  @Test func help_IsPrinted_AndExitsZero() throws {
+    let daemon = try DaemonProcess(arguments: ["--help"])
+    let output = Pipe()
+    daemon.process.standardOutput = output
+    try daemon.start()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(daemon.waitForExit() == 0)
+    #expect(text.contains("--check-config"))
+    #expect(text.contains("Exit status"))
+  }
 }

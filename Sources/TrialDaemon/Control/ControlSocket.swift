@@ -96,7 +96,11 @@ enum ControlSocket {
       close(fd)
       throw .system("cannot bind the control socket \(path)", errno: bindResult)
     }
-    if let group, chown(path, UInt32.max, group) != 0 {
+    // chown only when the group differs: a socket made by a daemon whose own group it is
+    // needs no chown(2), which a system-call filter may refuse.
+    var made = stat()
+    let hasGroup = group.map { group in stat(path, &made) == 0 && made.st_gid == group } ?? true
+    if let group, !hasGroup, chown(path, UInt32.max, group) != 0 {
       let failure = errno
       close(fd)
       unlink(path)

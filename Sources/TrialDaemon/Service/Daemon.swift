@@ -60,7 +60,9 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
 
   private let options: DaemonOptions
   private let openRepository: RepositoryOpener
-  private let queue = DispatchQueue(label: "trialwatch.engine", qos: .userInitiated)
+  // Default QoS: a raised one makes libdispatch try setpriority(2) for every worker thread,
+  // which the unit's system-call filter refuses (and libdispatch logs each refusal).
+  private let queue = DispatchQueue(label: "trialwatch.engine")
   private let notifier = SystemdNotifier()
   private let logLevel = SharedLogLevel(.info)
   private var logger = Logger(label: "trialwatchd")

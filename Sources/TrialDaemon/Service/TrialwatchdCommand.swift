@@ -47,7 +47,13 @@ public struct TrialwatchdCommand: ParsableCommand {
   public static func main(openRepository: @escaping Daemon.RepositoryOpener, services: [any DaemonService]) -> Never {
     let command: TrialwatchdCommand
     do {
-      command = try parseAsRoot() as! TrialwatchdCommand
+      var parsed = try parseAsRoot()
+      guard let ours = parsed as? TrialwatchdCommand else {
+        // `--help` and `help`: ArgumentParser's own command prints the help.
+        try parsed.run()
+        Glibc.exit(0)
+      }
+      command = ours
     } catch {
       exit(withError: error)
     }
