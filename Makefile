@@ -1,10 +1,19 @@
 # trialwatch — build, test, benchmark, run.
 #
 #   make test    install missing build dependencies, build with warnings as errors, run every test
+#                (the Swift tests, then install-check and e2e)
 #   make bench   release build; print every benchmark figure as `name: value unit`
 #   make soak    the store's crash test with 1,000 kills instead of 50 (a few minutes)
 #   make run     run trialwatchd from the checkout, state and socket under ./.trialwatch/
 #   make interfaces  regenerate the Swift constants embedding the Varlink interface files
+#   make release     release binaries (static Swift runtime) in .build-release/release/
+#   make install     release build, then install binaries, units, sysusers.d, catalog and the sample
+#                    configuration under $(DESTDIR)$(PREFIX) and $(DESTDIR)/etc (PREFIX=/usr);
+#                    with DESTDIR empty also creates the users and reloads systemd (docs/install.md)
+#   make install-files  the same without building (after make release)
+#   make uninstall   remove what install put (not a changed configuration, not /var/lib/trialwatch)
+#   make install-check  install into a temporary DESTDIR and check the tree (no root needed)
+#   make e2e         boot systemd in a container and test the installed service (root; else SKIP)
 #
 SWIFT ?= swift
 # Debian packages the build needs (C libraries with their pkg-config files).
@@ -12,7 +21,7 @@ APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 
-.PHONY: all build deps test bench soak run clean interfaces
+.PHONY: all build deps test bench soak run clean interfaces release install install-files uninstall install-check e2e
 
 all: build
 
@@ -43,6 +52,8 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests $(STRICT)
 	$(SWIFT) test --skip-build
+	$(MAKE) install-check
+	$(MAKE) e2e
 
 bench: deps
 	$(SWIFT) build -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
@@ -64,7 +75,99 @@ run: deps
 	.build/debug/trialwatchd --config etc/trialwatch.conf --state-dir $(RUN_DIR)/state --socket $(RUN_DIR)/io.trialwatch
 
 clean:
-	rm -rf .build $(BENCH_SCRATCH)
+	rm -rf .build $(BENCH_SCRATCH) $(RELEASE_SCRATCH) $(E2E_SCRATCH)
+
+# --- Release build and installation -----------------------------------------------------------
+#
+# The Swift runtime is linked statically: an installed host needs only glibc, libstdc++ and
+# libgcc, libsystemd and liblmdb (Debian: libc6, libstdc++6, libgcc-s1, libsystemd0, liblmdb0).
+RELEASE_SCRATCH = .build-release
+RELEASE_BIN = $(RELEASE_SCRATCH)/release
+PREFIX ?= /usr
+DESTDIR ?=
+BINDIR = $(PREFIX)/bin
+UNITDIR = $(PREFIX)/lib/systemd/system
+SYSUSERSDIR = $(PREFIX)/lib/sysusers.d
+CATALOGDIR = $(PREFIX)/lib/systemd/catalog
+DOCDIR = $(PREFIX)/share/doc/trialwatch
+CONFDIR = /etc/trialwatch
+INSTALL ?= install
+
+release: deps
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(RELEASE_SCRATCH) $(STRICT) --product trialwatchd
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(RELEASE_SCRATCH) $(STRICT) --product trialwatchctl
+
+install: release
+	@$(MAKE) --no-print-directory install-files
+
+# Installs the release build made before (no build). The units name /usr/bin/trialwatchd and
+# /usr/share/doc/trialwatch; another PREFIX is substituted as they are installed. The
+# configuration is installed only where there is none.
+install-files:
+	@test -x $(RELEASE_BIN)/trialwatchd -a -x $(RELEASE_BIN)/trialwatchctl || \
+	  { echo "error: no release build in $(RELEASE_BIN); run make release (or make install)" >&2; exit 1; }
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(CONFDIR)/trialwatch.conf.d
+	$(INSTALL) -m 0755 $(RELEASE_BIN)/trialwatchd $(RELEASE_BIN)/trialwatchctl $(DESTDIR)$(BINDIR)/
+	for unit in trialwatch.service trialwatch.socket; do \
+	  sed -e 's|/usr/bin/trialwatchd|$(BINDIR)/trialwatchd|g' \
+	      -e 's|/usr/share/doc/trialwatch/|$(DOCDIR)/|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit.tmp && \
+	  chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit.tmp && mv -f $(DESTDIR)$(UNITDIR)/$$unit.tmp $(DESTDIR)$(UNITDIR)/$$unit \
+	  || exit 1; \
+	done
+	$(INSTALL) -m 0644 systemd/trialwatch.sysusers $(DESTDIR)$(SYSUSERSDIR)/trialwatch.conf
+	sed -e 's|/usr/share/doc/trialwatch/|$(DOCDIR)/|g' systemd/trialwatch.catalog > $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
+	chmod 0644 $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
+	$(INSTALL) -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	$(INSTALL) -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+	@if [ -e $(DESTDIR)$(CONFDIR)/trialwatch.conf ]; then \
+	  echo "keeping the existing $(DESTDIR)$(CONFDIR)/trialwatch.conf"; \
+	else \
+	  echo "$(INSTALL) -m 0644 etc/trialwatch.conf $(DESTDIR)$(CONFDIR)/trialwatch.conf"; \
+	  $(INSTALL) -m 0644 etc/trialwatch.conf $(DESTDIR)$(CONFDIR)/trialwatch.conf; \
+	fi
+	@if [ -z "$(DESTDIR)" ]; then \
+	  echo "systemd-sysusers $(SYSUSERSDIR)/trialwatch.conf"; \
+	  systemd-sysusers $(SYSUSERSDIR)/trialwatch.conf || echo "warning: systemd-sysusers failed; create the users by hand" >&2; \
+	  echo "journalctl --update-catalog"; \
+	  journalctl --update-catalog || echo "warning: journalctl --update-catalog failed" >&2; \
+	  if [ -d /run/systemd/system ]; then echo "systemctl daemon-reload"; systemctl daemon-reload || true; fi; \
+	fi
+
+# Stops and disables the units first (only when DESTDIR is empty). The configuration stays
+# when it differs from the sample; the store in /var/lib/trialwatch and the users always stay.
+uninstall:
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+	  echo "systemctl disable --now trialwatch.socket trialwatch.service"; \
+	  systemctl disable --now trialwatch.socket trialwatch.service 2>/dev/null || true; \
+	fi
+	rm -f $(DESTDIR)$(BINDIR)/trialwatchd $(DESTDIR)$(BINDIR)/trialwatchctl \
+	  $(DESTDIR)$(UNITDIR)/trialwatch.service $(DESTDIR)$(UNITDIR)/trialwatch.socket \
+	  $(DESTDIR)$(SYSUSERSDIR)/trialwatch.conf $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
+	rm -rf $(DESTDIR)$(DOCDIR)
+	@if cmp -s etc/trialwatch.conf $(DESTDIR)$(CONFDIR)/trialwatch.conf; then \
+	  echo "rm -f $(DESTDIR)$(CONFDIR)/trialwatch.conf"; rm -f $(DESTDIR)$(CONFDIR)/trialwatch.conf; \
+	elif [ -e $(DESTDIR)$(CONFDIR)/trialwatch.conf ]; then \
+	  echo "keeping $(DESTDIR)$(CONFDIR)/trialwatch.conf: it was changed"; \
+	fi
+	@rmdir $(DESTDIR)$(CONFDIR)/trialwatch.conf.d $(DESTDIR)$(CONFDIR) 2>/dev/null || true
+	@if [ -z "$(DESTDIR)" ]; then \
+	  journalctl --update-catalog 2>/dev/null || true; \
+	  if [ -d /run/systemd/system ]; then echo "systemctl daemon-reload"; systemctl daemon-reload || true; fi; \
+	fi
+
+# --- Installation and end-to-end tests ----------------------------------------------------------
+
+# Installs into a temporary DESTDIR (twice, and with another PREFIX) and checks the tree.
+install-check: release
+	Tests/e2e/install-check.sh
+
+# Boots systemd 252 in a container with trialwatch installed, and tests the service in it.
+# Needs root and systemd-nspawn; otherwise prints SKIP and succeeds. The root file system is
+# cached under .cache/; the container's journal is saved under $(E2E_SCRATCH)/.
+E2E_SCRATCH = .build-e2e
+e2e: release
+	E2E_SCRATCH=$(E2E_SCRATCH) Tests/e2e/e2e.sh
 
 # The Varlink interface files are the source of truth; TrialControl embeds them verbatim so
 # that the daemon serves them without reading files at run time. A test checks they match.

@@ -1,0 +1,674 @@
+#!/usr/bin/env bash
+# End-to-end test of the installed service under a real systemd.
+#
+# Boots Debian 12 (systemd 252) in a systemd-nspawn container, installs trialwatch into it
+# with `make install-files DESTDIR=...`, and checks the service as an operator would meet it:
+# Type=notify start-up, live STATUS=, journal entries of reminders and expiries (exactly once,
+# with their MESSAGE_ID, fields and catalog text), reload, catch-up after downtime, the
+# watchdog, socket activation, who may read and who may change trials, and a clean stop.
+#
+# Prints `PASS: <name>` or `FAIL: <name>: <why>` for every check, then `N passed, N failed`;
+# exits non-zero when a check failed. Without root, or where systemd-nspawn cannot run,
+# prints a SKIP line and exits 0.
+#
+# Run it with `make e2e` (it needs the release build). The Debian root file system is made
+# once with debootstrap and cached in .cache/; the container's journal is saved under the
+# work folder ($E2E_SCRATCH, default .build-e2e) as journal.txt and journal.json.
+#
+# Environment: E2E_SCRATCH (work folder), E2E_MIRROR (Debian mirror; default: the first
+# bookworm entry of the host's apt sources), E2E_KEEP=1 (keep the container's root file
+# system), E2E_VERBOSE=1 (echo every command run in the container).
+
+set -uo pipefail
+
+cd "$(dirname "$0")/../.." || exit 1
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: e2e: needs root (systemd-nspawn); run as root to test the service"
+  exit 0
+fi
+REPO=$PWD
+SCRATCH=${E2E_SCRATCH:-.build-e2e}
+mkdir -p "$SCRATCH" || exit 1
+SCRATCH=$(cd "$SCRATCH" && pwd)
+CACHE=$REPO/.cache
+SUITE=bookworm
+PACKAGES=systemd,systemd-sysv,dbus,procps,liblmdb0
+ROOT=$SCRATCH/root
+NAME=trialwatch-e2e
+JOURNAL=$REPO/Tests/e2e/journal.py
+BIN=$REPO/.build-release/release
+
+START_NS=$(date +%s%N)
+PASSED=0
+FAILED=0
+NSPAWN_PID=
+CPID=
+CGROUPS=()
+SKIPPING=
+
+note() { echo "e2e: $*"; }
+pass() {
+  echo "PASS: $1"
+  PASSED=$((PASSED + 1))
+}
+fail() {
+  echo "FAIL: $1: $2"
+  FAILED=$((FAILED + 1))
+}
+skip() {
+  echo "SKIP: e2e: $*"
+  SKIPPING=1
+  exit 0
+}
+# Ends the run early when the container cannot be used at all.
+abort() {
+  fail "$1" "$2"
+  exit 1
+}
+elapsed() { echo $((($(date +%s%N) - START_NS) / 1000000000)); }
+
+# poll SECONDS COMMAND...: runs COMMAND every 0.2 s until it succeeds or SECONDS have passed.
+poll() {
+  local deadline=$(($(date +%s%N) + $1 * 1000000000))
+  shift
+  while :; do
+    "$@" && return 0
+    [ "$(date +%s%N)" -ge "$deadline" ] && return 1
+    sleep 0.2
+  done
+}
+
+# ctt SECONDS COMMAND...: runs COMMAND inside the container, killed after SECONDS.
+ctt() {
+  local limit=$1
+  shift
+  [ "${E2E_VERBOSE:-}" = 1 ] && echo "e2e: # $*" >&2
+  timeout -k 5 "$limit" nsenter --target "$CPID" --all \
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 TERM=dumb SYSTEMD_PAGER= SYSTEMD_COLORS=0 "$@"
+}
+# ct COMMAND...: the same with a 30 s limit.
+ct() { ctt 30 "$@"; }
+
+# --- Cleaning up, whatever happens -----------------------------------------------------------
+
+remove_cgroups() {
+  local dir
+  for dir in "${CGROUPS[@]}"; do
+    [ -d "$dir" ] && find "$dir" -depth -type d -exec rmdir {} \; 2> /dev/null
+  done
+}
+
+save_journal() {
+  [ -n "$CPID" ] && [ -d "/proc/$CPID" ] || return
+  ct journalctl -b --no-pager -o short-precise > "$SCRATCH/journal.txt" 2>&1
+  ct journalctl -b --no-pager -o json > "$SCRATCH/journal.json" 2>&1
+  ct journalctl -b --no-pager -o short-precise -u trialwatch.service -u trialwatch.socket \
+    > "$SCRATCH/trialwatch.txt" 2>&1
+}
+
+stop_container() {
+  [ -n "$NSPAWN_PID" ] || return
+  if kill -0 "$NSPAWN_PID" 2> /dev/null && [ -n "$CPID" ]; then
+    ctt 10 systemctl poweroff --no-block > /dev/null 2>&1
+    poll 20 eval '! kill -0 "$NSPAWN_PID" 2> /dev/null'
+  fi
+  # A SIGTERM in the first second of boot can be lost: retry, then kill the container's init.
+  local _
+  for _ in 1 2 3 4 5; do
+    kill -0 "$NSPAWN_PID" 2> /dev/null || break
+    kill -TERM "$NSPAWN_PID" 2> /dev/null
+    poll 3 eval '! kill -0 "$NSPAWN_PID" 2> /dev/null'
+  done
+  if kill -0 "$NSPAWN_PID" 2> /dev/null; then
+    [ -n "$CPID" ] && kill -KILL "$CPID" 2> /dev/null
+    kill -KILL "$NSPAWN_PID" 2> /dev/null
+  fi
+  wait "$NSPAWN_PID" 2> /dev/null
+  NSPAWN_PID=
+}
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  if [ -n "$SKIPPING" ]; then
+    remove_cgroups
+    exit 0
+  fi
+  if [ "$status" -eq 130 ] || [ "$status" -eq 143 ]; then note "interrupted; stopping the container"; fi
+  save_journal
+  stop_container
+  remove_cgroups
+  rm -rf --one-file-system "/run/systemd/nspawn/propagate/$NAME" 2> /dev/null
+  if [ "$FAILED" -gt 0 ] || [ "$status" -ne 0 ]; then
+    if [ -s "$SCRATCH/trialwatch.txt" ]; then
+      echo "e2e: last lines of the units' journal ($SCRATCH/trialwatch.txt; all: $SCRATCH/journal.txt):"
+      grep -v 'Bus private-bus-connection\|bus object\|private connection\|Got message type\|Sent message type' \
+        "$SCRATCH/trialwatch.txt" | tail -n 60
+    elif [ -s "$SCRATCH/console.log" ]; then
+      echo "e2e: last lines of the container's console ($SCRATCH/console.log):"
+      tail -n 40 "$SCRATCH/console.log"
+    fi
+  fi
+  if [ "${E2E_KEEP:-}" != 1 ]; then rm -rf --one-file-system "$ROOT"; fi
+  note "took $(elapsed) s"
+  echo "$PASSED passed, $FAILED failed"
+  if [ "$FAILED" -gt 0 ] && [ "$status" -eq 0 ]; then status=1; fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- Preconditions --------------------------------------------------------------------------
+
+# One run at a time per work folder (the container's name and root are fixed).
+exec 9> "$SCRATCH/lock"
+flock -n 9 || abort "e2e" "another run is using $SCRATCH"
+
+[ -d /sys/fs/cgroup ] || skip "no /sys/fs/cgroup: systemd-nspawn cannot run here"
+command -v python3 > /dev/null || skip "needs python3 for the journal checks"
+if [ ! -x "$BIN/trialwatchd" ] || [ ! -x "$BIN/trialwatchctl" ]; then
+  abort "release build" "no binaries in $BIN; run \`make e2e\`, which builds them"
+fi
+if ! command -v systemd-nspawn > /dev/null || ! command -v debootstrap > /dev/null; then
+  note "installing debootstrap and systemd-container"
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap systemd-container; } \
+    > "$SCRATCH/apt.log" 2>&1 \
+    || skip "systemd-nspawn and debootstrap are missing and apt-get could not install them (see $SCRATCH/apt.log)"
+fi
+
+# --- The root file system, made once and cached ---------------------------------------------
+
+# The first entry of the host's apt sources (one-line or deb822 format) for SUITE.
+debian_mirror() {
+  if [ -n "${E2E_MIRROR:-}" ]; then
+    echo "$E2E_MIRROR"
+    return
+  fi
+  python3 - "$SUITE" << 'EOF'
+import glob, sys
+suite = sys.argv[1]
+def one_line(path):
+    for line in open(path, errors="replace"):
+        words = line.split("#", 1)[0].split()
+        if not words or words[0] != "deb":
+            continue
+        words = words[1:]
+        if words and words[0].startswith("["):
+            while words and not words[0].endswith("]"):
+                words = words[1:]
+            words = words[1:]
+        if len(words) >= 2 and words[1] == suite:
+            return words[0]
+def deb822(path):
+    for stanza in open(path, errors="replace").read().split("\n\n"):
+        fields = {}
+        for line in stanza.splitlines():
+            if line.startswith("#") or ":" not in line or line[0].isspace():
+                continue
+            key, value = line.split(":", 1)
+            fields[key.strip().lower()] = value.split()
+        if fields.get("enabled", ["yes"])[0].lower() == "no":
+            continue
+        if "deb" in fields.get("types", []) and suite in fields.get("suites", []) and fields.get("uris"):
+            return fields["uris"][0]
+paths = ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list"))
+found = None
+for path in paths:
+    try:
+        found = found or one_line(path)
+    except OSError:
+        pass
+for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+    try:
+        found = found or deb822(path)
+    except OSError:
+        pass
+print(found or "http://deb.debian.org/debian")
+EOF
+}
+
+TARBALL=$CACHE/e2e-rootfs-$SUITE-$(echo "$PACKAGES" | sha1sum | cut -c1-8).tar
+if [ ! -s "$TARBALL" ]; then
+  MIRROR=$(debian_mirror)
+  note "making the $SUITE root file system with debootstrap from $MIRROR (about a minute, once)"
+  mkdir -p "$CACHE"
+  rm -rf "$SCRATCH/debootstrap"
+  if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$SCRATCH/debootstrap" "$MIRROR" \
+    > "$SCRATCH/debootstrap.log" 2>&1; then
+    tail -n 20 "$SCRATCH/debootstrap.log"
+    rm -rf "$SCRATCH/debootstrap"
+    abort "root file system" "debootstrap failed (log: $SCRATCH/debootstrap.log)"
+  fi
+  rm -rf "$SCRATCH/debootstrap/var/cache/apt/archives/"*.deb
+  if ! tar -C "$SCRATCH/debootstrap" -cf "$TARBALL.tmp" . || ! mv -f "$TARBALL.tmp" "$TARBALL"; then
+    abort "root file system" "cannot write $TARBALL"
+  fi
+  rm -rf "$SCRATCH/debootstrap"
+fi
+
+# A fresh copy for every run, with trialwatch installed by the Makefile.
+rm -rf "$ROOT"
+mkdir -p "$ROOT"
+tar -C "$ROOT" -xf "$TARBALL" || abort "root file system" "cannot extract $TARBALL"
+if make -C "$REPO" --no-print-directory -s install-files DESTDIR="$ROOT" > "$SCRATCH/install.log" 2>&1; then
+  pass "make install into the container's root"
+else
+  cat "$SCRATCH/install.log"
+  abort "make install into the container's root" "make install-files DESTDIR=$ROOT failed"
+fi
+
+# --- Booting the container ------------------------------------------------------------------
+
+# nspawn runs in cgroup folders of its own, removed afterwards.
+CGROUP_NAME=$NAME-$$
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  CGROUPS=("/sys/fs/cgroup/$CGROUP_NAME") # unified hierarchy only
+else
+  [ -d /sys/fs/cgroup/systemd ] && CGROUPS+=("/sys/fs/cgroup/systemd/$CGROUP_NAME")
+  [ -d /sys/fs/cgroup/unified ] && CGROUPS+=("/sys/fs/cgroup/unified/$CGROUP_NAME")
+fi
+[ ${#CGROUPS[@]} -gt 0 ] || skip "no usable cgroup hierarchy under /sys/fs/cgroup"
+
+# Runs COMMAND... with its process moved into the cgroup folders first.
+in_cgroups() {
+  bash -c 'for dir in $CGROUP_DIRS; do echo $$ > "$dir/cgroup.procs" || exit 97; done; exec "$@"' _ "$@"
+}
+
+NSPAWN_ARGS=(--quiet --directory="$ROOT" --register=no --keep-unit --private-network --link-journal=no
+  --machine="$NAME")
+
+
+for dir in "${CGROUPS[@]}"; do
+  mkdir -p "$dir" || skip "cannot create the cgroup folder $dir"
+done
+export CGROUP_DIRS="${CGROUPS[*]}"
+
+# Can nspawn run here at all (privileges, cgroups)? A short non-booting run says.
+if ! in_cgroups timeout 60 systemd-nspawn "${NSPAWN_ARGS[@]}" --machine="$NAME-probe" /bin/true \
+  > "$SCRATCH/probe.log" 2>&1; then
+  skip "systemd-nspawn cannot run here: $(tail -n 1 "$SCRATCH/probe.log")"
+fi
+
+note "booting systemd in the container"
+rm -f "$SCRATCH/nspawn.pid"
+setsid bash -c 'echo $$ > "$0"; for dir in $CGROUP_DIRS; do echo $$ > "$dir/cgroup.procs" || exit 97; done
+  exec systemd-nspawn "$@"' "$SCRATCH/nspawn.pid" "${NSPAWN_ARGS[@]}" --boot --console=read-only \
+  > "$SCRATCH/console.log" 2>&1 < /dev/null &
+poll 10 test -s "$SCRATCH/nspawn.pid" || abort "container boots" "systemd-nspawn did not start"
+NSPAWN_PID=$(cat "$SCRATCH/nspawn.pid")
+
+# The container's init: the child of nspawn that is PID 1 in its own namespace.
+find_init() {
+  local child
+  for child in $(cat /proc/"$NSPAWN_PID"/task/*/children 2> /dev/null); do
+    if grep -qE '^NSpid:.*[[:space:]]1$' "/proc/$child/status" 2> /dev/null; then
+      CPID=$child
+      return 0
+    fi
+  done
+  return 1
+}
+poll 30 find_init || abort "container boots" "no init process under systemd-nspawn ($(tail -n 3 "$SCRATCH/console.log"))"
+# systemctl needs PID 1's private socket, made early in the boot.
+poll 60 ct test -S /run/systemd/private
+STATE=$(ctt 120 systemctl is-system-running --wait 2>&1)
+case "$STATE" in
+  running) pass "container boots (systemd $(ct systemctl --version | head -n 1 | cut -d' ' -f2), $STATE)" ;;
+  degraded) pass "container boots (degraded: $(ct systemctl --failed --plain --no-legend | cut -d' ' -f1 | tr '\n' ' '))" ;;
+  *) abort "container boots" "is-system-running says: $STATE" ;;
+esac
+
+# --- Installation in the container ----------------------------------------------------------
+
+# Fetches the journal (JSON) into a file: jfetch FILE [journalctl arguments].
+jfetch() {
+  local file=$1
+  shift
+  ct journalctl --no-pager -o json "$@" > "$file" 2> /dev/null
+}
+J=$SCRATCH/j.json
+# The journal's current end, to look only at what comes after: journalctl --after-cursor=...
+cursor_now() {
+  jfetch "$J" -n 1 && python3 "$JOURNAL" cursor "$J"
+}
+
+OUT=$(ct systemd-analyze verify trialwatch.service trialwatch.socket 2>&1)
+if [ $? -eq 0 ] && [ -z "$OUT" ]; then
+  pass "systemd-analyze verify is clean"
+else
+  fail "systemd-analyze verify is clean" "$(echo "$OUT" | tr '\n' ' ')"
+fi
+
+OUT=$(ct systemd-analyze security --offline=yes trialwatch.service 2>&1 | grep -o 'Overall exposure level.*')
+SCORE=$(echo "$OUT" | sed -n 's/.*: \([0-9.]*\) .*/\1/p')
+if [ -n "$SCORE" ] && awk -v s="$SCORE" 'BEGIN { exit !(s <= 1.0) }'; then
+  pass "hardening: exposure $SCORE (at most 1.0)"
+else
+  fail "hardening: exposure at most 1.0" "${OUT:-no score}"
+fi
+
+if ct getent passwd trialwatch > /dev/null && ct getent group trialwatch > /dev/null \
+  && ct getent group trialwatch-admin > /dev/null; then
+  pass "sysusers.d made user trialwatch and groups trialwatch, trialwatch-admin"
+else
+  fail "sysusers.d made user trialwatch and groups trialwatch, trialwatch-admin" \
+    "$(ct getent passwd trialwatch; ct getent group trialwatch trialwatch-admin)"
+fi
+
+OUT=$(ct journalctl --update-catalog 2>&1) || fail "journalctl --update-catalog" "$OUT"
+OUT=$(ct systemctl enable trialwatch.socket trialwatch.service 2>&1)
+if [ $? -eq 0 ] && [ "$(ct systemctl is-enabled trialwatch.socket trialwatch.service | tr '\n' ' ')" = "enabled enabled " ]; then
+  pass "systemctl enable trialwatch.socket trialwatch.service"
+else
+  fail "systemctl enable trialwatch.socket trialwatch.service" "$(echo "$OUT" | tr '\n' ' ')"
+fi
+
+# PID 1 logs every notification a service sends at debug level (READY=1, RELOADING=1,
+# STOPPING=1): turned on for the checks that look for them.
+pid1_debug() {
+  local level=info
+  [ "$1" = on ] && level=debug
+  ct systemd-analyze log-level "$level" > /dev/null 2>&1 || note "cannot set PID 1's log level to $level"
+}
+
+show() { ct systemctl show -P "$1" trialwatch.service; }
+
+# --- Start: active only after READY=1 -------------------------------------------------------
+
+pid1_debug on
+C=$(cursor_now)
+OUT=$(ctt 60 systemctl start trialwatch.service 2>&1)
+RC=$?
+ACTIVE=$(show ActiveState)
+PID=$(show MainPID)
+if [ $RC -ne 0 ] || [ "$ACTIVE" != active ]; then
+  fail "systemctl start waits for READY=1" "systemctl start: rc $RC $OUT; ActiveState=$ACTIVE"
+else
+  ready_logged() {
+    jfetch "$J" -u trialwatch.service --after-cursor="$C" \
+      && python3 "$JOURNAL" has "$J" "Started trialwatch.service"
+  }
+  poll 10 ready_logged
+  if WHY=$(python3 "$JOURNAL" before "$J" "Got notification message from PID $PID \\(.*READY=1" \
+    "Started trialwatch.service"); then
+    pass "systemctl start waits for READY=1 (is-active: $(ct systemctl is-active trialwatch.service))"
+  else
+    fail "systemctl start waits for READY=1" "$WHY"
+  fi
+fi
+pid1_debug off
+
+status_text() { ct systemctl status trialwatch.service --no-pager 2> /dev/null | sed -n 's/^ *Status: //p'; }
+OUT=$(status_text)
+if echo "$OUT" | grep -q '^"0 active trials'; then
+  pass "systemctl status shows STATUS= ($OUT)"
+else
+  fail "systemctl status shows STATUS=" "Status line: ${OUT:-none}"
+fi
+
+# --- Trials whose events fall due in a few seconds ------------------------------------------
+
+# start_trial SUBJECT ARGS...: starts a trial as root and prints its id.
+start_trial() {
+  local subject=$1
+  shift
+  ct trialwatchctl start "$subject" "$@" --json | python3 "$JOURNAL" get trial.id
+}
+
+A=$(start_trial e2e-alpha --duration 6s --reminders 3s)
+B=$(start_trial e2e-beta --duration 8s --reminders 6s,3s)
+if [ -n "$A" ] && [ -n "$B" ]; then
+  pass "trialwatchctl start (trials $A, $B)"
+else
+  fail "trialwatchctl start" "no trial id in the reply ($(ct trialwatchctl start e2e-gamma --duration 1h 2>&1))"
+fi
+
+live_status() { status_text | grep -q '^"2 active trials; next: e2e-'; }
+if poll 5 live_status; then
+  pass "systemctl status shows the live STATUS= ($(status_text))"
+else
+  fail "systemctl status shows the live STATUS=" "Status line: $(status_text)"
+fi
+
+SPECS=("$A:reminder" "$A:expiry" "$B:reminder" "$B:reminder" "$B:expiry")
+events_there() {
+  jfetch "$J" -u trialwatch.service && python3 "$JOURNAL" expect "$J" --wait "$@"
+}
+if poll 30 events_there "${SPECS[@]}"; then
+  if WHY=$(python3 "$JOURNAL" expect "$J" "${SPECS[@]}"); then
+    pass "journal: each reminder and expiry once, with MESSAGE_ID and fields"
+  else
+    fail "journal: each reminder and expiry once, with MESSAGE_ID and fields" "$(echo "$WHY" | tr '\n' ';')"
+  fi
+else
+  fail "journal: each reminder and expiry once, with MESSAGE_ID and fields" \
+    "not all 5 events within 30 s: $(python3 "$JOURNAL" expect "$J" "${SPECS[@]}" | tr '\n' ';')"
+fi
+
+OUT=$(ct journalctl -u trialwatch.service -x --no-pager TRIAL_ID="$A" 2>&1)
+if echo "$OUT" | grep -q "Subject: Trial e2e-alpha expired" \
+  && echo "$OUT" | grep -q "Subject: Trial e2e-alpha reminder" \
+  && echo "$OUT" | grep -q "Defined-By: trialwatch"; then
+  pass "journalctl -x shows the catalog text"
+else
+  fail "journalctl -x shows the catalog text" "$(echo "$OUT" | tail -n 5 | tr '\n' ' ')"
+fi
+
+# --- Reload ---------------------------------------------------------------------------------
+
+PID=$(show MainPID)
+BEFORE=$(ct trialwatchctl start e2e-reload-before --json | python3 "$JOURNAL" get trial.reminders)
+ct sh -c 'mkdir -p /etc/trialwatch/trialwatch.conf.d &&
+  printf "[Trials]\nDefaultReminders=2h, 1h\n" > /etc/trialwatch/trialwatch.conf.d/50-e2e.conf'
+pid1_debug on
+C=$(cursor_now)
+OUT=$(ct systemctl reload trialwatch.service 2>&1)
+RC=$?
+# ExecReload= only sends SIGHUP; the daemon says RELOADING=1 ... READY=1 when done.
+reloaded() {
+  jfetch "$J" -u trialwatch.service --after-cursor="$C" && python3 "$JOURNAL" has "$J" "configuration reloaded" \
+    && python3 "$JOURNAL" has "$J" "Got notification message from PID $PID \\(.*READY=1"
+}
+if [ $RC -ne 0 ]; then
+  fail "systemctl reload applies a changed configuration" "systemctl reload: rc $RC $OUT"
+elif ! poll 10 reloaded; then
+  fail "systemctl reload applies a changed configuration" "no \"configuration reloaded\" and READY=1 within 10 s"
+else
+  AFTER=$(ct trialwatchctl start e2e-reload-after --json | python3 "$JOURNAL" get trial.reminders)
+  if [ "$AFTER" = "2h,1h" ] && [ "$BEFORE" != "$AFTER" ] && [ "$(show MainPID)" = "$PID" ] \
+    && python3 "$JOURNAL" has "$J" "Got notification message from PID $PID \\(.*RELOADING=1"; then
+    pass "systemctl reload applies a changed configuration (reminders $BEFORE -> $AFTER, RELOADING=1 seen)"
+  else
+    fail "systemctl reload applies a changed configuration" \
+      "reminders before $BEFORE, after $AFTER (expected 2h,1h); MainPID $PID -> $(show MainPID)"
+  fi
+fi
+pid1_debug off
+ct rm -f /etc/trialwatch/trialwatch.conf.d/50-e2e.conf
+
+# --- Who may read, who may change -----------------------------------------------------------
+
+ct useradd --system --no-create-home --groups trialwatch e2e-reader
+ct useradd --system --no-create-home --groups trialwatch,trialwatch-admin e2e-admin
+ct useradd --system --no-create-home e2e-outsider
+as() {
+  local user=$1
+  shift
+  ct runuser -u "$user" -- trialwatchctl "$@"
+}
+
+OUT=$( { as e2e-reader list && as e2e-reader status e2e-reload-after; } 2>&1)
+if [ $? -eq 0 ]; then
+  pass "a member of trialwatch may read (list, status)"
+else
+  fail "a member of trialwatch may read (list, status)" "$(echo "$OUT" | tr '\n' ' ')"
+fi
+
+OUT=$(as e2e-reader start e2e-by-reader --duration 1h 2>&1)
+RC=$?
+if [ $RC -ne 0 ] && echo "$OUT" | grep -qi permission; then
+  pass "a member of trialwatch only is refused start (exit $RC: $OUT)"
+else
+  fail "a member of trialwatch only is refused start" \
+    "exit $RC: $(echo "$OUT" | head -n 2 | tr '\n' ' ') (ControlGroup= default must be trialwatch-admin)"
+fi
+
+OUT=$(as e2e-admin start e2e-by-admin --duration 1h 2>&1)
+if [ $? -eq 0 ]; then
+  pass "a member of trialwatch and trialwatch-admin may start"
+else
+  fail "a member of trialwatch and trialwatch-admin may start" "$(echo "$OUT" | tr '\n' ' ')"
+fi
+
+OUT=$(as e2e-outsider list 2>&1)
+RC=$?
+if [ $RC -ne 0 ] && echo "$OUT" | grep -qi permission; then
+  pass "a user outside the groups cannot connect (exit $RC)"
+else
+  fail "a user outside the groups cannot connect" "exit $RC: $(echo "$OUT" | tr '\n' ' ')"
+fi
+
+# --- Catch-up after downtime ----------------------------------------------------------------
+
+REPLY=$(ct trialwatchctl start e2e-late --duration 3s --reminders none --json)
+L=$(echo "$REPLY" | python3 "$JOURNAL" get trial.id)
+ENDS=$(echo "$REPLY" | python3 "$JOURNAL" get trial.endsAt)
+OUT=$(ct systemctl stop trialwatch.socket trialwatch.service 2>&1)
+STATES=$(ct systemctl is-active trialwatch.socket trialwatch.service | tr '\n' ' ')
+if [ -z "$L" ] || [ "$STATES" != "inactive inactive " ]; then
+  fail "a trial that ended while stopped expires once, late" "trial ${L:-not started}; after stop: $STATES $OUT"
+else
+  # Wait until the trial's end is more than 2 s past (LateThreshold= is 1 s).
+  END_NS=$(date -d "$ENDS" +%s%N)
+  poll 30 test "$(date +%s%N)" -gt $((END_NS + 2000000000))
+  OUT=$(ctt 60 systemctl start trialwatch.service 2>&1) || note "systemctl start: $OUT"
+  late_there() { events_there "$L:expiry:late"; }
+  poll 15 late_there
+  if WHY=$(python3 "$JOURNAL" expect "$J" "$L:expiry:late"); then
+    pass "a trial that ended while stopped expires once, late, on the next start (LATENESS_USEC)"
+  else
+    fail "a trial that ended while stopped expires once, late" "$(echo "$WHY" | tr '\n' ';')"
+  fi
+fi
+if [ "$(ct systemctl is-active trialwatch.socket)" = active ]; then
+  pass "starting the service starts trialwatch.socket too"
+else
+  fail "starting the service starts trialwatch.socket too" "trialwatch.socket: $(ct systemctl is-active trialwatch.socket)"
+fi
+
+# --- Watchdog -------------------------------------------------------------------------------
+
+DROPIN=/run/systemd/system/trialwatch.service.d
+ct sh -c "mkdir -p $DROPIN && printf '[Service]\nWatchdogSec=3s\nRestartSec=500ms\nLimitCORE=0\n' > $DROPIN/50-e2e-watchdog.conf"
+ct systemctl daemon-reload
+ctt 60 systemctl restart trialwatch.service
+PID=$(show MainPID)
+W0=$(start_trial e2e-wd0 --duration 2s --reminders none)
+W1=$(start_trial e2e-wd1 --duration 10s --reminders 6s)
+W2=$(start_trial e2e-wd2 --duration 6s --reminders none)
+# Once the first expiry is in, freeze the daemon: its events at +4 s and +6 s fall due while
+# it hangs or restarts, the last one at +10 s after.
+poll 15 events_there "$W0:expiry"
+C=$(cursor_now)
+ct kill -STOP "$PID"
+restarted() {
+  local pid
+  pid=$(show MainPID)
+  [ "$pid" != 0 ] && [ "$pid" != "$PID" ] && [ "$(show ActiveState)" = active ]
+}
+watchdog_logged() {
+  jfetch "$J" -u trialwatch.service --after-cursor="$C" && python3 "$JOURNAL" has "$J" "Watchdog timeout"
+}
+if poll 30 restarted; then
+  if poll 10 watchdog_logged; then
+    pass "a hung daemon is killed by the watchdog and restarted (MainPID $PID -> $(show MainPID))"
+  else
+    fail "a hung daemon is killed by the watchdog and restarted" "restarted, but no \"Watchdog timeout\" in the journal"
+  fi
+else
+  fail "a hung daemon is killed by the watchdog and restarted" \
+    "MainPID $(show MainPID), ActiveState $(show ActiveState) 30 s after SIGSTOP of $PID"
+fi
+SPECS=("$W0:expiry" "$W1:reminder:any" "$W1:expiry:any" "$W2:expiry:any")
+if poll 30 events_there "${SPECS[@]}" && WHY=$(python3 "$JOURNAL" expect "$J" "${SPECS[@]}"); then
+  pass "no event lost or fired twice across the watchdog restart"
+else
+  fail "no event lost or fired twice across the watchdog restart" \
+    "$(python3 "$JOURNAL" expect "$J" "${SPECS[@]}" | tr '\n' ';')"
+fi
+ct rm -f "$DROPIN/50-e2e-watchdog.conf"
+ct systemctl daemon-reload
+ctt 60 systemctl restart trialwatch.service
+
+# --- Socket activation ----------------------------------------------------------------------
+
+ctt 60 systemctl stop trialwatch.service 2> /dev/null
+STATES=$(ct systemctl is-active trialwatch.socket trialwatch.service | tr '\n' ' ')
+OUT=$(ctt 60 trialwatchctl daemon-status 2>&1)
+RC=$?
+if [ "$STATES" = "active inactive " ] && [ $RC -eq 0 ] && [ "$(show ActiveState)" = active ]; then
+  pass "socket activation: trialwatchctl daemon-status starts the stopped service"
+else
+  fail "socket activation: trialwatchctl daemon-status starts the stopped service" \
+    "before: socket, service $STATES; daemon-status exit $RC: $(echo "$OUT" | head -n 2 | tr '\n' ' ');" \
+    "service now $(show ActiveState)"
+fi
+
+# --- Without the socket unit ---------------------------------------------------------------
+
+# The daemon binds Socket= itself: in RuntimeDirectory=, group trialwatch, mode 0660.
+ctt 60 systemctl stop trialwatch.service trialwatch.socket 2> /dev/null
+ct systemctl mask --runtime trialwatch.socket > /dev/null 2>&1
+OUT=$(ctt 60 systemctl start trialwatch.service 2>&1)
+RC=$?
+SOCKET=$(ct stat -c '%U:%G %a %F' /run/trialwatch/io.trialwatch 2>&1)
+READ=$(as e2e-reader list 2>&1)
+READ_RC=$?
+if [ $RC -eq 0 ] && [ "$SOCKET" = "trialwatch:trialwatch 660 socket" ] && [ $READ_RC -eq 0 ] \
+  && [ "$(ct systemctl is-active trialwatch.socket)" != active ]; then
+  pass "without trialwatch.socket the daemon binds the socket itself ($SOCKET)"
+else
+  fail "without trialwatch.socket the daemon binds the socket itself" \
+    "start: rc $RC $(echo "$OUT" | head -n 3 | tr '\n' ' '); socket: $SOCKET; reader: exit $READ_RC $(echo "$READ" | head -n 1)"
+fi
+ctt 60 systemctl stop trialwatch.service
+ct systemctl unmask --runtime trialwatch.socket > /dev/null 2>&1
+ctt 60 systemctl start trialwatch.socket trialwatch.service
+
+# --- Clean stop -----------------------------------------------------------------------------
+
+PID=$(show MainPID)
+pid1_debug on
+C=$(cursor_now)
+OUT=$(ctt 60 systemctl stop trialwatch.service 2>&1)
+RC=$?
+RESULT="rc=$RC ActiveState=$(show ActiveState) Result=$(show Result) ExecMainStatus=$(show ExecMainStatus)"
+stopped_logged() {
+  jfetch "$J" -u trialwatch.service --after-cursor="$C" && python3 "$JOURNAL" has "$J" "Stopped trialwatch.service"
+}
+poll 10 stopped_logged
+if [ "$RESULT" != "rc=0 ActiveState=inactive Result=success ExecMainStatus=0" ]; then
+  fail "systemctl stop is clean" "$RESULT $OUT"
+elif ! python3 "$JOURNAL" has "$J" "Got notification message from PID $PID \\(.*STOPPING=1"; then
+  fail "systemctl stop is clean" "no STOPPING=1 from PID $PID in the journal"
+elif ! python3 "$JOURNAL" has "$J" "Changed (running|reload) -> stop-sigterm"; then
+  fail "systemctl stop is clean" "the unit did not go through deactivating (stop-sigterm)"
+else
+  pass "systemctl stop is clean (STOPPING=1, deactivating, Result=success, ExecMainStatus=0)"
+fi
+pid1_debug off
+
+# --- Over the whole run ---------------------------------------------------------------------
+
+jfetch "$J" -u trialwatch.service
+if WHY=$(python3 "$JOURNAL" duplicates "$J" 2> /dev/null); then
+  pass "no event fired twice in the whole journal"
+else
+  fail "no event fired twice in the whole journal" "$(echo "$WHY" | tr '\n' ';')"
+fi
+if WHY=$(python3 "$JOURNAL" errors "$J"); then
+  pass "trialwatchd logged no errors"
+else
+  fail "trialwatchd logged no errors" "$(echo "$WHY" | head -n 5 | tr '\n' ';')"
+fi

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Checks on journal entries for the end-to-end test (e2e.sh).
+
+Reads `journalctl -o json` output (one JSON object per line) from a file and
+answers one question per subcommand; exit status 0 means yes. Problems are
+printed on standard output, one per line, for the FAIL line's reason.
+
+  expect FILE [--wait] SPEC...    each expected event fired exactly once, with
+                                  its MESSAGE_ID and fields. SPEC is
+                                  TRIAL_ID:KIND[:TIMING], KIND reminder or
+                                  expiry, TIMING ontime, late or any (default
+                                  ontime); reminders are counted per trial.
+                                  --wait: only whether every one is there yet
+  duplicates FILE                 no event id fired more than once
+  before FILE REGEX_A REGEX_B     the first MESSAGE matching A comes before
+                                  the first matching B
+  has FILE REGEX                  some MESSAGE matches
+  errors FILE                     no entry of trialwatchd at priority err or worse
+  cursor FILE                     prints the last entry's cursor
+  get PATH                        prints a value of the JSON object on standard
+                                  input, PATH like trial.id or trial.reminders
+"""
+
+import json
+import re
+import sys
+
+ID_REMINDER = "e0431c29206b4f89b9db88d7e38907bc"
+ID_EXPIRY = "a16bdf9f2f29487d962a88689b1d20c8"
+ID_LATE = "194e6e2d7bac4fb7847f8c84893df546"
+ID_SKIPPED = "1f372a37269d4fa6a822448c5499a6bd"
+FIRED = {ID_REMINDER, ID_EXPIRY, ID_LATE}
+# An event taken more than this after its due time is late (LateThreshold=, default 1s).
+LATE_THRESHOLD_USEC = 1_000_000
+
+
+def entries(path):
+    result = []
+    with open(path, encoding="utf-8", errors="replace") as file:
+        for line in file:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            # journalctl shows binary fields as byte arrays; only text fields matter here.
+            result.append({k: v for k, v in entry.items() if isinstance(v, str)})
+    return result
+
+
+def fired_events(path):
+    return [e for e in entries(path) if e.get("MESSAGE_ID") in FIRED and "EVENT_ID" in e]
+
+
+def check_entry(entry, kind, timing):
+    """The problems of one fired event's entry."""
+    problems = []
+    event = entry.get("EVENT_ID", "?")
+    message_id = entry.get("MESSAGE_ID")
+    for field in ("MESSAGE", "TRIAL_ID", "TRIAL_SUBJECT", "TRIAL_END", "TRIAL_REVISION", "EVENT_KIND",
+                  "EVENT_ID", "DUE_REALTIME_USEC", "LATENESS_USEC", "PRIORITY"):
+        if not entry.get(field):
+            problems.append(f"{event}: no {field}")
+    if entry.get("EVENT_KIND") != kind:
+        problems.append(f"{event}: EVENT_KIND={entry.get('EVENT_KIND')}, expected {kind}")
+    if not event.startswith(entry.get("TRIAL_ID", "-")):
+        problems.append(f"{event}: EVENT_ID does not start with TRIAL_ID={entry.get('TRIAL_ID')}")
+    if kind == "reminder" and not entry.get("REMINDER_OFFSET_SEC"):
+        problems.append(f"{event}: no REMINDER_OFFSET_SEC")
+    if entry.get("_SYSTEMD_UNIT") != "trialwatch.service":
+        problems.append(f"{event}: _SYSTEMD_UNIT={entry.get('_SYSTEMD_UNIT')}")
+    try:
+        lateness = int(entry.get("LATENESS_USEC", ""))
+    except ValueError:
+        lateness = None
+    on_time_id = ID_REMINDER if kind == "reminder" else ID_EXPIRY
+    if timing == "ontime" and message_id != on_time_id:
+        problems.append(f"{event}: MESSAGE_ID={message_id}, expected {on_time_id} (on time; "
+                        f"LATENESS_USEC={entry.get('LATENESS_USEC')})")
+    if timing == "late":
+        if message_id != ID_LATE:
+            problems.append(f"{event}: MESSAGE_ID={message_id}, expected {ID_LATE} (late)")
+        if lateness is None or lateness <= LATE_THRESHOLD_USEC:
+            problems.append(f"{event}: LATENESS_USEC={entry.get('LATENESS_USEC')}, expected over 1 s")
+    if timing == "any" and message_id not in (on_time_id, ID_LATE):
+        problems.append(f"{event}: MESSAGE_ID={message_id}")
+    if message_id == ID_LATE and (lateness is None or lateness <= LATE_THRESHOLD_USEC):
+        problems.append(f"{event}: marked late with LATENESS_USEC={entry.get('LATENESS_USEC')}")
+    return problems
+
+
+def expect(path, specs, wait):
+    wanted = {}  # (trial, kind) -> [timing, ...]
+    for spec in specs:
+        parts = spec.split(":")
+        if len(parts) not in (2, 3) or parts[1] not in ("reminder", "expiry"):
+            print(f"bad spec {spec!r}")
+            return 2
+        timing = parts[2] if len(parts) == 3 else "ontime"
+        wanted.setdefault((parts[0], parts[1]), []).append(timing)
+    trials = {trial for trial, _ in wanted}
+    found = {}  # (trial, kind) -> [entry, ...]
+    for entry in fired_events(path):
+        if entry.get("TRIAL_ID") in trials:
+            found.setdefault((entry["TRIAL_ID"], entry.get("EVENT_KIND")), []).append(entry)
+    if wait:
+        return 0 if all(len(found.get(key, [])) >= len(t) for key, t in wanted.items()) else 1
+    problems = []
+    for key, timings in sorted(wanted.items()):
+        got = found.get(key, [])
+        if len(got) != len(timings):
+            problems.append(f"trial {key[0]}: {len(got)} {key[1]} entries, expected {len(timings)}")
+        by_id = {}
+        for entry in got:
+            by_id.setdefault(entry["EVENT_ID"], []).append(entry)
+        for event, same in by_id.items():
+            if len(same) > 1:
+                problems.append(f"{event}: fired {len(same)} times")
+        # Entries in due order against the timings in the order given.
+        got = sorted(got, key=lambda e: int(e.get("DUE_REALTIME_USEC", "0") or 0))
+        for entry, timing in zip(got, timings):
+            problems += check_entry(entry, key[1], timing)
+    for key, got in found.items():
+        if key not in wanted:
+            problems.append(f"trial {key[0]}: unexpected {key[1]} entries: "
+                            + ", ".join(e["EVENT_ID"] for e in got))
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
+def duplicates(path):
+    counts = {}
+    for entry in fired_events(path):
+        counts[entry["EVENT_ID"]] = counts.get(entry["EVENT_ID"], 0) + 1
+    twice = {event: n for event, n in counts.items() if n > 1}
+    for event, n in sorted(twice.items()):
+        print(f"{event} fired {n} times")
+    print(f"{len(counts)} events fired", file=sys.stderr)
+    return 1 if twice else 0
+
+
+def first_index(all_entries, pattern):
+    regex = re.compile(pattern)
+    for index, entry in enumerate(all_entries):
+        if regex.search(entry.get("MESSAGE", "")):
+            return index
+    return None
+
+
+def before(path, pattern_a, pattern_b):
+    all_entries = entries(path)
+    a, b = first_index(all_entries, pattern_a), first_index(all_entries, pattern_b)
+    if a is None:
+        print(f"no entry matches {pattern_a!r}")
+        return 1
+    if b is None:
+        print(f"no entry matches {pattern_b!r}")
+        return 1
+    if a > b:
+        print(f"{pattern_b!r} came before {pattern_a!r}")
+        return 1
+    return 0
+
+
+def has(path, pattern):
+    return 0 if first_index(entries(path), pattern) is not None else 1
+
+
+def errors(path):
+    bad = [e for e in entries(path)
+           if e.get("SYSLOG_IDENTIFIER") == "trialwatchd" and e.get("PRIORITY", "6").isdigit()
+           and int(e["PRIORITY"]) <= 3]
+    for entry in bad:
+        print(f"priority {entry['PRIORITY']}: {entry.get('MESSAGE', '')}")
+    return 1 if bad else 0
+
+
+def cursor(path):
+    all_entries = entries(path)
+    if not all_entries or "__CURSOR" not in all_entries[-1]:
+        return 1
+    print(all_entries[-1]["__CURSOR"])
+    return 0
+
+
+def get(path_expression):
+    text = sys.stdin.read().strip().splitlines()
+    if not text:
+        return 1
+    value = json.loads(text[-1])
+    for part in path_expression.split("."):
+        if isinstance(value, list):
+            value = value[int(part)]
+        else:
+            value = value.get(part)
+        if value is None:
+            return 1
+    print(",".join(str(v) for v in value) if isinstance(value, list) else value)
+    return 0
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    command, args = argv[1], argv[2:]
+    if command == "expect":
+        wait = "--wait" in args
+        args = [a for a in args if a != "--wait"]
+        return expect(args[0], args[1:], wait)
+    if command == "duplicates":
+        return duplicates(args[0])
+    if command == "before":
+        return before(args[0], args[1], args[2])
+    if command == "has":
+        return has(args[0], args[1])
+    if command == "errors":
+        return errors(args[0])
+    if command == "cursor":
+        return cursor(args[0])
+    if command == "get":
+        return get(args[0])
+    print(f"unknown command {command!r}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
