@@ -3,13 +3,19 @@ import Logging
 import Synchronization
 import TrialControl
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// One client connection. All its state belongs to its own serial queue; reads and writes
 /// go through non-blocking Dispatch sources, so a client that stops reading or writing holds
 /// up nobody but itself.
 ///
-/// Calls are taken one at a time in arrival order: the next message is read from the buffer
-/// only once the previous call is answered, which keeps replies in order. While a call is with
-/// the backend, bytes keep arriving into the buffer, up to a bound.
+/// Calls are taken in arrival order and answered in that order. Changing calls a client
+/// pipelines run together (up to `maximumChangesInFlight`): the engine applies them in order
+/// and commits them as one group. Any other call waits until everything before it is answered,
+/// so a read sees every change the client made before it. While calls are with the backend,
+/// bytes keep arriving into the buffer, up to a bound.
 final class ControlConnection: @unchecked Sendable {
   let id: UInt64
   let queue: DispatchQueue
@@ -34,8 +40,28 @@ final class ControlConnection: @unchecked Sendable {
   private var bytesQueued = 0
   private var bytesWritten = 0
 
-  /// A call is with the backend.
-  private var busy = false
+  /// Replies owed, in call order; a slot is filled when its call is answered.
+  private var owed: [OwedReply] = []
+  /// Calls with the backend, and how many of them change trials.
+  private var callsInFlight = 0
+  private var changesInFlight = 0
+  /// A call that waits for every call before it to be answered (a read after changes, or a
+  /// Watch).
+  private var held: (call: VarlinkCall, request: ControlRequest)?
+  /// A call is with the backend or waiting for one.
+  private var busy: Bool { !owed.isEmpty || held != nil }
+
+  /// Changing calls of one connection with the backend at once.
+  static let maximumChangesInFlight = 64
+
+  /// A reply owed to the client. Touched only on the connection's queue.
+  private final class OwedReply: @unchecked Sendable {
+    let oneway: Bool
+    var answered = false
+    var reply: VarlinkReply?
+
+    init(oneway: Bool) { self.oneway = oneway }
+  }
   /// `processInput` is on the stack: whatever it would do again, its loop does.
   private var processing = false
   /// The client has closed its end for writing.
@@ -48,8 +74,11 @@ final class ControlConnection: @unchecked Sendable {
 
   private var watch: WatchStream?
 
-  /// Marks each connection's queue, so that a completion called on it runs without a hop.
-  private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+  /// The thread running `perform` on this connection's queue, while it does (0 otherwise): a
+  /// completion called on that thread, before `perform` returns, runs without a hop. (Not
+  /// `DispatchQueue.setSpecific`: disposing of a queue with specifics goes through a global
+  /// queue, which starts libdispatch's once-a-second worker monitor for good.)
+  private let performingThread = Atomic<UInt>(0)
   /// Completions that ran on the connection's queue, without a hop (for tests).
   static let inlineCompletions = Atomic<Int>(0)
 
@@ -70,7 +99,6 @@ final class ControlConnection: @unchecked Sendable {
       logger[metadataKey: "peer_uid"] = "\(peer.uid)"
     }
     self.logger = logger
-    queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
   }
 
   func start() {
@@ -198,7 +226,7 @@ final class ControlConnection: @unchecked Sendable {
     guard !processing else { return }
     processing = true
     defer { processing = false }
-    while !closed && !busy && !closeWhenFlushed {
+    while !closed && !closeWhenFlushed && held == nil && changesInFlight < Self.maximumChangesInFlight {
       if watch != nil {
         if decoder.bufferedByteCount > 0 {
           logger.notice("closing a watching connection that sent another call; use a separate connection")
@@ -255,21 +283,49 @@ final class ControlConnection: @unchecked Sendable {
           "refused a call that changes trials: the caller is not root, the daemon's user or in the group",
           metadata: ["method": "\(call.method)"])
       }
-      if !call.oneway { send(VarlinkReply(error: error)) }
+      answer(call, VarlinkReply(error: error))
     case .success(.reply(let parameters)):
-      if !call.oneway { send(VarlinkReply(parameters: parameters)) }
-    case .success(.watch):
-      startWatch()
+      answer(call, VarlinkReply(parameters: parameters))
     case .success(let request):
-      busy = true
-      perform(request) { [self] result in
-        // A backend that answers at once, on this queue, is answered without a hop.
-        if DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) {
-          Self.inlineCompletions.add(1, ordering: .relaxed)
-          self.finished(call, result)
-        } else {
-          queue.async { self.finished(call, result) }
-        }
+      if request.changesTrials ? callsInFlight > changesInFlight : busy {
+        held = (call, request)
+      } else {
+        start(call, request)
+      }
+    }
+  }
+
+  /// Answers at once, or queues the reply behind those still owed.
+  private func answer(_ call: VarlinkCall, _ reply: VarlinkReply) {
+    if owed.isEmpty {
+      if !call.oneway { send(reply) }
+    } else {
+      let slot = OwedReply(oneway: call.oneway)
+      slot.answered = true
+      slot.reply = reply
+      owed.append(slot)
+    }
+  }
+
+  private func start(_ call: VarlinkCall, _ request: ControlRequest) {
+    if case .watch = request {
+      startWatch()
+      return
+    }
+    let slot = OwedReply(oneway: call.oneway)
+    owed.append(slot)
+    let change = request.changesTrials
+    callsInFlight += 1
+    if change { changesInFlight += 1 }
+    performingThread.store(UInt(pthread_self()), ordering: .relaxed)
+    defer { performingThread.store(0, ordering: .relaxed) }
+    perform(request) { [self] result in
+      // A backend that answers at once, on this queue's thread, is answered without a hop.
+      if performingThread.load(ordering: .relaxed) == UInt(pthread_self()) {
+        Self.inlineCompletions.add(1, ordering: .relaxed)
+        self.finished(slot, change: change, result)
+      } else {
+        queue.async { self.finished(slot, change: change, result) }
       }
     }
   }
@@ -311,14 +367,24 @@ final class ControlConnection: @unchecked Sendable {
     }
   }
 
-  private func finished(_ call: VarlinkCall, _ result: Result<JSONObject, ControlError>) {
-    busy = false
+  private func finished(_ slot: OwedReply, change: Bool, _ result: Result<JSONObject, ControlError>) {
+    callsInFlight -= 1
+    if change { changesInFlight -= 1 }
     guard !closed else { return }
-    if !call.oneway {
-      switch result {
-      case .success(let parameters): send(VarlinkReply(parameters: parameters))
-      case .failure(let error): send(VarlinkReply(error: error))
-      }
+    slot.answered = true
+    switch result {
+    case .success(let parameters): slot.reply = VarlinkReply(parameters: parameters)
+    case .failure(let error): slot.reply = VarlinkReply(error: error)
+    }
+    var answered = 0
+    while answered < owed.count, owed[answered].answered {
+      if !owed[answered].oneway, let reply = owed[answered].reply { send(reply) }
+      answered += 1
+    }
+    owed.removeFirst(answered)
+    if let held, owed.isEmpty {
+      self.held = nil
+      start(held.call, held.request)
     }
     processInput()
   }

@@ -13,6 +13,14 @@ enum ControlRequest: Sendable {
   case simulate(SimulateParameters)
   case getStatus
   case watch
+
+  /// Whether the request changes trials (and so goes through the engine's group commit).
+  var changesTrials: Bool {
+    switch self {
+    case .startTrial, .extendTrial, .endTrial: true
+    default: false
+    }
+  }
 }
 
 /// Turns a Varlink call into a request, or into the error to reply with: unknown interface or

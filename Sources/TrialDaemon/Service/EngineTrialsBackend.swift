@@ -27,11 +27,13 @@ public final class EngineTrialsBackend: TrialsBackend, @unchecked Sendable {
   /// Carries a non-Sendable value across to the engine queue.
   private struct Bound<T>: @unchecked Sendable { let value: T }
 
+  /// A read: runs on the engine's queue, but on the caller's thread (`sync`), so that the
+  /// answer needs no thread hop either way; the completion runs back on the caller's queue.
+  /// Reads touch no disk beyond LMDB's mapped pages and never wait for a commit.
   private func run<T>(_ completion: @escaping Completion<T>, _ body: @escaping (Engine) throws -> T) {
     let bound = Bound(value: body)
-    queue.async { [self] in
-      completion(Self.result { try bound.value(engine) })
-    }
+    let result = queue.sync { [self] in Bound(value: Self.result { try bound.value(engine) }) }
+    completion(result.value)
   }
 
   private static func result<T>(_ body: () throws -> T) -> Result<T, ControlError> {

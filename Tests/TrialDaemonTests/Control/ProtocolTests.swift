@@ -109,6 +109,30 @@ import TrialDaemonTesting
     }
   }
 
+  @Test func pipelinedChanges_RunTogether_AReadAfterThemWaits_AndRepliesKeepTheirOrder() throws {
+    let fixture = try ServerFixture(ids: [1, 2, 3, 4])
+    let raw = try fixture.raw()
+    fixture.backend.pause()
+    var bytes: [UInt8] = []
+    for subject in ["a", "b", "a"] {
+      bytes += VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": .string(subject)])
+        .encoded()
+    }
+    bytes += VarlinkCall(method: "io.trialwatch.Trials.GetTrial", parameters: ["subject": "b"]).encoded()
+    bytes += VarlinkCall(method: "org.varlink.service.GetInfo").encoded()
+    try raw.sendBytes(bytes)
+    // The three changes reach the backend together; the read waits for them.
+    #expect(fixture.backend.waitUntilReceived(3))
+    #expect(fixture.backend.callsReceived == 3)
+    fixture.backend.resume()
+    #expect(try TrialReply(json: raw.receive().parameters).trial.subject == "a")
+    #expect(try TrialReply(json: raw.receive().parameters).trial.subject == "b")
+    #expect(try raw.receive().error == "io.trialwatch.SubjectAlreadyActive")
+    #expect(try TrialReply(json: raw.receive().parameters).trial.subject == "b", "the read sees the changes")
+    #expect(try raw.receive().parameters["product"]?.stringValue == "trialwatchd")
+    #expect(fixture.backend.callsReceived == 4)
+  }
+
   @Test func callsOnOtherConnectionsGoOnWhileTheBackendIsBusy() throws {
     let fixture = try ServerFixture(ids: [1])
     let slow = try fixture.raw()
