@@ -11,7 +11,46 @@ import TrialDaemon
 /// `makeBackend` is the backend behind the server: an in-memory one by default; the daemon's
 /// engine to measure the whole path.
 func runControlBench(makeBackend: () throws -> any TrialsBackend) throws {
+  print("control_socket_floor_rps: \(Int(try socketPingPongRate())) req/s")
   try runControlBench(makeBackend: makeBackend, suffix: "")
+}
+
+/// The floor under every round-trip figure: two threads passing 100 bytes back and forth
+/// over a connected pair of Unix stream sockets with blocking reads and writes, no parsing
+/// and no Dispatch. Round trips per second.
+private func socketPingPongRate(roundTrips: Int = 50_000) throws -> Double {
+  var pair: [Int32] = [0, 0]
+  guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { throw POSIXError(.EIO) }
+  defer {
+    close(pair[0])
+    close(pair[1])
+  }
+  let echo = pair[1]
+  let echoed = DispatchSemaphore(value: 0)
+  let thread = Thread {
+    var buffer = [UInt8](repeating: 0, count: 256)
+    while true {
+      let count = read(echo, &buffer, buffer.count)
+      if count <= 0 || write(echo, buffer, count) != count { break }
+    }
+    echoed.signal()
+  }
+  thread.start()
+  var buffer = [UInt8](repeating: 0, count: 256)
+  let began = DispatchTime.now().uptimeNanoseconds
+  for _ in 0..<roundTrips {
+    guard write(pair[0], buffer, 100) == 100 else { throw POSIXError(.EIO) }
+    var received = 0
+    while received < 100 {
+      let count = read(pair[0], &buffer, buffer.count)
+      guard count > 0 else { throw POSIXError(.EIO) }
+      received += count
+    }
+  }
+  let elapsed = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
+  shutdown(pair[0], Int32(SHUT_WR))
+  echoed.wait()
+  return Double(roundTrips) / elapsed
 }
 
 private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix: String) throws {
@@ -64,6 +103,18 @@ private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix
   }
   print("control_start_rps_\(clients)\(suffix): \(Int(starts.requestsPerSecond)) req/s")
   print("control_start_p99_\(clients)\(suffix): \(format(starts.p99)) ms")
+
+  // The same with each client pipelining 32 calls (Varlink allows it): the daemon runs a
+  // connection's changes together, so a group commit takes up to 4 × 32 of them.
+  let pipelined = try measureCalls(path: path, clients: clients, callsPerClient: 20_000, depth: 32) {
+    client, call in
+    VarlinkCall(
+      method: TrialsMethod.startTrial.qualifiedName,
+      parameters: ["subject": .string("pipelined-\(client)-\(call)"), "duration": .string("30d")]
+    ).encoded()
+  }
+  print("control_start_pipelined_rps_\(clients)\(suffix): \(Int(pipelined.requestsPerSecond)) req/s")
+  print("control_start_pipelined_p99_\(clients)\(suffix): \(format(pipelined.p99)) ms")
 }
 
 private struct GetTrialFigures {
@@ -78,10 +129,11 @@ private final class ClientRun: @unchecked Sendable {
   var failure: (any Error)?
 }
 
-/// Runs `callsPerClient` calls on each of `clients` connections at once, one call at a time
-/// per connection; `request(client, call)` gives each call's bytes (negative calls warm up).
+/// Runs `callsPerClient` calls on each of `clients` connections at once, `depth` calls in
+/// flight per connection (1: one at a time); `request(client, call)` gives each call's bytes
+/// (negative calls warm up). A call's latency runs from its sending to its reply.
 private func measureCalls(
-  path: String, clients: Int, callsPerClient: Int, request: @escaping (Int, Int) -> [UInt8]
+  path: String, clients: Int, callsPerClient: Int, depth: Int = 1, request: @escaping (Int, Int) -> [UInt8]
 ) throws -> GetTrialFigures {
   let runs = (0..<clients).map { _ in ClientRun() }
   let connections = try (0..<clients).map { _ in try VarlinkClient(path: path) }
@@ -101,10 +153,21 @@ private func measureCalls(
         for call in 0..<200 { try roundTrip(connection, request(index, -1 - call)) }
         ready.leave()
         start.wait()
+        var sentAt: [UInt64] = []
+        sentAt.reserveCapacity(callsPerClient)
+        for call in 0..<min(depth, callsPerClient) {
+          sentAt.append(DispatchTime.now().uptimeNanoseconds)
+          try connection.sendBytes(request(index, call))
+        }
         for call in 0..<callsPerClient {
-          let began = DispatchTime.now().uptimeNanoseconds
-          try roundTrip(connection, request(index, call))
-          run.latencies.append(DispatchTime.now().uptimeNanoseconds - began)
+          let reply = try connection.receive()
+          if let error = reply.error { throw ControlError(name: error, parameters: reply.parameters) }
+          run.latencies.append(DispatchTime.now().uptimeNanoseconds - sentAt[call])
+          let next = call + depth
+          if next < callsPerClient {
+            sentAt.append(DispatchTime.now().uptimeNanoseconds)
+            try connection.sendBytes(request(index, next))
+          }
         }
       } catch {
         run.failure = error

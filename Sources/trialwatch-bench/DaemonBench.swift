@@ -1,4 +1,5 @@
 import Foundation
+import TrialControl
 import TrialCore
 import TrialStore
 
@@ -7,7 +8,7 @@ import TrialStore
 #endif
 
 /// trialwatchd itself, as a process: time from start to READY=1 and resident memory with
-/// 1,000,000 active trials, and its context switches while idle.
+/// 1,000,000 active trials, and its context switches while idle after a client's calls.
 func runDaemonBench() throws {
   let directory = try temporaryDirectory("daemon")
   defer { try? FileManager.default.removeItem(at: directory) }
@@ -57,7 +58,12 @@ func runDaemonBench() throws {
   report("daemon_rss_after_ready_\(trials / 1000)k", Double(residentBytes(of: pid)) / 1e6, "MB", digits: 1)
 
   let seconds = Double(ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_IDLE_SECONDS"] ?? "") ?? 60
-  // Let start-up's last work (status, worker threads winding down) settle first.
+  // Idle after use: a client starts and reads a trial and closes its connection first.
+  let client = try TrialsClient(path: directory.appendingPathComponent("io.trialwatch").path)
+  let started = try client.startTrial(StartTrialParameters(subject: "idle-check", duration: Days(30)))
+  _ = try client.getTrial(GetTrialParameters(id: started.id))
+  client.connection.close()
+  // Let the last work (status, worker threads winding down) settle first.
   _ = notify.receive(timeout: 2)
   let before = contextSwitches(of: pid)
   _ = notify.receive(timeout: seconds)
