@@ -103,9 +103,8 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The domain's refusal, as the error a client receives.
   public init(_ error: TrialError) {
     switch error.code {
-    case .notFound(let what):
-      let id = what.hasPrefix("with id ") ? TrialID(what.dropFirst("with id ".count)) : nil
-      self = .trialNotFound(id: id)
+    case .notFound(let id, let subject):
+      self = .trialNotFound(id: id, subject: subject)
     case .subjectAlreadyActive(let subject, let existing):
       self = .subjectAlreadyActive(subject: subject, existing: existing)
     case .notActive(let id, let state):

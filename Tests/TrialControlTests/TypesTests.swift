@@ -141,7 +141,8 @@ import TrialCore
 
   @Test func domainErrorsBecomeTheirVarlinkErrors() {
     let id = TrialID(0x5)
-    #expect(ControlError(TrialError(.notFound("with id \(id)"))) == .trialNotFound(id: id))
+    #expect(ControlError(TrialError.notFound(id: id)) == .trialNotFound(id: id))
+    #expect(ControlError(TrialError.notFound(subject: "acme-42")) == .trialNotFound(subject: "acme-42"))
     #expect(
       ControlError(TrialError(.subjectAlreadyActive(subject: "s", existing: id)))
         == .subjectAlreadyActive(subject: "s", existing: id))

@@ -14,7 +14,7 @@ import TrialTesting
     let (found, ledger) = try h.engine.trialWithLedger(id: trial.id)
     #expect(found.id == trial.id)
     #expect(ledger.map(\.outcome) == [.skipped(.alreadyDueAtStart), .fired])
-    #expect(throws: TrialError(.notFound("with id 00000000000000ff"))) {
+    #expect(throws: TrialError.notFound(id: TrialID(0xff))) {
       try h.engine.trialWithLedger(id: TrialID(0xff))
     }
     h.engine.stop()

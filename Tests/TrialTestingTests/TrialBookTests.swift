@@ -231,7 +231,7 @@ struct TrialBookTests {
 
   @Test func testExtendAndEnd_RefuseUnknownAndEndedTrials() throws {
     let trial = try start("acme", ids: SequenceTrialIDGenerator([5])).trial
-    #expect(throws: TrialError(.notFound("with id 0000000000000006"))) {
+    #expect(throws: TrialError.notFound(id: TrialID(6))) {
       try repository.extendTrial(TrialID(6), to: days(9), now: now)
     }
     #expect(throws: TrialError.invalid("endsAt", "the new end must lie in the future")) {

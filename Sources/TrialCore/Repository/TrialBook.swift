@@ -146,7 +146,7 @@ public enum TrialBook {
   public static func extendTrial(
     in txn: any TrialWriteTransaction, _ id: TrialID, to endDate: Date, now: Date
   ) throws -> (trial: Trial, skipped: [DueEvent]) {
-    guard var trial = try txn.trial(id) else { throw TrialError(.notFound("with id \(id)")) }
+    guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
     guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
     guard endDate > now else { throw TrialError.invalid("endsAt", "the new end must lie in the future") }
     trial.reschedule(endDate: endDate)
@@ -160,7 +160,7 @@ public enum TrialBook {
   public static func endTrial(
     in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, now: Date
   ) throws -> Trial {
-    guard var trial = try txn.trial(id) else { throw TrialError(.notFound("with id \(id)")) }
+    guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
     guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
     trial.state = outcome.state
     trial.endedAt = now

@@ -22,7 +22,7 @@ public struct EngineStatus: Hashable, Sendable {
 extension Engine {
   public func trial(id: TrialID) throws -> Trial {
     guard let trial = try repository.read({ try $0.trial(id) }) else {
-      throw TrialError(.notFound("with id \(id)"))
+      throw TrialError.notFound(id: id)
     }
     return trial
   }
@@ -33,7 +33,7 @@ extension Engine {
       guard let id = try txn.activeTrialID(subject: subject) else { return nil }
       return try txn.trial(id)
     }
-    guard let found else { throw TrialError(.notFound("active for subject \"\(subject)\"")) }
+    guard let found else { throw TrialError.notFound(subject: subject) }
     return found
   }
 
@@ -58,7 +58,7 @@ extension Engine {
   /// A trial and every ledger entry it has, over all revisions, read together.
   public func trialWithLedger(id: TrialID) throws -> (trial: Trial, ledger: [LedgerEntry]) {
     let (trial, ledger) = try repository.read { txn in (try txn.trial(id), try txn.ledgerEntries(trial: id)) }
-    guard let trial else { throw TrialError(.notFound("with id \(id)")) }
+    guard let trial else { throw TrialError.notFound(id: id) }
     return (trial, ledger)
   }
 

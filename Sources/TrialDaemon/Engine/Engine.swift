@@ -419,7 +419,7 @@ public final class Engine {
         ids: ids)
       return CommandResult(trial: started.trial, skipped: started.skipped)
     case .extend(let id, let by, let endsAt):
-      guard let current = try txn.trial(id) else { throw TrialError(.notFound("with id \(id)")) }
+      guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
       let end: Date
       if let endsAt {
         end = endsAt
