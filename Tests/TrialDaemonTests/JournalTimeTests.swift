@@ -42,7 +42,8 @@ import Testing
 
   @Test(arguments: [
     (86_400.0, "1 day"), (86_401.0, "2 days"), (2.5 * 86_400, "3 days"), (43_200.0, "12h"),
-    (86_399.0, "23h 59min"),
+    (86_399.0, "1 day"), (86_399.995, "1 day"), (84_600.0, "23h 30min"), (84_600.5, "23h 31min"),
+    (29.997, "30s"), (1.5, "2s"), (0.25, "250ms"), (3_599.2, "1h"),
   ])
   func timeLeft(seconds: Double, text: String) {
     #expect(JournalTime.left(seconds) == text)

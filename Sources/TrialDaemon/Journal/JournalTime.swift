@@ -77,15 +77,23 @@ enum JournalTime {
     return parts.joined(separator: " ")
   }
 
-  /// Time left as a reader counts it: whole days rounded up from one day on (`3 days`,
-  /// `1 day`), the two largest units below a day (`11h 59min`).
+  /// Time left as a reader counts it, always rounded up (as days left are): whole days from
+  /// one day on (`3 days`, `1 day`), the two largest units below a day, the smaller one rounded
+  /// up (`11h 59min`; a one-day reminder taken 5 ms late still reads `1 day`), milliseconds
+  /// below a second.
   static func left(_ interval: TimeInterval) -> String {
-    if interval >= Days.secondsPerDay {
-      let days = Days(timeInterval: interval).userFacingAmount
+    func days(_ seconds: TimeInterval) -> String {
+      let days = Days(timeInterval: seconds).userFacingAmount
       return days == 1 ? "1 day" : "\(days) days"
     }
-    // Rounded up to the millisecond, as days are: 1.9999996 s left reads as 2s.
-    return approximate((interval * 1000).rounded(.up) / 1000)
+    if interval >= Days.secondsPerDay { return days(interval) }
+    guard interval >= 1 else { return approximate((interval * 1000).rounded(.up) / 1000) }
+    let seconds = Int64(interval.rounded(.up))
+    // The smaller of the two units shown: minutes from an hour on, seconds below.
+    let step: Int64 = seconds >= 3_600 ? 60 : 1
+    let shown = (seconds + step - 1) / step * step
+    if Double(shown) >= Days.secondsPerDay { return days(Double(shown)) }
+    return approximate(Double(shown))
   }
 
   /// Appends the decimal digits of a non-negative `value`, zero-padded to `width`.
