@@ -84,7 +84,10 @@ import TrialControl
     object["m"] = 3
     object["z"] = nil
     #expect(object.keys == ["a", "m"])
-    guard case .object(let parsed) = try JSONValue.parse(#"{"k": 1, "k": 2}"#) else { return }
+    guard case .object(let parsed) = try JSONValue.parse(#"{"k": 1, "k": 2}"#) else {
+      Issue.record("not parsed as an object")
+      return
+    }
     #expect(parsed["k"] == 1)
     #expect(parsed.count == 1)
   }

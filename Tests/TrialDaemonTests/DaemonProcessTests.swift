@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TrialControl
 import TrialDaemonTesting
 
 #if canImport(Glibc)
@@ -117,5 +118,34 @@ import TrialDaemonTesting
     #expect(daemon.waitForExit() == 0)
     #expect(text.contains("--check-config"))
     #expect(text.contains("Exit status"))
+  }
+
+  @Test func sighup_AppliesAChangedConfiguration_AndKeepsTheRunningOneWhenInvalid() throws {
+    let daemon = try DaemonProcess(config: "[Trials]\nDefaultLength=5d\n")
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let client = try TrialsClient(path: daemon.socketPath)
+    func defaultLength(_ subject: String) throws -> TimeInterval {
+      let trial = try client.startTrial(StartTrialParameters(subject: subject))
+      return trial.endsAt.timeIntervalSince(trial.startedAt)
+    }
+    #expect(try defaultLength("before") == 5 * 86_400)
+
+    let config = daemon.directory.appendingPathComponent("trialwatch.conf").path
+    try "[Trials]\nDefaultLength=2d\n".write(toFile: config, atomically: true, encoding: .utf8)
+    daemon.signal(SIGHUP)
+    #expect(daemon.notify.waitFor { $0.contains("RELOADING=1") }.found != nil)
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    #expect(try defaultLength("after") == 2 * 86_400)
+
+    // An invalid configuration is not applied: the running one stays.
+    try "[Trials]\nDefaultLength=forever\n".write(toFile: config, atomically: true, encoding: .utf8)
+    daemon.signal(SIGHUP)
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    #expect(try defaultLength("kept") == 2 * 86_400)
+    client.connection.close()
+    daemon.signal(SIGTERM)
+    #expect(daemon.waitForExit() == 0)
+    #expect(daemon.standardError.contains("configuration not reloaded"))
   }
 }

@@ -71,7 +71,6 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   private var journalSink: JournalEventSink?
   private var clockSteps: ClockStepWatcher?
   private var services: [any DaemonService] = []
-  private let startedUptime = DispatchTime.now()
 
   public init(options: DaemonOptions, openRepository: @escaping RepositoryOpener) {
     self.options = options
@@ -195,11 +194,6 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   public var currentConfiguration: DaemonConfiguration {
     dispatchPrecondition(condition: .onQueue(queue))
     return configuration
-  }
-
-  /// Seconds since the daemon started.
-  public var uptime: TimeInterval {
-    Double(DispatchTime.now().uptimeNanoseconds - startedUptime.uptimeNanoseconds) / 1e9
   }
 
   private func reload() {
