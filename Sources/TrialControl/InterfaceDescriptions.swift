@@ -84,7 +84,8 @@ type TrialCounts (
 # reminders apply, and an empty list means none.
 method StartTrial(subject: string, duration: ?string, endsAt: ?string, reminders: ?[]string) -> (trial: Trial)
 
-# One trial, by id or by subject (its active trial). Give exactly one.
+# One trial, by id or by subject (its active trial, else its most recent one).
+# Give exactly one.
 method GetTrial(id: ?string, subject: ?string) -> (trial: Trial)
 
 # Trials in id order, a page at a time: pass the reply's next as after to get

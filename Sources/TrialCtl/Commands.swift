@@ -53,6 +53,20 @@ struct Session {
     return reply
   }
 
+  /// The trial a command names: an id as given (hexadecimal digits), else the subject's
+  /// trial (its active one, else its most recent), looked up without printing the reply.
+  func trialID(_ idOrSubject: String) throws -> TrialID {
+    if let id = TrialID(idOrSubject) { return id }
+    let reply: JSONObject
+    do {
+      reply = try client.connection.call(
+        TrialsMethod.getTrial.qualifiedName, GetTrialParameters(subject: idOrSubject).json)
+    } catch {
+      throw CtlFailure(error)
+    }
+    return try decode(reply, as: TrialReply.self).trial.id
+  }
+
   func decode<R: JSONRepresentable>(_ parameters: JSONObject, as type: R.Type) throws -> R {
     do {
       return try client.connection.decode(parameters, as: R.self)
@@ -65,6 +79,10 @@ struct Session {
 // MARK: Reading arguments
 
 enum Arguments {
+  static let trialHelp = ArgumentHelp(
+    "A trial id (hexadecimal digits) or a subject (its active trial, else its most recent).",
+    valueName: "id-or-subject")
+
   static func trialID(_ text: String, _ what: String = "ID") throws -> TrialID {
     guard let id = TrialID(text) else {
       throw ValidationError("\(what) \"\(text)\" is not a trial id (16 hexadecimal digits)")
@@ -148,7 +166,7 @@ struct Start: ParsableCommand, CtlCommand {
 
 struct Status: ParsableCommand, CtlCommand {
   static let configuration = CommandConfiguration(
-    abstract: "Show one trial, by id or by subject (its active trial).",
+    abstract: "Show one trial, by id or by subject (its active trial, else its most recent).",
     discussion: "Example: trialwatchctl status acme-42")
 
   @OptionGroup var global: GlobalOptions
@@ -163,8 +181,12 @@ struct Status: ParsableCommand, CtlCommand {
       do {
         reply = try session.call(.getTrial, GetTrialParameters(id: id))
       } catch let failure as CtlFailure where failure.exitCode == .notFound {
-        // Sixteen hex digits may also be a subject.
-        reply = try session.call(.getTrial, GetTrialParameters(subject: trial))
+        // Sixteen hex digits may also be a subject; if not, the id was meant.
+        do {
+          reply = try session.call(.getTrial, GetTrialParameters(subject: trial))
+        } catch let other as CtlFailure where other.exitCode == .notFound {
+          throw failure
+        }
       }
     } else {
       reply = try session.call(.getTrial, GetTrialParameters(subject: trial))
@@ -234,25 +256,22 @@ struct List: ParsableCommand, CtlCommand {
 struct Extend: ParsableCommand, CtlCommand {
   static let configuration = CommandConfiguration(
     abstract: "Move an active trial's end: later by a span, or to a new time.",
-    discussion: "Example: trialwatchctl extend 3f9c2a0d81b4e675 --by 7d")
+    discussion: "Example: trialwatchctl extend acme-42 --by 7d")
 
   @OptionGroup var global: GlobalOptions
-  @Argument(help: "The trial id.") var id: String
+  @Argument(help: Arguments.trialHelp) var trial: String
   @Option(help: ArgumentHelp("Move the end later by this span.", valueName: "span")) var by: String?
   @Option(name: .customLong("ends-at"), help: ArgumentHelp("The new end.", valueName: "rfc3339")) var endsAt:
     String?
 
   func validate() throws {
-    _ = try parameters()
+    _ = try change()
   }
 
-  func parameters() throws -> ExtendTrialParameters {
-    let trial = try Arguments.trialID(id)
+  func change() throws -> ExtendTrialParameters.Change {
     switch (by, endsAt) {
-    case (let span?, nil):
-      return ExtendTrialParameters(id: trial, change: .by(try Arguments.span(span, option: "--by")))
-    case (nil, let date?):
-      return ExtendTrialParameters(id: trial, change: .to(try Arguments.date(date, option: "--ends-at")))
+    case (let span?, nil): .by(try Arguments.span(span, option: "--by"))
+    case (nil, let date?): .to(try Arguments.date(date, option: "--ends-at"))
     case (nil, nil): throw ValidationError("give --by or --ends-at")
     case (_?, _?): throw ValidationError("give either --by or --ends-at, not both")
     }
@@ -260,7 +279,8 @@ struct Extend: ParsableCommand, CtlCommand {
 
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
-    let reply = try session.call(.extendTrial, try parameters())
+    let parameters = ExtendTrialParameters(id: try session.trialID(trial), change: try change())
+    let reply = try session.call(.extendTrial, parameters)
     if !session.json {
       session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial)
     }
@@ -270,26 +290,27 @@ struct Extend: ParsableCommand, CtlCommand {
 struct End: ParsableCommand, CtlCommand {
   static let configuration = CommandConfiguration(
     abstract: "End an active trial early; its pending events never fire.",
-    discussion: "Example: trialwatchctl end 3f9c2a0d81b4e675 --outcome converted")
+    discussion: "Example: trialwatchctl end acme-42 --outcome converted")
 
   @OptionGroup var global: GlobalOptions
-  @Argument(help: "The trial id.") var id: String
+  @Argument(help: Arguments.trialHelp) var trial: String
   @Option(help: ArgumentHelp("converted or cancelled.", valueName: "outcome")) var outcome: String
 
   func validate() throws {
-    _ = try parameters()
+    _ = try trialOutcome()
   }
 
-  func parameters() throws -> EndTrialParameters {
+  func trialOutcome() throws -> TrialOutcome {
     guard let value = TrialOutcome(rawValue: outcome) else {
       throw ValidationError("--outcome: \"\(outcome)\" is not one of: converted, cancelled")
     }
-    return EndTrialParameters(id: try Arguments.trialID(id), outcome: value)
+    return value
   }
 
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
-    let reply = try session.call(.endTrial, try parameters())
+    let parameters = EndTrialParameters(id: try session.trialID(trial), outcome: try trialOutcome())
+    let reply = try session.call(.endTrial, parameters)
     if !session.json {
       session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial)
     }
@@ -299,21 +320,17 @@ struct End: ParsableCommand, CtlCommand {
 struct Plan: ParsableCommand, CtlCommand {
   static let configuration = CommandConfiguration(
     abstract: "Show every event of a trial, past and future, with its state.",
-    discussion: "Example: trialwatchctl plan 3f9c2a0d81b4e675")
+    discussion: "Example: trialwatchctl plan acme-42")
 
   @OptionGroup var global: GlobalOptions
-  @Argument(help: "The trial id.") var id: String
-
-  func validate() throws {
-    _ = try Arguments.trialID(id)
-  }
+  @Argument(help: Arguments.trialHelp) var trial: String
 
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
-    let trial = try Arguments.trialID(id)
-    let reply = try session.call(.getPlan, GetPlanParameters(id: trial))
+    let id = try session.trialID(trial)
+    let reply = try session.call(.getPlan, GetPlanParameters(id: id))
     if !session.json {
-      session.presenter.present(plan: try session.decode(reply, as: EventsReply.self).events, of: trial)
+      session.presenter.present(plan: try session.decode(reply, as: EventsReply.self).events, of: id)
     }
   }
 }

@@ -66,9 +66,9 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
       let now = clock.now()
       let trial: Trial? = try repository.read { txn in
         if let id = parameters.id { return try txn.trial(id) }
-        guard let subject = parameters.subject, let id = try txn.activeTrialID(subject: subject) else {
-          return nil
-        }
+        guard let subject = parameters.subject,
+          let id = try txn.activeTrialID(subject: subject) ?? txn.latestTrialID(subject: subject)
+        else { return nil }
         return try txn.trial(id)
       }
       guard let trial else {

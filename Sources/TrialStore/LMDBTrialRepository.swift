@@ -15,7 +15,7 @@ public struct StoreStatistics: Hashable, Sendable {
 }
 
 /// The trial repository kept in an LMDB file store: one directory holding `data.mdb` (mode
-/// 0600) and `lock.mdb`. Key layout, record encoding and durability: docs/store.md.
+/// 0600) and `lock.mdb`. Key layout, record encoding and durability: README.md, "The trial store".
 ///
 /// Every write transaction is durable when `write` returns. One process opens a store at a
 /// time (an exclusive lock on the directory); within the process the repository may be used
@@ -332,6 +332,13 @@ class StoreReadTransaction: TrialReadTransaction {
     guard let id = try indexedTrialID(subject: subject), let trial = try trial(id),
       trial.isActive, trial.subject == subject
     else { return nil }
+    return id
+  }
+
+  /// The index names the subject's latest trial (an entry changes only when a trial starts,
+  /// or moves to another subject).
+  func latestTrialID(subject: String) throws -> TrialID? {
+    guard let id = try indexedTrialID(subject: subject), try trial(id)?.subject == subject else { return nil }
     return id
   }
 

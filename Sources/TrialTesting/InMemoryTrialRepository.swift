@@ -7,6 +7,8 @@ public final class InMemoryTrialRepository: TrialRepository {
   struct State {
     var trials: [TrialID: Trial] = [:]
     var subjects: [String: TrialID] = [:]
+    /// Each subject's latest trial, active or ended.
+    var latest: [String: TrialID] = [:]
     var ledger: [EventID: LedgerEntry] = [:]
     /// The ledger's ids by trial, so that one trial's entries are found without a scan.
     var ledgerByTrial: [TrialID: Set<EventID>] = [:]
@@ -49,6 +51,8 @@ public final class InMemoryTrialRepository: TrialRepository {
 
     func activeTrialID(subject: String) throws -> TrialID? { state.subjects[subject] }
 
+    func latestTrialID(subject: String) throws -> TrialID? { state.latest[subject] }
+
     func scanTrials(after: TrialID?, _ body: (Trial) throws -> Bool) throws {
       for id in state.trials.keys.sorted() where after.map({ id > $0 }) ?? true {
         guard try body(state.trials[id]!) else { return }
@@ -74,7 +78,10 @@ public final class InMemoryTrialRepository: TrialRepository {
         state.subjects[old.subject] = nil
       }
       state.trials[trial.id] = trial
-      if trial.isActive { state.subjects[trial.subject] = trial.id }
+      if trial.isActive {
+        state.subjects[trial.subject] = trial.id
+        state.latest[trial.subject] = trial.id
+      }
     }
 
     func putLedgerEntry(_ entry: LedgerEntry) throws {

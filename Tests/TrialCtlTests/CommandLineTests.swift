@@ -202,8 +202,8 @@ final class LineReader {
     ["start", "x", "--duration", "1d", "--ends-at", "2030-01-01T00:00:00Z"],
     ["start", "x", "--ends-at", "tomorrow"], ["status"], ["list", "--state", "paused"],
     ["list", "--limit", "0"],
-    ["extend", "1"], ["extend", "xyz", "--by", "1d"], ["end", "1"], ["end", "1", "--outcome", "expired"],
-    ["simulate", "soon"], ["plan", "not-hex"], ["frobnicate"],
+    ["extend", "1"], ["extend", "xyz", "--by", "1d", "--ends-at", "2030-01-01T00:00:00Z"], ["end", "1"],
+    ["end", "1", "--outcome", "expired"], ["simulate", "soon"], ["plan"], ["frobnicate"],
   ])
   func usageErrorsExitWith2(arguments: [String]) throws {
     let run = try Ctl.run(arguments + ["--socket", "/nonexistent/socket"])
@@ -295,6 +295,18 @@ final class LineReader {
     #expect(again.errors == "trialwatchctl: trial 0000000000000001 is not active (it is converted)\n")
     let nothing = try Ctl.run(["simulate", "2099-01-01T00:00:00Z"] + socket)
     #expect(nothing.lines.last == "Nothing would fire.")
+
+    // By subject: its active trial, else its most recent one.
+    let endedBySubject = try Ctl.run(["status", "acme"] + socket)
+    #expect(endedBySubject.lines.first == "acme: converted today", "\(endedBySubject.errors)")
+    #expect(try Ctl.run(["plan", "acme"] + socket).lines.first == "Events of trial 0000000000000001:")
+    _ = try fixture.client().startTrial(StartTrialParameters(subject: "beta-7", duration: Days(5)))
+    let extendedBySubject = try Ctl.run(["extend", "beta-7", "--by", "1d"] + socket)
+    #expect(extendedBySubject.lines.first?.hasPrefix("beta-7: 6 days left") == true, "\(extendedBySubject.errors)")
+    #expect(try Ctl.run(["end", "beta-7", "--outcome", "cancelled"] + socket).status == 0)
+    let unknown = try Ctl.run(["extend", "nobody-here", "--by", "1d"] + socket)
+    #expect(unknown.status == 3)
+    #expect(unknown.errors.contains("nobody-here"), "\(unknown.errors)")
   }
 
   @Test func datesFollowTheReadersTimeZone() throws {

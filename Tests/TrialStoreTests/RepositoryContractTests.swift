@@ -80,10 +80,13 @@ final class Subject {
     _ = try subject.repository.endTrial(
       first.trial.id, outcome: .converted, now: origin.addingTimeInterval(day))
     #expect(try subject.repository.read { try $0.activeTrialID(subject: "acme-42") } == nil)
+    #expect(try subject.repository.read { try $0.latestTrialID(subject: "acme-42") } == first.trial.id)
+    #expect(try subject.repository.read { try $0.latestTrialID(subject: "nobody") } == nil)
     let again = try subject.repository.startTrial(
       subject: "acme-42", endDate: end, reminders: .default, now: origin.addingTimeInterval(day),
       ids: SequenceTrialIDGenerator([0x44]))
     #expect(try subject.repository.read { try $0.activeTrialID(subject: "acme-42") } == again.trial.id)
+    #expect(try subject.repository.read { try $0.latestTrialID(subject: "acme-42") } == again.trial.id)
   }
 
   @Test(arguments: RepositoryKind.allCases)

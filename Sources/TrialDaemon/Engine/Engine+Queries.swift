@@ -27,10 +27,12 @@ extension Engine {
     return trial
   }
 
-  /// The subject's active trial.
+  /// The subject's active trial, else its most recent one.
   public func trial(subject: String) throws -> Trial {
     let found = try repository.read { txn -> Trial? in
-      guard let id = try txn.activeTrialID(subject: subject) else { return nil }
+      guard let id = try txn.activeTrialID(subject: subject) ?? txn.latestTrialID(subject: subject) else {
+        return nil
+      }
       return try txn.trial(id)
     }
     guard let found else { throw TrialError.notFound(subject: subject) }
