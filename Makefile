@@ -6,10 +6,12 @@
 #   make soak    the store's crash test with 1,000 kills instead of 50 (a few minutes)
 #   make run     run trialwatchd from the checkout, state and socket under ./.trialwatch/
 #   make interfaces  regenerate the Swift constants embedding the Varlink interface files
+#   make format      format the Swift sources with swift-format and .swift-format
+#   make lint        check the formatting (part of make test)
 #   make release     release binaries (static Swift runtime) in .build-release/release/
 #   make install     release build, then install binaries, units, sysusers.d, catalog and the sample
 #                    configuration under $(DESTDIR)$(PREFIX) and $(DESTDIR)/etc (PREFIX=/usr);
-#                    with DESTDIR empty also creates the users and reloads systemd (docs/install.md)
+#                    with DESTDIR empty also creates the users and reloads systemd (README.md)
 #   make install-files  the same without building (after make release)
 #   make uninstall   remove what install put (not a changed configuration, not /var/lib/trialwatch)
 #   make install-check  install into a temporary DESTDIR and check the tree (no root needed)
@@ -21,7 +23,7 @@ APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 
-.PHONY: all build deps test bench soak run clean interfaces release install install-files uninstall install-check e2e
+.PHONY: all build deps test bench soak run clean interfaces format lint release install install-files uninstall install-check e2e
 
 all: build
 
@@ -54,6 +56,15 @@ test: deps
 	$(SWIFT) test --skip-build
 	$(MAKE) install-check
 	$(MAKE) e2e
+
+# The sources swift-format keeps in shape (its rules: .swift-format).
+FORMATTED = Package.swift Sources Tests
+
+format:
+	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
+
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
 
 bench: deps
 	$(SWIFT) build -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
@@ -107,7 +118,7 @@ install-files:
 	@test -x $(RELEASE_BIN)/trialwatchd -a -x $(RELEASE_BIN)/trialwatchctl || \
 	  { echo "error: no release build in $(RELEASE_BIN); run make release (or make install)" >&2; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(CONFDIR)/trialwatch.conf.d
+	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(CONFDIR)/trialwatch.conf.d
 	$(INSTALL) -m 0755 $(RELEASE_BIN)/trialwatchd $(RELEASE_BIN)/trialwatchctl $(DESTDIR)$(BINDIR)/
 	for unit in trialwatch.service trialwatch.socket; do \
 	  sed -e 's|/usr/bin/trialwatchd|$(BINDIR)/trialwatchd|g' \
@@ -119,7 +130,6 @@ install-files:
 	sed -e 's|/usr/share/doc/trialwatch/|$(DOCDIR)/|g' systemd/trialwatch.catalog > $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
 	chmod 0644 $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
 	$(INSTALL) -m 0644 README.md $(DESTDIR)$(DOCDIR)/
-	$(INSTALL) -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
 	@if [ -e $(DESTDIR)$(CONFDIR)/trialwatch.conf ]; then \
 	  echo "keeping the existing $(DESTDIR)$(CONFDIR)/trialwatch.conf"; \
 	else \
