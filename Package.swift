@@ -102,8 +102,8 @@ let package = Package(
     .testTarget(
       name: "TrialDaemonTests",
       dependencies: [
-        "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialDaemonTesting", "Systemd",
-        .product(name: "Logging", package: "swift-log"),
+        "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialDaemonTesting", "TrialStore",
+        "Systemd", .product(name: "Logging", package: "swift-log"),
       ]
     ),
     .testTarget(

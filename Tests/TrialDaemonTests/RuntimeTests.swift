@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 import TrialCore
+import TrialTesting
 
 @testable import TrialDaemon
 
@@ -87,5 +88,61 @@ final class Collector<T>: @unchecked Sendable {
     clock_gettime(CLOCK_REALTIME, &now)
     #expect(clock_settime(CLOCK_REALTIME, &now) == 0)
     #expect(steps.wait(for: 2).count == 2, "the watcher re-arms after each step")
+  }
+}
+
+/// The engine's watchdog on the real Dispatch path: `WATCHDOG=1` is sent from the engine's
+/// queue, so a stuck queue stops the pings and systemd restarts the daemon.
+@Suite struct EngineWatchdogOnDispatchTests {
+  /// Records each ping, and whether it came from the engine's queue.
+  final class PingObserver: EngineObserver, @unchecked Sendable {
+    // @unchecked: the key is immutable; `pings` has its own lock.
+    let pings = Collector<Bool>()
+    private let key: DispatchSpecificKey<Bool>
+
+    init(key: DispatchSpecificKey<Bool>) {
+      self.key = key
+    }
+
+    func engineWatchdogPing() { pings.add(DispatchQueue.getSpecific(key: key) == true) }
+    func engineStatusChanged(_ status: String) {}
+    func engineDetectedClockStep(from expected: Date, to actual: Date) {}
+  }
+
+  @Test func watchdog_StopsPinging_WhileTheEngineQueueIsStuck_AndResumesAfter() throws {
+    let interval: TimeInterval = 0.05
+    let queue = DispatchQueue(label: "test.engine")
+    let key = DispatchSpecificKey<Bool>()
+    queue.setSpecific(key: key, value: true)
+    let observer = PingObserver(key: key)
+    let engine = Engine(
+      repository: InMemoryTrialRepository(), scheduler: DispatchWakeScheduler(queue: queue),
+      settings: EngineSettings(watchdogInterval: interval))
+    engine.observer = observer
+    _ = try queue.sync { try engine.start() }
+    defer { queue.sync { engine.stop() } }
+
+    // Free: pings arrive, from the engine's queue.
+    #expect(observer.pings.wait(for: 2).count >= 2)
+
+    // Stuck: a block holds the queue. Counted once the block runs, so no ping is in flight:
+    // pings run on the same serial queue.
+    let running = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+    queue.async {
+      running.signal()
+      release.wait()
+    }
+    #expect(running.wait(timeout: .now() + 5) == .success)
+    let atBlock = observer.pings.values.count
+    // Six intervals pass; the wait ends early only if a ping arrives.
+    let whileStuck = observer.pings.wait(for: atBlock + 1, timeout: 6 * interval).count - atBlock
+    release.signal()
+    #expect(whileStuck == 0, "no ping while the engine's queue is stuck")
+
+    // Free again: pings resume.
+    let after = observer.pings.wait(for: atBlock + 2)
+    #expect(after.count >= atBlock + 2)
+    #expect(after.allSatisfy { $0 }, "every ping is sent from the engine's queue")
   }
 }

@@ -1,4 +1,6 @@
+import Dispatch
 import Foundation
+import Synchronization
 import Testing
 import TrialControl
 import TrialCore
@@ -51,18 +53,31 @@ import TrialDaemonTesting
     #expect(upgrade.parameters["parameter"] == "upgrade")
   }
 
-  @Test func onewayCallsAreCarriedOutWithoutAReply() throws {
-    let fixture = try ServerFixture(ids: [0x11])
+  @Test(arguments: BackendKind.allCases)
+  func onewayCallsAreCarriedOutWithoutAReply(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [0x11, 0x12])
     let raw = try fixture.raw()
     try raw.oneway("io.trialwatch.Trials.StartTrial", ["subject": "quiet"])
     try raw.oneway("io.trialwatch.Trials.GetTrial", ["id": "nonsense"])
+    try raw.oneway("io.trialwatch.Trials.StartTrial", ["subject": "quiet"])
+    try raw.oneway("io.trialwatch.Trials.EndTrial", ["id": "0000000000000099", "outcome": "converted"])
     // The next reply on the connection answers this call: the oneway calls sent none.
     let reply = try raw.call("io.trialwatch.Trials.GetTrial", ["subject": "quiet"])
     #expect(try TrialReply(json: reply).trial.id == TrialID(0x11))
+    try raw.oneway("io.trialwatch.Trials.ExtendTrial", ["id": "0000000000000011", "by": "2d"])
+    let extended = try TrialReply(json: raw.call("io.trialwatch.Trials.GetTrial", ["id": "0000000000000011"]))
+    #expect(extended.trial.revision == 2)
+    #expect(extended.trial.endsAt == ServerFixture.start.addingTimeInterval(7 * 86_400))
+    #expect(try fixture.client().listTrials().trials.map(\.id) == [TrialID(0x11)])
+    if backend == .engine {
+      // Carried out for real: in the store.
+      #expect(try fixture.engine.storedTrials().map(\.revision) == [2])
+    }
   }
 
-  @Test func pipelinedCallsAreAnsweredInOrder() throws {
-    let fixture = try ServerFixture(ids: [1, 2, 3])
+  @Test(arguments: BackendKind.allCases)
+  func pipelinedCallsAreAnsweredInOrder(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [1, 2, 3])
     let raw = try fixture.raw()
     var bytes: [UInt8] = []
     for subject in ["p1", "p2", "p3"] {
@@ -80,9 +95,10 @@ import TrialDaemonTesting
     #expect(try TrialReply(json: raw.receive().parameters).trial.id == TrialID(2))
   }
 
-  @Test(arguments: [false, true])
-  func manyPipelinedCallsAreAnsweredInOrder(answersInline: Bool) throws {
-    let fixture = try ServerFixture(ids: [1], answersInline: answersInline)
+  // `answersInline` shapes the in-memory backend; the engine always answers reads inline.
+  @Test(arguments: [(BackendKind.inMemory, false), (.inMemory, true), (.engine, true)])
+  func manyPipelinedCallsAreAnsweredInOrder(backend: BackendKind, answersInline: Bool) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [1], answersInline: answersInline)
     let raw = try fixture.raw()
     _ = try raw.call("io.trialwatch.Trials.StartTrial", ["subject": "only"])
     var bytes: [UInt8] = []
@@ -109,10 +125,13 @@ import TrialDaemonTesting
     }
   }
 
-  @Test func pipelinedChanges_RunTogether_AReadAfterThemWaits_AndRepliesKeepTheirOrder() throws {
-    let fixture = try ServerFixture(ids: [1, 2, 3, 4])
+  @Test(arguments: BackendKind.allCases)
+  func pipelinedChanges_RunTogether_AReadAfterThemWaits_AndRepliesKeepTheirOrder(backend: BackendKind)
+    throws
+  {
+    let fixture = try ServerFixture(backend: backend, ids: [1, 2, 3, 4])
     let raw = try fixture.raw()
-    fixture.backend.pause()
+    fixture.holdBackend()
     var bytes: [UInt8] = []
     for subject in ["a", "b", "a"] {
       bytes += VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": .string(subject)])
@@ -122,31 +141,99 @@ import TrialDaemonTesting
     bytes += VarlinkCall(method: "org.varlink.service.GetInfo").encoded()
     try raw.sendBytes(bytes)
     // The three changes reach the backend together; the read waits for them.
-    #expect(fixture.backend.waitUntilReceived(3))
-    #expect(fixture.backend.callsReceived == 3)
-    fixture.backend.resume()
+    #expect(fixture.waitUntilReceived(3))
+    #expect(fixture.callsReceived == 3)
+    fixture.releaseBackend()
     #expect(try TrialReply(json: raw.receive().parameters).trial.subject == "a")
     #expect(try TrialReply(json: raw.receive().parameters).trial.subject == "b")
     #expect(try raw.receive().error == "io.trialwatch.SubjectAlreadyActive")
     #expect(try TrialReply(json: raw.receive().parameters).trial.subject == "b", "the read sees the changes")
     #expect(try raw.receive().parameters["product"]?.stringValue == "trialwatchd")
-    #expect(fixture.backend.callsReceived == 4)
+    #expect(fixture.callsReceived == 4)
+    if backend == .engine {
+      #expect(fixture.engine.commits == 1, "the three changes are one transaction")
+    }
   }
 
-  @Test func callsOnOtherConnectionsGoOnWhileTheBackendIsBusy() throws {
-    let fixture = try ServerFixture(ids: [1])
+  @Test(arguments: BackendKind.allCases)
+  func callsOnOtherConnectionsGoOnWhileTheBackendIsBusy(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [1])
     let slow = try fixture.raw()
-    fixture.backend.pause()
+    fixture.holdBackend()
     try slow.send(VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": "held"]))
     // Introspection does not need the backend, so another client is answered at once.
     let info = try fixture.client().getInfo()
     #expect(info.product == "trialwatchd")
-    fixture.backend.resume()
+    fixture.releaseBackend()
     #expect(try TrialReply(json: slow.receive().parameters).trial.subject == "held")
   }
 
-  @Test func watchStreamsTakenEvents() throws {
-    let fixture = try ServerFixture(ids: [1, 2])
+  /// Group commit: changes from many clients that reach the engine while it is busy are
+  /// committed together, in one transaction, and each client gets its own answer.
+  /// Engine only: the in-memory backend commits each change alone.
+  @Test func changesFromManyClients_ReachingABusyEngine_AreCommittedTogether() throws {
+    let fixture = try ServerFixture(backend: .engine, ids: Array(1...8))
+    let clients = try (0..<8).map { _ in try fixture.raw() }
+    fixture.holdBackend()
+    // The last client asks for a subject the first one also asks for.
+    for (index, client) in clients.enumerated() {
+      let subject = "s\(index % 7)"
+      try client.send(
+        VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": .string(subject)]))
+    }
+    #expect(fixture.waitUntilReceived(8))
+    fixture.releaseBackend()
+    let replies = try clients.map { try $0.receive() }
+    #expect(fixture.engine.commits == 1)
+
+    let started = try replies.filter { $0.error == nil }.map { try TrialReply(json: $0.parameters).trial }
+    let refused = replies.filter { $0.error != nil }
+    #expect(started.count == 7)
+    #expect(Set(started.map(\.subject)) == Set((0..<7).map { "s\($0)" }))
+    #expect(refused.map(\.error) == ["io.trialwatch.SubjectAlreadyActive"])
+    #expect(refused.first?.parameters["subject"] == "s0")
+    let winner = started.first { $0.subject == "s0" }
+    #expect(refused.first?.parameters["id"]?.stringValue == winner?.id.description)
+    let stored = try fixture.engine.storedTrials()
+    #expect(stored.map(\.id) == started.map(\.id).sorted())
+    #expect(stored.allSatisfy { $0.state == .active && $0.revision == 1 })
+  }
+
+  /// Many clients changing trials at the same moment, on their own threads: every change is
+  /// answered and stored, however the engine groups them.
+  @Test func concurrentClients_AllStartTrials_AndEveryTrialIsStored() throws {
+    let fixture = try ServerFixture(backend: .engine)
+    let clientCount = 6
+    let perClient = 20
+    let path = fixture.socketPath
+    let results = Mutex<[Result<[TrialID], VarlinkClientError>]>([])
+    DispatchQueue.concurrentPerform(iterations: clientCount) { index in
+      let result = Result { () throws(VarlinkClientError) -> [TrialID] in
+        let client = try TrialsClient(path: path)
+        client.connection.setReceiveTimeout(seconds: 10)
+        var ids: [TrialID] = []
+        for number in 0..<perClient {
+          let parameters = StartTrialParameters(subject: "c\(index)-\(number)", duration: Days(1))
+          ids.append(try client.startTrial(parameters).id)
+        }
+        return ids
+      }
+      results.withLock { $0.append(result) }
+    }
+    let ids = try results.withLock { try $0.flatMap { try $0.get() } }
+    #expect(ids.count == clientCount * perClient)
+    #expect(Set(ids).count == ids.count)
+    let stored = try fixture.engine.storedTrials()
+    #expect(stored.map(\.id) == ids.sorted())
+    #expect(Set(stored.map(\.subject)).count == clientCount * perClient)
+    let status = try fixture.client().getStatus().status
+    #expect(status.trials.active == clientCount * perClient)
+    #expect(status.pendingEvents == clientCount * perClient)
+  }
+
+  @Test(arguments: BackendKind.allCases)
+  func watchStreamsTakenEvents(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [1, 2])
     let client = try fixture.client()
     _ = try client.startTrial(
       StartTrialParameters(subject: "a", duration: Days(2), reminders: try ReminderSchedule([Days(1)])))
@@ -160,10 +247,10 @@ import TrialDaemonTesting
     #expect(first.parameters.isEmpty)
     #expect(fixture.server.watcherCount == 1)
 
-    fixture.clock.advance(by: 86_400)
-    try fixture.backend.fireDue()
-    fixture.clock.advance(by: 2 * 86_400)
-    try fixture.backend.fireDue()
+    fixture.advance(by: 86_400)
+    try fixture.fireDue()
+    fixture.advance(by: 2 * 86_400)
+    try fixture.fireDue()
     var events: [EventObject] = []
     for _ in 0..<3 {
       let reply = try watcher.receive()
@@ -183,7 +270,7 @@ import TrialDaemonTesting
     let raw = try fixture.raw()
     let error = remoteError { _ = try raw.call("io.trialwatch.Trials.Watch") }
     #expect(error?.name == "org.varlink.service.ExpectedMore")
-    #expect(fixture.backend.watcherCount == 0)
+    #expect(fixture.watcherCount == 0)
   }
 
   @Test func aCallDuringWatchClosesTheConnection() throws {
@@ -194,43 +281,49 @@ import TrialDaemonTesting
     try watcher.send(VarlinkCall(method: "org.varlink.service.GetInfo"))
     #expect(readToEnd(watcher.fileDescriptor) == [])
     #expect(fixture.logs.waitFor { $0.message.contains("sent another call") } != nil)
-    #expect(eventually { fixture.backend.watcherCount == 0 })
+    #expect(eventually { fixture.watcherCount == 0 })
   }
 
-  @Test func aWatcherThatDisconnectsIsForgotten() throws {
-    let fixture = try ServerFixture(ids: [1])
+  @Test(arguments: BackendKind.allCases)
+  func aWatcherThatDisconnectsIsForgotten(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [1])
     let client = try fixture.client()
     _ = try client.startTrial(
       StartTrialParameters(subject: "a", duration: Days(1), reminders: ReminderSchedule.none))
     let watcher = try fixture.raw()
     try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
     _ = try watcher.receive()
-    #expect(fixture.backend.watcherCount == 1)
+    #expect(fixture.watcherCount == 1)
     watcher.close()
-    #expect(eventually { fixture.backend.watcherCount == 0 && fixture.server.watcherCount == 0 })
-    fixture.clock.advance(by: 86_400)
-    #expect(try fixture.backend.fireDue().count == 1)
+    #expect(eventually { fixture.watcherCount == 0 && fixture.server.watcherCount == 0 })
+    fixture.advance(by: 86_400)
+    #expect(try fixture.fireDue().count == 1)
     #expect(try client.getStatus().watchers == 0)
   }
 
-  @Test func aSlowWatcherIsCutOffWithoutSlowingTheBackend() throws {
+  @Test(arguments: BackendKind.allCases)
+  func aSlowWatcherIsCutOffWithoutSlowingTheBackend(backend: BackendKind) throws {
     var options = ControlServer.Options()
     options.watchBacklog = 8
-    let fixture = try ServerFixture(options: options, ids: Array(1...3000))
+    let fixture = try ServerFixture(backend: backend, options: options, ids: Array(1...3000))
     let client = try fixture.client()
+    // Sent at once: the engine commits them in a few transactions rather than 3000.
+    var bytes: [UInt8] = []
     for index in 1...3000 {
-      _ = try client.startTrial(
-        StartTrialParameters(subject: "t\(index)", duration: Days(1), reminders: ReminderSchedule.none))
+      let parameters: JSONObject = ["subject": .string("t\(index)"), "duration": "1d", "reminders": []]
+      bytes += VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: parameters).encoded()
     }
+    try client.connection.sendBytes(bytes)
+    for _ in 1...3000 { #expect(try client.connection.receive().error == nil) }
     let watcher = try fixture.raw()
     try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
     _ = try watcher.receive()
     // The watcher now reads nothing while 3000 events fire.
-    fixture.clock.advance(by: 86_400)
-    #expect(try fixture.backend.fireDue().count == 3000)
+    fixture.advance(by: 86_400)
+    #expect(try fixture.fireDue().count == 3000)
     let warning = fixture.logs.waitFor { $0.message.contains("fell behind") }
     #expect(warning?.level == .warning)
-    #expect(eventually { fixture.server.watcherCount == 0 && fixture.backend.watcherCount == 0 })
+    #expect(eventually { fixture.server.watcherCount == 0 && fixture.watcherCount == 0 })
     // What the socket already held is still readable, then the stream ends.
     let rest = readToEnd(watcher.fileDescriptor)
     let received = try replies(in: rest ?? [])
@@ -241,12 +334,13 @@ import TrialDaemonTesting
     #expect(try client.getStatus().status.trials.expired == 3000)
   }
 
-  @Test func theBackendCanEndWatches() throws {
-    let fixture = try ServerFixture()
+  @Test(arguments: BackendKind.allCases)
+  func theBackendCanEndWatches(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend)
     let watcher = try fixture.raw()
     try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
     _ = try watcher.receive()
-    fixture.backend.finishWatchers()
+    fixture.finishWatchers()
     #expect(readToEnd(watcher.fileDescriptor) == [])
     #expect(eventually { fixture.server.watcherCount == 0 })
   }
@@ -338,10 +432,11 @@ import TrialDaemonTesting
     #expect(try fixture.client().getInfo().vendor == "trialwatch")
   }
 
-  @Test func aWatcherIsNotClosedForBeingIdle() throws {
+  @Test(arguments: BackendKind.allCases)
+  func aWatcherIsNotClosedForBeingIdle(backend: BackendKind) throws {
     var options = ControlServer.Options()
     options.idleTimeout = .milliseconds(100)
-    let fixture = try ServerFixture(options: options, ids: [1])
+    let fixture = try ServerFixture(backend: backend, options: options, ids: [1])
     let client = try fixture.client()
     _ = try client.startTrial(
       StartTrialParameters(subject: "a", duration: Days(1), reminders: ReminderSchedule.none))
@@ -351,8 +446,8 @@ import TrialDaemonTesting
     // Another connection, idle for longer than the timeout, is closed meanwhile.
     let idle = try fixture.raw()
     #expect(readToEnd(idle.fileDescriptor) == [])
-    fixture.clock.advance(by: 86_400)
-    try fixture.backend.fireDue()
+    fixture.advance(by: 86_400)
+    try fixture.fireDue()
     let reply = try watcher.receive()
     #expect(try WatchReply(json: reply.parameters).event?.kind == .expiry)
   }
@@ -375,15 +470,16 @@ import TrialDaemonTesting
     #expect(try fixture.client().getInfo().vendor == "trialwatch")
   }
 
-  @Test func stoppingClosesConnectionsAndRemovesTheSocket() throws {
-    let fixture = try ServerFixture()
+  @Test(arguments: BackendKind.allCases)
+  func stoppingClosesConnectionsAndRemovesTheSocket(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend)
     let watcher = try fixture.raw()
     try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
     _ = try watcher.receive()
     #expect(fixture.stop())
     #expect(readToEnd(watcher.fileDescriptor) == [])
     #expect(!FileManager.default.fileExists(atPath: fixture.socketPath))
-    #expect(fixture.backend.watcherCount == 0)
+    #expect(fixture.watcherCount == 0)
     let error = try #require(throws: VarlinkClientError.self) {
       _ = try VarlinkClient(path: fixture.socketPath)
     }

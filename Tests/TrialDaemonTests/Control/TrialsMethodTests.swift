@@ -6,10 +6,13 @@ import TrialDaemonTesting
 
 @testable import TrialDaemon
 
-/// Every io.trialwatch.Trials method and error, through a real socket.
+/// Every io.trialwatch.Trials method and error, through a real socket, against both the
+/// in-memory stand-in and the daemon's own backend (the engine over an LMDB store): a client
+/// must not be able to tell them apart by error names, error parameters or reply fields.
 @Suite struct TrialsMethodTests {
-  @Test func startTrialWithDurationAndReminders() throws {
-    let fixture = try ServerFixture(ids: [0xACE])
+  @Test(arguments: BackendKind.allCases)
+  func startTrialWithDurationAndReminders(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [0xACE])
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
@@ -25,8 +28,9 @@ import TrialDaemonTesting
     #expect(trial.endedAt == nil)
   }
 
-  @Test func startTrialDefaultsAndEndsAt() throws {
-    let fixture = try ServerFixture()
+  @Test(arguments: BackendKind.allCases)
+  func startTrialDefaultsAndEndsAt(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend)
     let client = try fixture.client()
     let defaulted = try client.startTrial(StartTrialParameters(subject: "default"))
     #expect(defaulted.endsAt == ServerFixture.start.addingTimeInterval(Days.defaultTrialLength.timeInterval))
@@ -39,8 +43,9 @@ import TrialDaemonTesting
     #expect(fixed.reminders.isEmpty)
   }
 
-  @Test func startTrialRefusesADuplicateSubject() throws {
-    let fixture = try ServerFixture(ids: [1, 2])
+  @Test(arguments: BackendKind.allCases)
+  func startTrialRefusesADuplicateSubject(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [1, 2])
     let client = try fixture.client()
     _ = try client.startTrial(StartTrialParameters(subject: "acme-42"))
     let error = remoteError { _ = try client.startTrial(StartTrialParameters(subject: "acme-42")) }
@@ -49,21 +54,26 @@ import TrialDaemonTesting
     #expect(error?.parameters["id"] == "0000000000000001")
   }
 
-  @Test(arguments: [
-    (#"{"duration":"5d"}"#, "subject", "is required"),
-    (#"{"subject":5}"#, "subject", "expected a string, got a number"),
-    (#"{"subject":""}"#, "subject", "must not be empty"),
-    (#"{"subject":"a","duration":"5 parsecs"}"#, "duration", "unknown unit"),
-    (#"{"subject":"a","duration":"0"}"#, "duration", "positive"),
-    (#"{"subject":"a","duration":"5d","endsAt":"2030-01-01T00:00:00Z"}"#, "endsAt", "not both"),
-    (#"{"subject":"a","endsAt":"2025-13-01T00:00:00Z"}"#, "endsAt", "month 13 out of range"),
-    (#"{"subject":"a","endsAt":"2020-01-01T00:00:00Z"}"#, "endsAt", "future"),
-    (#"{"subject":"a","reminders":["1d",7]}"#, "reminders", "reminders[1]: expected a string"),
-    (#"{"subject":"a","reminders":"1d"}"#, "reminders", "expected an array"),
-    (#"{"subject":"a","endAt":"2030-01-01T00:00:00Z"}"#, "endAt", "not a parameter"),
-  ])
-  func startTrialNamesTheInvalidParameter(parameters: String, parameter: String, problem: String) throws {
-    let fixture = try ServerFixture()
+  @Test(
+    arguments: BackendKind.allCases,
+    [
+      (#"{"duration":"5d"}"#, "subject", "is required"),
+      (#"{"subject":5}"#, "subject", "expected a string, got a number"),
+      (#"{"subject":""}"#, "subject", "must not be empty"),
+      (#"{"subject":"a","duration":"5 parsecs"}"#, "duration", "unknown unit"),
+      (#"{"subject":"a","duration":"0"}"#, "duration", "positive"),
+      (#"{"subject":"a","duration":"5d","endsAt":"2030-01-01T00:00:00Z"}"#, "endsAt", "not both"),
+      (#"{"subject":"a","endsAt":"2025-13-01T00:00:00Z"}"#, "endsAt", "month 13 out of range"),
+      (#"{"subject":"a","endsAt":"2020-01-01T00:00:00Z"}"#, "endsAt", "future"),
+      (#"{"subject":"a","reminders":["1d",7]}"#, "reminders", "reminders[1]: expected a string"),
+      (#"{"subject":"a","reminders":"1d"}"#, "reminders", "expected an array"),
+      (#"{"subject":"a","endAt":"2030-01-01T00:00:00Z"}"#, "endAt", "not a parameter"),
+    ])
+  func startTrialNamesTheInvalidParameter(
+    backend: BackendKind, example: (parameters: String, parameter: String, problem: String)
+  ) throws {
+    let (parameters, parameter, problem) = example
+    let fixture = try ServerFixture(backend: backend)
     let raw = try fixture.raw()
     guard case .object(let object) = try JSONValue.parse(parameters) else {
       Issue.record("bad fixture"); return
@@ -77,19 +87,21 @@ import TrialDaemonTesting
     #expect(try raw.call("org.varlink.service.GetInfo")["product"] == "trialwatchd")
   }
 
-  @Test func getTrialByIDAndSubject() throws {
-    let fixture = try ServerFixture(ids: [0x42])
+  @Test(arguments: BackendKind.allCases)
+  func getTrialByIDAndSubject(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [0x42])
     let client = try fixture.client()
     let started = try client.startTrial(StartTrialParameters(subject: "acme-42"))
-    fixture.clock.advance(by: 86_400)
+    fixture.advance(by: 86_400)
     let byID = try client.getTrial(GetTrialParameters(id: started.id))
     #expect(byID.subject == "acme-42")
     #expect(byID.daysLeft == Days(4))
     #expect(try client.getTrial(GetTrialParameters(subject: "acme-42")).id == started.id)
   }
 
-  @Test func getTrialErrors() throws {
-    let fixture = try ServerFixture()
+  @Test(arguments: BackendKind.allCases)
+  func getTrialErrors(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend)
     let client = try fixture.client()
     let byID = remoteError { _ = try client.getTrial(GetTrialParameters(id: TrialID(0xBEEF))) }
     #expect(byID?.name == "io.trialwatch.TrialNotFound")
@@ -108,8 +120,9 @@ import TrialDaemonTesting
     #expect(badID?.parameters["parameter"] == "id")
   }
 
-  @Test func listTrialsPagesByCursor() throws {
-    let fixture = try ServerFixture(ids: Array(1...7))
+  @Test(arguments: BackendKind.allCases)
+  func listTrialsPagesByCursor(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: Array(1...7))
     let client = try fixture.client()
     for index in 1...7 {
       _ = try client.startTrial(StartTrialParameters(subject: "s\(index)", duration: Days(Double(index))))
@@ -132,8 +145,9 @@ import TrialDaemonTesting
     #expect(whole.next == nil)
   }
 
-  @Test func listTrialsFilters() throws {
-    let fixture = try ServerFixture(ids: Array(1...4))
+  @Test(arguments: BackendKind.allCases)
+  func listTrialsFilters(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: Array(1...4))
     let client = try fixture.client()
     for index in 1...4 {
       _ = try client.startTrial(StartTrialParameters(subject: "s\(index)", duration: Days(Double(index))))
@@ -148,8 +162,9 @@ import TrialDaemonTesting
     #expect(active.next == TrialID(2))
   }
 
-  @Test func listTrialsRejectsBadParameters() throws {
-    let fixture = try ServerFixture()
+  @Test(arguments: BackendKind.allCases)
+  func listTrialsRejectsBadParameters(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend)
     let raw = try fixture.raw()
     for (parameters, name) in [
       (["limit": JSONValue.int(0)], "limit"), (["limit": 1001], "limit"), (["limit": 2.5], "limit"),
@@ -162,8 +177,9 @@ import TrialDaemonTesting
     }
   }
 
-  @Test func extendTrialByAndTo() throws {
-    let fixture = try ServerFixture(ids: [9])
+  @Test(arguments: BackendKind.allCases)
+  func extendTrialByAndTo(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [9])
     let client = try fixture.client()
     let trial = try client.startTrial(StartTrialParameters(subject: "acme", duration: Days(5)))
     let later = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(2))))
@@ -180,40 +196,58 @@ import TrialDaemonTesting
     #expect(past?.name == "org.varlink.service.InvalidParameter")
     #expect(past?.parameters["parameter"] == "endsAt")
     let missing = remoteError {
-      _ = try client.extendTrial(ExtendTrialParameters(id: TrialID(77), change: .by(Days(1))))
+      _ = try client.extendTrial(ExtendTrialParameters(id: TrialID(0x77), change: .by(Days(1))))
     }
     #expect(missing?.name == "io.trialwatch.TrialNotFound")
+    #expect(missing?.parameters["id"] == "0000000000000077")
     let neither = remoteError {
       _ = try client.connection.call("io.trialwatch.Trials.ExtendTrial", ["id": "9"])
     }
     #expect(neither?.parameters["parameter"] == "by")
   }
 
-  @Test func endTrialAndTrialNotActive() throws {
-    let fixture = try ServerFixture(ids: [5])
+  @Test(arguments: BackendKind.allCases)
+  func endTrialAndTrialNotActive(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [5, 2])
     let client = try fixture.client()
     let trial = try client.startTrial(StartTrialParameters(subject: "acme"))
-    fixture.clock.advance(by: 3600)
+    fixture.advance(by: 3600)
     let ended = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .cancelled))
     #expect(ended.state == .cancelled)
     #expect(ended.endedAt == ServerFixture.start.addingTimeInterval(3600))
     let again = remoteError { _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted)) }
     #expect(again?.name == "io.trialwatch.TrialNotActive")
+    #expect(again?.parameters["id"] == "0000000000000005")
     #expect(again?.parameters["state"] == "cancelled")
     let extend = remoteError {
       _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(1))))
     }
     #expect(extend?.name == "io.trialwatch.TrialNotActive")
+    #expect(extend?.parameters["id"] == "0000000000000005")
+    #expect(extend?.parameters["state"] == "cancelled")
+    let missing = remoteError {
+      _ = try client.endTrial(EndTrialParameters(id: TrialID(6), outcome: .converted))
+    }
+    #expect(missing?.name == "io.trialwatch.TrialNotFound")
+    #expect(missing?.parameters["id"] == "0000000000000006")
     let badOutcome = remoteError {
       _ = try client.connection.call("io.trialwatch.Trials.EndTrial", ["id": "5", "outcome": "expired"])
     }
     #expect(badOutcome?.parameters["parameter"] == "outcome")
-    // The subject is free again.
-    #expect(try client.startTrial(StartTrialParameters(subject: "acme")).state == .active)
+    // The subject's ended trial is still found by its subject.
+    #expect(try client.getTrial(GetTrialParameters(subject: "acme")).state == .cancelled)
+    // The subject is free again; its newest trial is found by subject, active or ended, even
+    // with a lower id than the older one.
+    let next = try client.startTrial(StartTrialParameters(subject: "acme"))
+    #expect(next.id == TrialID(2))
+    #expect(try client.getTrial(GetTrialParameters(subject: "acme")).id == next.id)
+    _ = try client.endTrial(EndTrialParameters(id: next.id, outcome: .converted))
+    #expect(try client.getTrial(GetTrialParameters(subject: "acme")).id == next.id)
   }
 
-  @Test func getPlanShowsPastAndFutureEvents() throws {
-    let fixture = try ServerFixture(ids: [3])
+  @Test(arguments: BackendKind.allCases)
+  func getPlanShowsPastAndFutureEvents(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [3])
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
@@ -224,13 +258,16 @@ import TrialDaemonTesting
     #expect(plan.map(\.offset) == [Days(3), Days(1), nil])
     #expect(plan.last?.due == trial.endsAt)
 
-    fixture.clock.advance(by: 2 * 86_400 + 60)
-    let fired = try fixture.backend.fireDue()
+    // Asleep past the first reminder: it is taken a minute late, on waking.
+    fixture.jump(by: 2 * 86_400 + 60)
+    let fired = try fixture.fireDue()
     #expect(fired.map(\.kind) == [.reminder])
+    #expect(fired.map(\.lateness) == [Days(timeInterval: 60)])
     plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.delivered, .pending, .pending])
-    #expect(plan[0].takenAt == fixture.clock.now())
+    #expect(plan[0].takenAt == fixture.now)
     #expect(plan[0].lateness == Days(timeInterval: 60))
+    #expect(plan[0].id == fired.first?.id)
 
     _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted))
     plan = try client.getPlan(GetPlanParameters(id: trial.id))
@@ -239,10 +276,126 @@ import TrialDaemonTesting
 
     let missing = remoteError { _ = try client.getPlan(GetPlanParameters(id: TrialID(0xFF))) }
     #expect(missing?.name == "io.trialwatch.TrialNotFound")
+    #expect(missing?.parameters["id"] == "00000000000000ff")
   }
 
-  @Test func simulateChangesNothing() throws {
-    let fixture = try ServerFixture(ids: [1, 2])
+  @Test(arguments: BackendKind.allCases)
+  func remindersAlreadyDue_AreSkippedAtStartAndAtExtension(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [4])
+    let client = try fixture.client()
+    let day: TimeInterval = 86_400
+    // Three days before a two-day trial's end is already past.
+    let trial = try client.startTrial(
+      StartTrialParameters(
+        subject: "short", duration: Days(2), reminders: try ReminderSchedule([Days(3), Days(1)])))
+    var plan = try client.getPlan(GetPlanParameters(id: trial.id))
+    #expect(plan.map(\.state) == [.skipped, .pending, .pending])
+    #expect(plan[0].reason == "already-due-at-start")
+    #expect(plan[0].takenAt == ServerFixture.start)
+    #expect(try client.getStatus().status.pendingEvents == 2)
+
+    fixture.advance(by: day)
+    let reminder = try fixture.fireDue()
+    #expect(reminder.map(\.offset) == [Days(1)])
+    #expect(reminder.map(\.lateness) == [nil])
+
+    // Moved to half a day from now: both reminders of the new revision are already due.
+    let end = fixture.now.addingTimeInterval(day / 2)
+    let extended = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .to(end)))
+    #expect(extended.revision == 2)
+    plan = try client.getPlan(GetPlanParameters(id: trial.id))
+    #expect(plan.map(\.state) == [.skipped, .skipped, .skipped, .delivered, .pending])
+    #expect(plan.map(\.revision) == [2, 1, 2, 1, 2])
+    #expect(
+      plan.map(\.reason) == [
+        "already-due-at-extension", "already-due-at-start", "already-due-at-extension", nil, nil,
+      ])
+    #expect(plan.last?.due == end)
+    let status = try client.getStatus().status
+    #expect(status.pendingEvents == 1)
+    #expect(status.nextEvent?.id == plan.last?.id)
+    #expect(status.nextEvent?.subject == "short")
+    #expect(try client.simulate(SimulateParameters(at: .fromNow(Days(1)))).map(\.id) == [plan[4].id])
+  }
+
+  @Test(arguments: BackendKind.allCases)
+  func anExpiredTrial_IsReported_AndCannotChange(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [7, 8])
+    let client = try fixture.client()
+    let trial = try client.startTrial(
+      StartTrialParameters(subject: "acme", duration: Days(2), reminders: try ReminderSchedule([Days(1)])))
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "other", duration: Days(9), reminders: ReminderSchedule.none))
+    fixture.advance(by: 86_400)
+    #expect(try fixture.fireDue().map(\.kind) == [.reminder])
+    fixture.advance(by: 86_400)
+    let fired = try fixture.fireDue()
+    #expect(fired.map(\.kind) == [.expiry])
+    #expect(fired.map(\.subject) == ["acme"])
+    #expect(fired.map(\.lateness) == [nil])
+
+    let expired = try client.getTrial(GetTrialParameters(id: trial.id))
+    #expect(expired.state == .expired)
+    #expect(expired.endedAt == trial.endsAt)
+    #expect(try client.getTrial(GetTrialParameters(subject: "acme")).id == trial.id)
+    let end = remoteError { _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted)) }
+    #expect(end?.name == "io.trialwatch.TrialNotActive")
+    #expect(end?.parameters["id"] == "0000000000000007")
+    #expect(end?.parameters["state"] == "expired")
+    let extend = remoteError {
+      _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(1))))
+    }
+    #expect(extend?.name == "io.trialwatch.TrialNotActive")
+    #expect(extend?.parameters["state"] == "expired")
+    #expect(try client.getPlan(GetPlanParameters(id: trial.id)).map(\.state) == [.delivered, .delivered])
+
+    let status = try client.getStatus().status
+    #expect(status.trials == TrialCounts(active: 1, expired: 1))
+    #expect(status.pendingEvents == 1)
+    #expect(status.nextEvent?.trialID == TrialID(8))
+    #expect(status.nextEvent?.subject == "other")
+    #expect(try client.listTrials(ListTrialsParameters(state: .expired)).trials.map(\.id) == [trial.id])
+    #expect(try client.listTrials(ListTrialsParameters(state: .active)).trials.map(\.id) == [TrialID(8)])
+    // The subject may start again.
+    #expect(try client.startTrial(StartTrialParameters(subject: "acme")).state == .active)
+    #expect(try client.getStatus().status.trials == TrialCounts(active: 2, expired: 1))
+  }
+
+  @Test(arguments: BackendKind.allCases)
+  func watchReportsLateAndSkippedEvents_AfterASleep(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [0x5])
+    let client = try fixture.client()
+    let trial = try client.startTrial(
+      StartTrialParameters(
+        subject: "sleepy", duration: Days(3), reminders: try ReminderSchedule([Days(2), Days(1)])))
+    let watcher = try fixture.raw()
+    try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
+    #expect(try watcher.receive().continues)
+
+    // Asleep past the end: the expiry fires an hour late; the reminders it supersedes are skipped.
+    fixture.jump(by: 3 * 86_400 + 3600)
+    let taken = try fixture.fireDue()
+    var events: [EventObject] = []
+    for _ in 0..<3 {
+      if let event = try WatchReply(json: watcher.receive().parameters).event { events.append(event) }
+    }
+    #expect(events == taken)
+    #expect(events.map(\.kind) == [.reminder, .reminder, .expiry])
+    #expect(events.map(\.state) == [.skipped, .skipped, .fired])
+    #expect(events.map(\.reason) == ["superseded-by-expiry", "superseded-by-expiry", nil])
+    let late = [2 * 86_400 + 3600, 86_400 + 3600, 3600].map { Days(timeInterval: $0) }
+    #expect(events.map(\.lateness) == late)
+    #expect(events.allSatisfy { $0.takenAt == fixture.now && $0.subject == "sleepy" })
+    let plan = try client.getPlan(GetPlanParameters(id: trial.id))
+    #expect(plan.map(\.state) == [.skipped, .skipped, .delivered])
+    #expect(plan.last?.lateness == Days(timeInterval: 3600))
+    #expect(try client.getTrial(GetTrialParameters(id: trial.id)).endedAt == fixture.now, "when it was taken")
+    #expect(try client.getStatus().status.trials == TrialCounts(expired: 1))
+  }
+
+  @Test(arguments: BackendKind.allCases)
+  func simulateChangesNothing(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [1, 2])
     let client = try fixture.client()
     _ = try client.startTrial(
       StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
@@ -264,8 +417,9 @@ import TrialDaemonTesting
     #expect(bad?.parameters["parameter"] == "at")
   }
 
-  @Test func getStatusReportsCountsAndNextEvent() throws {
-    let fixture = try ServerFixture(ids: [1, 2, 3])
+  @Test(arguments: BackendKind.allCases)
+  func getStatusReportsCountsAndNextEvent(backend: BackendKind) throws {
+    let fixture = try ServerFixture(backend: backend, ids: [1, 2, 3])
     let client = try fixture.client()
     _ = try client.startTrial(
       StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
@@ -274,7 +428,7 @@ import TrialDaemonTesting
     _ = try client.startTrial(
       StartTrialParameters(subject: "c", duration: Days(9), reminders: ReminderSchedule.none))
     _ = try client.endTrial(EndTrialParameters(id: TrialID(3), outcome: .cancelled))
-    fixture.clock.advance(by: 3600)
+    fixture.advance(by: 3600)
     let status = try client.getStatus()
     #expect(status.version == "1.2.3-test")
     #expect(status.status.trials == TrialCounts(active: 2, cancelled: 1))
@@ -287,5 +441,8 @@ import TrialDaemonTesting
       _ = try client.connection.call("io.trialwatch.Trials.GetStatus", ["verbose": true])
     }
     #expect(extra?.parameters["parameter"] == "verbose")
+    if backend == .engine {
+      #expect((status.status.storeBytes ?? 0) > 0, "the size of the store file")
+    }
   }
 }
