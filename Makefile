@@ -51,7 +51,7 @@ deps:
 build: deps
 	$(SWIFT) build $(STRICT)
 
-test: deps
+test: deps lint
 	$(SWIFT) build --build-tests $(STRICT)
 	$(SWIFT) test --skip-build
 	$(MAKE) install-check

@@ -47,7 +47,9 @@ public final class NotifyListener {
   }
 
   /// Reads messages until one satisfies `match`; returns it and every message before it.
-  public func waitFor(timeout: TimeInterval = 30, _ match: (String) -> Bool) -> (found: String?, seen: [String]) {
+  public func waitFor(timeout: TimeInterval = 30, _ match: (String) -> Bool) -> (
+    found: String?, seen: [String]
+  ) {
     let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
     var seen: [String] = []
     while DispatchTime.now().uptimeNanoseconds < deadline {
@@ -92,7 +94,8 @@ public final class DaemonProcess {
 
   /// - Parameter directory: reuse another run's directory (its store), e.g. for a restart.
   public init(
-    config: String? = nil, environment: [String: String] = [:], arguments: [String] = [], directory: URL? = nil
+    config: String? = nil, environment: [String: String] = [:], arguments: [String] = [],
+    directory: URL? = nil
   ) throws {
     self.directory =
       directory
@@ -148,4 +151,3 @@ public final class DaemonProcess {
     if removesDirectory { try? FileManager.default.removeItem(at: directory) }
   }
 }
-

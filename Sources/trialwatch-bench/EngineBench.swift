@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
-import TrialCore
 import TrialControl
+import TrialCore
 import TrialDaemon
 import TrialStore
 
@@ -38,7 +38,9 @@ private func runEngine(repository: any TrialRepository, ends: [Date], label: Str
   try queue.sync {
     _ = try engine.start()
     for (index, end) in ends.enumerated() {
-      engine.submit(.start(subject: "\(label)-\(index)", length: nil, endsAt: end, reminders: ReminderSchedule.none)) { _ in }
+      engine.submit(
+        .start(subject: "\(label)-\(index)", length: nil, endsAt: end, reminders: ReminderSchedule.none)
+      ) { _ in }
     }
   }
   guard sink.done.wait(timeout: .now() + 120) == .success else {
@@ -63,7 +65,8 @@ func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws 
     defer { try? FileManager.default.removeItem(at: directory) }
     let start = clock.now().addingTimeInterval(1)
     var generator = SystemRandomNumberGenerator()
-    let ends = (0..<10_000).map { _ in start.addingTimeInterval(Double.random(in: 0..<10, using: &generator)) }
+    let ends = (0..<10_000).map { _ in start.addingTimeInterval(Double.random(in: 0..<10, using: &generator))
+    }
     let sink = try runEngine(repository: try makeRepository(directory), ends: ends, label: "lateness")
     let sorted = sink.lateness.sorted().map { $0 * 1000 }
     report("engine_fire_lateness_p50", percentile(sorted, 0.5), "ms")

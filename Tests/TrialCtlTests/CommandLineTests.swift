@@ -302,7 +302,8 @@ final class LineReader {
     #expect(try Ctl.run(["plan", "acme"] + socket).lines.first == "Events of trial 0000000000000001:")
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "beta-7", duration: Days(5)))
     let extendedBySubject = try Ctl.run(["extend", "beta-7", "--by", "1d"] + socket)
-    #expect(extendedBySubject.lines.first?.hasPrefix("beta-7: 6 days left") == true, "\(extendedBySubject.errors)")
+    #expect(
+      extendedBySubject.lines.first?.hasPrefix("beta-7: 6 days left") == true, "\(extendedBySubject.errors)")
     #expect(try Ctl.run(["end", "beta-7", "--outcome", "cancelled"] + socket).status == 0)
     let unknown = try Ctl.run(["extend", "nobody-here", "--by", "1d"] + socket)
     #expect(unknown.status == 3)

@@ -37,7 +37,8 @@ import TrialDaemonTesting
     // The watch is in place once trialwatchctl says so (on standard error).
     #expect(LineReader(notices.fileHandleForReading).next()?.contains("Watching") == true)
 
-    let started = try Ctl.run(["start", "acme-42", "--duration", "2s", "--reminders", "1s", "--json"], environment: env)
+    let started = try Ctl.run(
+      ["start", "acme-42", "--duration", "2s", "--reminders", "1s", "--json"], environment: env)
     #expect(started.status == 0, "\(started.errors)")
     let trial = try #require(try json(started)["trial"] as? [String: Any])
     let id = try #require(trial["id"] as? String)
@@ -67,7 +68,8 @@ import TrialDaemonTesting
 
     // Stopped around the end of a trial: after the restart its expiry fires exactly once
     // (late if it fell due while stopped; lateness itself is tested in virtual time).
-    let short = try Ctl.run(["start", "acme-43", "--duration", "1s", "--reminders", "", "--json"], environment: env)
+    let short = try Ctl.run(
+      ["start", "acme-43", "--duration", "1s", "--reminders", "", "--json"], environment: env)
     let shortID = try #require((try json(short)["trial"] as? [String: Any])?["id"] as? String)
     daemon.signal(SIGTERM)
     #expect(daemon.waitForExit() == 0)

@@ -67,7 +67,8 @@ import TrialDaemonTesting
   }
 
   @Test func checkConfig_ReportsProblemsWithFileAndLine() throws {
-    let daemon = try DaemonProcess(config: "[Trials]\nDefaultLength=5d\nColour=blue\n", arguments: ["--check-config"])
+    let daemon = try DaemonProcess(
+      config: "[Trials]\nDefaultLength=5d\nColour=blue\n", arguments: ["--check-config"])
     let output = Pipe()
     daemon.process.standardOutput = output
     try daemon.start()

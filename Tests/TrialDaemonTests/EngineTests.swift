@@ -260,7 +260,9 @@ struct Harness {
     let before = h.repository.commitCount
     var results: [Result<CommandResult, any Error>] = []
     for subject in ["a", "b", "a"] {
-      h.engine.submit(.start(subject: subject, length: nil, endsAt: nil, reminders: nil)) { results.append($0) }
+      h.engine.submit(.start(subject: subject, length: nil, endsAt: nil, reminders: nil)) {
+        results.append($0)
+      }
     }
     #expect(results.isEmpty, "answered only once durable")
     h.scheduler.advance(by: 0)

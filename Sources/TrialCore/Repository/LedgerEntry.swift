@@ -31,7 +31,8 @@ public struct LedgerEntry: Hashable, Sendable {
     case .fire: outcome = .fired
     case .skip(let reason): outcome = .skipped(reason)
     }
-    self.init(event: due.event, outcome: outcome, takenAt: due.takenAt, isLate: due.isLate, deliveredAt: deliveredAt)
+    self.init(
+      event: due.event, outcome: outcome, takenAt: due.takenAt, isLate: due.isLate, deliveredAt: deliveredAt)
   }
 
   public var id: EventID { event.id }

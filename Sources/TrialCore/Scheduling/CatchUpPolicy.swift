@@ -21,8 +21,9 @@ public struct CatchUpPolicy: Hashable, Sendable {
   /// Taken more than this after its due time, an event counts as late.
   public var lateThreshold: TimeInterval
 
-  public init(reminders: LateReminders = .latest, grace: TimeInterval = 3_600, lateThreshold: TimeInterval = 1)
-  {
+  public init(
+    reminders: LateReminders = .latest, grace: TimeInterval = 3_600, lateThreshold: TimeInterval = 1
+  ) {
     self.reminders = reminders
     self.grace = grace
     self.lateThreshold = lateThreshold

@@ -167,7 +167,9 @@ public final class Engine {
     if abs(now.timeIntervalSince(expected)) > settings.stepTolerance {
       logger.notice(
         "wall clock stepped",
-        metadata: ["expected": "\(expected)", "now": "\(now)", "offset_s": "\(now.timeIntervalSince(expected))"])
+        metadata: [
+          "expected": "\(expected)", "now": "\(now)", "offset_s": "\(now.timeIntervalSince(expected))",
+        ])
       observer?.engineDetectedClockStep(from: expected, to: now)
     }
   }
@@ -181,7 +183,8 @@ public final class Engine {
       do {
         entries = try repository.commit(due, now: now)
       } catch {
-        logger.error("could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
+        logger.error(
+          "could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
         replan(Set(due.map(\.event.trialID)))
         // Hold the timer until the retry: re-arming at the overdue deadline would spin.
         wake?.cancel()
@@ -210,7 +213,8 @@ public final class Engine {
       try repository.read { txn in
         for id in trialIDs {
           guard let trial = try txn.trial(id) else { continue }
-          let done = Set(try txn.ledgerEntries(trial: id).filter { $0.event.revision == trial.revision }.map(\.id))
+          let done = Set(
+            try txn.ledgerEntries(trial: id).filter { $0.event.revision == trial.revision }.map(\.id))
           planner.restore(trial) { done.contains($0) }
         }
       }
@@ -339,7 +343,9 @@ public final class Engine {
 
   /// Queues a change. Changes queued before the engine's context next runs are committed
   /// together, in one durable transaction, then answered in order.
-  public func submit(_ command: TrialCommand, completion: @escaping (Result<CommandResult, any Error>) -> Void) {
+  public func submit(
+    _ command: TrialCommand, completion: @escaping (Result<CommandResult, any Error>) -> Void
+  ) {
     guard !stopped else {
       completion(.failure(TrialError.invalid("daemon", "the daemon is stopping")))
       return

@@ -47,11 +47,14 @@ public final class DispatchWakeScheduler: WakeScheduler, @unchecked Sendable {
   }
 
   @discardableResult
-  public func schedule(at deadline: Date, label: String, _ action: @escaping () -> Void) -> any ScheduledWake {
+  public func schedule(at deadline: Date, label: String, _ action: @escaping () -> Void) -> any ScheduledWake
+  {
     let seconds = deadline.timeIntervalSince1970
     let whole = seconds.rounded(.down)
     let spec = timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
-    return makeTimer(action) { $0.schedule(wallDeadline: DispatchWallTime(timespec: spec), leeway: .nanoseconds(0)) }
+    return makeTimer(action) {
+      $0.schedule(wallDeadline: DispatchWallTime(timespec: spec), leeway: .nanoseconds(0))
+    }
   }
 
   @discardableResult
@@ -70,7 +73,8 @@ public final class DispatchWakeScheduler: WakeScheduler, @unchecked Sendable {
     return makeTimer(action) { $0.schedule(deadline: .now() + .nanoseconds(nanos), leeway: .nanoseconds(0)) }
   }
 
-  private func makeTimer(_ action: @escaping () -> Void, arm: (any DispatchSourceTimer) -> Void) -> TimerWake {
+  private func makeTimer(_ action: @escaping () -> Void, arm: (any DispatchSourceTimer) -> Void) -> TimerWake
+  {
     let wake = TimerWake()
     let source = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
     let bound = QueueBound(value: action)

@@ -164,7 +164,8 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       do {
         try service.start(daemon: self, engine: engine, queue: queue, configuration: configuration)
       } catch {
-        throw DaemonStartError("\(service.name): \(error)", errno: (error as? POSIXError)?.code.rawValue ?? EIO)
+        throw DaemonStartError(
+          "\(service.name): \(error)", errno: (error as? POSIXError)?.code.rawValue ?? EIO)
       }
     }
 

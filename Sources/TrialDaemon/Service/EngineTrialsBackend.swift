@@ -16,7 +16,9 @@ public final class EngineTrialsBackend: TrialsBackend, @unchecked Sendable {
   private let watchers = WatcherHub()
 
   /// - Parameter storeBytes: the size of the store file, for `GetStatus`.
-  public init(engine: Engine, queue: DispatchQueue, startedAt: Date, storeBytes: @escaping @Sendable () -> Int?) {
+  public init(
+    engine: Engine, queue: DispatchQueue, startedAt: Date, storeBytes: @escaping @Sendable () -> Int?
+  ) {
     self.engine = engine
     self.queue = queue
     self.startedAt = startedAt
@@ -48,7 +50,9 @@ public final class EngineTrialsBackend: TrialsBackend, @unchecked Sendable {
     }
   }
 
-  private func submit(_ command: @escaping (Engine) throws -> TrialCommand, completion: @escaping Completion<TrialObject>) {
+  private func submit(
+    _ command: @escaping (Engine) throws -> TrialCommand, completion: @escaping Completion<TrialObject>
+  ) {
     let bound = Bound(value: command)
     queue.async { [self] in
       let command: TrialCommand
@@ -73,7 +77,8 @@ public final class EngineTrialsBackend: TrialsBackend, @unchecked Sendable {
       }, completion: completion)
   }
 
-  public func extendTrial(_ parameters: ExtendTrialParameters, completion: @escaping Completion<TrialObject>) {
+  public func extendTrial(_ parameters: ExtendTrialParameters, completion: @escaping Completion<TrialObject>)
+  {
     submit(
       { _ in
         switch parameters.change {
@@ -99,7 +104,9 @@ public final class EngineTrialsBackend: TrialsBackend, @unchecked Sendable {
     }
   }
 
-  public func listTrials(_ parameters: ListTrialsParameters, completion: @escaping Completion<ListTrialsReply>) {
+  public func listTrials(
+    _ parameters: ListTrialsParameters, completion: @escaping Completion<ListTrialsReply>
+  ) {
     run(completion) { engine in
       let now = engine.clock.now()
       let page = try engine.listTrials(

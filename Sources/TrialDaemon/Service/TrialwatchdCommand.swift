@@ -25,10 +25,12 @@ public struct TrialwatchdCommand: ParsableCommand {
       """,
     version: Daemon.version)
 
-  @Option(name: .long, help: ArgumentHelp("Main configuration file (drop-ins in FILE.d/).", valueName: "FILE"))
+  @Option(
+    name: .long, help: ArgumentHelp("Main configuration file (drop-ins in FILE.d/).", valueName: "FILE"))
   var config: String?
 
-  @Option(name: .long, help: ArgumentHelp("Directory of the store (overrides StateDirectory=).", valueName: "DIR"))
+  @Option(
+    name: .long, help: ArgumentHelp("Directory of the store (overrides StateDirectory=).", valueName: "DIR"))
   var stateDir: String?
 
   @Option(name: .long, help: ArgumentHelp("Control socket to bind (overrides Socket=).", valueName: "PATH"))
@@ -44,7 +46,9 @@ public struct TrialwatchdCommand: ParsableCommand {
   }
 
   /// Parses the command line and runs the daemon (or the configuration check). Never returns.
-  public static func main(openRepository: @escaping Daemon.RepositoryOpener, services: [any DaemonService]) -> Never {
+  public static func main(openRepository: @escaping Daemon.RepositoryOpener, services: [any DaemonService])
+    -> Never
+  {
     let command: TrialwatchdCommand
     do {
       var parsed = try parseAsRoot()

@@ -134,8 +134,10 @@ import TrialDaemonTesting
     fixture.holdBackend()
     var bytes: [UInt8] = []
     for subject in ["a", "b", "a"] {
-      bytes += VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": .string(subject)])
-        .encoded()
+      bytes += VarlinkCall(
+        method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": .string(subject)]
+      )
+      .encoded()
     }
     bytes += VarlinkCall(method: "io.trialwatch.Trials.GetTrial", parameters: ["subject": "b"]).encoded()
     bytes += VarlinkCall(method: "org.varlink.service.GetInfo").encoded()
