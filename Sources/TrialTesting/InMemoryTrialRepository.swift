@@ -97,3 +97,15 @@ public final class InMemoryTrialRepository: TrialRepository {
     func setLastSeenWallTime(_ date: Date) throws { state.lastSeen = date }
   }
 }
+
+extension TrialReadTransaction {
+  /// Every trial in the store, in id order (for tests: the whole store at once).
+  public func allTrials() throws -> [Trial] {
+    var trials: [Trial] = []
+    try scanTrials(after: nil) { trial in
+      trials.append(trial)
+      return true
+    }
+    return trials
+  }
+}

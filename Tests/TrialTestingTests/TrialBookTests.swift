@@ -28,14 +28,7 @@ struct TrialBookTests {
   }
 
   func storedTrials() throws -> [Trial] {
-    try repository.read { txn in
-      var trials: [Trial] = []
-      try txn.scanTrials(after: nil) { trial in
-        trials.append(trial)
-        return true
-      }
-      return trials
-    }
+    try repository.read { try $0.allTrials() }
   }
 
   func ledger(_ id: EventID) throws -> LedgerEntry? {

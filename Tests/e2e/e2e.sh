@@ -39,22 +39,14 @@ JOURNAL=$REPO/Tests/e2e/journal.py
 BIN=$REPO/.build-release/release
 
 START_NS=$(date +%s%N)
-PASSED=0
-FAILED=0
+# shellcheck source=checks.sh
+. "$REPO/Tests/e2e/checks.sh"
 NSPAWN_PID=
 CPID=
 CGROUPS=()
 SKIPPING=
 
 note() { echo "e2e: $*"; }
-pass() {
-  echo "PASS: $1"
-  PASSED=$((PASSED + 1))
-}
-fail() {
-  echo "FAIL: $1: $2"
-  FAILED=$((FAILED + 1))
-}
 skip() {
   echo "SKIP: e2e: $*"
   SKIPPING=1
@@ -151,7 +143,7 @@ cleanup() {
   fi
   if [ "${E2E_KEEP:-}" != 1 ]; then rm -rf --one-file-system "$ROOT"; fi
   note "took $(elapsed) s"
-  echo "$PASSED passed, $FAILED failed"
+  summary
   if [ "$FAILED" -gt 0 ] && [ "$status" -eq 0 ]; then status=1; fi
   exit "$status"
 }

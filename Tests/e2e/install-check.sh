@@ -14,17 +14,9 @@ cd "$(dirname "$0")/../.." || exit 1
 REPO=$PWD
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/trialwatch-install-check.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-PASSED=0
-FAILED=0
+# shellcheck source=checks.sh
+. "$REPO/Tests/e2e/checks.sh"
 
-pass() {
-  echo "PASS: $1"
-  PASSED=$((PASSED + 1))
-}
-fail() {
-  echo "FAIL: $1: $2"
-  FAILED=$((FAILED + 1))
-}
 # install_into DESTDIR [make variables...]: make install-files, quietly; output in DESTDIR.log.
 install_into() {
   local destdir=$1
@@ -41,7 +33,7 @@ tree() { (cd "$1" && find . -mindepth 1 -printf '%m %y %P\n' | sort -k3); }
 
 if [ ! -x .build-release/release/trialwatchd ] || [ ! -x .build-release/release/trialwatchctl ]; then
   fail "release build" "no binaries in .build-release/release; run \`make install-check\`, which builds them"
-  echo "$PASSED passed, $FAILED failed"
+  summary
   exit 1
 fi
 
@@ -180,5 +172,5 @@ else
   fail "make uninstall removes an unchanged configuration and /etc/trialwatch" "$(tail -n 3 "$B.uninstall.log")"
 fi
 
-echo "$PASSED passed, $FAILED failed"
+summary
 [ "$FAILED" -eq 0 ]

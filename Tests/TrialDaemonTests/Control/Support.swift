@@ -312,16 +312,7 @@ final class EngineParts: @unchecked Sendable {
 
   /// Every trial in the store, in id order.
   func storedTrials() throws -> [Trial] {
-    try queue.sync {
-      try repository.read { txn in
-        var trials: [Trial] = []
-        try txn.scanTrials(after: nil) { trial in
-          trials.append(trial)
-          return true
-        }
-        return trials
-      }
-    }
+    try queue.sync { try repository.read { try $0.allTrials() } }
   }
 
   /// Stops the engine, as the daemon does, and closes the store.
