@@ -48,6 +48,9 @@ final class ControlConnection: @unchecked Sendable {
   /// A call that waits for every call before it to be answered (a read after changes, or a
   /// Watch).
   private var held: (call: VarlinkCall, request: ControlRequest)?
+  /// A message could not be taken (too large): once the calls before it are answered, the
+  /// connection closes.
+  private var finishWhenAnswered = false
   /// A call is with the backend or waiting for one.
   private var busy: Bool { !owed.isEmpty || held != nil }
 
@@ -226,7 +229,9 @@ final class ControlConnection: @unchecked Sendable {
     guard !processing else { return }
     processing = true
     defer { processing = false }
-    while !closed && !closeWhenFlushed && held == nil && changesInFlight < Self.maximumChangesInFlight {
+    while !closed && !closeWhenFlushed && !finishWhenAnswered && held == nil
+      && changesInFlight < Self.maximumChangesInFlight
+    {
       if watch != nil {
         if decoder.bufferedByteCount > 0 {
           logger.notice("closing a watching connection that sent another call; use a separate connection")
@@ -244,8 +249,14 @@ final class ControlConnection: @unchecked Sendable {
         message = try decoder.nextMessage()
       } catch {
         logger.notice("message too large; closing the connection", metadata: ["limit": "\(error.limit)"])
-        send(VarlinkReply(error: .messageTooLarge(limit: error.limit)))
-        finishAfterFlush()
+        answer(VarlinkReply(error: .messageTooLarge(limit: error.limit)))
+        if owed.isEmpty {
+          finishAfterFlush()
+        } else {
+          // The calls before it are answered first, then the connection closes.
+          finishWhenAnswered = true
+          stopReading()
+        }
         return
       }
       guard let message else { break }
@@ -273,7 +284,7 @@ final class ControlConnection: @unchecked Sendable {
       call = try VarlinkCall.decode(message)
     } catch {
       logger.debug("invalid message", metadata: ["problem": "\(error.problem)"])
-      send(VarlinkReply(error: .invalidMessage(error.problem)))
+      answer(VarlinkReply(error: .invalidMessage(error.problem)))
       return
     }
     switch server.router.route(call, peer: peer) {
@@ -283,9 +294,9 @@ final class ControlConnection: @unchecked Sendable {
           "refused a call that changes trials: the caller is not root, the daemon's user or in the group",
           metadata: ["method": "\(call.method)"])
       }
-      answer(call, VarlinkReply(error: error))
+      answer(oneway: call.oneway, VarlinkReply(error: error))
     case .success(.reply(let parameters)):
-      answer(call, VarlinkReply(parameters: parameters))
+      answer(oneway: call.oneway, VarlinkReply(parameters: parameters))
     case .success(let request):
       if request.changesTrials ? callsInFlight > changesInFlight : busy {
         held = (call, request)
@@ -296,11 +307,11 @@ final class ControlConnection: @unchecked Sendable {
   }
 
   /// Answers at once, or queues the reply behind those still owed.
-  private func answer(_ call: VarlinkCall, _ reply: VarlinkReply) {
+  private func answer(oneway: Bool = false, _ reply: VarlinkReply) {
     if owed.isEmpty {
-      if !call.oneway { send(reply) }
+      if !oneway { send(reply) }
     } else {
-      let slot = OwedReply(oneway: call.oneway)
+      let slot = OwedReply(oneway: oneway)
       slot.answered = true
       slot.reply = reply
       owed.append(slot)
@@ -382,6 +393,10 @@ final class ControlConnection: @unchecked Sendable {
       answered += 1
     }
     owed.removeFirst(answered)
+    if finishWhenAnswered {
+      if owed.isEmpty { finishAfterFlush() }
+      return
+    }
     if let held, owed.isEmpty {
       self.held = nil
       start(held.call, held.request)

@@ -410,6 +410,28 @@ import TrialDaemonTesting
     #expect(try fixture.client().getInfo().vendor == "trialwatch")
   }
 
+  @Test func errorsFound_WhileChangesRun_AreAnsweredAfterThem_InOrder() throws {
+    var options = ControlServer.Options()
+    options.maximumMessageSize = 4096
+    let fixture = try ServerFixture(options: options, ids: [1])
+    let raw = try fixture.raw()
+    fixture.holdBackend()
+    var bytes = VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": "first"])
+      .encoded()
+    bytes += Array("{not json".utf8) + [0]
+    bytes += Array(#"{"method":"io.trialwatch.Trials.GetTrial","pad":""#.utf8)
+    bytes += Array(repeating: UInt8(ascii: "z"), count: 5000) + Array("\"}".utf8) + [0]
+    try? raw.sendBytes(bytes)
+    #expect(fixture.waitUntilReceived(1))
+    fixture.releaseBackend()
+    let received = try replies(in: readToEnd(raw.fileDescriptor) ?? [])
+    #expect(
+      received.map { $0.error ?? "ok" } == [
+        "ok", "io.trialwatch.InvalidMessage", "io.trialwatch.MessageTooLarge",
+      ])
+    #expect(try TrialReply(json: try #require(received.first).parameters).trial.subject == "first")
+  }
+
   @Test func aMessageJustUnderTheLimitIsAccepted() throws {
     var options = ControlServer.Options()
     options.maximumMessageSize = 4096
