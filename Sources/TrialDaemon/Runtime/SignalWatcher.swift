@@ -4,7 +4,7 @@ import Dispatch
   import Glibc
 #endif
 
-/// Turns SIGHUP, SIGTERM and SIGINT into calls on the daemon's queue.
+/// Turns SIGHUP, SIGTERM and SIGINT into calls, made one at a time on the main thread.
 ///
 /// The signals are blocked in every thread and taken with `sigwaitinfo(2)` by the main thread,
 /// which has nothing else to do once the daemon runs. Dispatch's own signal sources are not
@@ -13,11 +13,11 @@ import Dispatch
 public struct SignalWatcher: Sendable {
   public typealias Handler = @Sendable () -> Void
 
-  private let queue: DispatchQueue
   private let handlers: [Int32: Handler]
 
-  public init(queue: DispatchQueue, handlers: [Int32: Handler]) {
-    self.queue = queue
+  /// - Parameter handlers: run on the thread that calls `waitForever()`, in arrival order; a
+  ///   handler that hands work to a queue does so itself.
+  public init(handlers: [Int32: Handler]) {
     self.handlers = handlers
   }
 
@@ -33,8 +33,8 @@ public struct SignalWatcher: Sendable {
     pthread_sigmask(SIG_SETMASK, &mask, nil)
   }
 
-  /// Takes each watched signal as it arrives and runs its handler on the queue, in arrival
-  /// order. Never returns; a handler ends the process when it should.
+  /// Takes each watched signal as it arrives and runs its handler, in arrival order. Never
+  /// returns; a handler ends the process when it should.
   public func waitForever() -> Never {
     var watched = sigset_t()
     sigemptyset(&watched)
@@ -42,7 +42,7 @@ public struct SignalWatcher: Sendable {
     while true {
       let signo = sigwaitinfo(&watched, nil)
       guard signo > 0, let handler = handlers[signo] else { continue }  // EINTR
-      queue.async(execute: handler)
+      handler()
     }
   }
 }

@@ -12,7 +12,7 @@ import TrialStore
 /// The Varlink control socket as a part of the daemon: adopts the socket systemd passes
 /// (socket activation), or binds `Socket=` itself, and answers through the engine.
 public final class ControlService: DaemonService, @unchecked Sendable {
-  // @unchecked: started and stopped on the daemon's queue only.
+  // @unchecked: started, then stopped, on the main thread (see DaemonService); reload does nothing.
   public let name = "control socket"
   private var server: ControlServer?
   private var backend: EngineTrialsBackend?

@@ -51,9 +51,11 @@ public struct DaemonStartError: Error, CustomStringConvertible {
 /// trialwatchd's life: load the configuration and the store, catch up, `READY=1`, serve;
 /// `SIGHUP` reloads the configuration, `SIGTERM`/`SIGINT` stop cleanly.
 ///
-/// Everything after start-up happens on `queue`, the one serial queue that owns the engine.
+/// Everything after start-up happens on `queue`, the one serial queue that owns the engine,
+/// except taking signals and stopping, which the main thread does (see `stop(signal:)`).
 public final class Daemon: EngineObserver, @unchecked Sendable {
-  // @unchecked: mutable state is touched only on `queue` once `run()` has started it.
+  // @unchecked: after start-up, mutable state is touched only on `queue`; the main thread
+  // reads what start-up set (services, engine) to stop.
   public static let version = "0.1.0"
 
   public typealias RepositoryOpener = @Sendable (_ stateDirectory: String) throws -> any TrialRepository
@@ -97,14 +99,14 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       _ = try? notifier.send(.status("failed to start: \(text)"), .errno(code))
       exit(1)
     }
-    SignalWatcher(
-      queue: queue,
-      handlers: [
-        SIGHUP: { [weak self] in self?.reload() },
-        SIGTERM: { [weak self] in self?.stop(signal: "SIGTERM") },
-        SIGINT: { [weak self] in self?.stop(signal: "SIGINT") },
-      ]
-    ).waitForever()
+    let queue = self.queue
+    SignalWatcher(handlers: [
+      SIGHUP: { [weak self] in
+        queue.async { [weak self] in self?.reload() }
+      },
+      SIGTERM: { [weak self] in self?.stop(signal: "SIGTERM") },
+      SIGINT: { [weak self] in self?.stop(signal: "SIGINT") },
+    ]).waitForever()
   }
 
   private func start() throws {
@@ -217,13 +219,17 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     _ = try? notifier.send(.ready, .status(engine?.statusLine() ?? "reloaded"))
   }
 
+  /// Runs on the main thread, where signals are taken. The control server stops first, while
+  /// the engine's queue is still free to answer the calls in progress; then the engine stops on
+  /// its queue, after the transaction in flight, committing the changes already submitted.
   private func stop(signal: String) {
     logger.notice("stopping on \(signal)")
     _ = try? notifier.send(.stopping, .status("stopping"))
     for service in services.reversed() { service.stop() }
-    // Runs on the queue: the transaction in flight, if any, has finished.
-    engine?.stop()
-    clockSteps?.stop()
+    queue.sync {
+      engine?.stop()
+      clockSteps?.stop()
+    }
     exit(0)
   }
 
@@ -242,7 +248,8 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   }
 }
 
-/// A part of the daemon started after the engine is ready (the control server).
+/// A part of the daemon started after the engine is ready (the control server). `start` and
+/// `stop` are called on the main thread, `reload` on the engine's queue.
 public protocol DaemonService: AnyObject {
   var name: String { get }
   func start(daemon: Daemon, engine: Engine, queue: DispatchQueue, configuration: DaemonConfiguration) throws
