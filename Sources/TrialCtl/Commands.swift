@@ -57,14 +57,11 @@ struct Session {
   /// trial (its active one, else its most recent), looked up without printing the reply.
   func trialID(_ idOrSubject: String) throws -> TrialID {
     if let id = TrialID(idOrSubject) { return id }
-    let reply: JSONObject
     do {
-      reply = try client.connection.call(
-        TrialsMethod.getTrial.qualifiedName, GetTrialParameters(subject: idOrSubject).json)
+      return try client.getTrial(GetTrialParameters(subject: idOrSubject)).id
     } catch {
       throw CtlFailure(error)
     }
-    return try decode(reply, as: TrialReply.self).trial.id
   }
 
   func decode<R: JSONRepresentable>(_ parameters: JSONObject, as type: R.Type) throws -> R {

@@ -24,8 +24,6 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
 
   private let watchers = Mutex<[ObjectIdentifier: any WatchSubscriber]>([:])
   private let pauses = Mutex(0)
-  private let received = Mutex(0)
-  private let arrivals = DispatchSemaphore(value: 0)
   private let answersInline: Bool
 
   /// With `answersInline`, each call runs on the caller's thread (serialized with the
@@ -66,9 +64,9 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
       let now = clock.now()
       let trial: Trial? = try repository.read { txn in
         if let id = parameters.id { return try txn.trial(id) }
-        guard let subject = parameters.subject,
-          let id = try txn.activeTrialID(subject: subject) ?? txn.latestTrialID(subject: subject)
-        else { return nil }
+        guard let subject = parameters.subject, let id = try txn.latestTrialID(subject: subject) else {
+          return nil
+        }
         return try txn.trial(id)
       }
       guard let trial else {
@@ -204,18 +202,6 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
   public var watcherCount: Int { watchers.withLock { $0.count } }
 
   /// Holds every call until `resume()`, as a busy engine would.
-  /// Calls handed to the backend so far, carried out or not.
-  public var callsReceived: Int { received.withLock { $0 } }
-
-  /// Waits, at most `timeout` seconds, until `count` calls have been handed to the backend.
-  public func waitUntilReceived(_ count: Int, timeout: Double = 10) -> Bool {
-    let deadline = DispatchTime.now() + timeout
-    while callsReceived < count {
-      if arrivals.wait(timeout: deadline) == .timedOut { return callsReceived >= count }
-    }
-    return true
-  }
-
   public func pause() {
     pauses.withLock { $0 += 1 }
     queue.suspend()
@@ -234,8 +220,6 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
   // MARK: Running operations
 
   private func run<T: Sendable>(_ completion: @escaping Completion<T>, _ body: @escaping () throws -> T) {
-    received.withLock { $0 += 1 }
-    arrivals.signal()
     nonisolated(unsafe) let body = body
     let work: @Sendable () -> Result<T, ControlError> = {
       do {

@@ -6,9 +6,8 @@ import TrialCore
 public final class InMemoryTrialRepository: TrialRepository {
   struct State {
     var trials: [TrialID: Trial] = [:]
+    /// Each subject's latest trial, active or ended (as the file store's subject index).
     var subjects: [String: TrialID] = [:]
-    /// Each subject's latest trial, active or ended.
-    var latest: [String: TrialID] = [:]
     var ledger: [EventID: LedgerEntry] = [:]
     /// The ledger's ids by trial, so that one trial's entries are found without a scan.
     var ledgerByTrial: [TrialID: Set<EventID>] = [:]
@@ -49,9 +48,13 @@ public final class InMemoryTrialRepository: TrialRepository {
 
     func trial(_ id: TrialID) throws -> Trial? { state.trials[id] }
 
-    func activeTrialID(subject: String) throws -> TrialID? { state.subjects[subject] }
+    func activeTrialID(subject: String) throws -> TrialID? {
+      try latestTrialID(subject: subject).flatMap { state.trials[$0]?.isActive == true ? $0 : nil }
+    }
 
-    func latestTrialID(subject: String) throws -> TrialID? { state.latest[subject] }
+    func latestTrialID(subject: String) throws -> TrialID? {
+      state.subjects[subject].flatMap { state.trials[$0]?.subject == subject ? $0 : nil }
+    }
 
     func scanTrials(after: TrialID?, _ body: (Trial) throws -> Bool) throws {
       for id in state.trials.keys.sorted() where after.map({ id > $0 }) ?? true {
@@ -74,14 +77,8 @@ public final class InMemoryTrialRepository: TrialRepository {
     func lastSeenWallTime() throws -> Date? { state.lastSeen }
 
     func putTrial(_ trial: Trial) throws {
-      if let old = state.trials[trial.id], old.isActive, state.subjects[old.subject] == trial.id {
-        state.subjects[old.subject] = nil
-      }
       state.trials[trial.id] = trial
-      if trial.isActive {
-        state.subjects[trial.subject] = trial.id
-        state.latest[trial.subject] = trial.id
-      }
+      if trial.isActive { state.subjects[trial.subject] = trial.id }
     }
 
     func putLedgerEntry(_ entry: LedgerEntry) throws {

@@ -117,7 +117,7 @@ private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix
   print("control_start_pipelined_p99_\(clients)\(suffix): \(format(pipelined.p99)) ms")
 }
 
-private struct GetTrialFigures {
+private struct CallFigures {
   var requestsPerSecond: Double
   /// Milliseconds.
   var p50: Double
@@ -134,7 +134,7 @@ private final class ClientRun: @unchecked Sendable {
 /// (negative calls warm up). A call's latency runs from its sending to its reply.
 private func measureCalls(
   path: String, clients: Int, callsPerClient: Int, depth: Int = 1, request: @escaping (Int, Int) -> [UInt8]
-) throws -> GetTrialFigures {
+) throws -> CallFigures {
   let runs = (0..<clients).map { _ in ClientRun() }
   let connections = try (0..<clients).map { _ in try VarlinkClient(path: path) }
   nonisolated(unsafe) let request = request
@@ -186,7 +186,7 @@ private func measureCalls(
   func percentile(_ p: Double) -> Double {
     Double(all[min(all.count - 1, Int(Double(all.count) * p))]) / 1e6
   }
-  return GetTrialFigures(
+  return CallFigures(
     requestsPerSecond: Double(all.count) / elapsed, p50: percentile(0.50), p99: percentile(0.99))
 }
 

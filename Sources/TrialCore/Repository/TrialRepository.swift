@@ -5,7 +5,8 @@ public protocol TrialReadTransaction {
   func trial(_ id: TrialID) throws -> Trial?
   /// The id of the subject's active trial, if it has one.
   func activeTrialID(subject: String) throws -> TrialID?
-  /// The id of the subject's most recently started trial, active or ended.
+  /// The id of the subject's most recently started trial, active or ended (its active trial,
+  /// when it has one).
   func latestTrialID(subject: String) throws -> TrialID?
   /// Trials in id order, starting after `after`, until `body` returns false.
   func scanTrials(after: TrialID?, _ body: (Trial) throws -> Bool) throws

@@ -40,7 +40,7 @@ final class ControlConnection: @unchecked Sendable {
   private var bytesQueued = 0
   private var bytesWritten = 0
 
-  /// Replies owed, in call order; a slot is filled when its call is answered.
+  /// Replies owed, in call order; a slot holds its reply once its call is answered.
   private var owed: [OwedReply] = []
   /// Calls with the backend, and how many of them change trials.
   private var callsInFlight = 0
@@ -60,10 +60,13 @@ final class ControlConnection: @unchecked Sendable {
   /// A reply owed to the client. Touched only on the connection's queue.
   private final class OwedReply: @unchecked Sendable {
     let oneway: Bool
-    var answered = false
+    /// Nil until the call is answered.
     var reply: VarlinkReply?
 
-    init(oneway: Bool) { self.oneway = oneway }
+    init(oneway: Bool, reply: VarlinkReply? = nil) {
+      self.oneway = oneway
+      self.reply = reply
+    }
   }
   /// `processInput` is on the stack: whatever it would do again, its loop does.
   private var processing = false
@@ -311,10 +314,7 @@ final class ControlConnection: @unchecked Sendable {
     if owed.isEmpty {
       if !oneway { send(reply) }
     } else {
-      let slot = OwedReply(oneway: oneway)
-      slot.answered = true
-      slot.reply = reply
-      owed.append(slot)
+      owed.append(OwedReply(oneway: oneway, reply: reply))
     }
   }
 
@@ -382,14 +382,13 @@ final class ControlConnection: @unchecked Sendable {
     callsInFlight -= 1
     if change { changesInFlight -= 1 }
     guard !closed else { return }
-    slot.answered = true
     switch result {
     case .success(let parameters): slot.reply = VarlinkReply(parameters: parameters)
     case .failure(let error): slot.reply = VarlinkReply(error: error)
     }
     var answered = 0
-    while answered < owed.count, owed[answered].answered {
-      if !owed[answered].oneway, let reply = owed[answered].reply { send(reply) }
+    while answered < owed.count, let reply = owed[answered].reply {
+      if !owed[answered].oneway { send(reply) }
       answered += 1
     }
     owed.removeFirst(answered)

@@ -30,10 +30,8 @@ extension Engine {
   /// The subject's active trial, else its most recent one.
   public func trial(subject: String) throws -> Trial {
     let found = try repository.read { txn -> Trial? in
-      guard let id = try txn.activeTrialID(subject: subject) ?? txn.latestTrialID(subject: subject) else {
-        return nil
-      }
-      return try txn.trial(id)
+      // The active trial, if there is one, is the latest.
+      try txn.latestTrialID(subject: subject).flatMap { try txn.trial($0) }
     }
     guard let found else { throw TrialError.notFound(subject: subject) }
     return found

@@ -21,24 +21,28 @@ public struct SignalWatcher: Sendable {
     self.handlers = handlers
   }
 
-  /// Sets the calling thread's mask to exactly `signals`: the ones to be watched are blocked,
-  /// and nothing else a parent may have blocked stays blocked (a mask survives `exec`). Call
-  /// it on the main thread before any other thread exists, so every thread inherits it (and
+  /// The watched signals, as a set.
+  private var watched: sigset_t {
+    var set = sigset_t()
+    sigemptyset(&set)
+    for signo in handlers.keys { sigaddset(&set, signo) }
+    return set
+  }
+
+  /// Sets the calling thread's mask to exactly the watched signals: they are blocked, and
+  /// nothing else a parent may have blocked stays blocked (a mask survives `exec`). Call it on
+  /// the main thread before any other thread exists, so every thread inherits it (and
   /// Dispatch's threads block every signal of their own accord). Blocked, a signal waits for
   /// `waitForever()` even when it arrives before that runs.
-  public static func blockWatchedSignals(_ signals: some Sequence<Int32>) {
-    var mask = sigset_t()
-    sigemptyset(&mask)
-    for signo in signals { sigaddset(&mask, signo) }
+  public func blockWatchedSignals() {
+    var mask = watched
     pthread_sigmask(SIG_SETMASK, &mask, nil)
   }
 
   /// Takes each watched signal as it arrives and runs its handler, in arrival order. Never
   /// returns; a handler ends the process when it should.
   public func waitForever() -> Never {
-    var watched = sigset_t()
-    sigemptyset(&watched)
-    for signo in handlers.keys { sigaddset(&watched, signo) }
+    var watched = self.watched
     while true {
       let signo = sigwaitinfo(&watched, nil)
       guard signo > 0, let handler = handlers[signo] else { continue }  // EINTR

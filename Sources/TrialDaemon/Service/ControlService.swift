@@ -43,7 +43,6 @@ public final class ControlService: DaemonService, @unchecked Sendable {
       options.idleTimeout = .seconds(Int64(Int32.max))
     }
     options.controlGroup = gid
-    let socketGID = Self.groupID(configuration.socketGroup)
     options.version = Daemon.version
 
     let listener: ControlServer.Listener
@@ -54,6 +53,7 @@ public final class ControlService: DaemonService, @unchecked Sendable {
       if !directory.isEmpty {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
       }
+      let socketGID = Self.groupID(configuration.socketGroup)
       if socketGID == nil {
         logger.notice(
           "socket group not found; only root and the daemon's user may connect",

@@ -88,8 +88,16 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   /// Starts the daemon and never returns: the process exits from the signal handlers, or
   /// with a non-zero status when start-up fails.
   public func run() -> Never {
+    let queue = self.queue
+    let signals = SignalWatcher(handlers: [
+      SIGHUP: { [weak self] in
+        queue.async { [weak self] in self?.reload() }
+      },
+      SIGTERM: { [weak self] in self?.stop(signal: "SIGTERM") },
+      SIGINT: { [weak self] in self?.stop(signal: "SIGINT") },
+    ])
     // Before any thread exists: every thread must block the signals the watcher reads.
-    SignalWatcher.blockWatchedSignals(Self.watchedSignals)
+    signals.blockWatchedSignals()
     do {
       try start()
     } catch {
@@ -99,14 +107,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       _ = try? notifier.send(.status("failed to start: \(text)"), .errno(code))
       exit(1)
     }
-    let queue = self.queue
-    SignalWatcher(handlers: [
-      SIGHUP: { [weak self] in
-        queue.async { [weak self] in self?.reload() }
-      },
-      SIGTERM: { [weak self] in self?.stop(signal: "SIGTERM") },
-      SIGINT: { [weak self] in self?.stop(signal: "SIGINT") },
-    ]).waitForever()
+    signals.waitForever()
   }
 
   private func start() throws {
@@ -178,9 +179,6 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     _ = try? notifier.send(.ready, .status(status))
     logger.notice("ready", metadata: ["status": "\(status)"])
   }
-
-  /// The signals `SignalWatcher` turns into calls: reload, and stop.
-  static let watchedSignals = [SIGHUP, SIGTERM, SIGINT]
 
   private func engineSettings(_ configuration: DaemonConfiguration) -> EngineSettings {
     var watchdog: TimeInterval?

@@ -31,7 +31,8 @@ public final class EngineTrialsBackend: TrialsBackend, @unchecked Sendable {
 
   /// A read: runs on the engine's queue, but on the caller's thread (`sync`), so that the
   /// answer needs no thread hop either way; the completion runs back on the caller's queue.
-  /// Reads touch no disk beyond LMDB's mapped pages and never wait for a commit.
+  /// Reads touch no disk beyond LMDB's mapped pages; one that arrives while the engine
+  /// commits waits for that commit, and sees it.
   private func run<T>(_ completion: @escaping Completion<T>, _ body: @escaping (Engine) throws -> T) {
     let bound = Bound(value: body)
     let result = queue.sync { [self] in Bound(value: Self.result { try bound.value(engine) }) }

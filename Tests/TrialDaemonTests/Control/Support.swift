@@ -87,8 +87,8 @@ final class ServerFixture {
 
   let directory: String
   let socketPath: String
-  /// The backend the server answers through.
-  let backend: any TrialsBackend
+  /// The backend the server answers through, counting the calls handed to it.
+  let backend: CountingBackend
   let logs = CapturedLogs()
   let server: ControlServer
   private let parts: Parts
@@ -111,11 +111,11 @@ final class ServerFixture {
       let backend = InMemoryTrialsBackend(
         clock: clock, ids: SequenceTrialIDGenerator(ids), answersInline: answersInline)
       parts = .inMemory(backend, clock)
-      self.backend = backend
+      self.backend = CountingBackend(backend)
     case .engine:
       let engine = try EngineParts(directory: directory + "/store", ids: ids)
       parts = .engine(engine)
-      backend = engine.counted
+      backend = CountingBackend(engine.backend)
     }
     var options = options
     options.version = "1.2.3-test"
@@ -192,19 +192,11 @@ final class ServerFixture {
   }
 
   /// Calls handed to the backend so far, carried out or not.
-  var callsReceived: Int {
-    switch parts {
-    case .inMemory(let backend, _): backend.callsReceived
-    case .engine(let engine): engine.counted.callsReceived
-    }
-  }
+  var callsReceived: Int { backend.callsReceived }
 
   /// Waits, at most `timeout` seconds, until `count` calls have been handed to the backend.
   func waitUntilReceived(_ count: Int, timeout: Double = 10) -> Bool {
-    switch parts {
-    case .inMemory(let backend, _): backend.waitUntilReceived(count, timeout: timeout)
-    case .engine(let engine): engine.counted.waitUntilReceived(count, timeout: timeout)
-    }
+    backend.waitUntilReceived(count, timeout: timeout)
   }
 
   /// Watches the backend knows of: the in-memory backend counts its own, the engine's are
@@ -255,8 +247,6 @@ final class EngineParts: @unchecked Sendable {
   let repository: LMDBTrialRepository
   let engine: Engine
   let backend: EngineTrialsBackend
-  /// `backend`, counting the calls handed to it; the server talks to this.
-  let counted: CountingBackend
   private let taken = TakenEvents()
   private let held = DispatchSemaphore(value: 0)
   private let holds = Mutex(0)
@@ -274,7 +264,6 @@ final class EngineParts: @unchecked Sendable {
     backend = EngineTrialsBackend(
       engine: engine, queue: queue, startedAt: ServerFixture.start,
       storeBytes: { [weak repository] in (try? repository?.statistics())?.fileSize })
-    counted = CountingBackend(backend)
   }
 
   var now: Date { scheduler.manualClock.now() }

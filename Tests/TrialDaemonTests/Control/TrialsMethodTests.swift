@@ -216,15 +216,11 @@ import TrialDaemonTesting
     #expect(ended.state == .cancelled)
     #expect(ended.endedAt == ServerFixture.start.addingTimeInterval(3600))
     let again = remoteError { _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted)) }
-    #expect(again?.name == "io.trialwatch.TrialNotActive")
-    #expect(again?.parameters["id"] == "0000000000000005")
-    #expect(again?.parameters["state"] == "cancelled")
+    expectNotActive(again, id: "0000000000000005", state: "cancelled")
     let extend = remoteError {
       _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(1))))
     }
-    #expect(extend?.name == "io.trialwatch.TrialNotActive")
-    #expect(extend?.parameters["id"] == "0000000000000005")
-    #expect(extend?.parameters["state"] == "cancelled")
+    expectNotActive(extend, id: "0000000000000005", state: "cancelled")
     let missing = remoteError {
       _ = try client.endTrial(EndTrialParameters(id: TrialID(6), outcome: .converted))
     }
@@ -339,14 +335,11 @@ import TrialDaemonTesting
     #expect(expired.endedAt == trial.endsAt)
     #expect(try client.getTrial(GetTrialParameters(subject: "acme")).id == trial.id)
     let end = remoteError { _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted)) }
-    #expect(end?.name == "io.trialwatch.TrialNotActive")
-    #expect(end?.parameters["id"] == "0000000000000007")
-    #expect(end?.parameters["state"] == "expired")
+    expectNotActive(end, id: "0000000000000007", state: "expired")
     let extend = remoteError {
       _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(1))))
     }
-    #expect(extend?.name == "io.trialwatch.TrialNotActive")
-    #expect(extend?.parameters["state"] == "expired")
+    expectNotActive(extend, state: "expired")
     #expect(try client.getPlan(GetPlanParameters(id: trial.id)).map(\.state) == [.delivered, .delivered])
 
     let status = try client.getStatus().status
@@ -445,4 +438,14 @@ import TrialDaemonTesting
       #expect((status.status.storeBytes ?? 0) > 0, "the size of the store file")
     }
   }
+}
+
+/// The call was refused as `io.trialwatch.TrialNotActive`, naming the trial's state (and its
+/// id, where given).
+func expectNotActive(
+  _ error: ControlError?, id: String? = nil, state: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+  #expect(error?.name == "io.trialwatch.TrialNotActive", sourceLocation: sourceLocation)
+  if let id { #expect(error?.parameters["id"] == .string(id), sourceLocation: sourceLocation) }
+  #expect(error?.parameters["state"] == .string(state), sourceLocation: sourceLocation)
 }
