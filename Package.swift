@@ -49,7 +49,10 @@ let package = Package(
     .target(
       name: "TrialControl",
       dependencies: ["TrialCore"],
-      exclude: ["io.trialwatch.Trials.varlink", "io.trialwatch.varlink", "org.varlink.service.varlink"]
+      resources: [
+        .embedInCode("io.trialwatch.Trials.varlink"), .embedInCode("io.trialwatch.varlink"),
+        .embedInCode("org.varlink.service.varlink"),
+      ]
     ),
     // The daemon's wiring: scheduling engine, control server, configuration, signals.
     .target(
@@ -60,10 +63,14 @@ let package = Package(
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
-    // Doubles for the daemon's seams: an in-memory backend for the control server.
+    // Fixtures for tests of the daemon: the control server over a real engine in virtual
+    // time, and trialwatchd as a process.
     .target(
       name: "TrialDaemonTesting",
-      dependencies: ["TrialCore", "TrialTesting", "TrialControl", "TrialDaemon"]
+      dependencies: [
+        "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialStore",
+        .product(name: "Logging", package: "swift-log"),
+      ]
     ),
     // trialwatchctl's commands and presenter.
     .target(

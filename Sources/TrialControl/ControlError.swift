@@ -4,9 +4,41 @@ import TrialCore
 /// clients receive them, including names this version does not know.
 public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
   public let name: String
-  public let parameters: JSONObject
+  public var parameters: Parameters
 
-  public init(name: String, parameters: JSONObject = [:]) {
+  /// The parameters of every error this service sends; each error sets the ones it declares.
+  public struct Parameters: Codable, Hashable, Sendable {
+    public var id: String?
+    public var subject: String?
+    public var state: String?
+    public var method: String?
+    public var uid: Int?
+    public var interface: String?
+    public var parameter: String?
+    /// What is wrong, in words (with `InvalidParameter`, an addition clients may ignore).
+    public var problem: String?
+    public var limit: Int?
+    public var message: String?
+
+    public init(
+      id: String? = nil, subject: String? = nil, state: String? = nil, method: String? = nil, uid: Int? = nil,
+      interface: String? = nil, parameter: String? = nil, problem: String? = nil, limit: Int? = nil,
+      message: String? = nil
+    ) {
+      self.id = id
+      self.subject = subject
+      self.state = state
+      self.method = method
+      self.uid = uid
+      self.interface = interface
+      self.parameter = parameter
+      self.problem = problem
+      self.limit = limit
+      self.message = message
+    }
+  }
+
+  public init(name: String, parameters: Parameters = Parameters()) {
     self.name = name
     self.parameters = parameters
   }
@@ -15,7 +47,6 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
   public enum Name {
     public static let interfaceNotFound = "org.varlink.service.InterfaceNotFound"
     public static let methodNotFound = "org.varlink.service.MethodNotFound"
-    public static let methodNotImplemented = "org.varlink.service.MethodNotImplemented"
     public static let invalidParameter = "org.varlink.service.InvalidParameter"
     public static let expectedMore = "org.varlink.service.ExpectedMore"
     public static let trialNotFound = "io.trialwatch.TrialNotFound"
@@ -28,76 +59,49 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let internalError = "io.trialwatch.InternalError"
   }
 
-  // MARK: Standard Varlink errors
-
-  public static func interfaceNotFound(_ interface: String) -> ControlError {
-    ControlError(name: Name.interfaceNotFound, parameters: ["interface": .string(interface)])
+  public static func interfaceNotFound(_ interface: String) -> Self {
+    Self(name: Name.interfaceNotFound, parameters: Parameters(interface: interface))
   }
 
-  public static func methodNotFound(_ method: String) -> ControlError {
-    ControlError(name: Name.methodNotFound, parameters: ["method": .string(method)])
-  }
-
-  public static func methodNotImplemented(_ method: String) -> ControlError {
-    ControlError(name: Name.methodNotImplemented, parameters: ["method": .string(method)])
+  public static func methodNotFound(_ method: String) -> Self {
+    Self(name: Name.methodNotFound, parameters: Parameters(method: method))
   }
 
   /// `parameter` names the offending parameter, as the standard error requires; `problem`
-  /// (an addition the standard allows clients to ignore) says what is wrong with it.
-  public static func invalidParameter(_ parameter: String, problem: String? = nil) -> ControlError {
-    var parameters: JSONObject = ["parameter": .string(parameter)]
-    parameters.set("problem", problem.map(JSONValue.string))
-    return ControlError(name: Name.invalidParameter, parameters: parameters)
+  /// says what is wrong with it.
+  public static func invalidParameter(_ parameter: String, problem: String? = nil) -> Self {
+    Self(name: Name.invalidParameter, parameters: Parameters(parameter: parameter, problem: problem))
   }
 
-  public static func invalidParameter(_ error: JSONShapeError) -> ControlError {
-    invalidParameter(error.field, problem: error.description)
+  /// A parameter problem found while decoding or checking a call's parameters.
+  public static func invalidParameter(_ problem: WireProblem) -> Self {
+    invalidParameter(problem.path.first ?? "", problem: problem.description)
   }
 
-  public static func expectedMore() -> ControlError {
-    ControlError(name: Name.expectedMore)
+  public static func expectedMore() -> Self { Self(name: Name.expectedMore) }
+
+  public static func trialNotFound(id: TrialID? = nil, subject: String? = nil) -> Self {
+    Self(name: Name.trialNotFound, parameters: Parameters(id: id?.description, subject: subject))
   }
 
-  // MARK: io.trialwatch errors
-
-  public static func trialNotFound(id: TrialID? = nil, subject: String? = nil) -> ControlError {
-    var parameters = JSONObject()
-    parameters.set("id", id.map { .string($0.description) })
-    parameters.set("subject", subject.map(JSONValue.string))
-    return ControlError(name: Name.trialNotFound, parameters: parameters)
+  public static func permissionDenied(method: String, uid: UInt32) -> Self {
+    Self(name: Name.permissionDenied, parameters: Parameters(method: method, uid: Int(uid)))
   }
 
-  public static func subjectAlreadyActive(subject: String, existing: TrialID) -> ControlError {
-    ControlError(
-      name: Name.subjectAlreadyActive,
-      parameters: ["subject": .string(subject), "id": .string(existing.description)])
+  public static func invalidMessage(_ problem: String) -> Self {
+    Self(name: Name.invalidMessage, parameters: Parameters(problem: problem))
   }
 
-  public static func trialNotActive(_ id: TrialID, state: TrialState) -> ControlError {
-    ControlError(
-      name: Name.trialNotActive,
-      parameters: ["id": .string(id.description), "state": .string(state.rawValue)])
+  public static func messageTooLarge(limit: Int) -> Self {
+    Self(name: Name.messageTooLarge, parameters: Parameters(limit: limit))
   }
 
-  public static func permissionDenied(method: String, uid: UInt32) -> ControlError {
-    ControlError(
-      name: Name.permissionDenied, parameters: ["method": .string(method), "uid": .int(Int64(uid))])
+  public static func tooManyConnections(limit: Int) -> Self {
+    Self(name: Name.tooManyConnections, parameters: Parameters(limit: limit))
   }
 
-  public static func invalidMessage(_ problem: String) -> ControlError {
-    ControlError(name: Name.invalidMessage, parameters: ["problem": .string(problem)])
-  }
-
-  public static func messageTooLarge(limit: Int) -> ControlError {
-    ControlError(name: Name.messageTooLarge, parameters: ["limit": .int(Int64(limit))])
-  }
-
-  public static func tooManyConnections(limit: Int) -> ControlError {
-    ControlError(name: Name.tooManyConnections, parameters: ["limit": .int(Int64(limit))])
-  }
-
-  public static func internalError(_ message: String) -> ControlError {
-    ControlError(name: Name.internalError, parameters: ["message": .string(message)])
+  public static func internalError(_ message: String) -> Self {
+    Self(name: Name.internalError, parameters: Parameters(message: message))
   }
 
   /// The domain's refusal, as the error a client receives.
@@ -106,9 +110,10 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     case .notFound(let id, let subject):
       self = .trialNotFound(id: id, subject: subject)
     case .subjectAlreadyActive(let subject, let existing):
-      self = .subjectAlreadyActive(subject: subject, existing: existing)
+      self.init(
+        name: Name.subjectAlreadyActive, parameters: Parameters(id: existing.description, subject: subject))
     case .notActive(let id, let state):
-      self = .trialNotActive(id, state: state)
+      self.init(name: Name.trialNotActive, parameters: Parameters(id: id.description, state: state.rawValue))
     case .invalidParameter(let name, let problem):
       self = .invalidParameter(name, problem: problem)
     case .idSpaceExhausted:
@@ -116,56 +121,36 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     }
   }
 
-  // MARK: Reading
-
-  private func text(_ key: String) -> String? {
-    if case .string(let value)? = parameters[key] { return value }
-    return nil
-  }
-
   /// The error in words, naming what was wrong.
   public var description: String {
+    let p = parameters
     switch name {
-    case Name.interfaceNotFound:
-      return "the service has no interface \"\(text("interface") ?? "?")\""
-    case Name.methodNotFound:
-      return "the service has no method \"\(text("method") ?? "?")\""
-    case Name.methodNotImplemented:
-      return "method \"\(text("method") ?? "?")\" is not implemented"
+    case Name.interfaceNotFound: return "the service has no interface \"\(p.interface ?? "?")\""
+    case Name.methodNotFound: return "the service has no method \"\(p.method ?? "?")\""
     case Name.invalidParameter:
-      let parameter = text("parameter") ?? "?"
-      if let problem = text("problem") {
-        return problem.hasPrefix(parameter)
-          ? "invalid parameter \(problem)" : "invalid parameter \(parameter): \(problem)"
-      }
-      return "invalid parameter \(parameter)"
-    case Name.expectedMore:
-      return "the method streams its replies and must be called with \"more\""
+      let parameter = p.parameter ?? "?"
+      guard let problem = p.problem else { return "invalid parameter \(parameter)" }
+      return problem.hasPrefix(parameter)
+        ? "invalid parameter \(problem)" : "invalid parameter \(parameter): \(problem)"
+    case Name.expectedMore: return "the method streams its replies and must be called with \"more\""
     case Name.trialNotFound:
-      if let id = text("id") { return "no trial with id \(id)" }
-      if let subject = text("subject") { return "no active trial for subject \"\(subject)\"" }
+      if let id = p.id { return "no trial with id \(id)" }
+      if let subject = p.subject { return "no active trial for subject \"\(subject)\"" }
       return "no such trial"
     case Name.subjectAlreadyActive:
-      return "subject \"\(text("subject") ?? "?")\" already has an active trial (id \(text("id") ?? "?"))"
-    case Name.trialNotActive:
-      return "trial \(text("id") ?? "?") is not active (it is \(text("state") ?? "?"))"
+      return "subject \"\(p.subject ?? "?")\" already has an active trial (id \(p.id ?? "?"))"
+    case Name.trialNotActive: return "trial \(p.id ?? "?") is not active (it is \(p.state ?? "?"))"
     case Name.permissionDenied:
-      var uid = "?"
-      if case .int(let value)? = parameters["uid"] { uid = String(value) }
-      return
-        "permission denied: \(text("method") ?? "this call") changes trials and needs root, "
-        + "the daemon's user "
-        + "or the control group (caller uid \(uid))"
-    case Name.invalidMessage:
-      return "invalid message: \(text("problem") ?? "?")"
-    case Name.messageTooLarge:
-      return "message too large (limit \(parameters["limit"]?.jsonText ?? "?") bytes)"
+      return "permission denied: \(p.method ?? "this call") changes trials and needs root, the daemon's user "
+        + "or the control group (caller uid \(p.uid.map(String.init) ?? "?"))"
+    case Name.invalidMessage: return "invalid message: \(p.problem ?? "?")"
+    case Name.messageTooLarge: return "message too large (limit \(p.limit.map(String.init) ?? "?") bytes)"
     case Name.tooManyConnections:
-      return "too many connections to the daemon (limit \(parameters["limit"]?.jsonText ?? "?"))"
-    case Name.internalError:
-      return "internal error: \(text("message") ?? "?")"
+      return "too many connections to the daemon (limit \(p.limit.map(String.init) ?? "?"))"
+    case Name.internalError: return "internal error: \(p.message ?? "?")"
     default:
-      return parameters.isEmpty ? name : "\(name) \(parameters.jsonText)"
+      let text = WireCoding.text(p)
+      return text == "{}" ? name : "\(name) \(text)"
     }
   }
 }

@@ -2,7 +2,7 @@ import Foundation
 import TrialCore
 
 /// A trial as the wire carries it (`io.trialwatch.Trials.Trial`).
-public struct TrialObject: JSONRepresentable, Hashable {
+public struct TrialObject: Codable, Hashable, Sendable {
   public var id: TrialID
   public var subject: String
   public var state: TrialState
@@ -11,10 +11,10 @@ public struct TrialObject: JSONRepresentable, Hashable {
   /// When the trial left the active state.
   public var endedAt: Date?
   /// Spans before the end, in the order they fall due.
-  public var reminders: [Days]
+  public var reminders: [Span]
   public var revision: UInt32
-  /// Until the end as of the reply; negative once past.
-  public var daysLeft: Days
+  /// Days until the end as of the reply, negative once past (to the microsecond).
+  public var daysLeft: Double
 
   public init(
     id: TrialID, subject: String, state: TrialState, startedAt: Date, endsAt: Date, endedAt: Date? = nil,
@@ -26,41 +26,22 @@ public struct TrialObject: JSONRepresentable, Hashable {
     self.startedAt = startedAt
     self.endsAt = endsAt
     self.endedAt = endedAt
-    self.reminders = reminders
+    self.reminders = reminders.map(Span.init)
     self.revision = revision
-    self.daysLeft = daysLeft
+    self.daysLeft = (daysLeft.amount * 1e6).rounded() / 1e6
   }
 
   /// The trial as of `now`.
   public init(_ trial: Trial, now: Date) {
-    self.init(
-      id: trial.id, subject: trial.subject, state: trial.state, startedAt: trial.period.startDate,
-      endsAt: trial.period.endDate, endedAt: trial.endedAt, reminders: trial.reminders.offsets,
-      revision: trial.revision, daysLeft: trial.period.daysLeft(clock: FixedInstant(now)))
-  }
-
-  public init(json: JSONObject) throws(JSONShapeError) {
-    let fields = JSONFields(json)
-    let revision = try fields.int("revision")
-    guard let revision32 = UInt32(exactly: revision) else { throw fields.error("revision", "out of range") }
-    self.init(
-      id: try fields.trialID("id"), subject: try fields.string("subject"),
-      state: try fields.choice("state", as: TrialState.self), startedAt: try fields.date("startedAt"),
-      endsAt: try fields.date("endsAt"), endedAt: try fields.optionalDate("endedAt"),
-      reminders: try fields.optionalSpans("reminders") ?? [], revision: revision32,
-      daysLeft: Days(try fields.double("daysLeft")))
-  }
-
-  public var json: JSONObject {
-    var object: JSONObject = [
-      "id": .string(id.description), "subject": .string(subject), "state": .string(state.rawValue),
-      "startedAt": startedAt.rfc3339, "endsAt": endsAt.rfc3339,
-    ]
-    object.set("endedAt", endedAt?.rfc3339)
-    object["reminders"] = .array(reminders.map(\.span))
-    object["revision"] = .int(Int64(revision))
-    object["daysLeft"] = .double((daysLeft.amount * 1e6).rounded() / 1e6)
-    return object
+    id = trial.id
+    subject = trial.subject
+    state = trial.state
+    startedAt = trial.period.startDate
+    endsAt = trial.period.endDate
+    endedAt = trial.endedAt
+    reminders = trial.reminders.offsets.map(Span.init)
+    revision = trial.revision
+    daysLeft = (trial.period.daysLeft(clock: FixedInstant(now)).amount * 1e6).rounded() / 1e6
   }
 }
 
@@ -72,13 +53,13 @@ struct FixedInstant: WallClock {
 }
 
 /// A reminder or expiry as the wire carries it (`io.trialwatch.Trials.Event`).
-public struct EventObject: JSONRepresentable, Hashable {
-  public enum Kind: String, CaseIterable, Sendable {
+public struct EventObject: Codable, Hashable, Sendable {
+  public enum Kind: String, WireChoice {
     case reminder
     case expiry
   }
 
-  public enum State: String, CaseIterable, Sendable {
+  public enum State: String, WireChoice {
     /// Not yet taken.
     case pending
     /// Taken and fired, not yet delivered.
@@ -89,10 +70,16 @@ public struct EventObject: JSONRepresentable, Hashable {
     case skipped
   }
 
+  /// `<trial id>-r<revision>-expiry` or `<trial id>-r<revision>-reminder-<ms>ms`.
   public var id: EventID
+  public var trialId: TrialID
   public var subject: String?
-  public var state: State
+  public var revision: UInt32
+  public var kind: Kind
+  /// For a reminder: the span before the end.
+  public var offset: Span?
   public var due: Date
+  public var state: State
   /// A code for why a skipped event did not fire (`already-due-at-start`).
   public var reason: String?
   /// The reason in words.
@@ -100,7 +87,7 @@ public struct EventObject: JSONRepresentable, Hashable {
   /// When it was fired or skipped.
   public var takenAt: Date?
   /// How late it was taken, when it was late.
-  public var lateness: Days?
+  public var lateness: Span?
 
   public init(
     id: EventID, subject: String? = nil, state: State, due: Date, reason: String? = nil,
@@ -108,49 +95,18 @@ public struct EventObject: JSONRepresentable, Hashable {
     takenAt: Date? = nil, lateness: Days? = nil
   ) {
     self.id = id
+    self.trialId = id.trialID
     self.subject = subject
-    self.state = state
+    self.revision = id.revision
+    self.kind = id.kind == .expiry ? .expiry : .reminder
+    self.offset = id.kind.reminderOffset.map(Span.init)
     self.due = due
+    self.state = state
     self.reason = reason
     self.detail = detail
     self.takenAt = takenAt
-    self.lateness = lateness
+    self.lateness = lateness.map(Span.init)
   }
-
-  public var trialID: TrialID { id.trialID }
-  public var revision: UInt32 { id.revision }
-  public var kind: Kind { id.kind == .expiry ? .expiry : .reminder }
-  /// For a reminder: the span before the end.
-  public var offset: Days? { id.kind.reminderOffset }
-
-  public init(json: JSONObject) throws(JSONShapeError) {
-    let fields = JSONFields(json)
-    let text = try fields.string("id")
-    guard let id = EventID(text) else { throw fields.error("id", "\"\(text)\" is not an event id") }
-    self.init(
-      id: id, subject: try fields.optionalString("subject"),
-      state: try fields.choice("state", as: State.self),
-      due: try fields.date("due"), reason: try fields.optionalString("reason"),
-      detail: try fields.optionalString("detail"), takenAt: try fields.optionalDate("takenAt"),
-      lateness: try fields.optionalSpan("lateness"))
-  }
-
-  public var json: JSONObject {
-    var object: JSONObject = ["id": .string(id.description), "trialId": .string(trialID.description)]
-    object.set("subject", subject.map(JSONValue.string))
-    object["revision"] = .int(Int64(revision))
-    object["kind"] = .string(kind.rawValue)
-    object.set("offset", offset?.span)
-    object["due"] = due.rfc3339
-    object["state"] = .string(state.rawValue)
-    object.set("reason", reason.map(JSONValue.string))
-    object.set("detail", detail.map(JSONValue.string))
-    object.set("takenAt", takenAt?.rfc3339)
-    object.set("lateness", lateness?.span)
-    return object
-  }
-
-  // MARK: From the domain
 
   /// An event not yet taken.
   public init(pending event: TrialEvent, subject: String?) {
@@ -159,28 +115,18 @@ public struct EventObject: JSONRepresentable, Hashable {
 
   /// An event from the ledger: fired (delivered or not) or skipped.
   public init(_ entry: LedgerEntry, subject: String?) {
-    let state: State
     var reason: SkipReason?
-    switch entry.outcome {
-    case .fired: state = entry.isDelivered ? .delivered : .fired
-    case .skipped(let why):
-      state = .skipped
-      reason = why
-    }
+    if case .skipped(let why) = entry.outcome { reason = why }
     self.init(
-      id: entry.id, subject: subject, state: state, due: entry.event.due, reason: reason?.code,
-      detail: reason?.description, takenAt: entry.takenAt,
+      id: entry.id, subject: subject,
+      state: reason != nil ? .skipped : entry.isDelivered ? .delivered : .fired, due: entry.event.due,
+      reason: reason?.code, detail: reason?.description, takenAt: entry.takenAt,
       lateness: entry.isLate ? Days(timeInterval: entry.lateness) : nil)
   }
 
-  /// An event as the planner takes it (for Watch and Simulate): fired or skipped.
+  /// An event as the planner takes it (for Simulate): fired or skipped.
   public init(_ due: DueEvent, subject: String?) {
-    var reason: SkipReason?
-    if case .skip(let why) = due.disposition { reason = why }
-    self.init(
-      id: due.event.id, subject: subject, state: reason == nil ? .fired : .skipped, due: due.event.due,
-      reason: reason?.code, detail: reason?.description, takenAt: due.takenAt,
-      lateness: due.isLate ? Days(timeInterval: due.lateness) : nil)
+    self.init(LedgerEntry(due), subject: subject)
   }
 
   /// Every event of a trial, past and future, in due order: the ledger's entries over all
@@ -197,8 +143,7 @@ public struct EventObject: JSONRepresentable, Hashable {
           EventObject(
             id: event.id, subject: trial.subject, state: .skipped, due: event.due,
             reason: "trial-\(trial.state.rawValue)",
-            detail: "the trial was \(trial.state.rawValue) before it fell due",
-            takenAt: trial.endedAt))
+            detail: "the trial was \(trial.state.rawValue) before it fell due", takenAt: trial.endedAt))
       }
     }
     return events.sorted { $0.due != $1.due ? $0.due < $1.due : $0.id < $1.id }
@@ -206,7 +151,7 @@ public struct EventObject: JSONRepresentable, Hashable {
 }
 
 /// Trials by state (`io.trialwatch.Trials.TrialCounts`).
-public struct TrialCounts: JSONRepresentable, Hashable {
+public struct TrialCounts: Codable, Hashable, Sendable {
   public var active: Int
   public var expired: Int
   public var converted: Int
@@ -219,39 +164,11 @@ public struct TrialCounts: JSONRepresentable, Hashable {
     self.cancelled = cancelled
   }
 
-  public subscript(state: TrialState) -> Int {
-    get {
-      switch state {
-      case .active: active
-      case .expired: expired
-      case .converted: converted
-      case .cancelled: cancelled
-      }
-    }
-    set {
-      switch state {
-      case .active: active = newValue
-      case .expired: expired = newValue
-      case .converted: converted = newValue
-      case .cancelled: cancelled = newValue
-      }
-    }
+  public init(_ counts: [TrialState: Int]) {
+    self.init(
+      active: counts[.active, default: 0], expired: counts[.expired, default: 0],
+      converted: counts[.converted, default: 0], cancelled: counts[.cancelled, default: 0])
   }
 
   public var total: Int { active + expired + converted + cancelled }
-
-  public init(json: JSONObject) throws(JSONShapeError) {
-    let fields = JSONFields(json)
-    self.init(
-      active: try fields.int("active"), expired: try fields.int("expired"),
-      converted: try fields.int("converted"),
-      cancelled: try fields.int("cancelled"))
-  }
-
-  public var json: JSONObject {
-    [
-      "active": .int(Int64(active)), "expired": .int(Int64(expired)), "converted": .int(Int64(converted)),
-      "cancelled": .int(Int64(cancelled)),
-    ]
-  }
 }

@@ -1,86 +1,71 @@
+import Foundation
+
 /// Why a call through `VarlinkClient` failed: the socket could not be reached, the connection
 /// broke, the service answered with something that is not Varlink, or the service replied
 /// with an error.
 public struct VarlinkClientError: Error, Hashable, Sendable, CustomStringConvertible {
-  private enum Code: Hashable, Sendable {
-    case cannotConnect(UnixSocket.Failure)
-    case connectionFailed(UnixSocket.Failure)
-    case closedByService
-    case protocolViolation(String)
-    case remote(ControlError)
+  public enum Kind: Hashable, Sendable {
+    /// No connection could be made at all (nothing listens, no such socket, not allowed).
+    case cannotConnect
+    /// The connection ended or broke after it was made.
+    case connectionLost
+    case protocolViolation
+    /// The service replied with an error.
+    case remote
   }
 
-  private let code: Code
+  public let kind: Kind
   /// The socket the client talks to.
   public let path: String
+  /// The `errno` of a failed connect, read or write.
+  public let errno: Int32?
+  /// The error the service replied with, if it did.
+  public let remoteError: ControlError?
+  public let description: String
 
-  private init(_ code: Code, path: String) {
-    self.code = code
+  init(_ kind: Kind, path: String, errno: Int32? = nil, remote: ControlError? = nil, _ description: String) {
+    self.kind = kind
     self.path = path
+    self.errno = errno
+    self.remoteError = remote
+    self.description = description
   }
 
   static func cannotConnect(_ failure: UnixSocket.Failure, path: String) -> Self {
-    Self(.cannotConnect(failure), path: path)
+    Self(.cannotConnect, path: path, errno: failure.errno, "cannot connect to \(path): \(failure.reason)")
   }
 
   static func connectionFailed(_ failure: UnixSocket.Failure, path: String) -> Self {
-    Self(.connectionFailed(failure), path: path)
+    Self(.connectionLost, path: path, errno: failure.errno, "connection to \(path) failed: \(failure)")
   }
 
-  static func closedByService(path: String) -> Self { Self(.closedByService, path: path) }
+  static func closedByService(path: String) -> Self {
+    Self(.connectionLost, path: path, "the service at \(path) closed the connection before replying")
+  }
 
   static func protocolViolation(_ problem: String, path: String) -> Self {
-    Self(.protocolViolation(problem), path: path)
+    Self(.protocolViolation, path: path, "the service at \(path) sent an invalid reply: \(problem)")
   }
 
-  static func remote(_ error: ControlError, path: String) -> Self { Self(.remote(error), path: path) }
-
-  /// The error the service replied with, if it did.
-  public var remoteError: ControlError? {
-    if case .remote(let error) = code { return error }
-    return nil
+  static func remote(_ error: ControlError, path: String) -> Self {
+    Self(.remote, path: path, remote: error, error.description)
   }
 
-  /// No connection could be made at all (nothing listens, no such socket, not allowed).
-  public var isUnreachable: Bool {
-    if case .cannotConnect = code { return true }
-    return false
-  }
-
-  /// The `errno` of a failed connect, read or write.
-  public var errno: Int32? {
-    switch code {
-    case .cannotConnect(let failure), .connectionFailed(let failure): failure.errno
-    default: nil
-    }
-  }
-
-  public var description: String {
-    switch code {
-    case .cannotConnect(let failure):
-      "cannot connect to \(path): \(failure.reason)"
-    case .connectionFailed(let failure):
-      "connection to \(path) failed: \(failure)"
-    case .closedByService:
-      "the service at \(path) closed the connection before replying"
-    case .protocolViolation(let problem):
-      "the service at \(path) sent an invalid reply: \(problem)"
-    case .remote(let error):
-      error.description
-    }
-  }
+  public var isUnreachable: Bool { kind == .cannotConnect }
 }
 
-/// A blocking Varlink client over a Unix stream socket: one connection, calls one at a time.
-/// Not thread-safe; use one client per thread.
+/// A blocking Varlink client over a Unix stream socket: one connection, calls one at a time,
+/// typed by the methods declared in `Trials` and `VarlinkService`. Not thread-safe; use one
+/// client per thread.
 public final class VarlinkClient {
   /// The largest reply accepted.
   public static let maximumReplySize = 64 << 20
 
   public let path: String
   private var fd: Int32
-  private var decoder = VarlinkFrameDecoder(maximumMessageSize: VarlinkClient.maximumReplySize)
+  private var frames = VarlinkFrameDecoder(maximumMessageSize: VarlinkClient.maximumReplySize)
   private var readBuffer = [UInt8](repeating: 0, count: 65_536)
+  private let encoder = WireCoding.makeEncoder()
 
   /// Connects to the socket at `path`.
   /// - Throws: `VarlinkClientError` naming the path when nothing can be reached there.
@@ -113,8 +98,8 @@ public final class VarlinkClient {
   // MARK: Messages
 
   /// Sends one call without waiting for anything.
-  public func send(_ call: VarlinkCall) throws(VarlinkClientError) {
-    try sendBytes(call.encoded())
+  public func send<P: Encodable>(_ call: OutgoingCall<P>) throws(VarlinkClientError) {
+    try sendBytes(encoder.message(call))
   }
 
   /// Sends raw bytes as they are: for tests of how the service copes with bad input.
@@ -135,13 +120,13 @@ public final class VarlinkClient {
     while true {
       let frame: ArraySlice<UInt8>?
       do {
-        frame = try decoder.nextMessage()
+        frame = try frames.nextMessage()
       } catch {
         throw .protocolViolation(error.description, path: path)
       }
       if let frame {
         do {
-          return try VarlinkReply.decode(frame)
+          return try VarlinkReply(Array(frame))
         } catch {
           throw .protocolViolation(error.description, path: path)
         }
@@ -157,63 +142,57 @@ public final class VarlinkClient {
         throw .connectionFailed(error, path: path)
       }
       if count == 0 {
-        if decoder.hasPartialMessage {
+        if frames.hasPartialMessage {
           throw .protocolViolation("the reply ended without its NUL terminator", path: path)
         }
         throw .closedByService(path: path)
       }
-      readBuffer.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+      readBuffer.withUnsafeBytes { frames.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
     }
   }
 
-  // MARK: Calls
-
-  /// Calls `method` and returns the parameters of its single reply.
-  /// - Throws: `VarlinkClientError`, with `remoteError` set when the service replied with an error.
-  public func call(_ method: String, _ parameters: JSONObject = [:]) throws(VarlinkClientError) -> JSONObject
-  {
-    try send(VarlinkCall(method: method, parameters: parameters))
-    let reply = try receive()
-    if let name = reply.error {
-      throw .remote(ControlError(name: name, parameters: reply.parameters), path: path)
-    }
-    guard !reply.continues else {
-      throw .protocolViolation("a reply to a call without \"more\" has \"continues\"", path: path)
-    }
-    return reply.parameters
-  }
-
-  /// Calls `method` with typed parameters and reads its reply as `R`.
-  public func call<R: JSONRepresentable>(
-    _ method: String, _ parameters: some JSONRepresentable, as type: R.Type
-  ) throws(VarlinkClientError) -> R {
-    try decode(try call(method, parameters.json), as: R.self)
-  }
-
-  /// Reads reply parameters as `R`.
-  public func decode<R: JSONRepresentable>(_ parameters: JSONObject, as type: R.Type)
-    throws(VarlinkClientError) -> R
-  {
+  /// The reply's parameters as `R`, or the error it carries, thrown.
+  public func decode<R: Decodable>(_ reply: VarlinkReply, as type: R.Type) throws(VarlinkClientError) -> R {
+    if let error = reply.controlError { throw .remote(error, path: path) }
     do {
-      return try R(json: parameters)
+      return try reply.parameters(as: R.self)
     } catch {
       throw .protocolViolation("reply parameter \(error.description)", path: path)
     }
   }
 
-  /// Calls `method` with `more` and hands each reply's parameters to `body` until the service
-  /// sends its last reply or `body` returns false (the connection is then closed, as the only
-  /// way to stop a stream).
-  public func stream(
-    _ method: String, _ parameters: JSONObject = [:], _ body: (JSONObject) throws -> Bool
-  ) throws {
-    try send(VarlinkCall(method: method, parameters: parameters, more: true))
+  // MARK: Calls
+
+  /// Calls `method` and returns its single reply.
+  /// - Throws: `VarlinkClientError`, with `remoteError` set when the service replied with an error.
+  public func call<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P) throws(VarlinkClientError) -> R {
+    try send(OutgoingCall(method: method.qualifiedName, parameters: parameters))
+    return try single(R.self)
+  }
+
+  /// Calls a method that takes no parameters.
+  public func call<R>(_ method: VarlinkMethod<NoParameters, R>) throws(VarlinkClientError) -> R {
+    try call(method, NoParameters())
+  }
+
+  private func single<R: Decodable>(_ type: R.Type) throws(VarlinkClientError) -> R {
+    let reply = try receive()
+    let value = try decode(reply, as: R.self)
+    guard !reply.continues else {
+      throw .protocolViolation("a reply to a call without \"more\" has \"continues\"", path: path)
+    }
+    return value
+  }
+
+  /// Calls `method` with `more` and hands each reply to `body` until the service sends its
+  /// last reply or `body` returns false (the connection is then closed, as the only way to
+  /// stop a stream).
+  public func stream<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P, _ body: (R) throws -> Bool) throws
+  {
+    try send(OutgoingCall(method: method.qualifiedName, parameters: parameters, more: true))
     while true {
       let reply = try receive()
-      if let name = reply.error {
-        throw VarlinkClientError.remote(ControlError(name: name, parameters: reply.parameters), path: path)
-      }
-      guard try body(reply.parameters) else {
+      guard try body(try decode(reply, as: R.self)) else {
         close()
         return
       }
@@ -222,7 +201,7 @@ public final class VarlinkClient {
   }
 
   /// Calls `method` with `oneway`: the service replies nothing.
-  public func oneway(_ method: String, _ parameters: JSONObject = [:]) throws(VarlinkClientError) {
-    try send(VarlinkCall(method: method, parameters: parameters, oneway: true))
+  public func oneway<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P) throws(VarlinkClientError) {
+    try send(OutgoingCall(method: method.qualifiedName, parameters: parameters, oneway: true))
   }
 }

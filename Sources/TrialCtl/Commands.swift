@@ -25,14 +25,14 @@ struct GlobalOptions: ParsableArguments {
 struct Session {
   let environment: CtlEnvironment
   let json: Bool
-  let client: TrialsClient
+  let client: VarlinkClient
   let presenter: TrialPresenter
 
   init(_ options: GlobalOptions, _ environment: CtlEnvironment) throws {
     self.environment = environment
     self.json = options.json
     do {
-      client = try TrialsClient(path: environment.socketPath(options.socket))
+      client = try VarlinkClient(path: environment.socketPath(options.socket))
     } catch {
       throw CtlFailure(error)
     }
@@ -41,34 +41,63 @@ struct Session {
       output: view, clock: environment.clock, timeZone: environment.timeZone, locale: environment.locale)
   }
 
-  /// Calls a method; with `--json`, prints the reply's parameters.
-  func call(_ method: TrialsMethod, _ parameters: some JSONRepresentable) throws -> JSONObject {
-    let reply: JSONObject
-    do {
-      reply = try client.connection.call(method.qualifiedName, parameters.json)
-    } catch {
-      throw CtlFailure(error)
-    }
-    if json { environment.output.write(line: reply.jsonText) }
+  /// Calls a method; with `--json`, prints the reply.
+  func call<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P) throws -> R {
+    let reply = try quietly { () throws(VarlinkClientError) in try client.call(method, parameters) }
+    if json { environment.output.write(line: WireCoding.text(reply)) }
     return reply
   }
 
-  /// The trial a command names: an id as given (hexadecimal digits), else the subject's
+  /// The trial a command names (see `TrialArgument`): an id as given, else the subject's
   /// trial (its active one, else its most recent), looked up without printing the reply.
-  func trialID(_ idOrSubject: String) throws -> TrialID {
-    if let id = TrialID(idOrSubject) { return id }
+  func trialID(_ argument: TrialArgument) throws -> TrialID {
+    switch try argument.target() {
+    case .id(let id): return id
+    case .subject(let subject):
+      return try quietly { () throws(VarlinkClientError) in
+        try client.call(Trials.getTrial, GetTrialParameters(subject: subject)).trial.id
+      }
+    }
+  }
+
+  private func quietly<T>(_ body: () throws(VarlinkClientError) -> T) throws -> T {
     do {
-      return try client.getTrial(GetTrialParameters(subject: idOrSubject)).id
+      return try body()
     } catch {
       throw CtlFailure(error)
     }
   }
+}
 
-  func decode<R: JSONRepresentable>(_ parameters: JSONObject, as type: R.Type) throws -> R {
-    do {
-      return try client.connection.decode(parameters, as: R.self)
-    } catch {
-      throw CtlFailure(error)
+/// The trial a command acts on. One rule for every command: 16 hexadecimal digits (the form
+/// ids are printed in) name a trial by id; anything else names a subject, meaning its active
+/// trial, else its most recent one. `--id` reads the argument as an id (shorter forms
+/// allowed), `--subject` as a subject (for a subject that is 16 hexadecimal digits).
+struct TrialArgument: ParsableArguments {
+  @Argument(
+    help: ArgumentHelp(
+      "A subject, or a trial id (16 hexadecimal digits); see --id and --subject.", valueName: "trial"))
+  var trial: String
+  @Flag(name: .customLong("id"), help: "Read the argument as a trial id.") var isID = false
+  @Flag(name: .customLong("subject"), help: "Read the argument as a subject.") var isSubject = false
+
+  enum Target: Equatable {
+    case id(TrialID)
+    case subject(String)
+  }
+
+  func validate() throws {
+    _ = try target()
+  }
+
+  func target() throws -> Target {
+    switch (isID, isSubject) {
+    case (true, true): throw ValidationError("give either --id or --subject, not both")
+    case (true, false): return .id(try Arguments.trialID(trial))
+    case (false, true): return .subject(trial)
+    case (false, false):
+      if trial.utf8.count == 16, let id = TrialID(trial) { return .id(id) }
+      return .subject(trial)
     }
   }
 }
@@ -76,13 +105,9 @@ struct Session {
 // MARK: Reading arguments
 
 enum Arguments {
-  static let trialHelp = ArgumentHelp(
-    "A trial id (hexadecimal digits) or a subject (its active trial, else its most recent).",
-    valueName: "id-or-subject")
-
-  static func trialID(_ text: String, _ what: String = "ID") throws -> TrialID {
+  static func trialID(_ text: String, _ what: String = "TRIAL") throws -> TrialID {
     guard let id = TrialID(text) else {
-      throw ValidationError("\(what) \"\(text)\" is not a trial id (16 hexadecimal digits)")
+      throw ValidationError("\(what) \"\(text)\" is not a trial id (1 to 16 hexadecimal digits)")
     }
     return id
   }
@@ -154,43 +179,28 @@ struct Start: ParsableCommand, CtlCommand {
 
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
-    let reply = try session.call(.startTrial, try parameters())
-    if !session.json {
-      session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial)
-    }
+    let reply = try session.call(Trials.startTrial, try parameters())
+    if !session.json { session.presenter.present(trial: reply.trial) }
   }
 }
 
 struct Status: ParsableCommand, CtlCommand {
   static let configuration = CommandConfiguration(
-    abstract: "Show one trial, by id or by subject (its active trial, else its most recent).",
+    abstract: "Show one trial, by subject (its active trial, else its most recent) or by id.",
     discussion: "Example: trialwatchctl status acme-42")
 
   @OptionGroup var global: GlobalOptions
-  @Argument(
-    help: ArgumentHelp("A trial id (16 hexadecimal digits) or a subject.", valueName: "id-or-subject"))
-  var trial: String
+  @OptionGroup var trial: TrialArgument
 
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
-    let reply: JSONObject
-    if trial.count == 16, let id = TrialID(trial) {
-      do {
-        reply = try session.call(.getTrial, GetTrialParameters(id: id))
-      } catch let failure as CtlFailure where failure.exitCode == .notFound {
-        // Sixteen hex digits may also be a subject; if not, the id was meant.
-        do {
-          reply = try session.call(.getTrial, GetTrialParameters(subject: trial))
-        } catch let other as CtlFailure where other.exitCode == .notFound {
-          throw failure
-        }
+    let parameters: GetTrialParameters =
+      switch try trial.target() {
+      case .id(let id): GetTrialParameters(id: id)
+      case .subject(let subject): GetTrialParameters(subject: subject)
       }
-    } else {
-      reply = try session.call(.getTrial, GetTrialParameters(subject: trial))
-    }
-    if !session.json {
-      session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial)
-    }
+    let reply = try session.call(Trials.getTrial, parameters)
+    if !session.json { session.presenter.present(trial: reply.trial) }
   }
 }
 
@@ -241,7 +251,7 @@ struct List: ParsableCommand, CtlCommand {
     var trials: [TrialObject] = []
     var next: TrialID?
     repeat {
-      let page = try session.decode(try session.call(.listTrials, parameters), as: ListTrialsReply.self)
+      let page = try session.call(Trials.listTrials, parameters)
       trials += page.trials
       next = page.next
       parameters.after = next
@@ -256,7 +266,7 @@ struct Extend: ParsableCommand, CtlCommand {
     discussion: "Example: trialwatchctl extend acme-42 --by 7d")
 
   @OptionGroup var global: GlobalOptions
-  @Argument(help: Arguments.trialHelp) var trial: String
+  @OptionGroup var trial: TrialArgument
   @Option(help: ArgumentHelp("Move the end later by this span.", valueName: "span")) var by: String?
   @Option(name: .customLong("ends-at"), help: ArgumentHelp("The new end.", valueName: "rfc3339")) var endsAt:
     String?
@@ -277,10 +287,8 @@ struct Extend: ParsableCommand, CtlCommand {
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
     let parameters = ExtendTrialParameters(id: try session.trialID(trial), change: try change())
-    let reply = try session.call(.extendTrial, parameters)
-    if !session.json {
-      session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial)
-    }
+    let reply = try session.call(Trials.extendTrial, parameters)
+    if !session.json { session.presenter.present(trial: reply.trial) }
   }
 }
 
@@ -290,7 +298,7 @@ struct End: ParsableCommand, CtlCommand {
     discussion: "Example: trialwatchctl end acme-42 --outcome converted")
 
   @OptionGroup var global: GlobalOptions
-  @Argument(help: Arguments.trialHelp) var trial: String
+  @OptionGroup var trial: TrialArgument
   @Option(help: ArgumentHelp("converted or cancelled.", valueName: "outcome")) var outcome: String
 
   func validate() throws {
@@ -307,10 +315,8 @@ struct End: ParsableCommand, CtlCommand {
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
     let parameters = EndTrialParameters(id: try session.trialID(trial), outcome: try trialOutcome())
-    let reply = try session.call(.endTrial, parameters)
-    if !session.json {
-      session.presenter.present(trial: try session.decode(reply, as: TrialReply.self).trial)
-    }
+    let reply = try session.call(Trials.endTrial, parameters)
+    if !session.json { session.presenter.present(trial: reply.trial) }
   }
 }
 
@@ -320,15 +326,13 @@ struct Plan: ParsableCommand, CtlCommand {
     discussion: "Example: trialwatchctl plan acme-42")
 
   @OptionGroup var global: GlobalOptions
-  @Argument(help: Arguments.trialHelp) var trial: String
+  @OptionGroup var trial: TrialArgument
 
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
     let id = try session.trialID(trial)
-    let reply = try session.call(.getPlan, GetPlanParameters(id: id))
-    if !session.json {
-      session.presenter.present(plan: try session.decode(reply, as: EventsReply.self).events, of: id)
-    }
+    let reply = try session.call(Trials.getPlan, GetPlanParameters(id: id))
+    if !session.json { session.presenter.present(plan: reply.events, of: id) }
   }
 }
 
@@ -355,11 +359,9 @@ struct Simulate: ParsableCommand, CtlCommand {
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
     let target = try target()
-    let reply = try session.call(.simulate, SimulateParameters(at: target))
+    let reply = try session.call(Trials.simulate, SimulateParameters(at: target))
     if !session.json {
-      session.presenter.present(
-        simulation: try session.decode(reply, as: EventsReply.self).events,
-        until: target.resolve(now: environment.clock.now()))
+      session.presenter.present(simulation: reply.events, until: target.resolve(now: environment.clock.now()))
     }
   }
 }
@@ -374,14 +376,13 @@ struct Watch: ParsableCommand, CtlCommand {
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
     do {
-      try session.client.connection.stream(TrialsMethod.watch.qualifiedName) { parameters in
-        let reply = try session.decode(parameters, as: WatchReply.self)
+      try session.client.stream(Trials.watch, NoParameters()) { reply in
         guard let event = reply.event else {
           session.presenter.presentWatchStarted()
           return true
         }
         if session.json {
-          environment.output.write(line: parameters.jsonText)
+          environment.output.write(line: WireCoding.text(reply))
         } else {
           session.presenter.present(watchedEvent: event)
         }
@@ -402,7 +403,7 @@ struct DaemonStatus: ParsableCommand, CtlCommand {
 
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
-    let reply = try session.call(.getStatus, NoParameters())
-    if !session.json { session.presenter.present(status: try session.decode(reply, as: GetStatusReply.self)) }
+    let reply = try session.call(Trials.getStatus, NoParameters())
+    if !session.json { session.presenter.present(status: reply) }
   }
 }

@@ -159,7 +159,7 @@ public final class TrialPresenter {
   public func present(simulation events: [EventObject], until end: Date) {
     let rows = events.map { event in
       [
-        date(event.takenAt ?? event.due), event.subject ?? event.trialID.description, eventName(event),
+        date(event.takenAt ?? event.due), event.subject ?? event.trialId.description, eventName(event),
         event.state == .skipped ? "would be skipped: \(reasonText(event))" : "would fire" + lateText(event),
       ]
     }
@@ -172,7 +172,7 @@ public final class TrialPresenter {
   }
 
   public func present(watchedEvent event: EventObject) {
-    let subject = event.subject ?? event.trialID.description
+    let subject = event.subject ?? event.trialId.description
     var line = "\(date(event.takenAt ?? event.due))  \(subject)  \(eventName(event))  \(eventState(event))"
     if event.state == .skipped {
       line += " (\(reasonText(event)))"
@@ -188,20 +188,20 @@ public final class TrialPresenter {
 
   public func present(status: GetStatusReply) {
     let now = clock.now()
-    let counts = status.status.trials
+    let counts = status.trials
     var details = [
       LabeledValue(label: "Version", value: status.version),
       LabeledValue(
         label: "Started",
-        value: "\(date(status.status.startedAt)) (up \(span(status.status.uptime.timeInterval)))"),
+        value: "\(date(status.startedAt)) (up \(span(status.uptime.timeInterval)))"),
       LabeledValue(
         label: "Trials",
         value: "\(counts.active) active, \(counts.expired) expired, \(counts.converted) converted, "
           + "\(counts.cancelled) cancelled"),
-      LabeledValue(label: "Pending events", value: "\(status.status.pendingEvents)"),
+      LabeledValue(label: "Pending events", value: "\(status.pendingEvents)"),
     ]
-    if let next = status.status.nextEvent {
-      let subject = next.subject ?? next.trialID.description
+    if let next = status.nextEvent {
+      let subject = next.subject ?? next.trialId.description
       details.append(
         LabeledValue(
           label: "Next event",
@@ -209,7 +209,7 @@ public final class TrialPresenter {
     } else {
       details.append(LabeledValue(label: "Next event", value: "none"))
     }
-    if let bytes = status.status.storeBytes {
+    if let bytes = status.storeBytes {
       details.append(LabeledValue(label: "Store", value: byteCount(bytes)))
     }
     details.append(LabeledValue(label: "Connections", value: "\(status.connections)"))
@@ -236,7 +236,7 @@ public final class TrialPresenter {
     if let endedAt = trial.endedAt {
       details.append(LabeledValue(label: "Ended", value: date(endedAt)))
     }
-    details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders)))
+    details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders.map(\.days))))
     details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
     return TrialViewModel(
       headline: headline, id: trial.id.description, subject: trial.subject, state: stateWord(trial.state),
@@ -302,7 +302,7 @@ public final class TrialPresenter {
   private func eventName(_ event: EventObject) -> String {
     switch event.kind {
     case .expiry: "expiry"
-    case .reminder: "reminder \(event.offset.map(TimeSpan.format) ?? "?") before the end"
+    case .reminder: "reminder \(event.offset?.description ?? "?") before the end"
     }
   }
 

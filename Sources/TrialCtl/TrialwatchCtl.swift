@@ -92,7 +92,7 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
       return
     }
     guard let remote = error.remoteError else {
-      if error.errno != nil || error.description.contains("closed the connection") {
+      if error.kind == .connectionLost {
         self.init(
           "lost the connection to the trialwatch daemon: \(error.description)\n\(hint)",
           exitCode: .unreachable)

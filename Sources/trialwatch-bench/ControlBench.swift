@@ -10,7 +10,7 @@ import TrialDaemon
 ///
 /// `makeBackend` is the backend behind the server: an in-memory one by default; the daemon's
 /// engine to measure the whole path.
-func runControlBench(makeBackend: () throws -> any TrialsBackend) throws {
+func runControlBench(makeBackend: () throws -> TrialsHandlers) throws {
   print("control_socket_floor_rps: \(Int(try socketPingPongRate())) req/s")
   try runControlBench(makeBackend: makeBackend, suffix: "")
 }
@@ -53,7 +53,7 @@ private func socketPingPongRate(roundTrips: Int = 50_000) throws -> Double {
   return Double(roundTrips) / elapsed
 }
 
-private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix: String) throws {
+private func runControlBench(makeBackend: () throws -> TrialsHandlers, suffix: String) throws {
   var template = Array("/tmp/trialwatch-bench-XXXXXX".utf8CString)
   guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
   let directory = String(cString: made)
@@ -61,7 +61,7 @@ private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix
   let path = directory + "/io.trialwatch"
 
   let server = try ControlServer(
-    listener: .bind(path: path, group: nil), backend: try makeBackend(),
+    listener: .bind(path: path, group: nil), routes: try makeBackend().routes,
     logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
   server.start()
   defer {
@@ -71,17 +71,20 @@ private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix
   }
 
   // A thousand trials to look up.
-  let seeder = try TrialsClient(path: path)
+  let seeder = try VarlinkClient(path: path)
   var ids: [TrialID] = []
   for index in 0..<1000 {
-    ids.append(try seeder.startTrial(StartTrialParameters(subject: "bench-\(index)", duration: Days(30))).id)
+    ids.append(
+      try seeder.call(Trials.startTrial, StartTrialParameters(subject: "bench-\(index)", duration: Days(30)))
+        .trial.id)
   }
-  seeder.connection.close()
+  seeder.close()
 
   // Requests are encoded before timing starts: the figures are the socket, server and backend.
+  let encoder = WireCoding.makeEncoder()
   let gets = ids.map {
-    VarlinkCall(method: TrialsMethod.getTrial.qualifiedName, parameters: ["id": .string($0.description)])
-      .encoded()
+    encoder.message(
+      OutgoingCall(method: Trials.getTrial.qualifiedName, parameters: GetTrialParameters(id: $0)))
   }
   for clients in [1, 4] {
     let perClient = 80_000 / clients
@@ -96,10 +99,10 @@ private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix
   // Durable StartTrial: each answered only once committed (group commit across clients).
   let clients = 4
   let starts = try measureCalls(path: path, clients: clients, callsPerClient: 5_000) { client, call in
-    VarlinkCall(
-      method: TrialsMethod.startTrial.qualifiedName,
-      parameters: ["subject": .string("load-\(client)-\(call)"), "duration": .string("30d")]
-    ).encoded()
+    encoder.message(
+      OutgoingCall(
+        method: Trials.startTrial.qualifiedName,
+        parameters: StartTrialParameters(subject: "load-\(client)-\(call)", duration: Days(30))))
   }
   print("control_start_rps_\(clients)\(suffix): \(Int(starts.requestsPerSecond)) req/s")
   print("control_start_p99_\(clients)\(suffix): \(format(starts.p99)) ms")
@@ -108,10 +111,10 @@ private func runControlBench(makeBackend: () throws -> any TrialsBackend, suffix
   // connection's changes together, so a group commit takes up to 4 × 32 of them.
   let pipelined = try measureCalls(path: path, clients: clients, callsPerClient: 20_000, depth: 32) {
     client, call in
-    VarlinkCall(
-      method: TrialsMethod.startTrial.qualifiedName,
-      parameters: ["subject": .string("pipelined-\(client)-\(call)"), "duration": .string("30d")]
-    ).encoded()
+    encoder.message(
+      OutgoingCall(
+        method: Trials.startTrial.qualifiedName,
+        parameters: StartTrialParameters(subject: "pipelined-\(client)-\(call)", duration: Days(30))))
   }
   print("control_start_pipelined_rps_\(clients)\(suffix): \(Int(pipelined.requestsPerSecond)) req/s")
   print("control_start_pipelined_p99_\(clients)\(suffix): \(format(pipelined.p99)) ms")
@@ -161,7 +164,7 @@ private func measureCalls(
         }
         for call in 0..<callsPerClient {
           let reply = try connection.receive()
-          if let error = reply.error { throw ControlError(name: error, parameters: reply.parameters) }
+          if let error = reply.controlError { throw error }
           run.latencies.append(DispatchTime.now().uptimeNanoseconds - sentAt[call])
           let next = call + depth
           if next < callsPerClient {
@@ -193,7 +196,7 @@ private func measureCalls(
 private func roundTrip(_ connection: VarlinkClient, _ request: [UInt8]) throws {
   try connection.sendBytes(request)
   let reply = try connection.receive()
-  if let error = reply.error { throw ControlError(name: error, parameters: reply.parameters) }
+  if let error = reply.controlError { throw error }
 }
 
 private func format(_ milliseconds: Double) -> String {

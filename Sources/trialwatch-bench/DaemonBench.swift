@@ -59,10 +59,12 @@ func runDaemonBench() throws {
 
   let seconds = Double(ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_IDLE_SECONDS"] ?? "") ?? 60
   // Idle after use: a client starts and reads a trial and closes its connection first.
-  let client = try TrialsClient(path: directory.appendingPathComponent("io.trialwatch").path)
-  let started = try client.startTrial(StartTrialParameters(subject: "idle-check", duration: Days(30)))
-  _ = try client.getTrial(GetTrialParameters(id: started.id))
-  client.connection.close()
+  let client = try VarlinkClient(path: directory.appendingPathComponent("io.trialwatch").path)
+  let started = try client.call(
+    Trials.startTrial, StartTrialParameters(subject: "idle-check", duration: Days(30))
+  ).trial
+  _ = try client.call(Trials.getTrial, GetTrialParameters(id: started.id))
+  client.close()
   // Let the last work settle first: the status update, and Dispatch's worker threads, which
   // end after a few idle seconds.
   _ = notify.receive(timeout: 8)

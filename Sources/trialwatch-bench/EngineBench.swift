@@ -88,13 +88,12 @@ func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws 
 
 /// The daemon's own backend for the control bench: the engine on its Dispatch queue over an
 /// LMDB store in a temporary directory (left for the system's temporary-file cleanup).
-func makeEngineBackend() throws -> any TrialsBackend {
+func makeEngineBackend() throws -> TrialsHandlers {
   let directory = try temporaryDirectory("control")
   let repository = try LMDBTrialRepository(directory: directory.path)
   let queue = DispatchQueue(label: "trialwatch.bench.control")
   let scheduler = DispatchWakeScheduler(queue: queue)
   let engine = Engine(repository: repository, scheduler: scheduler)
   _ = try queue.sync { try engine.start() }
-  return EngineTrialsBackend(
-    engine: engine, queue: queue, startedAt: scheduler.clock.now(), storeBytes: { nil })
+  return TrialsHandlers(engine: engine, queue: queue, startedAt: scheduler.clock.now(), version: "bench")
 }

@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import TrialControl
+import TrialCore
 
 @Suite struct InterfaceTests {
   static let sources = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Sources/TrialControl")
 
-  /// The .varlink files are the source of truth; the served descriptions must be them,
-  /// byte for byte. After editing a file, run `make interfaces`.
-  @Test func theEmbeddedDescriptionsAreTheFiles() throws {
+  /// The .varlink files are the source of truth; the served descriptions are them, byte for
+  /// byte (embedded by the package manager at build time).
+  @Test func embeddedDescriptions_AreTheFiles() throws {
     let files = try FileManager.default.contentsOfDirectory(atPath: Self.sources.path)
       .filter { $0.hasSuffix(".varlink") }.sorted()
     #expect(
@@ -17,29 +18,73 @@ import TrialControl
     for file in files {
       let name = String(file.dropLast(".varlink".count))
       let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
-      #expect(
-        VarlinkInterfaces.descriptions[name] == text,
-        "\(file) differs from the embedded description: run `make interfaces`")
+      #expect(VarlinkInterfaces.descriptions[name] == text, "\(file)")
       #expect(text.contains("\ninterface \(name)\n"))
     }
     #expect(Set(VarlinkInterfaces.descriptions.keys) == Set(VarlinkInterfaces.all))
   }
 
-  /// Every method and error the code uses is declared in the interface files.
-  @Test func theCodeAndTheDefinitionsAgree() throws {
-    let trials = try #require(VarlinkInterfaces.descriptions[VarlinkInterfaces.trials])
-    for method in TrialsMethod.allCases {
-      #expect(trials.contains("\nmethod \(method.rawValue)("), "\(method.rawValue) not declared")
+  /// Each declared method is in the definitions, with the parameters its type encodes.
+  @Test func methodDeclarations_AgreeWithTheDefinitions() throws {
+    let id = TrialID(1)
+    var getTrial = GetTrialParameters(id: id)
+    getTrial.subject = "s"
+    var extendTrial = ExtendTrialParameters(id: id, change: .by(Days(1)))
+    extendTrial.endsAt = Date()
+    let samples: [(String, MethodKind, any Encodable)] = [
+      (
+        Trials.startTrial.qualifiedName, Trials.startTrial.kind,
+        StartTrialParameters(subject: "s", duration: Days(1), endsAt: Date(), reminders: .default)
+      ),
+      (Trials.getTrial.qualifiedName, Trials.getTrial.kind, getTrial),
+      (
+        Trials.listTrials.qualifiedName, Trials.listTrials.kind,
+        ListTrialsParameters(state: .active, expiringWithin: Days(1), limit: 1, after: id)
+      ),
+      (Trials.extendTrial.qualifiedName, Trials.extendTrial.kind, extendTrial),
+      (Trials.endTrial.qualifiedName, Trials.endTrial.kind, EndTrialParameters(id: id, outcome: .converted)),
+      (Trials.getPlan.qualifiedName, Trials.getPlan.kind, GetPlanParameters(id: id)),
+      (Trials.simulate.qualifiedName, Trials.simulate.kind, SimulateParameters(at: .fromNow(Days(1)))),
+      (Trials.getStatus.qualifiedName, Trials.getStatus.kind, NoParameters()),
+      (Trials.watch.qualifiedName, Trials.watch.kind, NoParameters()),
+      (VarlinkService.getInfo.qualifiedName, VarlinkService.getInfo.kind, NoParameters()),
+      (
+        VarlinkService.getInterfaceDescription.qualifiedName, VarlinkService.getInterfaceDescription.kind,
+        GetInterfaceDescriptionParameters(interface: "x")
+      ),
+    ]
+    #expect(Set(samples.map(\.0)) == Set(VarlinkInterfaces.parameterNames.keys), "every declared method")
+    for (method, _, sample) in samples {
+      let encoded = try JSONSerialization.jsonObject(with: WireCoding.makeEncoder().encode(sample))
+      let keys = Set((encoded as? [String: Any])?.keys.map { $0 } ?? [])
+      #expect(keys == VarlinkInterfaces.parameterNames[method], "\(method)")
     }
+    #expect(
+      Trials.startTrial.kind == .change && Trials.extendTrial.kind == .change
+        && Trials.endTrial.kind == .change)
+    #expect(Trials.watch.kind == .stream)
+    #expect(samples.filter { $0.1 == .change }.count == 3)
+  }
+
+  @Test func parameterNames_OfAMethod_AreReadFromItsDeclaration() {
+    #expect(
+      VarlinkInterfaces.parameterNames["io.trialwatch.Trials.ListTrials"] == [
+        "state", "expiringWithin", "limit", "after",
+      ])
+    #expect(VarlinkInterfaces.parameterNames["io.trialwatch.Trials.GetStatus"] == [])
+    #expect(VarlinkInterfaces.parameterNames["org.varlink.service.GetInterfaceDescription"] == ["interface"])
+  }
+
+  /// Every error the code sends is declared in the interface files.
+  @Test func errorNames_AreDeclared() throws {
     let errors = try #require(VarlinkInterfaces.descriptions[VarlinkInterfaces.errors])
-    let service = try #require(VarlinkInterfaces.descriptions[VarlinkInterfaces.service])
+    let service = try #require(VarlinkInterfaces.descriptions[VarlinkService.interface])
     let names = [
       ControlError.Name.trialNotFound, ControlError.Name.subjectAlreadyActive,
-      ControlError.Name.trialNotActive,
-      ControlError.Name.permissionDenied, ControlError.Name.invalidMessage, ControlError.Name.messageTooLarge,
-      ControlError.Name.tooManyConnections, ControlError.Name.internalError,
-      ControlError.Name.interfaceNotFound,
-      ControlError.Name.methodNotFound, ControlError.Name.methodNotImplemented,
+      ControlError.Name.trialNotActive, ControlError.Name.permissionDenied, ControlError.Name.invalidMessage,
+      ControlError.Name.messageTooLarge, ControlError.Name.tooManyConnections,
+      ControlError.Name.internalError,
+      ControlError.Name.interfaceNotFound, ControlError.Name.methodNotFound,
       ControlError.Name.invalidParameter,
       ControlError.Name.expectedMore,
     ]
@@ -48,7 +93,7 @@ import TrialControl
       let interface = String(name[..<dot])
       let member = String(name[name.index(after: dot)...])
       let text = interface == VarlinkInterfaces.errors ? errors : service
-      #expect(interface == VarlinkInterfaces.errors || interface == VarlinkInterfaces.service)
+      #expect(interface == VarlinkInterfaces.errors || interface == VarlinkService.interface)
       #expect(text.contains("\nerror \(member) ("), "\(name) not declared")
     }
   }

@@ -13,95 +13,97 @@ import TrialCore
       reminders: try ReminderSchedule([Days(3), Days(timeInterval: 90)]))
   }
 
-  @Test func trialObjectsCarryTheWireFields() throws {
+  static func encode(_ value: some Encodable) throws -> String {
+    String(decoding: try WireCoding.makeEncoder().encode(value), as: UTF8.self)
+  }
+
+  static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
+    try WireCoding.makeDecoder().decode(T.self, from: Data(text.utf8))
+  }
+
+  @Test func trialObject_Encoded_CarriesTheWireFields() throws {
     let object = TrialObject(try Self.trial(), now: Self.now.addingTimeInterval(86_400 / 2))
+    let text = try Self.encode(object)
     #expect(
-      object.json.jsonText
-        == #"{"id":"0000000000000abc","subject":"acme-42","state":"active","#
-        + #""startedAt":"2025-06-15T15:06:40Z","#
-        + #""endsAt":"2025-06-20T15:06:40Z","reminders":["3d","1min 30s"],"revision":1,"daysLeft":4.5}"#)
-    #expect(try TrialObject(json: object.json) == object)
+      text
+        == #"{"daysLeft":4.5,"endsAt":"2025-06-20T15:06:40Z","id":"0000000000000abc","#
+        + #""reminders":["3d","1min 30s"],"revision":1,"startedAt":"2025-06-15T15:06:40Z","#
+        + #""state":"active","subject":"acme-42"}"#)
+    #expect(try Self.decode(TrialObject.self, text) == object)
   }
 
-  @Test func codableGivesTheSameWireForm() throws {
-    let object = TrialObject(try Self.trial(), now: Self.now)
-    let data = try JSONEncoder().encode(object)
-    guard case .object(let parsed) = try JSONValue.parse(Array(data)) else {
-      Issue.record("not an object")
-      return
-    }
-    #expect(Set(parsed.keys) == Set(object.json.keys))
-    #expect(try TrialObject(json: parsed) == object)
-    #expect(try JSONDecoder().decode(TrialObject.self, from: data) == object)
-    let parameters = StartTrialParameters(
-      subject: "x", duration: Days(2), reminders: try ReminderSchedule([Days(1)]))
-    #expect(
-      try JSONDecoder().decode(StartTrialParameters.self, from: JSONEncoder().encode(parameters))
-        == parameters)
+  @Test func replies_WithFieldsTheyDoNotKnow_IgnoreThem() throws {
+    var text = try Self.encode(TrialObject(try Self.trial(), now: Self.now))
+    text.removeLast()
+    text += #","addedLater":"whatever"}"#
+    #expect(try Self.decode(TrialObject.self, text).subject == "acme-42")
   }
 
-  @Test func repliesIgnoreFieldsTheyDoNotKnow() throws {
-    var json = TrialObject(try Self.trial(), now: Self.now).json
-    json["addedLater"] = "whatever"
-    #expect(try TrialObject(json: json).subject == "acme-42")
+  @Test func replyErrors_InANestedValue_NameTheFullPath() throws {
+    let trial = try Self.encode(TrialObject(try Self.trial(), now: Self.now))
+      .replacingOccurrences(of: #""endsAt":"2025-06-20T15:06:40Z""#, with: #""endsAt":"soon""#)
+    let reply = try VarlinkReply(Array(#"{"parameters":{"trials":[\#(trial)]}}"#.utf8))
+    let error = #expect(throws: WireProblem.self) { try reply.parameters(as: ListTrialsReply.self) }
+    #expect(error?.pathText == "trials[0].endsAt")
+    #expect(error?.problem.contains("\"soon\" is not an RFC 3339 time") == true)
   }
 
-  @Test func replyErrorsNameTheFullPath() throws {
-    var trial = TrialObject(try Self.trial(), now: Self.now).json
-    trial["endsAt"] = "soon"
-    let error = try #require(throws: JSONShapeError.self) {
-      try ListTrialsReply(json: ["trials": [.object(trial)]])
-    }
-    #expect(error.pathText == "trials[0].endsAt")
-    #expect(error.field == "trials")
-  }
-
-  @Test func everyParameterStructRoundTrips() throws {
+  @Test func everyParameterStruct_EncodedAndDecoded_IsUnchanged() throws {
     let id = TrialID(0x1234)
-    let values: [any JSONRepresentable] = [
-      StartTrialParameters(subject: "s", endsAt: Self.now, reminders: ReminderSchedule.none),
-      GetTrialParameters(id: id), GetTrialParameters(subject: "s"),
-      ListTrialsParameters(state: .expired, expiringWithin: Days(2), limit: 5, after: id),
-      ExtendTrialParameters(id: id, change: .by(Days(1))),
-      ExtendTrialParameters(id: id, change: .to(Self.now)),
-      EndTrialParameters(id: id, outcome: .converted), GetPlanParameters(id: id),
-      SimulateParameters(at: .fromNow(Days(3))), SimulateParameters(at: .date(Self.now)), NoParameters(),
-    ]
-    for value in values {
-      let again = try type(of: value).init(json: value.json)
-      #expect(again.json == value.json, "\(value)")
-    }
+    try roundTrip(StartTrialParameters(subject: "s", endsAt: Self.now, reminders: ReminderSchedule.none))
+    try roundTrip(StartTrialParameters(subject: "s", duration: Days(2), reminders: .default))
+    try roundTrip(GetTrialParameters(id: id))
+    try roundTrip(GetTrialParameters(subject: "s"))
+    try roundTrip(ListTrialsParameters(state: .expired, expiringWithin: Days(2), limit: 5, after: id))
+    try roundTrip(ExtendTrialParameters(id: id, change: .by(Days(1))))
+    try roundTrip(ExtendTrialParameters(id: id, change: .to(Self.now)))
+    try roundTrip(EndTrialParameters(id: id, outcome: .converted))
+    try roundTrip(GetPlanParameters(id: id))
+    try roundTrip(SimulateParameters(at: .fromNow(Days(3))))
+    try roundTrip(SimulateParameters(at: .date(Self.now)))
+    try roundTrip(NoParameters())
   }
 
-  @Test func startTrialWithNoRemindersSendsAnEmptyList() throws {
+  private func roundTrip<T: Codable & Equatable>(
+    _ value: T, sourceLocation: SourceLocation = #_sourceLocation
+  )
+    throws
+  {
+    #expect(try Self.decode(T.self, Self.encode(value)) == value, sourceLocation: sourceLocation)
+  }
+
+  @Test func startTrial_WithNoReminders_SendsAnEmptyList() throws {
     let parameters = StartTrialParameters(subject: "s", reminders: ReminderSchedule.none)
-    #expect(parameters.json["reminders"] == [])
-    #expect(try StartTrialParameters(json: parameters.json).reminders == ReminderSchedule.none)
-    #expect(try StartTrialParameters(json: ["subject": "s"]).reminders == nil)
+    #expect(try Self.encode(parameters) == #"{"reminders":[],"subject":"s"}"#)
+    #expect(
+      try Self.decode(StartTrialParameters.self, #"{"subject":"s","reminders":[]}"#).reminderSchedule
+        == ReminderSchedule.none)
+    #expect(try Self.decode(StartTrialParameters.self, #"{"subject":"s"}"#).reminderSchedule == nil)
   }
 
-  @Test func reminderProblemsAreParameterErrors() {
-    let error = #expect(throws: JSONShapeError.self) {
-      try StartTrialParameters(json: [
-        "subject": "s", "reminders": .array((1...40).map { .string("\($0)h") }),
-      ])
-    }
-    #expect(error?.field == "reminders")
+  @Test func startTrial_WithTooManyReminders_NamesTheParameter() throws {
+    let spans = (1...40).map { "\"\($0)h\"" }.joined(separator: ",")
+    let parameters = try Self.decode(StartTrialParameters.self, #"{"subject":"s","reminders":[\#(spans)]}"#)
+    let error = #expect(throws: WireProblem.self) { try parameters.validate() }
+    #expect(error?.path == ["reminders"])
     #expect(error?.problem.contains("at most 32 reminders") == true)
   }
 
-  @Test func simulateTargets() throws {
+  @Test func simulateTarget_Parsed_IsASpanFromNowOrATime() throws {
     #expect(try SimulateParameters.Target(parsing: "+1d 12h") == .fromNow(Days(1.5)))
     #expect(try SimulateParameters.Target(parsing: "2025-06-15T15:06:40Z") == .date(Self.now))
     #expect(
       SimulateParameters.Target.fromNow(Days(1)).resolve(now: Self.now) == Self.now.addingTimeInterval(86_400)
     )
-    let error = #expect(throws: JSONShapeError.self) { try SimulateParameters(json: ["at": "later"]) }
-    #expect(error?.field == "at")
-    #expect(error?.problem.contains("or +span") == true)
+    let error = #expect(throws: DecodingError.self) {
+      try Self.decode(SimulateParameters.self, #"{"at":"later"}"#)
+    }
+    let problem = error.map { WireProblem($0) }
+    #expect(problem?.path == ["at"])
+    #expect(problem?.problem.contains("or +span") == true)
   }
 
-  @Test func listFiltersMatchAsDocumented() throws {
+  @Test func listFilters_Match_AsDocumented() throws {
     let trial = try Self.trial()
     #expect(ListTrialsParameters().matches(trial, now: Self.now))
     #expect(ListTrialsParameters(state: .active).matches(trial, now: Self.now))
@@ -111,7 +113,7 @@ import TrialCore
     #expect(ListTrialsParameters().pageSize == 100)
   }
 
-  @Test func thePlanMergesTheLedgerWithWhatIsPending() throws {
+  @Test func plan_OfATrial_MergesTheLedgerWithWhatIsPending() throws {
     var trial = try Self.trial()
     let events = trial.events
     let fired = LedgerEntry(
@@ -119,7 +121,7 @@ import TrialCore
       deliveredAt: events[0].due.addingTimeInterval(121))
     var plan = EventObject.plan(of: trial, ledger: [fired])
     #expect(plan.map(\.state) == [.delivered, .pending, .pending])
-    #expect(plan[0].lateness == Days(timeInterval: 120))
+    #expect(plan[0].lateness?.days == Days(timeInterval: 120))
     #expect(plan.map(\.kind) == [.reminder, .reminder, .expiry])
     #expect(plan.allSatisfy { $0.subject == "acme-42" })
 
@@ -136,25 +138,25 @@ import TrialCore
     #expect(object.state == .skipped)
     #expect(object.reason == "superseded-by-expiry")
     #expect(object.detail == "superseded by the trial's expiry")
-    #expect(try EventObject(json: object.json) == object)
+    #expect(try Self.decode(EventObject.self, Self.encode(object)) == object)
   }
 
-  @Test func domainErrorsBecomeTheirVarlinkErrors() {
+  @Test func domainErrors_Converted_AreTheirVarlinkErrors() {
     let id = TrialID(0x5)
     #expect(ControlError(TrialError.notFound(id: id)) == .trialNotFound(id: id))
     #expect(ControlError(TrialError.notFound(subject: "acme-42")) == .trialNotFound(subject: "acme-42"))
-    #expect(
-      ControlError(TrialError(.subjectAlreadyActive(subject: "s", existing: id)))
-        == .subjectAlreadyActive(subject: "s", existing: id))
+    let active = ControlError(TrialError(.subjectAlreadyActive(subject: "s", existing: id)))
+    #expect(active.name == "io.trialwatch.SubjectAlreadyActive")
+    #expect(active.parameters == .init(id: "0000000000000005", subject: "s"))
     #expect(ControlError(TrialError(.notActive(id, .expired))).name == "io.trialwatch.TrialNotActive")
     let invalid = ControlError(TrialError.invalid("endsAt", "the end must lie in the future"))
     #expect(invalid.name == "org.varlink.service.InvalidParameter")
-    #expect(invalid.parameters["parameter"] == "endsAt")
+    #expect(invalid.parameters.parameter == "endsAt")
     #expect(invalid.description == "invalid parameter endsAt: the end must lie in the future")
     #expect(ControlError(TrialError(.idSpaceExhausted(attempts: 64))).name == "io.trialwatch.InternalError")
   }
 
-  @Test func errorDescriptionsNameWhatWasWrong() {
+  @Test func errorDescriptions_NameWhatWasWrong() {
     #expect(ControlError.trialNotFound(id: TrialID(1)).description == "no trial with id 0000000000000001")
     #expect(ControlError.trialNotFound(subject: "x").description == "no active trial for subject \"x\"")
     #expect(
@@ -162,10 +164,11 @@ import TrialCore
         "uid 7"))
     #expect(ControlError.methodNotFound("a.B").description == "the service has no method \"a.B\"")
     #expect(
-      ControlError(name: "com.example.Odd", parameters: ["x": 1]).description == #"com.example.Odd {"x":1}"#)
+      ControlError(name: "com.example.Odd", parameters: .init(limit: 1)).description
+        == #"com.example.Odd {"limit":1}"#)
   }
 
-  @Test func aClientThatCannotConnectNamesThePath() {
+  @Test func client_ThatCannotConnect_NamesThePath() {
     let path = "/nonexistent-\(UInt64.random(in: 0...UInt64.max))/io.trialwatch"
     let error = #expect(throws: VarlinkClientError.self) { _ = try VarlinkClient(path: path) }
     #expect(error?.isUnreachable == true)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrialControl
+import TrialCore
 
 @Suite struct FrameDecoderTests {
   @Test func splitsMessagesFedInAnyChunks() throws {
@@ -52,52 +53,129 @@ import TrialControl
   }
 }
 
-@Suite struct MessageTests {
-  @Test func callsRoundTrip() throws {
-    let call = VarlinkCall(
-      method: "io.trialwatch.Trials.Watch", parameters: ["x": 1], oneway: false, more: true)
-    let bytes = call.encoded()
-    #expect(bytes.last == 0)
-    #expect(
-      String(decoding: bytes.dropLast(), as: UTF8.self)
-        == #"{"method":"io.trialwatch.Trials.Watch","parameters":{"x":1},"more":true}"#)
-    #expect(try VarlinkCall.decode(bytes.dropLast()) == call)
+/// Calls as the server reads them: one pass decodes the envelope and the method's parameters.
+@Suite struct IncomingCallTests {
+  static let decoder: JSONDecoder = {
+    let decoder = WireCoding.makeDecoder()
+    decoder.userInfo[.varlinkParameterTypes] =
+      [
+        Trials.startTrial.qualifiedName: StartTrialParameters.self,
+        Trials.listTrials.qualifiedName: ListTrialsParameters.self,
+        VarlinkService.getInfo.qualifiedName: NoParameters.self,
+      ] as [String: any VarlinkParameters.Type]
+    return decoder
+  }()
+
+  static func decode(_ text: String) throws(WireProblem) -> IncomingCall {
+    try IncomingCall.decode(Array(text.utf8), with: decoder)
+  }
+
+  @Test func call_WithParameters_IsDecodedAsItsMethodsType() throws {
+    let call = try Self.decode(
+      #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","duration":"2d"},"oneway":true}"#
+    )
+    #expect(call.method == "io.trialwatch.Trials.StartTrial")
     #expect(call.interface == "io.trialwatch.Trials")
-    #expect(call.memberName == "Watch")
+    #expect(call.oneway && !call.more && !call.upgrade)
+    let parameters = try #require(try call.parameters?.get() as? StartTrialParameters)
+    #expect(parameters == StartTrialParameters(subject: "a", duration: Days(2)))
   }
 
-  @Test func nullParametersCountAsNone() throws {
-    let call = try VarlinkCall.decode(Array(#"{"method":"a.B","parameters":null,"oneway":null}"#.utf8))
-    #expect(call.parameters.isEmpty)
-    #expect(!call.oneway)
+  @Test func call_WithNullOrNoParameters_HasNone() throws {
+    let null = try Self.decode(#"{"method":"org.varlink.service.GetInfo","parameters":null,"oneway":null}"#)
+    #expect(try null.parameters?.get() is NoParameters)
+    #expect(!null.oneway)
+    #expect(try Self.decode(#"{"method":"org.varlink.service.GetInfo"}"#).parameters?.get() is NoParameters)
   }
 
-  @Test func repliesRoundTrip() throws {
-    let reply = VarlinkReply(parameters: ["k": "v"], continues: true)
-    #expect(
-      String(decoding: reply.encoded().dropLast(), as: UTF8.self)
-        == #"{"parameters":{"k":"v"},"continues":true}"#)
-    #expect(try VarlinkReply.decode(reply.encoded().dropLast()) == reply)
-    let error = VarlinkReply(error: .trialNotFound(subject: "x"))
-    #expect(
-      String(decoding: error.encoded().dropLast(), as: UTF8.self)
-        == #"{"error":"io.trialwatch.TrialNotFound","parameters":{"subject":"x"}}"#)
-    #expect(try VarlinkReply.decode(Array(#"{"error":"a.B"}"#.utf8)) == VarlinkReply(error: "a.B"))
+  @Test func call_OfAMethodNotServed_HasNoParameters() throws {
+    let call = try Self.decode(#"{"method":"com.example.Other","parameters":{"anything":[1,2]}}"#)
+    #expect(call.parameters == nil)
   }
 
-  @Test func invalidCallsSayWhy() {
-    for (text, problem) in [
-      ("{}", "method: is required"), (#"{"method":"x"}"#, "interface.Method"),
-      (#"{"method":".X"}"#, "interface.Method"),
-      (#"{"method":"a.B","oneway":1}"#, "oneway: expected a boolean"), ("5", "must be a JSON object"),
-    ] {
-      do {
-        _ = try VarlinkCall.decode(Array(text.utf8))
-        Issue.record("\(text) was accepted")
-      } catch {
-        #expect(error.problem.contains(problem), "\(text): \(error)")
-      }
+  @Test(arguments: [
+    (#"{"subject":5}"#, ["subject"], "expected a string, got a number"),
+    (#"{}"#, ["subject"], "is required"),
+    (#"{"subject":"a","reminders":["1d",7]}"#, ["reminders", "1"], "expected a string, got a number"),
+    (#"{"subject":"a","reminders":"1d"}"#, ["reminders"], "expected an array, got a string"),
+    (#"{"subject":"a","endsAt":"2025-13-01T00:00:00Z"}"#, ["endsAt"], "month 13 out of range"),
+    (#"{"subject":"a","duration":"5 parsecs"}"#, ["duration"], "unknown unit"),
+    (
+      #"{"subject":"a","endAt":"x"}"#, ["endAt"],
+      "is not a parameter of this method (it takes duration, endsAt, reminders, subject)"
+    ),
+    (#"{"subject":""}"#, ["subject"], "must not be empty"),
+  ])
+  func parameterProblem_IsNamedWithItsPath(parameters: String, path: [String], problem: String) throws {
+    let call = try Self.decode(#"{"method":"io.trialwatch.Trials.StartTrial","parameters":\#(parameters)}"#)
+    guard case .failure(let error)? = call.parameters else {
+      Issue.record("\(parameters) was accepted")
+      return
     }
+    #expect(error.path == path)
+    #expect(error.problem.contains(problem), "\(error)")
+  }
+
+  @Test func limit_WithAFraction_IsAnIntegerProblemOfLimit() throws {
+    let call = try Self.decode(#"{"method":"io.trialwatch.Trials.ListTrials","parameters":{"limit":2.5}}"#)
+    guard case .failure(let error)? = call.parameters else {
+      Issue.record("2.5 was accepted")
+      return
+    }
+    #expect(error.description == "limit: expected an integer, got 2.5")
+  }
+
+  @Test func parameters_OfAMethodThatTakesNone_AreRefused() throws {
+    let call = try Self.decode(#"{"method":"org.varlink.service.GetInfo","parameters":{"verbose":true}}"#)
+    guard case .failure(let error)? = call.parameters else {
+      Issue.record("verbose was accepted")
+      return
+    }
+    #expect(error.description == "verbose: is not a parameter: the method takes none")
+  }
+
+  @Test(arguments: [
+    ("{}", "method: is required"), (#"{"method":"x"}"#, "interface.Method"),
+    (#"{"method":".X"}"#, "interface.Method"),
+    (#"{"method":"a.B","oneway":1}"#, "oneway: expected a boolean"),
+    ("5", "must be a JSON object"), ("[1,2]", "a call must be a JSON object, got an array"),
+    (#"{"method":"a.B""#, "malformed JSON"),
+    ("{\"method\":\"a.\u{1}B\"}", "control character 0x1 at byte 13"),
+    (#"{"method":"org.varlink.service.GetInfo","parameters":[]}"#, "parameters: expected an object"),
+  ])
+  func invalidCall_IsRefused_SayingWhy(text: String, problem: String) {
+    do {
+      _ = try Self.decode(text)
+      Issue.record("\(text) was accepted")
+    } catch {
+      #expect(error.problem.contains(problem), "\(text): \(error)")
+    }
+  }
+
+  @Test func reply_OfAnError_CarriesItsNameAndParameters() throws {
+    let reply = try VarlinkReply(
+      Array(#"{"error":"io.trialwatch.TrialNotFound","parameters":{"subject":"x"}}"#.utf8))
+    #expect(reply.controlError == .trialNotFound(subject: "x"))
+    #expect(!reply.continues)
+    let bare = try VarlinkReply(Array(#"{"error":"a.B"}"#.utf8))
+    #expect(bare.controlError == ControlError(name: "a.B"))
+    let more = try VarlinkReply(Array(#"{"parameters":{},"continues":true}"#.utf8))
+    #expect(more.continues && more.error == nil)
+    #expect(try more.parameters(as: WatchReply.self).event == nil)
+  }
+
+  @Test func outgoingMessages_AreJSONTextAndANUL() {
+    let encoder = WireCoding.makeEncoder()
+    let call = encoder.message(
+      OutgoingCall(method: Trials.watch.qualifiedName, parameters: NoParameters(), more: true))
+    #expect(call.last == 0)
+    #expect(
+      String(decoding: call.dropLast(), as: UTF8.self)
+        == #"{"method":"io.trialwatch.Trials.Watch","more":true,"parameters":{}}"#)
+    let error = encoder.message(OutgoingReply(error: .trialNotFound(subject: "x")))
+    #expect(
+      String(decoding: error.dropLast(), as: UTF8.self)
+        == #"{"error":"io.trialwatch.TrialNotFound","parameters":{"subject":"x"}}"#)
   }
 }
 

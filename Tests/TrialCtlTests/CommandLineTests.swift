@@ -8,39 +8,11 @@ import TrialDaemon
 import TrialDaemonTesting
 import TrialTesting
 
-/// A control server with an in-memory backend, for the real `trialwatchctl` binary to talk to.
-final class CtlFixture {
-  let directory: String
-  let socketPath: String
-  let clock: ManualWallClock
-  let backend: InMemoryTrialsBackend
-  let server: ControlServer
-
-  init(group: UInt32? = nil, ids: [UInt64] = Array(1...50)) throws {
-    var template = Array("/tmp/trialwatchctl-test-XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
-    directory = String(cString: made)
-    chmod(directory, 0o711)
-    socketPath = directory + "/io.trialwatch"
-    // The binary reads the system clock; the backend starts from the same instant.
-    clock = ManualWallClock(SystemWallClock().now())
-    backend = InMemoryTrialsBackend(clock: clock, ids: SequenceTrialIDGenerator(ids))
-    var options = ControlServer.Options()
-    options.version = "1.2.3-test"
-    server = try ControlServer(
-      listener: .bind(path: socketPath, group: group), backend: backend, options: options,
-      logger: Logger(label: "ctl-test") { _ in SwiftLogNoOpLogHandler() })
-    server.start()
-  }
-
-  deinit {
-    let done = DispatchSemaphore(value: 0)
-    server.stop { done.signal() }
-    _ = done.wait(timeout: .now() + 10)
-    try? FileManager.default.removeItem(atPath: directory)
-  }
-
-  func client() throws -> TrialsClient { try TrialsClient(path: socketPath) }
+/// A control server over the daemon's handlers and a real engine, for the real
+/// `trialwatchctl` binary to talk to. The binary reads the system clock; the engine's virtual
+/// time starts from the same instant.
+func ctlFixture(group: UInt32? = nil, ids: [UInt64] = Array(1...50)) throws -> ControlFixture {
+  try ControlFixture(group: group, ids: ids, start: SystemWallClock().now())
 }
 
 struct Run {
@@ -144,7 +116,7 @@ final class LineReader {
   }
 
   @Test func startShowsTheNewTrial() throws {
-    let fixture = try CtlFixture()
+    let fixture = try ctlFixture()
     let run = try Ctl.run([
       "start", "acme-42", "--duration", "3d", "--reminders", "2d,1d", "--socket", fixture.socketPath,
     ])
@@ -154,31 +126,30 @@ final class LineReader {
     #expect(run.lines.contains("  Reminders  2d, 1d before the end"))
     #expect(run.errors.isEmpty)
     #expect(
-      try fixture.client().getTrial(GetTrialParameters(subject: "acme-42")).reminders == [Days(2), Days(1)])
+      try fixture.client().getTrial(GetTrialParameters(subject: "acme-42")).reminders.map(\.days) == [
+        Days(2), Days(1),
+      ])
   }
 
   @Test func jsonPrintsTheReplyParameters() throws {
-    let fixture = try CtlFixture()
+    let fixture = try ctlFixture()
     let run = try Ctl.run([
       "start", "acme-42", "--reminders", "none", "--json", "--socket", fixture.socketPath,
     ])
     #expect(run.status == 0, "\(run.errors)")
     #expect(run.lines.count == 1)
-    guard case .object(let reply) = try JSONValue.parse(run.output) else {
-      Issue.record("not a JSON object: \(run.output)")
-      return
-    }
-    let trial = try TrialReply(json: reply).trial
+    let trial = try decode(TrialReply.self, run.output).trial
     #expect(trial.subject == "acme-42")
     #expect(trial.reminders.isEmpty)
     let status = try Ctl.run(["status", trial.id.description, "--json", "--socket", fixture.socketPath])
-    #expect(
-      try JSONValue.parse(status.output)
-        == .object(TrialReply(trial: trial).json).withDaysLeft(from: status.output))
+    var again = try decode(TrialReply.self, status.output).trial
+    // daysLeft moves with the clock.
+    again.daysLeft = trial.daysLeft
+    #expect(again == trial)
   }
 
   @Test func refusalsAndMissingTrialsHaveTheirExitCodes() throws {
-    let fixture = try CtlFixture()
+    let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "acme-42"))
     let duplicate = try Ctl.run(["start", "acme-42", "--socket", fixture.socketPath])
     #expect(duplicate.status == 1)
@@ -204,6 +175,7 @@ final class LineReader {
     ["list", "--limit", "0"],
     ["extend", "1"], ["extend", "xyz", "--by", "1d", "--ends-at", "2030-01-01T00:00:00Z"], ["end", "1"],
     ["end", "1", "--outcome", "expired"], ["simulate", "soon"], ["plan"], ["frobnicate"],
+    ["status", "--id", "acme"], ["status", "--id", "--subject", "1"], ["plan", "--id", "12345678901234567"],
   ])
   func usageErrorsExitWith2(arguments: [String]) throws {
     let run = try Ctl.run(arguments + ["--socket", "/nonexistent/socket"])
@@ -226,7 +198,7 @@ final class LineReader {
   }
 
   @Test func theSocketComesFromTheEnvironment() throws {
-    let fixture = try CtlFixture()
+    let fixture = try ctlFixture()
     let run = try Ctl.run(["daemon-status"], environment: ["TRIALWATCH_SOCKET": fixture.socketPath])
     #expect(run.status == 0, "\(run.errors)")
     #expect(run.lines.first == "trialwatchd 1.2.3-test: 0 active trials")
@@ -234,7 +206,7 @@ final class LineReader {
   }
 
   @Test func listPagesAndFollowsTheCursor() throws {
-    let fixture = try CtlFixture()
+    let fixture = try ctlFixture()
     let client = try fixture.client()
     for subject in ["a", "b", "c"] { _ = try client.startTrial(StartTrialParameters(subject: subject)) }
     let page = try Ctl.run(["list", "--limit", "2", "--socket", fixture.socketPath])
@@ -256,20 +228,17 @@ final class LineReader {
     #expect(all.errors.isEmpty)
     let json = try Ctl.run(["list", "--limit", "2", "--all", "--json", "--socket", fixture.socketPath])
     #expect(json.lines.count == 2)
-    let pages = try json.lines.map { line -> ListTrialsReply in
-      guard case .object(let object) = try JSONValue.parse(line) else { throw POSIXError(.EINVAL) }
-      return try ListTrialsReply(json: object)
-    }
+    let pages = try json.lines.map { try decode(ListTrialsReply.self, $0) }
     #expect(pages.map { $0.trials.count } == [2, 1])
     let none = try Ctl.run(["list", "--state", "expired", "--socket", fixture.socketPath])
     #expect(none.lines == ["No trials."])
   }
 
   @Test func extendEndPlanSimulate() throws {
-    let fixture = try CtlFixture()
+    let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "acme", duration: Days(5)))
     let socket = ["--socket", fixture.socketPath]
-    let extended = try Ctl.run(["extend", "1", "--by", "2d"] + socket)
+    let extended = try Ctl.run(["extend", "--id", "1", "--by", "2d"] + socket)
     #expect(extended.status == 0, "\(extended.errors)")
     #expect(extended.lines.first?.hasPrefix("acme: 7 days left") == true)
     #expect(extended.lines.contains("  Revision   2"))
@@ -287,10 +256,10 @@ final class LineReader {
     #expect(simulated.lines.first?.hasSuffix(": 2 events.") == true, "\(simulated.output)")
     #expect(simulated.lines.filter { $0.contains("would fire") }.count == 2)
 
-    let ended = try Ctl.run(["end", "1", "--outcome", "converted"] + socket)
+    let ended = try Ctl.run(["end", "0000000000000001", "--outcome", "converted"] + socket)
     #expect(ended.status == 0)
     #expect(ended.lines.first == "acme: converted today")
-    let again = try Ctl.run(["end", "1", "--outcome", "cancelled"] + socket)
+    let again = try Ctl.run(["end", "--id", "1", "--outcome", "cancelled"] + socket)
     #expect(again.status == 1)
     #expect(again.errors == "trialwatchctl: trial 0000000000000001 is not active (it is converted)\n")
     let nothing = try Ctl.run(["simulate", "2099-01-01T00:00:00Z"] + socket)
@@ -310,8 +279,34 @@ final class LineReader {
     #expect(unknown.errors.contains("nobody-here"), "\(unknown.errors)")
   }
 
+  /// One rule for every command: 16 hexadecimal digits are an id, anything else a subject;
+  /// `--id` and `--subject` say which is meant.
+  @Test func trialArgument_IsAnIdOnlyAsSixteenHexDigits_OrWithId() throws {
+    let fixture = try ctlFixture(ids: [0xCAFE, 0x2, 0x3])
+    let socket = ["--socket", fixture.socketPath]
+    let client = try fixture.client()
+    _ = try client.startTrial(StartTrialParameters(subject: "cafe"))
+    _ = try client.startTrial(StartTrialParameters(subject: "000000000000cafe"))
+    // Hex text that is not 16 digits is a subject, for every command.
+    let ended = try Ctl.run(["end", "cafe", "--outcome", "converted"] + socket)
+    #expect(ended.status == 0, "\(ended.errors)")
+    #expect(try client.getTrial(GetTrialParameters(id: TrialID(0xCAFE))).state == .converted)
+    #expect(try Ctl.run(["status", "cafe"] + socket).lines.first == "cafe: converted today")
+    // Sixteen digits are an id; --subject reads them as a subject.
+    #expect(
+      try Ctl.run(["plan", "000000000000cafe"] + socket).lines.first == "Events of trial 000000000000cafe:")
+    let bySubject = try Ctl.run(["plan", "--subject", "000000000000cafe"] + socket)
+    #expect(bySubject.lines.first == "Events of trial 0000000000000002:", "\(bySubject.errors)")
+    // --id reads shorter hex as an id.
+    let extended = try Ctl.run(["extend", "--id", "2", "--by", "1d"] + socket)
+    #expect(extended.lines.first?.hasPrefix("000000000000cafe: 6 days left") == true, "\(extended.errors)")
+    let missing = try Ctl.run(["status", "--id", "ff"] + socket)
+    #expect(missing.status == 3)
+    #expect(missing.errors == "trialwatchctl: no trial with id 00000000000000ff\n")
+  }
+
   @Test func datesFollowTheReadersTimeZone() throws {
-    let fixture = try CtlFixture()
+    let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(
       StartTrialParameters(subject: "tz", endsAt: try RFC3339.parse("2030-01-01T00:00:00Z")))
     let utc = try Ctl.run(["status", "tz", "--socket", fixture.socketPath], environment: ["TZ": "UTC"])
@@ -326,24 +321,20 @@ final class LineReader {
   }
 
   @Test func daemonStatusAsJSON() throws {
-    let fixture = try CtlFixture()
+    let fixture = try ctlFixture()
     let run = try Ctl.run(["daemon-status", "--json", "--socket", fixture.socketPath])
     #expect(run.status == 0)
-    guard case .object(let object) = try JSONValue.parse(run.output) else {
-      Issue.record("not JSON: \(run.output)")
-      return
-    }
-    let status = try GetStatusReply(json: object)
+    let status = try decode(GetStatusReply.self, run.output)
     #expect(status.version == "1.2.3-test")
     #expect(status.connections == 1)
   }
 
   @Test(.enabled(if: getuid() == 0, "needs root to run the binary as nobody"))
   func permissionDeniedExitsWith4() throws {
-    let fixture = try CtlFixture(group: 65_534)
+    let fixture = try ctlFixture(group: 65_534)
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "root-owned"))
     let refused = try Ctl.run(
-      ["end", "1", "--outcome", "cancelled", "--socket", fixture.socketPath], asNobody: true)
+      ["end", "--id", "1", "--outcome", "cancelled", "--socket", fixture.socketPath], asNobody: true)
     #expect(refused.status == 4, "\(refused.errors)")
     #expect(
       refused.errors.hasPrefix(
@@ -353,7 +344,7 @@ final class LineReader {
     #expect(reading.status == 0, "\(reading.errors)")
     #expect(reading.lines.first?.hasPrefix("root-owned: 5 days left") == true)
 
-    let locked = try CtlFixture(group: 0)
+    let locked = try ctlFixture(group: 0)
     let outside = try Ctl.run(["status", "x", "--socket", locked.socketPath], asNobody: true)
     #expect(outside.status == 4)
     #expect(
@@ -363,7 +354,7 @@ final class LineReader {
 
   @Test(arguments: [true, false])
   func watchPrintsEventsAsTheyFire(json: Bool) throws {
-    let fixture = try CtlFixture()
+    let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(
       StartTrialParameters(subject: "watched", duration: Days(1), reminders: ReminderSchedule.none))
     let process = Ctl.process(
@@ -380,15 +371,11 @@ final class LineReader {
     }
     let notice = LineReader(errors.fileHandleForReading).next()
     #expect(notice == "Watching for events; press Ctrl-C to stop.")
-    fixture.clock.advance(by: 86_400)
-    #expect(try fixture.backend.fireDue().count == 1)
+    fixture.advance(by: 86_400)
+    #expect(fixture.fireDue().count == 1)
     let line = try #require(LineReader(output.fileHandleForReading).next())
     if json {
-      guard case .object(let object) = try JSONValue.parse(line) else {
-        Issue.record("not JSON: \(line)")
-        return
-      }
-      let event = try #require(try WatchReply(json: object).event)
+      let event = try #require(try decode(WatchReply.self, line).event)
       #expect(event.subject == "watched")
       #expect(event.kind == .expiry)
     } else {
@@ -400,14 +387,7 @@ final class LineReader {
   }
 }
 
-extension JSONValue {
-  /// The same reply with `daysLeft` taken from `text`: the field moves with the clock.
-  func withDaysLeft(from text: String) throws -> JSONValue {
-    guard case .object(var outer) = self, case .object(var trial)? = outer["trial"],
-      case .object(let other) = try JSONValue.parse(text), case .object(let otherTrial)? = other["trial"]
-    else { return self }
-    trial["daysLeft"] = otherTrial["daysLeft"]
-    outer["trial"] = .object(trial)
-    return .object(outer)
-  }
+/// A line of `--json` output, read as the reply it prints.
+func decode<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
+  try WireCoding.makeDecoder().decode(T.self, from: Data(line.utf8))
 }

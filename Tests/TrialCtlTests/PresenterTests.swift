@@ -226,12 +226,9 @@ final class SpyOutput: TrialPresenterOutput {
       due: Self.now.addingTimeInterval(2 * 3600 + 13 * 60))
     presenter(spy).present(
       status: GetStatusReply(
-        version: "1.0.0",
-        status: DaemonStatus(
-          startedAt: Self.now.addingTimeInterval(-90_000), uptime: Days(timeInterval: 90_000),
-          trials: TrialCounts(active: 1204, expired: 3, converted: 2, cancelled: 1), pendingEvents: 3612,
-          nextEvent: next, storeBytes: 5_452_595),
-        connections: 2, watchers: 1))
+        version: "1.0.0", startedAt: Self.now.addingTimeInterval(-90_000), uptime: Days(timeInterval: 90_000),
+        trials: TrialCounts(active: 1204, expired: 3, converted: 2, cancelled: 1), pendingEvents: 3612,
+        nextEvent: next, storeBytes: 5_452_595, connections: 2, watchers: 1))
     let status = try #require(spy.statuses.first)
     #expect(status.headline == "trialwatchd 1.0.0: 1204 active trials")
     #expect(

@@ -64,8 +64,11 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(defaults.socketPath == "/run/trialwatch/io.trialwatch")
     #expect(defaults.socketGroup == "trialwatch")
     #expect(defaults.controlGroup == "trialwatch-admin")
-    #expect(defaults.maxConnections == 256)
+    #expect(defaults.maxConnections == 4096)
+    #expect(defaults.maxConnectionsPerUser == 1024)
+    #expect(defaults.reservedConnections == 64)
     #expect(defaults.idleTimeout == Days(timeInterval: 300))
+    #expect(defaults.messageTimeout == Days(timeInterval: 10))
     #expect(defaults.logLevel == .info)
     #expect(defaults.logTarget == .auto)
   }
@@ -161,7 +164,20 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(loaded.configuration.defaultLength == Days(14))
     #expect(loaded.configuration.defaultReminders == ReminderSchedule.none)
     // An empty assignment restores the built-in default, not the main file's value.
-    #expect(loaded.configuration.maxConnections == 256)
+    #expect(loaded.configuration.maxConnections == 4096)
+  }
+
+  @Test func reservedConnections_AboveAQuarterOfMaxConnections_IsCappedWithAWarning() {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[Daemon]\nMaxConnections=100\nReservedConnections=100\n")
+    let loaded = fixture.load()
+    #expect(loaded.diagnostics.map(\.severity) == [.warning])
+    #expect(loaded.diagnostics.first?.line == 3)
+    #expect(loaded.diagnostics.first?.message.hasSuffix("MaxConnections=100: 25 are reserved") == true)
+    #expect(loaded.configuration.effectiveReservedConnections == 25)
+    fixture.write("trialwatch.conf", "[Daemon]\nMaxConnections=40\n")
+    #expect(fixture.load().diagnostics == [])
+    #expect(fixture.load().configuration.effectiveReservedConnections == 10, "the default, capped quietly")
   }
 
   @Test func dropInsApplyWithoutAMainFile() {

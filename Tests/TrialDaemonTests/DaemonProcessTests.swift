@@ -125,7 +125,7 @@ import TrialDaemonTesting
     let daemon = try DaemonProcess(config: "[Trials]\nDefaultLength=5d\n")
     try daemon.start()
     #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    let client = try TrialsClient(path: daemon.socketPath)
+    let client = try VarlinkClient(path: daemon.socketPath)
     func defaultLength(_ subject: String) throws -> TimeInterval {
       let trial = try client.startTrial(StartTrialParameters(subject: subject))
       return trial.endsAt.timeIntervalSince(trial.startedAt)
@@ -144,7 +144,7 @@ import TrialDaemonTesting
     daemon.signal(SIGHUP)
     #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
     #expect(try defaultLength("kept") == 2 * 86_400)
-    client.connection.close()
+    client.close()
     daemon.signal(SIGTERM)
     #expect(daemon.waitForExit() == 0)
     #expect(daemon.standardError.contains("configuration not reloaded"))

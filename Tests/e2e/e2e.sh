@@ -399,6 +399,17 @@ else
   fail "systemctl status shows STATUS=" "Status line: ${OUT:-none}"
 fi
 
+# systemd starts services with a soft limit of 1024 open files; the daemon raises it to the
+# hard limit for MaxConnections=.
+LIMITS=$(ct sh -c "grep 'Max open files' /proc/$(show MainPID)/limits")
+SOFT=$(echo "$LIMITS" | awk '{print $4}')
+HARD=$(echo "$LIMITS" | awk '{print $5}')
+if [ -n "$SOFT" ] && [ "$SOFT" = "$HARD" ] && [ "$SOFT" != 1024 ]; then
+  pass "the daemon raises its soft limit on open files to the hard one ($SOFT)"
+else
+  fail "the daemon raises its soft limit on open files to the hard one" "${LIMITS:-no limits}"
+fi
+
 # --- Trials whose events fall due in a few seconds ------------------------------------------
 
 # start_trial SUBJECT ARGS...: starts a trial as root and prints its id.

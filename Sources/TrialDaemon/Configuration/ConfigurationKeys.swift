@@ -75,16 +75,13 @@ enum ConfigurationSchema {
       section: "Daemon", name: "ControlGroup", defaultText: DaemonConfiguration.defaultControlGroup,
       apply: { config, value throws(InvalidValue) in config.controlGroup = try groupName(value) },
       reset: { $0.controlGroup = $1.controlGroup }),
-    ConfigurationKey(
-      section: "Daemon", name: "MaxConnections",
-      defaultText: String(DaemonConfiguration.defaultMaxConnections),
-      apply: { config, value throws(InvalidValue) in
-        guard let count = Int(value), (1...65_536).contains(count) else {
-          throw InvalidValue(reason: "expected a whole number from 1 to 65536")
-        }
-        config.maxConnections = count
-      },
-      reset: { $0.maxConnections = $1.maxConnections }),
+    countKey("MaxConnections", \.maxConnections, DaemonConfiguration.defaultMaxConnections, minimum: 1),
+    countKey(
+      "MaxConnectionsPerUser", \.maxConnectionsPerUser, DaemonConfiguration.defaultMaxConnectionsPerUser,
+      minimum: 1),
+    countKey(
+      "ReservedConnections", \.reservedConnections, DaemonConfiguration.defaultReservedConnections, minimum: 0
+    ),
     ConfigurationKey(
       section: "Daemon", name: "IdleTimeout", defaultText: "5min",
       apply: { config, value throws(InvalidValue) in
@@ -92,13 +89,13 @@ enum ConfigurationSchema {
           config.idleTimeout = nil
           return
         }
-        let timeout = try span(value)
-        guard timeout.timeInterval > 0 else {
-          throw InvalidValue(reason: "must be longer than 0 (use \"infinity\" for no timeout)")
-        }
-        config.idleTimeout = timeout
+        config.idleTimeout = try positiveSpan(value, infinity: true)
       },
       reset: { $0.idleTimeout = $1.idleTimeout }),
+    ConfigurationKey(
+      section: "Daemon", name: "MessageTimeout", defaultText: "10s",
+      apply: { config, value throws(InvalidValue) in config.messageTimeout = try positiveSpan(value) },
+      reset: { $0.messageTimeout = $1.messageTimeout }),
     ConfigurationKey(
       section: "Daemon", name: "LogLevel", defaultText: "info",
       apply: { config, value throws(InvalidValue) in
@@ -141,7 +138,32 @@ enum ConfigurationSchema {
     "debug": .debug, "trace": .trace,
   ]
 
+  /// A `[Daemon]` key holding a whole number from `minimum` to 65536.
+  private static func countKey(
+    _ name: String, _ field: WritableKeyPath<DaemonConfiguration, Int> & Sendable, _ defaultValue: Int,
+    minimum: Int
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      section: "Daemon", name: name, defaultText: String(defaultValue),
+      apply: { config, value throws(InvalidValue) in
+        guard let count = Int(value), (minimum...65_536).contains(count) else {
+          throw InvalidValue(reason: "expected a whole number from \(minimum) to 65536")
+        }
+        config[keyPath: field] = count
+      },
+      reset: { $0[keyPath: field] = $1[keyPath: field] })
+  }
+
   // MARK: Value parsers
+
+  static func positiveSpan(_ value: String, infinity: Bool = false) throws(InvalidValue) -> Days {
+    let span = try span(value)
+    guard span.timeInterval > 0 else {
+      throw InvalidValue(
+        reason: "must be longer than 0" + (infinity ? " (use \"infinity\" for no timeout)" : ""))
+    }
+    return span
+  }
 
   static func span(_ value: String) throws(InvalidValue) -> Days {
     do {

@@ -206,6 +206,16 @@ public struct ConfigurationLoader: Sendable {
 
     /// Checks between keys, once every file is applied.
     mutating func checkCombinations() {
+      if configuration.effectiveReservedConnections < configuration.reservedConnections,
+        let blame = lastAssignment["ReservedConnections"]
+      {
+        diagnostics.append(
+          .init(
+            .warning, file: blame.file, line: blame.line,
+            "ReservedConnections=\(configuration.reservedConnections) is more than a quarter of "
+              + "MaxConnections=\(configuration.maxConnections): \(configuration.effectiveReservedConnections) "
+              + "are reserved"))
+      }
       let length = configuration.defaultLength
       let tooLong = configuration.defaultReminders.offsets.filter { $0 >= length }
       guard !tooLong.isEmpty,

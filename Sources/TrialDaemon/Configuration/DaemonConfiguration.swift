@@ -11,8 +11,12 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public static let defaultSocketPath = "/run/trialwatch/io.trialwatch"
   public static let defaultSocketGroup = "trialwatch"
   public static let defaultControlGroup = "trialwatch-admin"
-  public static let defaultMaxConnections = 256
+  // The connection limits of systemd's own Varlink servers, and a reserve for administrators.
+  public static let defaultMaxConnections = 4096
+  public static let defaultMaxConnectionsPerUser = 1024
+  public static let defaultReservedConnections = 64
   public static let defaultIdleTimeout = Days(timeInterval: 300)
+  public static let defaultMessageTimeout = Days(timeInterval: 10)
 
   // [Trials]
   /// `DefaultLength=`: the length of a trial started without one.
@@ -39,11 +43,25 @@ public struct DaemonConfiguration: Hashable, Sendable {
   /// own user may change trials through the control socket. Anyone who can reach the socket
   /// may read.
   public var controlGroup: String = DaemonConfiguration.defaultControlGroup
-  /// `MaxConnections=`: control connections served at once; more wait to be accepted.
+  /// `MaxConnections=`: control connections open at once, from everyone; more are refused.
   public var maxConnections: Int = DaemonConfiguration.defaultMaxConnections
+  /// `MaxConnectionsPerUser=`: connections open at once from one user, unless root, the
+  /// daemon's user or a member of the control group.
+  public var maxConnectionsPerUser: Int = DaemonConfiguration.defaultMaxConnectionsPerUser
+  /// `ReservedConnections=`: of `MaxConnections=`, how many only root, the daemon's user and
+  /// the control group may use (at most a quarter of `MaxConnections=`; see
+  /// `effectiveReservedConnections`).
+  public var reservedConnections: Int = DaemonConfiguration.defaultReservedConnections
+
+  /// The reserve in force: `ReservedConnections=`, but never more than a quarter of
+  /// `MaxConnections=`, so that others always have room.
+  public var effectiveReservedConnections: Int { min(reservedConnections, maxConnections / 4) }
   /// `IdleTimeout=`: a control connection that sends no request for this long, and watches
   /// nothing, is closed. Nil (`infinity`) keeps idle connections open.
   public var idleTimeout: Days? = DaemonConfiguration.defaultIdleTimeout
+  /// `MessageTimeout=`: a client that has begun a message must finish it within this time,
+  /// or its connection is closed.
+  public var messageTimeout: Days = DaemonConfiguration.defaultMessageTimeout
   /// `LogLevel=`: the least severe level logged.
   public var logLevel: Logger.Level = .info
   /// `LogTarget=`: where logs go.

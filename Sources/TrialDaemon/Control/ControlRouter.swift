@@ -1,107 +1,170 @@
+import Foundation
 import TrialControl
 
-/// A call, understood: answered by the server itself, handed to the backend, or a Watch.
-enum ControlRequest: Sendable {
-  /// Answered without the backend (introspection).
-  case reply(JSONObject)
-  case startTrial(StartTrialParameters)
-  case getTrial(GetTrialParameters)
-  case listTrials(ListTrialsParameters)
-  case extendTrial(ExtendTrialParameters)
-  case endTrial(EndTrialParameters)
-  case getPlan(GetPlanParameters)
-  case simulate(SimulateParameters)
-  case getStatus
-  case watch
+/// How a handler answers: once, on any thread. A change answers only once it is durable.
+public typealias Completion<R> = @Sendable (Result<R, ControlError>) -> Void
 
-  /// Whether the request changes trials (and so goes through the engine's group commit).
-  var changesTrials: Bool {
-    switch self {
-    case .startTrial, .extendTrial, .endTrial: true
-    default: false
+/// One method the control server carries out: its declaration and its handler. The daemon's
+/// table of routes is `TrialsHandlers.routes`; `org.varlink.service` is served by the router.
+public struct Route: Sendable {
+  let method: String
+  let kind: MethodKind
+  let parameterType: any VarlinkParameters.Type
+  /// Carries out a call; completes with the reply message (`OutgoingReply`) or the error.
+  private(set) var perform:
+    @Sendable (any VarlinkParameters, JSONEncoder, @escaping Completion<[UInt8]>) -> Void
+  /// Opens a stream; returns what ends it.
+  let open: @Sendable (any VarlinkParameters, any StreamTarget) -> @Sendable () -> Void
+
+  /// A method answered once.
+  public init<P, R>(
+    _ method: VarlinkMethod<P, R>, _ handler: @escaping @Sendable (P, @escaping Completion<R>) -> Void
+  ) {
+    self.method = method.qualifiedName
+    kind = method.kind
+    parameterType = P.self
+    perform = { parameters, encoder, done in
+      handler(parameters as! P) { result in
+        done(result.map { encoder.message(OutgoingReply(parameters: $0)) })
+      }
     }
+    open = { _, target in
+      target.finish()
+      return {}
+    }
+  }
+
+  /// A streaming method: the handler sends replies to its sink until the returned closure
+  /// is called (the client went away) or it finishes the sink.
+  public init<P, R>(
+    stream method: VarlinkMethod<P, R>,
+    _ handler: @escaping @Sendable (P, StreamSink<R>) -> @Sendable () -> Void
+  ) {
+    self.method = method.qualifiedName
+    kind = .stream
+    parameterType = P.self
+    perform = { _, _, done in done(.failure(.expectedMore())) }
+    open = { parameters, target in handler(parameters as! P, StreamSink(target)) }
   }
 }
 
-/// Turns a Varlink call into a request, or into the error to reply with: unknown interface or
-/// method, invalid parameters, a missing `more`, or a caller who may not change trials.
-/// Pure: no I/O, so every decision is testable on its own.
-struct ControlRouter: Sendable {
-  var info: GetInfoReply
-  var authorizer: ControlAuthorizer
+extension Route {
+  /// The same route, running `starting` as a call reaches its handler and `taken` once the
+  /// handler has returned (a change is then queued with the engine): for tests and tools that
+  /// wait until calls have arrived.
+  public func observed(starting: @escaping @Sendable () -> Void, taken: @escaping @Sendable () -> Void)
+    -> Route
+  {
+    var route = self
+    let perform = self.perform
+    route.perform = { parameters, encoder, done in
+      starting()
+      perform(parameters, encoder, done)
+      taken()
+    }
+    return route
+  }
+}
 
-  func route(_ call: VarlinkCall, peer: PeerCredentials?) -> Result<ControlRequest, ControlError> {
+/// The receiving end of a stream, on the connection: replies are encoded there, not on the
+/// thread that sends them.
+public protocol StreamTarget: Sendable {
+  func send(_ encode: @escaping @Sendable (JSONEncoder) -> [UInt8])
+  /// No more replies (the daemon is stopping).
+  func finish()
+}
+
+/// Where a streaming handler sends its replies.
+public struct StreamSink<R: Encodable & Sendable>: Sendable {
+  let target: any StreamTarget
+
+  init(_ target: any StreamTarget) {
+    self.target = target
+  }
+
+  public func send(_ reply: R) {
+    target.send { $0.message(OutgoingReply(parameters: reply, continues: true)) }
+  }
+
+  public func finish() {
+    target.finish()
+  }
+}
+
+/// A call the router accepted: its route and its decoded, checked parameters.
+struct PreparedCall: @unchecked Sendable {
+  // @unchecked: parameters are value types (`VarlinkParameters` are Sendable structs).
+  let route: Route
+  let parameters: any VarlinkParameters
+}
+
+/// Turns a message into a call to carry out, or into the reply to send at once: an unknown
+/// interface or method, an invalid message or parameters, a missing `more`, or a caller who
+/// may not change trials. Pure: no I/O, so every decision is testable on its own.
+struct ControlRouter: Sendable {
+  private let routes: [String: Route]
+  let decoder: JSONDecoder
+  let encoder = WireCoding.makeEncoder()
+
+  init(routes: [Route], info: GetInfoReply) {
+    let service = [
+      Route(VarlinkService.getInfo) { _, done in done(.success(info)) },
+      Route(VarlinkService.getInterfaceDescription) { parameters, done in
+        guard let description = VarlinkInterfaces.descriptions[parameters.interface] else {
+          return done(.failure(.interfaceNotFound(parameters.interface)))
+        }
+        done(.success(GetInterfaceDescriptionReply(description: description)))
+      },
+    ]
+    var table: [String: Route] = [:]
+    for route in service + routes { table[route.method] = route }
+    self.routes = table
+    decoder = WireCoding.makeDecoder()
+    decoder.userInfo[.varlinkParameterTypes] = table.mapValues(\.parameterType)
+  }
+
+  /// Every method served, by qualified name.
+  var methods: Set<String> { Set(routes.keys) }
+
+  /// What to do with one message from a peer who may (or may not) change trials.
+  /// `refused` hears of a call refused for permission.
+  func classify(
+    _ message: ArraySlice<UInt8>, mayChange: Bool, uid: UInt32?, refused: (ControlError) -> Void = { _ in }
+  ) -> ConnectionMachine<PreparedCall>.Classified {
+    let call: IncomingCall
+    do {
+      call = try IncomingCall.decode(message, with: decoder)
+    } catch {
+      return .answer(errorReply(.invalidMessage(error.problem)))
+    }
+    func refuse(_ error: ControlError) -> ConnectionMachine<PreparedCall>.Classified {
+      .answer(call.oneway ? nil : errorReply(error))
+    }
     if call.upgrade {
-      return .failure(
+      return refuse(
         .invalidParameter("upgrade", problem: "no method of this service upgrades the connection"))
     }
-    switch call.interface {
-    case VarlinkInterfaces.service:
-      return routeService(call)
-    case VarlinkInterfaces.trials:
-      guard let method = TrialsMethod(rawValue: call.memberName) else {
-        return .failure(.methodNotFound(call.method))
-      }
-      return routeTrials(method, call, peer: peer)
-    case VarlinkInterfaces.errors:
-      return .failure(.methodNotFound(call.method))
-    default:
-      return .failure(.interfaceNotFound(call.interface))
+    guard let route = routes[call.method], let parameters = call.parameters else {
+      let known = VarlinkInterfaces.all.contains(call.interface)
+      return refuse(known ? .methodNotFound(call.method) : .interfaceNotFound(call.interface))
     }
-  }
-
-  private func routeService(_ call: VarlinkCall) -> Result<ControlRequest, ControlError> {
-    guard let method = ServiceMethod(rawValue: call.memberName) else {
-      return .failure(.methodNotFound(call.method))
-    }
-    do {
-      switch method {
-      case .getInfo:
-        _ = try NoParameters(json: call.parameters)
-        return .success(.reply(info.json))
-      case .getInterfaceDescription:
-        let parameters = try GetInterfaceDescriptionParameters(json: call.parameters)
-        guard let description = VarlinkInterfaces.descriptions[parameters.interface] else {
-          return .failure(.interfaceNotFound(parameters.interface))
-        }
-        return .success(.reply(GetInterfaceDescriptionReply(description: description).json))
-      }
-    } catch {
-      return .failure(.invalidParameter(error))
-    }
-  }
-
-  private func routeTrials(_ method: TrialsMethod, _ call: VarlinkCall, peer: PeerCredentials?)
-    -> Result<ControlRequest, ControlError>
-  {
-    if method.streams && (!call.more || call.oneway) { return .failure(.expectedMore()) }
+    if route.kind == .stream && (!call.more || call.oneway) { return refuse(.expectedMore()) }
     // Refused callers learn nothing from their parameters being checked.
-    if method.changesTrials {
-      guard let peer, authorizer.mayChange(peer).permitted else {
-        return .failure(.permissionDenied(method: call.method, uid: peer?.uid ?? UInt32.max))
-      }
+    if route.kind == .change && !mayChange {
+      let error = ControlError.permissionDenied(method: call.method, uid: uid ?? .max)
+      refused(error)
+      return refuse(error)
     }
-    let request: ControlRequest
-    do {
-      let parameters = call.parameters
-      switch method {
-      case .startTrial: request = .startTrial(try StartTrialParameters(json: parameters))
-      case .getTrial: request = .getTrial(try GetTrialParameters(json: parameters))
-      case .listTrials: request = .listTrials(try ListTrialsParameters(json: parameters))
-      case .extendTrial: request = .extendTrial(try ExtendTrialParameters(json: parameters))
-      case .endTrial: request = .endTrial(try EndTrialParameters(json: parameters))
-      case .getPlan: request = .getPlan(try GetPlanParameters(json: parameters))
-      case .simulate: request = .simulate(try SimulateParameters(json: parameters))
-      case .getStatus:
-        _ = try NoParameters(json: parameters)
-        request = .getStatus
-      case .watch:
-        _ = try NoParameters(json: parameters)
-        request = .watch
-      }
-    } catch {
-      return .failure(.invalidParameter(error))
+    switch parameters {
+    case .failure(let problem): return refuse(.invalidParameter(problem))
+    case .success(let parameters):
+      let prepared = PreparedCall(route: route, parameters: parameters)
+      if route.kind == .stream { return .stream(prepared) }
+      return .call(prepared, change: route.kind == .change, oneway: call.oneway)
     }
-    return .success(request)
+  }
+
+  func errorReply(_ error: ControlError) -> [UInt8] {
+    encoder.message(OutgoingReply(error: error))
   }
 }

@@ -4,12 +4,13 @@ import Synchronization
 import TrialControl
 
 /// The Varlink control server: accepts connections on a Unix stream socket and answers
-/// `org.varlink.service` and `io.trialwatch.Trials` calls, the latter through a
-/// `TrialsBackend`.
+/// `org.varlink.service` and the routes it is given (`io.trialwatch.Trials`).
 ///
-/// Nothing here blocks the caller's queue or the backend: the listening socket has its own
+/// Nothing here blocks the caller's queue or the engine: the listening socket has its own
 /// serial queue, each connection its own serial queue with non-blocking read and write
-/// sources, and a slow client only ever fills its own buffers.
+/// sources, and a slow client only ever fills its own buffers. Connections are limited
+/// overall and per user, with a reserve that only root, the daemon's user and the control
+/// group may use, so that one user cannot lock out the others.
 public final class ControlServer: @unchecked Sendable {
   /// Where the server listens.
   public enum Listener: Sendable {
@@ -20,17 +21,16 @@ public final class ControlServer: @unchecked Sendable {
   }
 
   public struct Options: Sendable {
-    /// Connections beyond this are answered `io.trialwatch.TooManyConnections` and closed.
-    public var maximumConnections = 256
-    /// A connection with no traffic for this long, and no call or Watch running, is closed.
-    /// Measured on the monotonic clock.
-    public var idleTimeout: Duration = .seconds(300)
-    /// The largest message accepted; a larger one is answered `io.trialwatch.MessageTooLarge`
-    /// and the connection closed.
-    public var maximumMessageSize = VarlinkFrameDecoder.defaultMaximumMessageSize
-    /// Events a watcher may fall behind (queued, not yet taken by its socket) before it is
-    /// disconnected.
-    public var watchBacklog = 1024
+    /// Connections at once, from everyone; beyond, `io.trialwatch.TooManyConnections`.
+    public var maximumConnections = 4096
+    /// Connections at once from one user (by uid), unless root, the daemon's user or a member
+    /// of the control group.
+    public var maximumConnectionsPerUser = 1024
+    /// Of `maximumConnections`, this many only root, the daemon's user and the control group
+    /// may use.
+    public var reservedConnections = 64
+    /// What each connection may do.
+    public var connection = ConnectionLimits()
     /// Members of this group may change trials (besides root and the daemon's user).
     public var controlGroup: UInt32?
     /// The mode of a socket the server binds itself.
@@ -45,24 +45,29 @@ public final class ControlServer: @unchecked Sendable {
   }
 
   let options: Options
-  let backend: any TrialsBackend
   let logger: Logger
   let router: ControlRouter
+  let authorizer: ControlAuthorizer
   /// The path the server bound and removes when stopped; nil for an adopted socket.
   public let socketPath: String?
+  /// Connections and watchers, as GetStatus reports them.
+  public let counters: ControlCounters
 
   private let queue = DispatchQueue(label: "trialwatch.control.listener")
   private let listenerFD: Int32
 
   private struct State {
     var connections: [UInt64: ControlConnection] = [:]
+    var perUser: [UInt32: Int] = [:]
     var nextID: UInt64 = 0
-    var watchers = 0
     var started = false
     var stopping = false
     var listenerClosed = false
     var onStopped: [@Sendable () -> Void] = []
     var acceptSource: (any DispatchSourceRead)?
+    /// Refusals not logged yet, and when one was last logged.
+    var unloggedRefusals = 0
+    var lastRefusalLog: UInt64?
   }
 
   private let state = Mutex(State())
@@ -70,20 +75,20 @@ public final class ControlServer: @unchecked Sendable {
   /// Sets up the socket (binding it, or checking an adopted one); call `start()` to accept.
   /// - Throws: `ControlServerError` naming the path or descriptor.
   public init(
-    listener: Listener, backend: any TrialsBackend, options: Options = Options(),
-    authorizer: ControlAuthorizer? = nil, logger: Logger
+    listener: Listener, routes: [Route], counters: ControlCounters = ControlCounters(),
+    options: Options = Options(), authorizer: ControlAuthorizer? = nil, logger: Logger
   ) throws(ControlServerError) {
     self.options = options
-    self.backend = backend
     self.logger = logger
-    let authorizer =
+    self.counters = counters
+    self.authorizer =
       authorizer
       ?? ControlAuthorizer(daemonUID: ControlSocket.currentUID(), controlGroup: options.controlGroup)
     router = ControlRouter(
+      routes: routes,
       info: GetInfoReply(
         vendor: options.vendor, product: options.product, version: options.version, url: options.url,
-        interfaces: VarlinkInterfaces.all),
-      authorizer: authorizer)
+        interfaces: VarlinkInterfaces.all))
     switch listener {
     case .adopt(let fd):
       try ControlSocket.adopt(fd)
@@ -150,10 +155,10 @@ public final class ControlServer: @unchecked Sendable {
   }
 
   /// Open connections.
-  public var connectionCount: Int { state.withLock { $0.connections.count } }
+  public var connectionCount: Int { counters.connections }
 
   /// Connections with a running Watch.
-  public var watcherCount: Int { state.withLock { $0.watchers } }
+  public var watcherCount: Int { counters.watchers }
 
   // MARK: Accepting
 
@@ -177,44 +182,95 @@ public final class ControlServer: @unchecked Sendable {
     }
   }
 
+  /// Admits a connection within the limits, or refuses it. Who may change trials is decided
+  /// here only when a limit would refuse an ordinary user (the user database may be slow);
+  /// otherwise once, by the connection, as it opens.
   private func admit(_ fd: Int32) {
     let peer = ControlSocket.peerCredentials(fd)
-    let admitted: ControlConnection? = state.withLock { state in
-      guard !state.stopping, state.connections.count < options.maximumConnections else { return nil }
-      state.nextID += 1
-      let connection = ControlConnection(id: state.nextID, fd: fd, peer: peer, server: self)
-      state.connections[state.nextID] = connection
-      return connection
+    var decision: Bool?
+    var refusal: Int?
+    while true {
+      let outcome: (ControlConnection?, Int?, needsDecision: Bool) = state.withLock { state in
+        guard !state.stopping else { return (nil, nil, false) }
+        let total = state.connections.count
+        let ofUser = peer.map { state.perUser[$0.uid, default: 0] } ?? 0
+        let ordinary =
+          total < options.maximumConnections - options.reservedConnections
+          && ofUser < options.maximumConnectionsPerUser
+        if !ordinary && decision == nil { return (nil, nil, true) }
+        guard ordinary || (decision == true && total < options.maximumConnections) else {
+          let limit =
+            total >= options.maximumConnections - options.reservedConnections
+            ? options.maximumConnections : options.maximumConnectionsPerUser
+          return (nil, limit, false)
+        }
+        state.nextID += 1
+        let connection = ControlConnection(
+          id: state.nextID, fd: fd, peer: peer, mayChange: decision, server: self)
+        state.connections[state.nextID] = connection
+        if let peer { state.perUser[peer.uid, default: 0] += 1 }
+        counters.connectionOpened()
+        return (connection, nil, false)
+      }
+      if outcome.needsDecision {
+        decision = peer.map { authorizer.mayChange($0).permitted } ?? false
+        continue
+      }
+      if let connection = outcome.0 { return connection.start() }
+      refusal = outcome.1
+      break
     }
-    guard let connection = admitted else {
-      refuse(fd, peer: peer)
+    guard let refusal else {
+      ControlSocket.closeDescriptor(fd)
       return
     }
-    connection.start()
+    refuse(fd, peer: peer, limit: refusal)
   }
 
-  private func refuse(_ fd: Int32, peer: PeerCredentials?) {
-    logger.warning(
-      "refusing a control connection: too many connections",
-      metadata: ["limit": "\(options.maximumConnections)", "peer": "\(peer.map(\.description) ?? "unknown")"])
-    let bytes = VarlinkReply(error: .tooManyConnections(limit: options.maximumConnections)).encoded()
+  private func refuse(_ fd: Int32, peer: PeerCredentials?, limit: Int) {
+    let now = DispatchTime.now().uptimeNanoseconds
+    let suppressed: Int? = state.withLock { state in
+      if let last = state.lastRefusalLog, now - last < 10_000_000_000 {
+        state.unloggedRefusals += 1
+        return nil
+      }
+      defer { state.unloggedRefusals = 0 }
+      state.lastRefusalLog = now
+      return state.unloggedRefusals
+    }
+    if let suppressed {
+      logger.warning(
+        "refusing a control connection: too many connections",
+        metadata: [
+          "limit": "\(limit)", "peer": "\(peer.map(\.description) ?? "unknown")",
+          "refused_unlogged": "\(suppressed)",
+        ])
+    }
+    let bytes = router.errorReply(.tooManyConnections(limit: limit))
     _ = bytes.withUnsafeBytes { ControlSocket.write(fd, $0) }
     ControlSocket.closeDescriptor(fd)
   }
 
   // MARK: Book-keeping for connections
 
-  func connectionDidClose(_ id: UInt64) {
-    state.withLock { _ = $0.connections.removeValue(forKey: id) }
+  func connectionDidClose(_ connection: ControlConnection) {
+    state.withLock { state in
+      guard state.connections.removeValue(forKey: connection.id) != nil else { return }
+      if let uid = connection.peer?.uid {
+        state.perUser[uid, default: 1] -= 1
+        if state.perUser[uid] == 0 { state.perUser.removeValue(forKey: uid) }
+      }
+    }
+    counters.connectionClosed()
     finishStopIfDone()
   }
 
   func watcherStarted() {
-    state.withLock { $0.watchers += 1 }
+    counters.watcherStarted()
   }
 
   func watcherEnded() {
-    state.withLock { $0.watchers -= 1 }
+    counters.watcherEnded()
   }
 
   private func listenerDidClose() {
@@ -230,4 +286,20 @@ public final class ControlServer: @unchecked Sendable {
     }
     for completion in completions { completion() }
   }
+}
+
+/// Open connections and running Watches, shared by the server and the GetStatus handler.
+public final class ControlCounters: Sendable {
+  private let open = Atomic<Int>(0)
+  private let watching = Atomic<Int>(0)
+
+  public init() {}
+
+  public var connections: Int { open.load(ordering: .relaxed) }
+  public var watchers: Int { watching.load(ordering: .relaxed) }
+
+  func connectionOpened() { open.add(1, ordering: .relaxed) }
+  func connectionClosed() { open.subtract(1, ordering: .relaxed) }
+  func watcherStarted() { watching.add(1, ordering: .relaxed) }
+  func watcherEnded() { watching.subtract(1, ordering: .relaxed) }
 }

@@ -15,7 +15,7 @@ public final class ControlService: DaemonService, @unchecked Sendable {
   // @unchecked: started, then stopped, on the main thread (see DaemonService); reload does nothing.
   public let name = "control socket"
   private var server: ControlServer?
-  private var backend: EngineTrialsBackend?
+  private var handlers: TrialsHandlers?
   /// Made at start, after the daemon has chosen its log backend.
   private var logger = Logger(label: "trialwatchd.control")
 
@@ -26,8 +26,8 @@ public final class ControlService: DaemonService, @unchecked Sendable {
   {
     logger = Logger(label: "trialwatchd.control")
     let repository = engine.repository as? LMDBTrialRepository
-    let backend = EngineTrialsBackend(
-      engine: engine, queue: queue, startedAt: engine.clock.now(),
+    let handlers = TrialsHandlers(
+      engine: engine, queue: queue, startedAt: engine.clock.now(), version: Daemon.version,
       storeBytes: { [weak repository] in (try? repository?.statistics())?.fileSize })
     let gid = Self.groupID(configuration.controlGroup)
     if gid == nil {
@@ -35,13 +35,15 @@ public final class ControlService: DaemonService, @unchecked Sendable {
         "control group not found; only root and the daemon's user may change trials",
         metadata: ["group": "\(configuration.controlGroup)"])
     }
+    Self.raiseFileLimit(for: configuration.maxConnections, logger: logger)
     var options = ControlServer.Options()
     options.maximumConnections = configuration.maxConnections
-    if let idle = configuration.idleTimeout {
-      options.idleTimeout = .milliseconds(Int64(idle.timeInterval * 1000))
-    } else {
-      options.idleTimeout = .seconds(Int64(Int32.max))
+    options.maximumConnectionsPerUser = configuration.maxConnectionsPerUser
+    options.reservedConnections = configuration.effectiveReservedConnections
+    options.connection.idleTimeout = configuration.idleTimeout.map {
+      .milliseconds(Int64($0.timeInterval * 1000))
     }
+    options.connection.messageTimeout = .milliseconds(Int64(configuration.messageTimeout.timeInterval * 1000))
     options.controlGroup = gid
     options.version = Daemon.version
 
@@ -61,10 +63,12 @@ public final class ControlService: DaemonService, @unchecked Sendable {
       }
       listener = .bind(path: configuration.socketPath, group: socketGID)
     }
-    let server = try ControlServer(listener: listener, backend: backend, options: options, logger: logger)
+    let server = try ControlServer(
+      listener: listener, routes: handlers.routes, counters: handlers.counters, options: options,
+      logger: logger)
     server.start()
     self.server = server
-    self.backend = backend
+    self.handlers = handlers
   }
 
   public func reload(configuration: DaemonConfiguration) {
@@ -72,10 +76,29 @@ public final class ControlService: DaemonService, @unchecked Sendable {
   }
 
   public func stop() {
-    backend?.finishWatchers()
+    handlers?.finishWatchers()
     let done = DispatchSemaphore(value: 0)
     server?.stop { done.signal() }
     _ = done.wait(timeout: .now() + 2)
+  }
+
+  /// Makes room for `MaxConnections=`: raises the soft limit on open files to the hard one
+  /// (systemd starts services at 1024 soft and leaves raising it to the service), and warns
+  /// when even the hard limit is short.
+  static func raiseFileLimit(for connections: Int, logger: Logger) {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+    if limit.rlim_cur < limit.rlim_max {
+      limit.rlim_cur = limit.rlim_max
+      _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+      _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+    // The store, the journal, the listener and a few for Dispatch besides the connections.
+    if limit.rlim_cur < rlim_t(connections + 64) {
+      logger.warning(
+        "the limit on open files is lower than MaxConnections= needs; raise LimitNOFILE= or lower MaxConnections=",
+        metadata: ["limit": "\(limit.rlim_cur)", "max_connections": "\(connections)"])
+    }
   }
 
   /// A group name or numeric id, resolved to a gid; nil when there is no such group.

@@ -36,8 +36,8 @@ import TrialDaemonTesting
     }
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func theReferencePythonClientWorks(backend: BackendKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func referencePythonClient_Works(store: StoreKind) throws {
     let check = Process()
     check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     check.arguments = ["python3", "-c", "import varlink"]
@@ -48,7 +48,7 @@ import TrialDaemonTesting
       "the reference Varlink implementation is missing: run `python3 -m pip install varlink` (make test does)"
     )
 
-    let fixture = try ServerFixture(backend: backend, ids: [0x1A7E])
+    let fixture = try ControlFixture(store: store, ids: [0x1A7E])
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["python3", Self.script, fixture.socketPath]
@@ -60,9 +60,10 @@ import TrialDaemonTesting
     defer { if process.isRunning { process.terminate() } }
 
     let lines = Lines(output.fileHandleForReading)
-    var steps: [String: JSONObject] = [:]
+    var steps: [String: [String: Any]] = [:]
     while let line = lines.next() {
-      guard case .object(let object) = try JSONValue.parse(line), let step = object["step"]?.stringValue
+      guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+        let step = object["step"] as? String
       else {
         Issue.record("unexpected output: \(line)")
         break
@@ -71,47 +72,38 @@ import TrialDaemonTesting
       if step == "watching" {
         // The watch is in place: fire the trial's reminder.
         fixture.advance(by: 86_400)
-        #expect(try fixture.fireDue().count == 1)
+        #expect(fixture.fireDue().count == 1)
       }
     }
     process.waitUntilExit()
     let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(process.terminationStatus == 0, "\(errorText)")
 
-    guard case .object(let info)? = steps["info"]?["info"] else {
-      Issue.record("no GetInfo step: \(errorText)")
-      return
+    func value<T: Decodable>(_ step: String, _ key: String, as type: T.Type) throws -> T {
+      let object = try #require(steps[step]?[key], "no \(step) step: \(errorText)")
+      let data = try JSONSerialization.data(withJSONObject: object)
+      return try WireCoding.makeDecoder().decode(T.self, from: data)
     }
-    #expect(info["product"] == "trialwatchd")
-    #expect(info["interfaces"] == ["org.varlink.service", "io.trialwatch", "io.trialwatch.Trials"])
+    let info = try value("info", "info", as: GetInfoReply.self)
+    #expect(info.product == "trialwatchd")
+    #expect(info.interfaces == ["org.varlink.service", "io.trialwatch", "io.trialwatch.Trials"])
 
-    guard case .object(let started)? = steps["start"]?["trial"] else {
-      Issue.record("no StartTrial step")
-      return
-    }
-    let trial = try TrialObject(json: started)
+    let trial = try value("start", "trial", as: TrialObject.self)
     #expect(trial.id == TrialID(0x1A7E))
-    #expect(trial.endsAt == ServerFixture.start.addingTimeInterval(2 * 86_400))
-    #expect(trial.reminders == [Days(1)])
-    #expect(steps["get"]?["trial"] == .object(started))
+    #expect(trial.endsAt == ControlFixture.start.addingTimeInterval(2 * 86_400))
+    #expect(trial.reminders.map(\.days) == [Days(1)])
+    #expect(try value("get", "trial", as: TrialObject.self) == trial)
 
-    #expect(steps["not-found"]?["error"] == "io.trialwatch.TrialNotFound")
-    #expect(steps["not-found"]?["parameters"] == .object(["id": "00000000deadbeef"]))
-    #expect(steps["already-active"]?["error"] == "io.trialwatch.SubjectAlreadyActive")
-    #expect(steps["invalid"]?["error"] == "org.varlink.service.InvalidParameter")
-    #expect(steps["no-interface"]?["error"] == "org.varlink.service.InterfaceNotFound")
-    guard case .object(let listed)? = steps["list"]?["reply"] else {
-      Issue.record("no ListTrials step")
-      return
-    }
-    #expect(try ListTrialsReply(json: listed).trials.map(\.id) == [TrialID(0x1A7E)])
+    #expect(steps["not-found"]?["error"] as? String == "io.trialwatch.TrialNotFound")
+    #expect(
+      try value("not-found", "parameters", as: ControlError.Parameters.self) == .init(id: "00000000deadbeef"))
+    #expect(steps["already-active"]?["error"] as? String == "io.trialwatch.SubjectAlreadyActive")
+    #expect(steps["invalid"]?["error"] as? String == "org.varlink.service.InvalidParameter")
+    #expect(steps["no-interface"]?["error"] as? String == "org.varlink.service.InterfaceNotFound")
+    #expect(try value("list", "reply", as: ListTrialsReply.self).trials.map(\.id) == [TrialID(0x1A7E)])
 
-    #expect(steps["watching"]?["first"] == .object([:]))
-    guard case .object(let reply)? = steps["event"]?["reply"] else {
-      Issue.record("no Watch event")
-      return
-    }
-    let event = try #require(try WatchReply(json: reply).event)
+    #expect((steps["watching"]?["first"] as? [String: Any])?.isEmpty == true)
+    let event = try #require(try value("event", "reply", as: WatchReply.self).event)
     #expect(event.kind == .reminder)
     #expect(event.subject == "interop-1")
     #expect(event.state == .fired)

@@ -10,7 +10,7 @@ import TrialTesting
 /// Setting up the socket (binding, stale sockets, socket activation) and who may change trials.
 @Suite struct SocketTests {
   @Test func theBoundSocketHasMode0660AndTheGivenGroup() throws {
-    let fixture = try ServerFixture(group: 65_534)
+    let fixture = try ControlFixture(group: 65_534)
     var info = stat()
     #expect(lstat(fixture.socketPath, &info) == 0)
     #expect(info.st_mode & S_IFMT == S_IFSOCK)
@@ -30,18 +30,18 @@ import TrialTesting
 
     let server = try ControlServer(
       listener: .bind(path: path, group: nil),
-      backend: InMemoryTrialsBackend(clock: ManualWallClock(Date(timeIntervalSince1970: 0))),
+      routes: [],
       logger: CapturedLogs().makeLogger())
     server.start()
     defer { server.stop() }
-    #expect(try TrialsClient(path: path).getInfo().product == "trialwatchd")
+    #expect(try VarlinkClient(path: path).getInfo().product == "trialwatchd")
   }
 
   @Test func aLiveSocketIsNotTakenOver() throws {
-    let fixture = try ServerFixture()
+    let fixture = try ControlFixture()
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
-        listener: .bind(path: fixture.socketPath, group: nil), backend: fixture.backend,
+        listener: .bind(path: fixture.socketPath, group: nil), routes: [],
         logger: fixture.logs.makeLogger())
     }
     #expect(error.description.contains("already listening"))
@@ -56,7 +56,7 @@ import TrialTesting
     try "precious".write(toFile: path, atomically: false, encoding: .utf8)
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
-        listener: .bind(path: path, group: nil), backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+        listener: .bind(path: path, group: nil), routes: [],
         logger: CapturedLogs().makeLogger())
     }
     #expect(error.description == "\(path) exists and is not a socket; not removing it")
@@ -67,7 +67,7 @@ import TrialTesting
     let path = "/tmp/" + String(repeating: "d", count: 200) + "/io.trialwatch"
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
-        listener: .bind(path: path, group: nil), backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+        listener: .bind(path: path, group: nil), routes: [],
         logger: CapturedLogs().makeLogger())
     }
     #expect(error.description.contains(path))
@@ -81,11 +81,11 @@ import TrialTesting
     let fd = try ControlSocket.bind(path: path, group: nil, mode: 0o600)
     let logs = CapturedLogs()
     let server = try ControlServer(
-      listener: .adopt(fileDescriptor: fd), backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+      listener: .adopt(fileDescriptor: fd), routes: [],
       logger: logs.makeLogger())
     #expect(server.socketPath == nil)
     server.start()
-    #expect(try TrialsClient(path: path).getInfo().product == "trialwatchd")
+    #expect(try VarlinkClient(path: path).getInfo().product == "trialwatchd")
     #expect(logs.waitFor { $0.message == "control socket adopted" } != nil)
     let stopped = DispatchSemaphore(value: 0)
     server.stop { stopped.signal() }
@@ -127,7 +127,7 @@ import TrialTesting
     }
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
-        listener: .adopt(fileDescriptor: fds[0]), backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+        listener: .adopt(fileDescriptor: fds[0]), routes: [],
         logger: CapturedLogs().makeLogger())
     }
     #expect(error.description.hasPrefix("file descriptor \(fds[0]) is not a listening stream socket"))
@@ -136,8 +136,7 @@ import TrialTesting
     defer { close(unconnected) }
     let notListening = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
-        listener: .adopt(fileDescriptor: unconnected),
-        backend: InMemoryTrialsBackend(clock: SystemWallClock()),
+        listener: .adopt(fileDescriptor: unconnected), routes: [],
         logger: CapturedLogs().makeLogger())
     }
     #expect(notListening.description.hasSuffix("not listening"))
@@ -170,30 +169,31 @@ import TrialTesting
     #expect(ControlSocket.groups(ofUser: 3_999_999_999, primaryGroup: 1) == nil)
   }
 
-  @Test func refusalNamesTheMethodAndIsLogged() throws {
-    // The daemon runs as some other user; the caller (this test, as uid 4321) is not in the group.
-    let authorizer = ControlAuthorizer(daemonUID: 4242, controlGroup: 4243, groupsOfUser: { _, gid in [gid] })
-    let router = ControlRouter(
-      info: GetInfoReply(vendor: "v", product: "p", version: "1", url: "", interfaces: []),
-      authorizer: authorizer)
-    let peer = PeerCredentials(pid: 7, uid: 4321, gid: 4321)
-    for method in TrialsMethod.allCases where method.changesTrials {
-      let result = router.route(
-        VarlinkCall(method: method.qualifiedName, parameters: ["bogus": true]), peer: peer)
-      guard case .failure(let error) = result else {
+  @Test func changingCall_FromACallerWhoMayNot_IsRefusedBeforeItsParametersAreRead() throws {
+    let fixture = try ControlFixture()
+    let router = fixture.server.router
+    for method in [
+      Trials.startTrial.qualifiedName, Trials.extendTrial.qualifiedName, Trials.endTrial.qualifiedName,
+    ] {
+      guard
+        case .answer(let reply?) = router.classify(
+          message(method, #"{"bogus":true}"#).dropLast(), mayChange: false, uid: 4321)
+      else {
         Issue.record("\(method) was not refused")
         continue
       }
+      let error = try #require(try VarlinkReply(reply.dropLast().map { $0 }).controlError)
       #expect(error.name == "io.trialwatch.PermissionDenied")
-      #expect(error.parameters["method"]?.stringValue == method.qualifiedName)
-      #expect(error.parameters["uid"] == 4321)
+      #expect(error.parameters.method == method)
+      #expect(error.parameters.uid == 4321)
     }
-    let read = router.route(
-      VarlinkCall(method: TrialsMethod.getTrial.qualifiedName, parameters: ["id": "1"]), peer: peer)
-    guard case .success(.getTrial) = read else {
+    let read = router.classify(
+      message(Trials.getTrial.qualifiedName, #"{"id":"1"}"#).dropLast(), mayChange: false, uid: 4321)
+    guard case .call(let call, change: false, oneway: false) = read else {
       Issue.record("reading was refused: \(read)")
       return
     }
+    #expect(call.route.method == Trials.getTrial.qualifiedName)
   }
 }
 
@@ -225,12 +225,11 @@ struct OtherUserTests {
     var errorOutput: String
   }
 
-  func runAsNobody(_ path: String, _ calls: [VarlinkCall]) throws -> Outcome {
+  func runAsNobody(_ path: String, _ calls: [[UInt8]]) throws -> Outcome {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
     let encoded =
-      "[" + calls.map { String(decoding: $0.encoded().dropLast(), as: UTF8.self) }.joined(separator: ",")
-      + "]"
+      "[" + calls.map { String(decoding: $0.dropLast(), as: UTF8.self) }.joined(separator: ",") + "]"
     process.arguments = [
       "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c", Self.script, path,
       encoded,
@@ -245,32 +244,29 @@ struct OtherUserTests {
     process.waitUntilExit()
     let lines = String(decoding: outputData, as: UTF8.self).split(separator: "\n")
     return Outcome(
-      status: process.terminationStatus, replies: try lines.map { try VarlinkReply.decode(Array($0.utf8)) },
+      status: process.terminationStatus, replies: try lines.map { try VarlinkReply(Array($0.utf8)) },
       errorOutput: String(decoding: errorData, as: UTF8.self))
   }
 
   @Test func nobodyMayReadButNotChange() throws {
-    let fixture = try ServerFixture(group: 65_534, ids: [0x77, 0x78])
+    let fixture = try ControlFixture(group: 65_534, ids: [0x77, 0x78])
     let trial = try fixture.client().startTrial(StartTrialParameters(subject: "owned-by-root"))
     let outcome = try runAsNobody(
       fixture.socketPath,
       [
-        VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": "intruder"]),
-        VarlinkCall(
-          method: "io.trialwatch.Trials.EndTrial",
-          parameters: ["id": .string(trial.id.description), "outcome": "cancelled"]),
-        VarlinkCall(
-          method: "io.trialwatch.Trials.GetTrial", parameters: ["id": .string(trial.id.description)]),
-        VarlinkCall(method: "io.trialwatch.Trials.GetStatus"),
+        message("io.trialwatch.Trials.StartTrial", #"{"subject":"intruder"}"#),
+        message("io.trialwatch.Trials.EndTrial", #"{"id":"\#(trial.id)","outcome":"cancelled"}"#),
+        message("io.trialwatch.Trials.GetTrial", #"{"id":"\#(trial.id)"}"#),
+        message("io.trialwatch.Trials.GetStatus"),
       ])
     #expect(outcome.status == 0, "\(outcome.errorOutput)")
     #expect(
       outcome.replies.map(\.error) == [
         "io.trialwatch.PermissionDenied", "io.trialwatch.PermissionDenied", nil, nil,
       ])
-    #expect(outcome.replies.first?.parameters["uid"] == 65_534)
-    #expect(outcome.replies.first?.parameters["method"] == "io.trialwatch.Trials.StartTrial")
-    #expect(try TrialReply(json: outcome.replies[2].parameters).trial.state == .active)
+    #expect(outcome.replies.first?.errorParameters.uid == 65_534)
+    #expect(outcome.replies.first?.errorParameters.method == "io.trialwatch.Trials.StartTrial")
+    #expect(try outcome.replies[2].parameters(as: TrialReply.self).trial.state == .active)
     let logged = fixture.logs.waitFor { $0.message.contains("refused a call that changes trials") }
     #expect(logged?.level == .warning)
     #expect(logged?.metadata["peer_uid"] == "65534")
@@ -282,18 +278,18 @@ struct OtherUserTests {
   @Test func membersOfTheControlGroupMayChange() throws {
     var options = ControlServer.Options()
     options.controlGroup = 65_534
-    let fixture = try ServerFixture(options: options, group: 65_534, ids: [0x99])
+    let fixture = try ControlFixture(options: options, group: 65_534, ids: [0x99])
     let outcome = try runAsNobody(
       fixture.socketPath,
-      [VarlinkCall(method: "io.trialwatch.Trials.StartTrial", parameters: ["subject": "member"])])
+      [message("io.trialwatch.Trials.StartTrial", #"{"subject":"member"}"#)])
     #expect(outcome.status == 0, "\(outcome.errorOutput)")
     #expect(outcome.replies.first?.error == nil)
-    #expect(try TrialReply(json: outcome.replies[0].parameters).trial.id == TrialID(0x99))
+    #expect(try outcome.replies[0].parameters(as: TrialReply.self).trial.id == TrialID(0x99))
   }
 
   @Test func theSocketModeKeepsOthersOut() throws {
-    let fixture = try ServerFixture(group: 0)
-    let outcome = try runAsNobody(fixture.socketPath, [VarlinkCall(method: "org.varlink.service.GetInfo")])
+    let fixture = try ControlFixture(group: 0)
+    let outcome = try runAsNobody(fixture.socketPath, [message("org.varlink.service.GetInfo")])
     #expect(outcome.status != 0)
     #expect(outcome.errorOutput.contains("PermissionError"))
     #expect(outcome.replies.isEmpty)

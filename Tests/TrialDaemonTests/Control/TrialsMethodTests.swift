@@ -10,9 +10,9 @@ import TrialDaemonTesting
 /// in-memory stand-in and the daemon's own backend (the engine over an LMDB store): a client
 /// must not be able to tell them apart by error names, error parameters or reply fields.
 @Suite struct TrialsMethodTests {
-  @Test(arguments: BackendKind.allCases)
-  func startTrialWithDurationAndReminders(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [0xACE])
+  @Test(arguments: StoreKind.allCases)
+  func startTrialWithDurationAndReminders(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [0xACE])
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
@@ -20,42 +20,42 @@ import TrialDaemonTesting
     #expect(trial.id == TrialID(0xACE))
     #expect(trial.subject == "acme-42")
     #expect(trial.state == .active)
-    #expect(trial.startedAt == ServerFixture.start)
-    #expect(trial.endsAt == ServerFixture.start.addingTimeInterval(3 * 86_400))
-    #expect(trial.reminders == [Days(2), Days(1)])
+    #expect(trial.startedAt == ControlFixture.start)
+    #expect(trial.endsAt == ControlFixture.start.addingTimeInterval(3 * 86_400))
+    #expect(trial.reminders.map(\.days) == [Days(2), Days(1)])
     #expect(trial.revision == 1)
-    #expect(trial.daysLeft == Days(3))
+    #expect(trial.daysLeft == 3)
     #expect(trial.endedAt == nil)
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func startTrialDefaultsAndEndsAt(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend)
+  @Test(arguments: StoreKind.allCases)
+  func startTrialDefaultsAndEndsAt(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store)
     let client = try fixture.client()
     let defaulted = try client.startTrial(StartTrialParameters(subject: "default"))
-    #expect(defaulted.endsAt == ServerFixture.start.addingTimeInterval(Days.defaultTrialLength.timeInterval))
-    #expect(defaulted.reminders == ReminderSchedule.default.offsets)
+    #expect(defaulted.endsAt == ControlFixture.start.addingTimeInterval(Days.defaultTrialLength.timeInterval))
+    #expect(defaulted.reminders.map(\.days) == ReminderSchedule.default.offsets)
 
-    let end = ServerFixture.start.addingTimeInterval(10 * 86_400)
+    let end = ControlFixture.start.addingTimeInterval(10 * 86_400)
     let fixed = try client.startTrial(
       StartTrialParameters(subject: "fixed", endsAt: end, reminders: ReminderSchedule.none))
     #expect(fixed.endsAt == end)
     #expect(fixed.reminders.isEmpty)
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func startTrialRefusesADuplicateSubject(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [1, 2])
+  @Test(arguments: StoreKind.allCases)
+  func startTrialRefusesADuplicateSubject(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [1, 2])
     let client = try fixture.client()
     _ = try client.startTrial(StartTrialParameters(subject: "acme-42"))
     let error = remoteError { _ = try client.startTrial(StartTrialParameters(subject: "acme-42")) }
     #expect(error?.name == "io.trialwatch.SubjectAlreadyActive")
-    #expect(error?.parameters["subject"] == "acme-42")
-    #expect(error?.parameters["id"] == "0000000000000001")
+    #expect(error?.parameters.subject == "acme-42")
+    #expect(error?.parameters.id == "0000000000000001")
   }
 
   @Test(
-    arguments: BackendKind.allCases,
+    arguments: StoreKind.allCases,
     [
       (#"{"duration":"5d"}"#, "subject", "is required"),
       (#"{"subject":5}"#, "subject", "expected a string, got a number"),
@@ -70,59 +70,56 @@ import TrialDaemonTesting
       (#"{"subject":"a","endAt":"2030-01-01T00:00:00Z"}"#, "endAt", "not a parameter"),
     ])
   func startTrialNamesTheInvalidParameter(
-    backend: BackendKind, example: (parameters: String, parameter: String, problem: String)
+    store: StoreKind, example: (parameters: String, parameter: String, problem: String)
   ) throws {
     let (parameters, parameter, problem) = example
-    let fixture = try ServerFixture(backend: backend)
-    let raw = try fixture.raw()
-    guard case .object(let object) = try JSONValue.parse(parameters) else {
-      Issue.record("bad fixture"); return
-    }
-    let error = remoteError { _ = try raw.call("io.trialwatch.Trials.StartTrial", object) }
+    let fixture = try ControlFixture(store: store)
+    let raw = try fixture.client()
+    let error = remoteError { try raw.call("io.trialwatch.Trials.StartTrial", parameters) }
     #expect(error?.name == "org.varlink.service.InvalidParameter")
-    #expect(error?.parameters["parameter"]?.stringValue == parameter)
-    let text = error?.parameters["problem"]?.stringValue ?? ""
+    #expect(error?.parameters.parameter == parameter)
+    let text = error?.parameters.problem ?? ""
     #expect(text.contains(problem), "problem was: \(text)")
     // The connection carries on.
-    #expect(try raw.call("org.varlink.service.GetInfo")["product"] == "trialwatchd")
+    #expect(try raw.getInfo().product == "trialwatchd")
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func getTrialByIDAndSubject(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [0x42])
+  @Test(arguments: StoreKind.allCases)
+  func getTrialByIDAndSubject(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [0x42])
     let client = try fixture.client()
     let started = try client.startTrial(StartTrialParameters(subject: "acme-42"))
     fixture.advance(by: 86_400)
     let byID = try client.getTrial(GetTrialParameters(id: started.id))
     #expect(byID.subject == "acme-42")
-    #expect(byID.daysLeft == Days(4))
+    #expect(byID.daysLeft == 4)
     #expect(try client.getTrial(GetTrialParameters(subject: "acme-42")).id == started.id)
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func getTrialErrors(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend)
+  @Test(arguments: StoreKind.allCases)
+  func getTrialErrors(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store)
     let client = try fixture.client()
     let byID = remoteError { _ = try client.getTrial(GetTrialParameters(id: TrialID(0xBEEF))) }
     #expect(byID?.name == "io.trialwatch.TrialNotFound")
-    #expect(byID?.parameters["id"] == "000000000000beef")
+    #expect(byID?.parameters.id == "000000000000beef")
     let bySubject = remoteError { _ = try client.getTrial(GetTrialParameters(subject: "nobody-here")) }
     #expect(bySubject?.name == "io.trialwatch.TrialNotFound")
-    #expect(bySubject?.parameters["subject"] == "nobody-here")
+    #expect(bySubject?.parameters.subject == "nobody-here")
 
-    let raw = client.connection
-    let neither = remoteError { _ = try raw.call("io.trialwatch.Trials.GetTrial") }
-    #expect(neither?.parameters["parameter"] == "id")
-    let both = remoteError { _ = try raw.call("io.trialwatch.Trials.GetTrial", ["id": "1", "subject": "x"]) }
-    #expect(both?.parameters["parameter"] == "subject")
-    let badID = remoteError { _ = try raw.call("io.trialwatch.Trials.GetTrial", ["id": "xyz"]) }
+    let raw = client
+    let neither = remoteError { try raw.call("io.trialwatch.Trials.GetTrial") }
+    #expect(neither?.parameters.parameter == "id")
+    let both = remoteError { try raw.call("io.trialwatch.Trials.GetTrial", #"{"id":"1","subject":"x"}"#) }
+    #expect(both?.parameters.parameter == "subject")
+    let badID = remoteError { try raw.call("io.trialwatch.Trials.GetTrial", #"{"id":"xyz"}"#) }
     #expect(badID?.name == "org.varlink.service.InvalidParameter")
-    #expect(badID?.parameters["parameter"] == "id")
+    #expect(badID?.parameters.parameter == "id")
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func listTrialsPagesByCursor(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: Array(1...7))
+  @Test(arguments: StoreKind.allCases)
+  func listTrialsPagesByCursor(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: Array(1...7))
     let client = try fixture.client()
     for index in 1...7 {
       _ = try client.startTrial(StartTrialParameters(subject: "s\(index)", duration: Days(Double(index))))
@@ -145,9 +142,9 @@ import TrialDaemonTesting
     #expect(whole.next == nil)
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func listTrialsFilters(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: Array(1...4))
+  @Test(arguments: StoreKind.allCases)
+  func listTrialsFilters(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: Array(1...4))
     let client = try fixture.client()
     for index in 1...4 {
       _ = try client.startTrial(StartTrialParameters(subject: "s\(index)", duration: Days(Double(index))))
@@ -162,59 +159,59 @@ import TrialDaemonTesting
     #expect(active.next == TrialID(2))
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func listTrialsRejectsBadParameters(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend)
-    let raw = try fixture.raw()
+  @Test(arguments: StoreKind.allCases)
+  func listTrialsRejectsBadParameters(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store)
+    let raw = try fixture.client()
     for (parameters, name) in [
-      (["limit": JSONValue.int(0)], "limit"), (["limit": 1001], "limit"), (["limit": 2.5], "limit"),
-      (["state": "paused"], "state"), (["after": "not-an-id"], "after"),
-      (["expiringWithin": "soon"], "expiringWithin"),
-    ] as [(JSONObject, String)] {
-      let error = remoteError { _ = try raw.call("io.trialwatch.Trials.ListTrials", parameters) }
+      (#"{"limit":0}"#, "limit"), (#"{"limit":1001}"#, "limit"), (#"{"limit":2.5}"#, "limit"),
+      (#"{"state":"paused"}"#, "state"), (#"{"after":"not-an-id"}"#, "after"),
+      (#"{"expiringWithin":"soon"}"#, "expiringWithin"),
+    ] {
+      let error = remoteError { try raw.call("io.trialwatch.Trials.ListTrials", parameters) }
       #expect(error?.name == "org.varlink.service.InvalidParameter", "\(parameters)")
-      #expect(error?.parameters["parameter"]?.stringValue == name, "\(parameters)")
+      #expect(error?.parameters.parameter == name, "\(parameters)")
     }
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func extendTrialByAndTo(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [9])
+  @Test(arguments: StoreKind.allCases)
+  func extendTrialByAndTo(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [9])
     let client = try fixture.client()
     let trial = try client.startTrial(StartTrialParameters(subject: "acme", duration: Days(5)))
     let later = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(2))))
     #expect(later.endsAt == trial.endsAt.addingTimeInterval(2 * 86_400))
     #expect(later.revision == 2)
-    let end = ServerFixture.start.addingTimeInterval(30 * 86_400)
+    let end = ControlFixture.start.addingTimeInterval(30 * 86_400)
     let moved = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .to(end)))
     #expect(moved.endsAt == end)
     #expect(moved.revision == 3)
 
     let past = remoteError {
-      _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .to(ServerFixture.start)))
+      _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .to(ControlFixture.start)))
     }
     #expect(past?.name == "org.varlink.service.InvalidParameter")
-    #expect(past?.parameters["parameter"] == "endsAt")
+    #expect(past?.parameters.parameter == "endsAt")
     let missing = remoteError {
       _ = try client.extendTrial(ExtendTrialParameters(id: TrialID(0x77), change: .by(Days(1))))
     }
     #expect(missing?.name == "io.trialwatch.TrialNotFound")
-    #expect(missing?.parameters["id"] == "0000000000000077")
+    #expect(missing?.parameters.id == "0000000000000077")
     let neither = remoteError {
-      _ = try client.connection.call("io.trialwatch.Trials.ExtendTrial", ["id": "9"])
+      try client.call("io.trialwatch.Trials.ExtendTrial", #"{"id":"9"}"#)
     }
-    #expect(neither?.parameters["parameter"] == "by")
+    #expect(neither?.parameters.parameter == "by")
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func endTrialAndTrialNotActive(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [5, 2])
+  @Test(arguments: StoreKind.allCases)
+  func endTrialAndTrialNotActive(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [5, 2])
     let client = try fixture.client()
     let trial = try client.startTrial(StartTrialParameters(subject: "acme"))
     fixture.advance(by: 3600)
     let ended = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .cancelled))
     #expect(ended.state == .cancelled)
-    #expect(ended.endedAt == ServerFixture.start.addingTimeInterval(3600))
+    #expect(ended.endedAt == ControlFixture.start.addingTimeInterval(3600))
     let again = remoteError { _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted)) }
     expectNotActive(again, id: "0000000000000005", state: "cancelled")
     let extend = remoteError {
@@ -225,11 +222,11 @@ import TrialDaemonTesting
       _ = try client.endTrial(EndTrialParameters(id: TrialID(6), outcome: .converted))
     }
     #expect(missing?.name == "io.trialwatch.TrialNotFound")
-    #expect(missing?.parameters["id"] == "0000000000000006")
+    #expect(missing?.parameters.id == "0000000000000006")
     let badOutcome = remoteError {
-      _ = try client.connection.call("io.trialwatch.Trials.EndTrial", ["id": "5", "outcome": "expired"])
+      try client.call("io.trialwatch.Trials.EndTrial", #"{"id":"5","outcome":"expired"}"#)
     }
-    #expect(badOutcome?.parameters["parameter"] == "outcome")
+    #expect(badOutcome?.parameters.parameter == "outcome")
     // The subject's ended trial is still found by its subject.
     #expect(try client.getTrial(GetTrialParameters(subject: "acme")).state == .cancelled)
     // The subject is free again; its newest trial is found by subject, active or ended, even
@@ -241,9 +238,9 @@ import TrialDaemonTesting
     #expect(try client.getTrial(GetTrialParameters(subject: "acme")).id == next.id)
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func getPlanShowsPastAndFutureEvents(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [3])
+  @Test(arguments: StoreKind.allCases)
+  func getPlanShowsPastAndFutureEvents(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [3])
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
@@ -251,18 +248,18 @@ import TrialDaemonTesting
     var plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.pending, .pending, .pending])
     #expect(plan.map(\.kind) == [.reminder, .reminder, .expiry])
-    #expect(plan.map(\.offset) == [Days(3), Days(1), nil])
+    #expect(plan.map(\.offset?.days) == [Days(3), Days(1), nil])
     #expect(plan.last?.due == trial.endsAt)
 
     // Asleep past the first reminder: it is taken a minute late, on waking.
     fixture.jump(by: 2 * 86_400 + 60)
-    let fired = try fixture.fireDue()
+    let fired = fixture.fireDue()
     #expect(fired.map(\.kind) == [.reminder])
-    #expect(fired.map(\.lateness) == [Days(timeInterval: 60)])
+    #expect(fired.map(\.lateness?.days) == [Days(timeInterval: 60)])
     plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.delivered, .pending, .pending])
     #expect(plan[0].takenAt == fixture.now)
-    #expect(plan[0].lateness == Days(timeInterval: 60))
+    #expect(plan[0].lateness?.days == Days(timeInterval: 60))
     #expect(plan[0].id == fired.first?.id)
 
     _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted))
@@ -272,12 +269,12 @@ import TrialDaemonTesting
 
     let missing = remoteError { _ = try client.getPlan(GetPlanParameters(id: TrialID(0xFF))) }
     #expect(missing?.name == "io.trialwatch.TrialNotFound")
-    #expect(missing?.parameters["id"] == "00000000000000ff")
+    #expect(missing?.parameters.id == "00000000000000ff")
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func remindersAlreadyDue_AreSkippedAtStartAndAtExtension(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [4])
+  @Test(arguments: StoreKind.allCases)
+  func remindersAlreadyDue_AreSkippedAtStartAndAtExtension(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [4])
     let client = try fixture.client()
     let day: TimeInterval = 86_400
     // Three days before a two-day trial's end is already past.
@@ -287,13 +284,13 @@ import TrialDaemonTesting
     var plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.skipped, .pending, .pending])
     #expect(plan[0].reason == "already-due-at-start")
-    #expect(plan[0].takenAt == ServerFixture.start)
-    #expect(try client.getStatus().status.pendingEvents == 2)
+    #expect(plan[0].takenAt == ControlFixture.start)
+    #expect(try client.getStatus().pendingEvents == 2)
 
     fixture.advance(by: day)
-    let reminder = try fixture.fireDue()
-    #expect(reminder.map(\.offset) == [Days(1)])
-    #expect(reminder.map(\.lateness) == [nil])
+    let reminder = fixture.fireDue()
+    #expect(reminder.map(\.offset?.days) == [Days(1)])
+    #expect(reminder.map(\.lateness?.days) == [nil])
 
     // Moved to half a day from now: both reminders of the new revision are already due.
     let end = fixture.now.addingTimeInterval(day / 2)
@@ -307,28 +304,28 @@ import TrialDaemonTesting
         "already-due-at-extension", "already-due-at-start", "already-due-at-extension", nil, nil,
       ])
     #expect(plan.last?.due == end)
-    let status = try client.getStatus().status
+    let status = try client.getStatus()
     #expect(status.pendingEvents == 1)
     #expect(status.nextEvent?.id == plan.last?.id)
     #expect(status.nextEvent?.subject == "short")
     #expect(try client.simulate(SimulateParameters(at: .fromNow(Days(1)))).map(\.id) == [plan[4].id])
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func anExpiredTrial_IsReported_AndCannotChange(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [7, 8])
+  @Test(arguments: StoreKind.allCases)
+  func anExpiredTrial_IsReported_AndCannotChange(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [7, 8])
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(subject: "acme", duration: Days(2), reminders: try ReminderSchedule([Days(1)])))
     _ = try client.startTrial(
       StartTrialParameters(subject: "other", duration: Days(9), reminders: ReminderSchedule.none))
     fixture.advance(by: 86_400)
-    #expect(try fixture.fireDue().map(\.kind) == [.reminder])
+    #expect(fixture.fireDue().map(\.kind) == [.reminder])
     fixture.advance(by: 86_400)
-    let fired = try fixture.fireDue()
+    let fired = fixture.fireDue()
     #expect(fired.map(\.kind) == [.expiry])
     #expect(fired.map(\.subject) == ["acme"])
-    #expect(fired.map(\.lateness) == [nil])
+    #expect(fired.map(\.lateness?.days) == [nil])
 
     let expired = try client.getTrial(GetTrialParameters(id: trial.id))
     #expect(expired.state == .expired)
@@ -342,77 +339,77 @@ import TrialDaemonTesting
     expectNotActive(extend, state: "expired")
     #expect(try client.getPlan(GetPlanParameters(id: trial.id)).map(\.state) == [.delivered, .delivered])
 
-    let status = try client.getStatus().status
+    let status = try client.getStatus()
     #expect(status.trials == TrialCounts(active: 1, expired: 1))
     #expect(status.pendingEvents == 1)
-    #expect(status.nextEvent?.trialID == TrialID(8))
+    #expect(status.nextEvent?.trialId == TrialID(8))
     #expect(status.nextEvent?.subject == "other")
     #expect(try client.listTrials(ListTrialsParameters(state: .expired)).trials.map(\.id) == [trial.id])
     #expect(try client.listTrials(ListTrialsParameters(state: .active)).trials.map(\.id) == [TrialID(8)])
     // The subject may start again.
     #expect(try client.startTrial(StartTrialParameters(subject: "acme")).state == .active)
-    #expect(try client.getStatus().status.trials == TrialCounts(active: 2, expired: 1))
+    #expect(try client.getStatus().trials == TrialCounts(active: 2, expired: 1))
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func watchReportsLateAndSkippedEvents_AfterASleep(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [0x5])
+  @Test(arguments: StoreKind.allCases)
+  func watchReportsLateAndSkippedEvents_AfterASleep(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [0x5])
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
         subject: "sleepy", duration: Days(3), reminders: try ReminderSchedule([Days(2), Days(1)])))
-    let watcher = try fixture.raw()
-    try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
+    let watcher = try fixture.client()
+    try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
     #expect(try watcher.receive().continues)
 
     // Asleep past the end: the expiry fires an hour late; the reminders it supersedes are skipped.
     fixture.jump(by: 3 * 86_400 + 3600)
-    let taken = try fixture.fireDue()
+    let taken = fixture.fireDue()
     var events: [EventObject] = []
     for _ in 0..<3 {
-      if let event = try WatchReply(json: watcher.receive().parameters).event { events.append(event) }
+      if let event = try watcher.receive().parameters(as: WatchReply.self).event { events.append(event) }
     }
     #expect(events == taken)
     #expect(events.map(\.kind) == [.reminder, .reminder, .expiry])
     #expect(events.map(\.state) == [.skipped, .skipped, .fired])
     #expect(events.map(\.reason) == ["superseded-by-expiry", "superseded-by-expiry", nil])
     let late = [2 * 86_400 + 3600, 86_400 + 3600, 3600].map { Days(timeInterval: $0) }
-    #expect(events.map(\.lateness) == late)
+    #expect(events.map(\.lateness?.days) == late)
     #expect(events.allSatisfy { $0.takenAt == fixture.now && $0.subject == "sleepy" })
     let plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.skipped, .skipped, .delivered])
-    #expect(plan.last?.lateness == Days(timeInterval: 3600))
+    #expect(plan.last?.lateness?.days == Days(timeInterval: 3600))
     #expect(try client.getTrial(GetTrialParameters(id: trial.id)).endedAt == fixture.now, "when it was taken")
-    #expect(try client.getStatus().status.trials == TrialCounts(expired: 1))
+    #expect(try client.getStatus().trials == TrialCounts(expired: 1))
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func simulateChangesNothing(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [1, 2])
+  @Test(arguments: StoreKind.allCases)
+  func simulateChangesNothing(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [1, 2])
     let client = try fixture.client()
     _ = try client.startTrial(
       StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
     _ = try client.startTrial(
       StartTrialParameters(subject: "b", duration: Days(6), reminders: ReminderSchedule.none))
     let soon = try client.simulate(SimulateParameters(at: .fromNow(Days(3))))
-    #expect(soon.map(\.trialID) == [TrialID(1)])
+    #expect(soon.map(\.trialId) == [TrialID(1)])
     #expect(soon.first?.state == .fired)
     #expect(soon.first?.subject == "a")
     let all = try client.simulate(
-      SimulateParameters(at: .date(ServerFixture.start.addingTimeInterval(7 * 86_400))))
-    #expect(all.map(\.trialID) == [TrialID(1), TrialID(2)])
+      SimulateParameters(at: .date(ControlFixture.start.addingTimeInterval(7 * 86_400))))
+    #expect(all.map(\.trialId) == [TrialID(1), TrialID(2)])
     // Nothing fired for real.
     #expect(try client.getPlan(GetPlanParameters(id: TrialID(1))).map(\.state) == [.pending])
     let bad = remoteError {
-      _ = try client.connection.call("io.trialwatch.Trials.Simulate", ["at": "tomorrow"])
+      try client.call("io.trialwatch.Trials.Simulate", #"{"at":"tomorrow"}"#)
     }
     #expect(bad?.name == "org.varlink.service.InvalidParameter")
-    #expect(bad?.parameters["parameter"] == "at")
+    #expect(bad?.parameters.parameter == "at")
   }
 
-  @Test(arguments: BackendKind.allCases)
-  func getStatusReportsCountsAndNextEvent(backend: BackendKind) throws {
-    let fixture = try ServerFixture(backend: backend, ids: [1, 2, 3])
+  @Test(arguments: StoreKind.allCases)
+  func getStatusReportsCountsAndNextEvent(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: [1, 2, 3])
     let client = try fixture.client()
     _ = try client.startTrial(
       StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
@@ -424,18 +421,18 @@ import TrialDaemonTesting
     fixture.advance(by: 3600)
     let status = try client.getStatus()
     #expect(status.version == "1.2.3-test")
-    #expect(status.status.trials == TrialCounts(active: 2, cancelled: 1))
-    #expect(status.status.pendingEvents == 2)
-    #expect(status.status.nextEvent?.trialID == TrialID(2))
-    #expect(status.status.uptime == Days(timeInterval: 3600))
+    #expect(status.trials == TrialCounts(active: 2, cancelled: 1))
+    #expect(status.pendingEvents == 2)
+    #expect(status.nextEvent?.trialId == TrialID(2))
+    #expect(status.uptime.days == Days(timeInterval: 3600))
     #expect(status.connections == 1)
     #expect(status.watchers == 0)
     let extra = remoteError {
-      _ = try client.connection.call("io.trialwatch.Trials.GetStatus", ["verbose": true])
+      try client.call("io.trialwatch.Trials.GetStatus", #"{"verbose":true}"#)
     }
-    #expect(extra?.parameters["parameter"] == "verbose")
-    if backend == .engine {
-      #expect((status.status.storeBytes ?? 0) > 0, "the size of the store file")
+    #expect(extra?.parameters.parameter == "verbose")
+    if store == .lmdb {
+      #expect((status.storeBytes ?? 0) > 0, "the size of the store file")
     }
   }
 }
@@ -446,6 +443,6 @@ func expectNotActive(
   _ error: ControlError?, id: String? = nil, state: String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
   #expect(error?.name == "io.trialwatch.TrialNotActive", sourceLocation: sourceLocation)
-  if let id { #expect(error?.parameters["id"] == .string(id), sourceLocation: sourceLocation) }
-  #expect(error?.parameters["state"] == .string(state), sourceLocation: sourceLocation)
+  if let id { #expect(error?.parameters.id == id, sourceLocation: sourceLocation) }
+  #expect(error?.parameters.state == state, sourceLocation: sourceLocation)
 }

@@ -1,0 +1,121 @@
+import Foundation
+
+/// How a method is served: whether it changes trials (and so needs authorization and goes
+/// through the engine's group commit) and whether it streams its replies (and so needs `more`).
+public enum MethodKind: Hashable, Sendable {
+  case read
+  case change
+  case stream
+}
+
+/// One Varlink method, declared once: its name, the types of its parameters and reply, and
+/// its kind. The daemon routes by it, the client calls through it, trialwatchctl names it.
+public struct VarlinkMethod<Parameters: VarlinkParameters, Reply: Codable & Sendable>: Sendable {
+  public let interface: String
+  public let name: String
+  public let kind: MethodKind
+
+  public init(_ interface: String, _ name: String, _ kind: MethodKind = .read) {
+    self.interface = interface
+    self.name = name
+    self.kind = kind
+  }
+
+  /// `io.trialwatch.Trials.StartTrial`.
+  public var qualifiedName: String { "\(interface).\(name)" }
+}
+
+/// The parameters of a method. Decoding checks each value's type and form; `validate()`
+/// checks what decoding cannot (ranges, one of two fields), naming the parameter at fault.
+public protocol VarlinkParameters: Codable, Sendable {
+  func validate() throws(WireProblem)
+}
+
+extension VarlinkParameters {
+  public func validate() throws(WireProblem) {}
+}
+
+/// The parameters of a method that takes none.
+public struct NoParameters: VarlinkParameters, Hashable {
+  public init() {}
+}
+
+/// `org.varlink.service`: introspection, offered by every Varlink service.
+public enum VarlinkService {
+  public static let interface = "org.varlink.service"
+  public static let getInfo = VarlinkMethod<NoParameters, GetInfoReply>(interface, "GetInfo")
+  public static let getInterfaceDescription = VarlinkMethod<
+    GetInterfaceDescriptionParameters, GetInterfaceDescriptionReply
+  >(interface, "GetInterfaceDescription")
+}
+
+/// `io.trialwatch.Trials`: the methods applications and operators call.
+public enum Trials {
+  public static let interface = "io.trialwatch.Trials"
+  public static let startTrial = VarlinkMethod<StartTrialParameters, TrialReply>(
+    interface, "StartTrial", .change)
+  public static let getTrial = VarlinkMethod<GetTrialParameters, TrialReply>(interface, "GetTrial")
+  public static let listTrials = VarlinkMethod<ListTrialsParameters, ListTrialsReply>(interface, "ListTrials")
+  public static let extendTrial = VarlinkMethod<ExtendTrialParameters, TrialReply>(
+    interface, "ExtendTrial", .change)
+  public static let endTrial = VarlinkMethod<EndTrialParameters, TrialReply>(interface, "EndTrial", .change)
+  public static let getPlan = VarlinkMethod<GetPlanParameters, EventsReply>(interface, "GetPlan")
+  public static let simulate = VarlinkMethod<SimulateParameters, EventsReply>(interface, "Simulate")
+  public static let getStatus = VarlinkMethod<NoParameters, GetStatusReply>(interface, "GetStatus")
+  public static let watch = VarlinkMethod<NoParameters, WatchReply>(interface, "Watch", .stream)
+}
+
+/// The interfaces the daemon offers, with their definitions embedded from the `.varlink`
+/// files beside this one (the source of truth, served verbatim by GetInterfaceDescription).
+public enum VarlinkInterfaces {
+  /// The errors shared by trialwatch's interfaces.
+  public static let errors = "io.trialwatch"
+
+  /// In the order GetInfo lists them.
+  public static let all = [VarlinkService.interface, errors, Trials.interface]
+
+  /// The default socket under systemd.
+  public static let defaultSocketPath = "/run/trialwatch/io.trialwatch"
+
+  /// The interface definitions, by interface name, exactly as in the .varlink files.
+  public static let descriptions: [String: String] = [
+    VarlinkService.interface: String(decoding: PackageResources.org_varlink_service_varlink, as: UTF8.self),
+    errors: String(decoding: PackageResources.io_trialwatch_varlink, as: UTF8.self),
+    Trials.interface: String(decoding: PackageResources.io_trialwatch_Trials_varlink, as: UTF8.self),
+  ]
+
+  /// The parameter names of every method declared, by qualified method name: read from the
+  /// definitions, so that a call naming any other parameter is refused.
+  public static let parameterNames: [String: Set<String>] = {
+    var names: [String: Set<String>] = [:]
+    for (interface, text) in descriptions {
+      // Comments may hold anything; only declarations count.
+      let code = text.split(separator: "\n").filter { !$0.drop { $0 == " " }.hasPrefix("#") }
+        .joined(separator: "\n")
+      var rest = Substring(code)
+      while let start = rest.range(of: "\nmethod ") {
+        rest = rest[start.upperBound...]
+        guard let open = rest.firstIndex(of: "(") else { break }
+        let method = rest[..<open].trimmingCharacters(in: .whitespaces)
+        var depth = 0
+        var field = ""
+        var fields: Set<String> = []
+        for character in rest[open...] {
+          if character == "(" || character == "[" { depth += 1 }
+          if character == ")" || character == "]" { depth -= 1 }
+          if depth == 0 || (depth == 1 && character == ",") {
+            if let colon = field.firstIndex(of: ":") {
+              fields.insert(field[..<colon].trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            field = ""
+            if depth == 0 { break }
+          } else if !(depth == 1 && character == "(") {
+            field.append(character)
+          }
+        }
+        names["\(interface).\(method)"] = fields
+      }
+    }
+    return names
+  }()
+}

@@ -1,0 +1,241 @@
+import Foundation
+
+/// A call as the server reads it: the envelope, and the parameters decoded, in the same pass,
+/// as the type its method declares. The decoder's `userInfo[.varlinkParameterTypes]` names
+/// the parameter type of every method served.
+public struct IncomingCall: Decodable, Sendable {
+  /// The fully qualified method name, `interface.Method`.
+  public var method: String
+  /// No reply is wanted.
+  public var oneway: Bool
+  /// The caller accepts several replies.
+  public var more: Bool
+  /// The caller wants the connection for another protocol after the reply.
+  public var upgrade: Bool
+  /// The parameters, or what is wrong with them; nil when the method is not served.
+  public var parameters: Result<any VarlinkParameters, WireProblem>?
+
+  private enum Keys: String, CodingKey {
+    case method, parameters, oneway, more, upgrade
+  }
+
+  /// The interface part of `method` (before the last dot).
+  public var interface: String { method.lastIndex(of: ".").map { String(method[..<$0]) } ?? "" }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: Keys.self)
+    method = try container.decode(String.self, forKey: .method)
+    guard let dot = method.lastIndex(of: "."), dot != method.startIndex,
+      dot != method.index(before: method.endIndex)
+    else {
+      throw DecodingError.dataCorruptedError(
+        forKey: .method, in: container,
+        debugDescription: "method \"\(method)\" is not of the form interface.Method")
+    }
+    oneway = try container.decodeIfPresent(Bool.self, forKey: .oneway) ?? false
+    more = try container.decodeIfPresent(Bool.self, forKey: .more) ?? false
+    upgrade = try container.decodeIfPresent(Bool.self, forKey: .upgrade) ?? false
+    let types = decoder.userInfo[.varlinkParameterTypes] as? [String: any VarlinkParameters.Type]
+    guard let type = types?[method] else { return }
+    let present = container.contains(.parameters) ? try !container.decodeNil(forKey: .parameters) : false
+    if present {
+      // A value that is not an object is a malformed call, not a bad parameter.
+      _ = try container.nestedContainer(keyedBy: AnyKey.self, forKey: .parameters)
+    }
+    parameters = Self.parameters(type, in: container, present: present, method: method)
+  }
+
+  private static func parameters<P: VarlinkParameters>(
+    _ type: P.Type, in container: KeyedDecodingContainer<Keys>, present: Bool, method: String
+  ) -> Result<any VarlinkParameters, WireProblem> {
+    let base = container.codingPath.count + 1
+    do {
+      let allowed = VarlinkInterfaces.parameterNames[method] ?? []
+      if present {
+        for key in try container.nestedContainer(keyedBy: AnyKey.self, forKey: .parameters).allKeys
+        where !allowed.contains(key.stringValue) {
+          let takes = allowed.sorted().joined(separator: ", ")
+          return .failure(
+            .parameter(
+              key.stringValue,
+              allowed.isEmpty
+                ? "is not a parameter: the method takes none"
+                : "is not a parameter of this method (it takes \(takes))"))
+        }
+      }
+      let value =
+        present ? try container.decode(P.self, forKey: .parameters) : try WireCoding.decodeEmpty(P.self)
+      try value.validate()
+      return .success(value)
+    } catch let error as DecodingError {
+      return .failure(WireProblem(error, dropping: present ? base : 0))
+    } catch let error as WireProblem {
+      return .failure(error)
+    } catch {
+      return .failure(WireProblem(path: [], problem: "\(error)"))
+    }
+  }
+
+  /// Reads one message (without its NUL), or says what is wrong with it.
+  public static func decode(_ bytes: some Collection<UInt8>, with decoder: JSONDecoder) throws(WireProblem)
+    -> IncomingCall
+  {
+    // JSON allows no raw control characters; Foundation's parser lets some through.
+    if let index = bytes.firstIndex(where: { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) {
+      let offset = bytes.distance(from: bytes.startIndex, to: index)
+      throw WireProblem(
+        path: [],
+        problem: "malformed JSON: control character 0x\(String(bytes[index], radix: 16)) at byte \(offset)")
+    }
+    let data = Data(bytes)
+    do {
+      return try decoder.decode(IncomingCall.self, from: data)
+    } catch let error as DecodingError {
+      throw WireCoding.messageProblem(error, data: data, what: "a call")
+    } catch {
+      throw WireProblem(path: [], problem: "\(error)")
+    }
+  }
+}
+
+extension CodingUserInfoKey {
+  /// `[String: any VarlinkParameters.Type]`: the parameter type of each method, by qualified name.
+  public static let varlinkParameterTypes = CodingUserInfoKey(rawValue: "varlinkParameterTypes")!
+}
+
+struct AnyKey: CodingKey {
+  var stringValue: String
+  var intValue: Int? { nil }
+  init(stringValue: String) { self.stringValue = stringValue }
+  init?(intValue: Int) { nil }
+}
+
+/// A call as a client sends it.
+public struct OutgoingCall<Parameters: Encodable>: Encodable {
+  public var method: String
+  public var parameters: Parameters
+  public var oneway: Bool?
+  public var more: Bool?
+
+  public init(method: String, parameters: Parameters, oneway: Bool = false, more: Bool = false) {
+    self.method = method
+    self.parameters = parameters
+    self.oneway = oneway ? true : nil
+    self.more = more ? true : nil
+  }
+}
+
+/// A reply as the server sends it.
+public struct OutgoingReply<Parameters: Encodable>: Encodable {
+  public var parameters: Parameters
+  public var continues: Bool?
+  public var error: String?
+
+  public init(parameters: Parameters, continues: Bool = false, error: String? = nil) {
+    self.parameters = parameters
+    self.continues = continues ? true : nil
+    self.error = error
+  }
+}
+
+extension OutgoingReply where Parameters == ControlError.Parameters {
+  public init(error: ControlError) {
+    self.init(parameters: error.parameters, error: error.name)
+  }
+}
+
+extension JSONEncoder {
+  /// A message as sent: JSON text and its NUL.
+  public func message(_ value: some Encodable) -> [UInt8] {
+    var bytes = [UInt8]((try? encode(value)) ?? Data("{}".utf8))
+    bytes.append(0)
+    return bytes
+  }
+}
+
+/// A reply as a client receives it: whether it is an error and whether more follow, with its
+/// parameters decoded on demand as the type the caller expects.
+public struct VarlinkReply: Sendable {
+  /// The message, without its NUL.
+  public let bytes: [UInt8]
+  /// The qualified error name, for an error reply.
+  public let error: String?
+  /// More replies to the same call follow.
+  public let continues: Bool
+
+  private struct Header: Decodable {
+    var error: String?
+    var continues: Bool?
+  }
+
+  private struct Body<P: Decodable>: Decodable {
+    var parameters: P?
+  }
+
+  public init(_ bytes: [UInt8]) throws(WireProblem) {
+    self.bytes = bytes
+    do {
+      let header = try WireCoding.makeDecoder().decode(Header.self, from: Data(bytes))
+      error = header.error
+      continues = header.continues ?? false
+    } catch let error as DecodingError {
+      throw WireCoding.messageProblem(error, data: Data(bytes), what: "a reply")
+    } catch {
+      throw WireProblem(path: [], problem: "\(error)")
+    }
+  }
+
+  /// The parameters as `P`; absent parameters read as an empty object.
+  public func parameters<P: Decodable>(as type: P.Type) throws(WireProblem) -> P {
+    do {
+      if let parameters = try WireCoding.makeDecoder().decode(Body<P>.self, from: Data(bytes)).parameters {
+        return parameters
+      }
+      return try WireCoding.decodeEmpty(P.self)
+    } catch let error as DecodingError {
+      throw WireProblem(error, dropping: 1)
+    } catch {
+      throw WireProblem(path: [], problem: "\(error)")
+    }
+  }
+
+  /// The error the reply carries, if it is one.
+  public var controlError: ControlError? {
+    guard let error else { return nil }
+    return ControlError(
+      name: error, parameters: (try? parameters(as: ControlError.Parameters.self)) ?? .init())
+  }
+
+  /// The message as text.
+  public var text: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+extension WireCoding {
+  /// A value of a type whose fields are all optional, from an absent or empty object.
+  static func decodeEmpty<P: Decodable>(_ type: P.Type) throws -> P {
+    try makeDecoder().decode(P.self, from: Data("{}".utf8))
+  }
+
+  /// What is wrong with a whole message, in words: not JSON at all (where, as Foundation's
+  /// parser says), not an object, or a field of the envelope that is wrong.
+  static func messageProblem(_ error: DecodingError, data: Data, what: String) -> WireProblem {
+    if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+      var detail = context.debugDescription
+      do {
+        _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+      } catch {
+        detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? detail
+      }
+      return WireProblem(path: [], problem: "malformed JSON: \(detail)")
+    }
+    let problem = WireProblem(error)
+    if problem.path.isEmpty, case .typeMismatch = error {
+      return WireProblem(
+        path: [],
+        problem:
+          "\(what) must be a JSON object, \(problem.problem.replacingOccurrences(of: "expected an object, ", with: ""))"
+      )
+    }
+    return WireProblem(path: [], problem: "\(what) field \(problem.description)")
+  }
+}

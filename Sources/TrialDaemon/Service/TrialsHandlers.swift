@@ -1,0 +1,160 @@
+import Dispatch
+import Foundation
+import Synchronization
+import TrialControl
+import TrialCore
+
+/// The handlers of `io.trialwatch.Trials`, carried out by the engine on its queue. Changes go
+/// through the engine's group commit, so each is durable before it is answered; reads run on
+/// the engine's queue on the caller's thread (`sync`), from the store and the planner.
+public final class TrialsHandlers: @unchecked Sendable {
+  // @unchecked: `engine` is only touched on `queue`; the hub and counters are thread-safe.
+  private let engine: Engine
+  private let queue: DispatchQueue
+  private let startedAt: Date
+  private let version: String
+  private let storeBytes: @Sendable () -> Int?
+  private let watchers = WatcherHub()
+  /// Connections and watchers, shared with the control server.
+  public let counters = ControlCounters()
+
+  public init(
+    engine: Engine, queue: DispatchQueue, startedAt: Date, version: String,
+    storeBytes: @escaping @Sendable () -> Int? = { nil }
+  ) {
+    self.engine = engine
+    self.queue = queue
+    self.startedAt = startedAt
+    self.version = version
+    self.storeBytes = storeBytes
+    queue.sync { engine.addSink(watchers) }
+  }
+
+  /// Every method of `io.trialwatch.Trials`, with its handler.
+  public var routes: [Route] {
+    [
+      Route(Trials.startTrial) { p, done in
+        self.change(
+          .start(
+            subject: p.subject, length: p.duration?.days, endsAt: p.endsAt, reminders: try? p.reminderSchedule
+          ), done)
+      },
+      Route(Trials.extendTrial) { p, done in
+        switch p.change {
+        case .by(let span): self.change(.extend(p.id, by: span, endsAt: nil), done)
+        case .to(let date): self.change(.extend(p.id, by: nil, endsAt: date), done)
+        }
+      },
+      Route(Trials.endTrial) { p, done in self.change(.end(p.id, p.outcome), done) },
+      Route(Trials.getTrial) { p, done in
+        self.read(done) { engine in
+          let trial = try p.id.map(engine.trial(id:)) ?? engine.trial(subject: p.subject ?? "")
+          return TrialReply(trial: TrialObject(trial, now: engine.clock.now()))
+        }
+      },
+      Route(Trials.listTrials) { p, done in
+        self.read(done) { engine in
+          let now = engine.clock.now()
+          let page = try engine.listTrials(limit: p.pageSize, after: p.after) { p.matches($0, now: now) }
+          return ListTrialsReply(trials: page.trials.map { TrialObject($0, now: now) }, next: page.next)
+        }
+      },
+      Route(Trials.getPlan) { p, done in
+        self.read(done) { engine in
+          let (trial, ledger) = try engine.trialWithLedger(id: p.id)
+          return EventsReply(events: EventObject.plan(of: trial, ledger: ledger))
+        }
+      },
+      Route(Trials.simulate) { p, done in
+        self.read(done) { engine in
+          let due = engine.simulate(through: p.at.resolve(now: engine.clock.now()))
+          let subjects = try engine.subjects(of: due.map(\.event.trialID))
+          return EventsReply(events: due.map { EventObject($0, subject: subjects[$0.event.trialID]) })
+        }
+      },
+      Route(Trials.getStatus) { _, done in
+        self.read(done) { engine in
+          let status = engine.status()
+          return GetStatusReply(
+            version: self.version, startedAt: self.startedAt,
+            uptime: Days(timeInterval: engine.clock.now().timeIntervalSince(self.startedAt)),
+            trials: TrialCounts(status.counts), pendingEvents: status.pendingEvents,
+            nextEvent: status.nextEvent.map { EventObject(pending: $0, subject: status.nextSubject) },
+            storeBytes: self.storeBytes(), connections: self.counters.connections,
+            watchers: self.counters.watchers)
+        }
+      },
+      Route(stream: Trials.watch) { _, sink in self.watchers.watch(sink) },
+    ]
+  }
+
+  /// Ends every Watch (the daemon is stopping).
+  public func finishWatchers() {
+    watchers.finishAll()
+  }
+
+  /// Carries a non-Sendable value across to the engine queue.
+  private struct Bound<T>: @unchecked Sendable { let value: T }
+
+  /// A read on the engine's queue, on the caller's thread, so that the answer needs no
+  /// thread hop either way. One that arrives while the engine commits waits for that commit.
+  private func read<R>(_ done: Completion<R>, _ body: @escaping (Engine) throws -> R) {
+    let bound = Bound(value: body)
+    let result = queue.sync { [engine] in Bound(value: Self.result { try bound.value(engine) }) }
+    done(result.value)
+  }
+
+  private func change(_ command: TrialCommand, _ done: @escaping Completion<TrialReply>) {
+    let engine = Bound(value: engine)
+    queue.async {
+      let clock = engine.value.clock
+      engine.value.submit(command) { result in
+        done(Self.result { TrialReply(trial: TrialObject(try result.get().trial, now: clock.now())) })
+      }
+    }
+  }
+
+  private static func result<T>(_ body: () throws -> T) -> Result<T, ControlError> {
+    do {
+      return .success(try body())
+    } catch let error as ControlError {
+      return .failure(error)
+    } catch let error as TrialError {
+      return .failure(ControlError(error))
+    } catch {
+      return .failure(.internalError("\(error)"))
+    }
+  }
+}
+
+/// Hands every delivered event to the running Watches. Never throws and never blocks: each
+/// watcher's connection buffers, and cuts off a watcher that falls behind.
+final class WatcherHub: EventSink, Sendable {
+  private let sinks = Mutex<[UInt64: StreamSink<WatchReply>]>([:])
+  private let nextKey = Atomic<UInt64>(0)
+
+  /// Starts a Watch: its first reply says it is in place; every event follows until the
+  /// returned closure is called.
+  func watch(_ sink: StreamSink<WatchReply>) -> @Sendable () -> Void {
+    let key = nextKey.add(1, ordering: .relaxed).newValue
+    sinks.withLock { $0[key] = sink }
+    sink.send(WatchReply(event: nil))
+    return { [weak self] in _ = self?.sinks.withLock { $0.removeValue(forKey: key) } }
+  }
+
+  func deliver(_ entry: LedgerEntry, trial: Trial) {
+    let current = sinks.withLock { Array($0.values) }
+    guard !current.isEmpty else { return }
+    let reply = WatchReply(event: EventObject(entry, subject: trial.subject))
+    for sink in current { sink.send(reply) }
+  }
+
+  /// Ends every Watch (the daemon is stopping).
+  func finishAll() {
+    let all = sinks.withLock { sinks in
+      defer { sinks.removeAll() }
+      return Array(sinks.values)
+    }
+    for sink in all { sink.finish() }
+  }
+}
