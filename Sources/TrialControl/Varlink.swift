@@ -35,33 +35,31 @@ public struct IncomingCall: Decodable, Sendable {
     oneway = try container.decodeIfPresent(Bool.self, forKey: .oneway) ?? false
     more = try container.decodeIfPresent(Bool.self, forKey: .more) ?? false
     upgrade = try container.decodeIfPresent(Bool.self, forKey: .upgrade) ?? false
-    let types = decoder.userInfo[.varlinkParameterTypes] as? [String: any VarlinkParameters.Type]
-    guard let type = types?[method] else { return }
-    let present = container.contains(.parameters) ? try !container.decodeNil(forKey: .parameters) : false
-    if present {
+    guard let table = decoder.userInfo[.varlinkParameterTypes] as? ParameterTypes,
+      let type = table.types[method]
+    else { return }
+    var keys: [AnyKey]?
+    if container.contains(.parameters), try !container.decodeNil(forKey: .parameters) {
       // A value that is not an object is a malformed call, not a bad parameter.
-      _ = try container.nestedContainer(keyedBy: AnyKey.self, forKey: .parameters)
+      keys = try container.nestedContainer(keyedBy: AnyKey.self, forKey: .parameters).allKeys
     }
-    parameters = Self.parameters(type, in: container, present: present, method: method)
+    parameters = Self.parameters(type, in: container, keys: keys, allowed: table.names[method] ?? [])
   }
 
   private static func parameters<P: VarlinkParameters>(
-    _ type: P.Type, in container: KeyedDecodingContainer<Keys>, present: Bool, method: String
+    _ type: P.Type, in container: KeyedDecodingContainer<Keys>, keys: [AnyKey]?, allowed: Set<String>
   ) -> Result<any VarlinkParameters, WireProblem> {
+    let present = keys != nil
     let base = container.codingPath.count + 1
     do {
-      let allowed = VarlinkInterfaces.parameterNames[method] ?? []
-      if present {
-        for key in try container.nestedContainer(keyedBy: AnyKey.self, forKey: .parameters).allKeys
-        where !allowed.contains(key.stringValue) {
-          let takes = allowed.sorted().joined(separator: ", ")
-          return .failure(
-            .parameter(
-              key.stringValue,
-              allowed.isEmpty
-                ? "is not a parameter: the method takes none"
-                : "is not a parameter of this method (it takes \(takes))"))
-        }
+      for key in keys ?? [] where !allowed.contains(key.stringValue) {
+        let takes = allowed.sorted().joined(separator: ", ")
+        return .failure(
+          .parameter(
+            key.stringValue,
+            allowed.isEmpty
+              ? "is not a parameter: the method takes none"
+              : "is not a parameter of this method (it takes \(takes))"))
       }
       let value =
         present ? try container.decode(P.self, forKey: .parameters) : try WireCoding.decodeEmpty(P.self)
@@ -99,8 +97,19 @@ public struct IncomingCall: Decodable, Sendable {
 }
 
 extension CodingUserInfoKey {
-  /// `[String: any VarlinkParameters.Type]`: the parameter type of each method, by qualified name.
+  /// `ParameterTypes`: the methods a server serves, for `IncomingCall`.
   public static let varlinkParameterTypes = CodingUserInfoKey(rawValue: "varlinkParameterTypes")!
+}
+
+/// The parameter type of each method served, and the parameter names its definition declares.
+public final class ParameterTypes: Sendable {
+  let types: [String: any VarlinkParameters.Type]
+  let names: [String: Set<String>]
+
+  public init(_ types: [String: any VarlinkParameters.Type]) {
+    self.types = types
+    names = VarlinkInterfaces.parameterNames.filter { types[$0.key] != nil }
+  }
 }
 
 struct AnyKey: CodingKey {

@@ -57,12 +57,12 @@ import TrialCore
 @Suite struct IncomingCallTests {
   static let decoder: JSONDecoder = {
     let decoder = WireCoding.makeDecoder()
-    decoder.userInfo[.varlinkParameterTypes] =
+    decoder.userInfo[.varlinkParameterTypes] = ParameterTypes(
       [
         Trials.startTrial.qualifiedName: StartTrialParameters.self,
         Trials.listTrials.qualifiedName: ListTrialsParameters.self,
         VarlinkService.getInfo.qualifiedName: NoParameters.self,
-      ] as [String: any VarlinkParameters.Type]
+      ])
     return decoder
   }()
 

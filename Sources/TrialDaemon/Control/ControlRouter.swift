@@ -120,7 +120,7 @@ struct ControlRouter: Sendable {
     for route in service + routes { table[route.method] = route }
     self.routes = table
     decoder = WireCoding.makeDecoder()
-    decoder.userInfo[.varlinkParameterTypes] = table.mapValues(\.parameterType)
+    decoder.userInfo[.varlinkParameterTypes] = ParameterTypes(table.mapValues(\.parameterType))
   }
 
   /// Every method served, by qualified name.
