@@ -52,7 +52,7 @@ public enum EventJournalEntry {
       JournalField(name: "TRIAL_ID", value: event.trialID.description),
       JournalField(name: "TRIAL_SUBJECT", value: trial.subject),
       JournalField(name: "TRIAL_REVISION", value: String(event.revision)),
-      JournalField(name: "TRIAL_END", value: JournalTime.rfc3339(end)),
+      JournalField(name: "TRIAL_END", value: RFC3339.format(end)),
       JournalField(name: "EVENT_KIND", value: event.kind.name),
       JournalField(name: "EVENT_ID", value: event.id.description),
       JournalField(name: "DUE_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(event.due))),
@@ -75,7 +75,7 @@ public enum EventJournalEntry {
     let step = to.timeIntervalSince(from)
     let forward = step >= 0
     let size = JournalTime.approximate(abs(step))
-    let span = "from \(JournalTime.readable(from)) to \(JournalTime.readable(to))"
+    let span = "from \(CivilTime(from).readable) to \(CivilTime(to).readable)"
     let message =
       forward
       ? "Wall clock stepped forward by \(size), \(span); events that became due fire now, late"
@@ -111,7 +111,7 @@ public enum EventJournalEntry {
   private static func message(for entry: LedgerEntry, trial: Trial, end: Date) -> String {
     let event = entry.event
     let who = "Trial \(trial.subject) (id \(event.trialID))"
-    let endText = JournalTime.readable(end)
+    let endText = CivilTime(end).readable
     let late = entry.isLate ? ", fired \(JournalTime.approximate(entry.lateness)) late" : ""
     switch (entry.outcome, event.kind) {
     case (.fired, .expiry):

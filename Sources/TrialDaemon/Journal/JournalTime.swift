@@ -1,39 +1,10 @@
 import Foundation
 import TrialCore
 
-/// Dates and spans as journal entries print them. Pure arithmetic on the values given: no
-/// clock is read, no time zone database or formatter is touched (this runs once per fired
-/// event, so it has to be cheap).
+/// Numbers and spans as journal entries print them; instants are printed by `CivilTime`.
+/// Pure arithmetic on the values given: no clock is read, no formatter is touched (this runs
+/// once per fired event, so it has to be cheap).
 enum JournalTime {
-  /// `2026-11-27 14:00:00 UTC` (whole seconds, rounded down).
-  static func readable(_ date: Date) -> String {
-    let parts = CivilTime(date)
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(24)
-    parts.appendDate(to: &bytes)
-    bytes.append(UInt8(ascii: " "))
-    parts.appendTime(to: &bytes)
-    bytes.append(contentsOf: " UTC".utf8)
-    return String(decoding: bytes, as: UTF8.self)
-  }
-
-  /// RFC 3339 in UTC: `2026-11-27T14:00:00Z`, with milliseconds when there are any
-  /// (`2026-11-27T14:00:00.250Z`).
-  static func rfc3339(_ date: Date) -> String {
-    let parts = CivilTime(date)
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(25)
-    parts.appendDate(to: &bytes)
-    bytes.append(UInt8(ascii: "T"))
-    parts.appendTime(to: &bytes)
-    if parts.milliseconds != 0 {
-      bytes.append(UInt8(ascii: "."))
-      appendDigits(Int64(parts.milliseconds), width: 3, to: &bytes)
-    }
-    bytes.append(UInt8(ascii: "Z"))
-    return String(decoding: bytes, as: UTF8.self)
-  }
-
   /// Microseconds since the Unix epoch, as journald's `*_REALTIME_USEC` fields.
   static func realtimeMicroseconds(_ date: Date) -> Int64 {
     Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
@@ -96,82 +67,8 @@ enum JournalTime {
     return approximate(Double(shown))
   }
 
-  /// Appends the decimal digits of a non-negative `value`, zero-padded to `width`.
-  static func appendDigits(_ value: Int64, width: Int, to bytes: inout [UInt8]) {
-    var count = 1
-    var probe = value / 10
-    while probe > 0 {
-      count += 1
-      probe /= 10
-    }
-    let total = max(width, count)
-    let start = bytes.count
-    bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: total))
-    var rest = value
-    var index = start + total - 1
-    while rest > 0 {
-      bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
-      rest /= 10
-      index -= 1
-    }
-  }
-
   private static func pad(_ value: Int, _ width: Int) -> String {
     let text = String(value)
     return String(repeating: "0", count: max(0, width - text.count)) + text
-  }
-
-  /// A date split into proleptic Gregorian calendar fields in UTC.
-  private struct CivilTime {
-    var year: Int64
-    var month: Int
-    var day: Int
-    var hour: Int
-    var minute: Int
-    var second: Int
-    var milliseconds: Int
-
-    init(_ date: Date) {
-      let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-      let millisPerDay: Int64 = 86_400_000
-      var days = totalMillis / millisPerDay
-      var millisOfDay = totalMillis % millisPerDay
-      if millisOfDay < 0 {
-        millisOfDay += millisPerDay
-        days -= 1
-      }
-      milliseconds = Int(millisOfDay % 1000)
-      let secondsOfDay = Int(millisOfDay / 1000)
-      hour = secondsOfDay / 3600
-      minute = secondsOfDay / 60 % 60
-      second = secondsOfDay % 60
-      // Days since 1970-01-01 to year, month, day (eras of 400 years, March-based years).
-      let shifted = days + 719_468
-      let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-      let dayOfEra = shifted - era * 146_097
-      let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-      let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-      let monthIndex = (5 * dayOfYear + 2) / 153
-      day = Int(dayOfYear - (153 * monthIndex + 2) / 5 + 1)
-      month = Int(monthIndex < 10 ? monthIndex + 3 : monthIndex - 9)
-      year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-    }
-
-    func appendDate(to bytes: inout [UInt8]) {
-      if year < 0 { bytes.append(UInt8(ascii: "-")) }
-      JournalTime.appendDigits(abs(year), width: 4, to: &bytes)
-      bytes.append(UInt8(ascii: "-"))
-      JournalTime.appendDigits(Int64(month), width: 2, to: &bytes)
-      bytes.append(UInt8(ascii: "-"))
-      JournalTime.appendDigits(Int64(day), width: 2, to: &bytes)
-    }
-
-    func appendTime(to bytes: inout [UInt8]) {
-      JournalTime.appendDigits(Int64(hour), width: 2, to: &bytes)
-      bytes.append(UInt8(ascii: ":"))
-      JournalTime.appendDigits(Int64(minute), width: 2, to: &bytes)
-      bytes.append(UInt8(ascii: ":"))
-      JournalTime.appendDigits(Int64(second), width: 2, to: &bytes)
-    }
   }
 }
