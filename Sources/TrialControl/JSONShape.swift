@@ -220,16 +220,16 @@ public struct JSONFields: Sendable {
     }
   }
 
-  public func span(_ key: String) throws(JSONShapeError) -> Days {
+  public func span(_ key: String) throws(JSONShapeError) -> Duration {
     try parseSpan(try string(key), path: path + [key])
   }
 
-  public func optionalSpan(_ key: String) throws(JSONShapeError) -> Days? {
+  public func optionalSpan(_ key: String) throws(JSONShapeError) -> Duration? {
     guard let text = try optionalString(key) else { return nil }
     return try parseSpan(text, path: path + [key])
   }
 
-  func parseSpan(_ text: String, path: [String]) throws(JSONShapeError) -> Days {
+  func parseSpan(_ text: String, path: [String]) throws(JSONShapeError) -> Duration {
     do {
       return try TimeSpan.parse(text)
     } catch {
@@ -237,9 +237,9 @@ public struct JSONFields: Sendable {
     }
   }
 
-  public func optionalSpans(_ key: String) throws(JSONShapeError) -> [Days]? {
+  public func optionalSpans(_ key: String) throws(JSONShapeError) -> [Duration]? {
     guard let elements = try optionalArray(key) else { return nil }
-    var spans: [Days] = []
+    var spans: [Duration] = []
     for (index, element) in elements.enumerated() {
       let elementPath = path + [key, String(index)]
       spans.append(try parseSpan(try Self.string(element, path: elementPath), path: elementPath))
@@ -323,6 +323,11 @@ extension Date {
 }
 
 extension Days {
+  /// The systemd time-span form used on the wire.
+  public var span: JSONValue { duration.span }
+}
+
+extension Duration {
   /// The systemd time-span form used on the wire.
   public var span: JSONValue { .string(TimeSpan.format(self)) }
 }

@@ -28,7 +28,7 @@ public struct StartTrialParameters: JSONRepresentable, Hashable {
     try fields.rejectUnknown(["subject", "duration", "endsAt", "reminders"])
     subject = try fields.string("subject")
     if let problem = Trial.validateSubject(subject) { throw fields.error("subject", problem) }
-    duration = try fields.optionalSpan("duration")
+    duration = try fields.optionalSpan("duration").map(Days.init)
     endsAt = try fields.optionalDate("endsAt")
     if let duration, duration.timeInterval <= 0 { throw fields.error("duration", "must be a positive span") }
     if duration != nil && endsAt != nil {
@@ -128,7 +128,7 @@ public struct ListTrialsParameters: JSONRepresentable, Hashable {
     let fields = JSONFields(json)
     try fields.rejectUnknown(["state", "expiringWithin", "limit", "after"])
     state = try fields.optionalChoice("state", as: TrialState.self)
-    expiringWithin = try fields.optionalSpan("expiringWithin")
+    expiringWithin = try fields.optionalSpan("expiringWithin").map(Days.init)
     limit = try fields.optionalInt("limit")
     if let limit, !(1...Self.maximumLimit).contains(limit) {
       throw fields.error("limit", "must be between 1 and \(Self.maximumLimit), got \(limit)")
@@ -215,7 +215,7 @@ public struct ExtendTrialParameters: JSONRepresentable, Hashable {
     switch (by, endsAt) {
     case (let span?, nil):
       guard span.timeInterval > 0 else { throw fields.error("by", "must be a positive span") }
-      change = .by(span)
+      change = .by(Days(span))
     case (nil, let date?): change = .to(date)
     case (nil, nil): throw fields.error("by", "give by or endsAt")
     case (_?, _?): throw fields.error("endsAt", "give either by or endsAt, not both")
@@ -305,7 +305,7 @@ public struct SimulateParameters: JSONRepresentable, Hashable {
     public init(parsing text: String) throws(JSONShapeError) {
       if text.hasPrefix("+") {
         do {
-          self = .fromNow(try TimeSpan.parse(String(text.dropFirst())))
+          self = .fromNow(Days(try TimeSpan.parse(String(text.dropFirst()))))
         } catch {
           throw JSONShapeError(path: [], problem: error.description)
         }
@@ -321,7 +321,7 @@ public struct SimulateParameters: JSONRepresentable, Hashable {
     public var text: String {
       switch self {
       case .date(let date): RFC3339.format(date)
-      case .fromNow(let span): "+" + TimeSpan.format(span)
+      case .fromNow(let span): "+" + TimeSpan.format(span.duration)
       }
     }
   }
@@ -350,14 +350,14 @@ public struct SimulateParameters: JSONRepresentable, Hashable {
 /// What the backend knows of the daemon's state; the server adds what it knows itself.
 public struct DaemonStatus: Hashable, Sendable {
   public var startedAt: Date
-  public var uptime: Days
+  public var uptime: Duration
   public var trials: TrialCounts
   public var pendingEvents: Int
   public var nextEvent: EventObject?
   public var storeBytes: Int?
 
   public init(
-    startedAt: Date, uptime: Days, trials: TrialCounts, pendingEvents: Int, nextEvent: EventObject? = nil,
+    startedAt: Date, uptime: Duration, trials: TrialCounts, pendingEvents: Int, nextEvent: EventObject? = nil,
     storeBytes: Int? = nil
   ) {
     self.startedAt = startedAt
@@ -400,7 +400,7 @@ public struct GetStatusReply: JSONRepresentable, Hashable {
   public var json: JSONObject {
     var object: JSONObject = [
       "version": .string(version), "startedAt": status.startedAt.rfc3339,
-      "uptime": .string(TimeSpan.format(Days(timeInterval: max(0, status.uptime.timeInterval.rounded())))),
+      "uptime": .string(TimeSpan.format(.seconds(max(0, status.uptime.timeInterval.rounded())))),
       "trials": .object(status.trials.json), "pendingEvents": .int(Int64(status.pendingEvents)),
     ]
     object.set("nextEvent", status.nextEvent.map { .object($0.json) })

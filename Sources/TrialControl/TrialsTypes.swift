@@ -11,14 +11,14 @@ public struct TrialObject: JSONRepresentable, Hashable {
   /// When the trial left the active state.
   public var endedAt: Date?
   /// Spans before the end, in the order they fall due.
-  public var reminders: [Days]
+  public var reminders: [Duration]
   public var revision: UInt32
   /// Until the end as of the reply; negative once past.
   public var daysLeft: Days
 
   public init(
     id: TrialID, subject: String, state: TrialState, startedAt: Date, endsAt: Date, endedAt: Date? = nil,
-    reminders: [Days], revision: UInt32, daysLeft: Days
+    reminders: [Duration], revision: UInt32, daysLeft: Days
   ) {
     self.id = id
     self.subject = subject
@@ -100,12 +100,12 @@ public struct EventObject: JSONRepresentable, Hashable {
   /// When it was fired or skipped.
   public var takenAt: Date?
   /// How late it was taken, when it was late.
-  public var lateness: Days?
+  public var lateness: Duration?
 
   public init(
     id: EventID, subject: String? = nil, state: State, due: Date, reason: String? = nil,
     detail: String? = nil,
-    takenAt: Date? = nil, lateness: Days? = nil
+    takenAt: Date? = nil, lateness: Duration? = nil
   ) {
     self.id = id
     self.subject = subject
@@ -121,7 +121,7 @@ public struct EventObject: JSONRepresentable, Hashable {
   public var revision: UInt32 { id.revision }
   public var kind: Kind { id.kind == .expiry ? .expiry : .reminder }
   /// For a reminder: the span before the end.
-  public var offset: Days? { id.kind.reminderOffset }
+  public var offset: Duration? { id.kind.reminderOffset }
 
   public init(json: JSONObject) throws(JSONShapeError) {
     let fields = JSONFields(json)
@@ -170,7 +170,7 @@ public struct EventObject: JSONRepresentable, Hashable {
     self.init(
       id: entry.id, subject: subject, state: state, due: entry.event.due, reason: reason?.code,
       detail: reason?.description, takenAt: entry.takenAt,
-      lateness: entry.isLate ? Days(timeInterval: entry.lateness) : nil)
+      lateness: entry.isLate ? entry.lateness : nil)
   }
 
   /// An event as the planner takes it (for Watch and Simulate): fired or skipped.
@@ -180,7 +180,7 @@ public struct EventObject: JSONRepresentable, Hashable {
     self.init(
       id: due.event.id, subject: subject, state: reason == nil ? .fired : .skipped, due: due.event.due,
       reason: reason?.code, detail: reason?.description, takenAt: due.takenAt,
-      lateness: due.isLate ? Days(timeInterval: due.lateness) : nil)
+      lateness: due.isLate ? due.lateness : nil)
   }
 
   /// Every event of a trial, past and future, in due order: the ledger's entries over all

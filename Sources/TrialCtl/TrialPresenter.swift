@@ -287,7 +287,7 @@ public final class TrialPresenter {
 
   private func span(_ interval: TimeInterval) -> String {
     let seconds = interval >= 60 ? (interval / 60).rounded() * 60 : interval.rounded()
-    return seconds <= 0 ? "0s" : TimeSpan.format(Days(timeInterval: seconds))
+    return seconds <= 0 ? "0s" : TimeSpan.format(.seconds(seconds))
   }
 
   private func relative(_ date: Date, now: Date) -> String {
@@ -295,7 +295,7 @@ public final class TrialPresenter {
     return interval >= 0 ? "in \(span(interval))" : "overdue by \(span(-interval))"
   }
 
-  private func reminders(_ offsets: [Days]) -> String {
+  private func reminders(_ offsets: [Duration]) -> String {
     offsets.isEmpty ? "none" : offsets.map(TimeSpan.format).joined(separator: ", ") + " before the end"
   }
 

@@ -156,7 +156,7 @@ public final class InMemoryTrialsBackend: TrialsBackend, @unchecked Sendable {
         }
       }
       return DaemonStatus(
-        startedAt: startedAt, uptime: Days(timeInterval: now.timeIntervalSince(startedAt)), trials: counts,
+        startedAt: startedAt, uptime: now.duration(since: startedAt), trials: counts,
         pendingEvents: planner.pendingEventCount, nextEvent: next)
     }
   }

@@ -10,7 +10,7 @@ import TrialCore
     Trial(
       id: TrialID(0xABC), subject: "acme-42",
       period: TrialPeriod(startDate: now, endDate: now.addingTimeInterval(5 * 86_400)),
-      reminders: try ReminderSchedule([Days(3), Days(timeInterval: 90)]))
+      reminders: try ReminderSchedule([.days(3), .seconds(90)]))
   }
 
   @Test func trialObjectsCarryTheWireFields() throws {
@@ -34,7 +34,7 @@ import TrialCore
     #expect(try TrialObject(json: parsed) == object)
     #expect(try JSONDecoder().decode(TrialObject.self, from: data) == object)
     let parameters = StartTrialParameters(
-      subject: "x", duration: Days(2), reminders: try ReminderSchedule([Days(1)]))
+      subject: "x", duration: Days(2), reminders: try ReminderSchedule([.days(1)]))
     #expect(
       try JSONDecoder().decode(StartTrialParameters.self, from: JSONEncoder().encode(parameters))
         == parameters)
@@ -119,7 +119,7 @@ import TrialCore
       deliveredAt: events[0].due.addingTimeInterval(121))
     var plan = EventObject.plan(of: trial, ledger: [fired])
     #expect(plan.map(\.state) == [.delivered, .pending, .pending])
-    #expect(plan[0].lateness == Days(timeInterval: 120))
+    #expect(plan[0].lateness == .seconds(120))
     #expect(plan.map(\.kind) == [.reminder, .reminder, .expiry])
     #expect(plan.allSatisfy { $0.subject == "acme-42" })
 

@@ -154,7 +154,7 @@ final class LineReader {
     #expect(run.lines.contains("  Reminders  2d, 1d before the end"))
     #expect(run.errors.isEmpty)
     #expect(
-      try fixture.client().getTrial(GetTrialParameters(subject: "acme-42")).reminders == [Days(2), Days(1)])
+      try fixture.client().getTrial(GetTrialParameters(subject: "acme-42")).reminders == [.days(2), .days(1)])
   }
 
   @Test func jsonPrintsTheReplyParameters() throws {

@@ -23,12 +23,12 @@ import Testing
   }
 
   @Test func secondsAndMicroseconds() {
-    #expect(JournalTime.seconds(259_200) == "259200")
-    #expect(JournalTime.seconds(1.5) == "1.5")
-    #expect(JournalTime.seconds(0.001) == "0.001")
-    #expect(JournalTime.seconds(-0.25) == "-0.25")
-    #expect(JournalTime.microseconds(1.000_000_4) == 1_000_000)
-    #expect(JournalTime.microseconds(-3) == 0)
+    #expect(JournalTime.seconds(.days(3)) == "259200")
+    #expect(JournalTime.seconds(.milliseconds(1_500)) == "1.5")
+    #expect(JournalTime.seconds(.milliseconds(1)) == "0.001")
+    #expect(JournalTime.seconds(.milliseconds(-250)) == "-0.25")
+    #expect(JournalTime.microseconds(.nanoseconds(1_000_000_400)) == 1_000_000)
+    #expect(JournalTime.microseconds(.seconds(-3)) == 0)
     #expect(JournalTime.realtimeMicroseconds(Date(timeIntervalSince1970: -1.5)) == -1_500_000)
   }
 }

@@ -12,7 +12,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public static let defaultSocketGroup = "trialwatch"
   public static let defaultControlGroup = "trialwatch-admin"
   public static let defaultMaxConnections = 256
-  public static let defaultIdleTimeout = Days(timeInterval: 300)
+  public static let defaultIdleTimeout: Duration = .seconds(300)
 
   // [Trials]
   /// `DefaultLength=`: the length of a trial started without one.
@@ -43,7 +43,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var maxConnections: Int = DaemonConfiguration.defaultMaxConnections
   /// `IdleTimeout=`: a control connection that sends no request for this long, and watches
   /// nothing, is closed. Nil (`infinity`) keeps idle connections open.
-  public var idleTimeout: Days? = DaemonConfiguration.defaultIdleTimeout
+  public var idleTimeout: Duration? = DaemonConfiguration.defaultIdleTimeout
   /// `LogLevel=`: the least severe level logged.
   public var logLevel: Logger.Level = .info
   /// `LogTarget=`: where logs go.

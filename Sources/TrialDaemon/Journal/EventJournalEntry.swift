@@ -60,7 +60,7 @@ public enum EventJournalEntry {
     ]
     if let offset = event.kind.reminderOffset {
       fields.append(
-        JournalField(name: "REMINDER_OFFSET_SEC", value: JournalTime.seconds(offset.timeInterval)))
+        JournalField(name: "REMINDER_OFFSET_SEC", value: JournalTime.seconds(offset)))
     }
     if case .skipped(let reason) = entry.outcome {
       fields.append(JournalField(name: "SKIP_REASON", value: reason.code))
@@ -72,9 +72,10 @@ public enum EventJournalEntry {
   /// to `to` (where it is now). Forward steps are notices: what became due fires late.
   /// Backward steps are warnings: nothing fires again, and events wait for their due time.
   public static func clockStep(from: Date, to: Date) -> [JournalField] {
-    let step = to.timeIntervalSince(from)
-    let forward = step >= 0
-    let size = JournalTime.approximate(abs(step))
+    let step = to.duration(since: from)
+    let forward = step >= .zero
+    let magnitude = forward ? step : .zero - step
+    let size = JournalTime.approximate(magnitude.timeInterval)
     let span = "from \(CivilTime(from).readable) to \(CivilTime(to).readable)"
     let message =
       forward
@@ -85,7 +86,7 @@ public enum EventJournalEntry {
       JournalField(name: "MESSAGE_ID", value: MessageID.clockStep.rawValue),
       JournalField(name: "PRIORITY", value: String((forward ? Priority.notice : .warning).rawValue)),
       JournalField(name: "CLOCK_STEP_DIRECTION", value: forward ? "forward" : "backward"),
-      JournalField(name: "CLOCK_STEP_USEC", value: String(JournalTime.microseconds(abs(step)))),
+      JournalField(name: "CLOCK_STEP_USEC", value: String(JournalTime.microseconds(magnitude))),
       JournalField(name: "CLOCK_FROM_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(from))),
       JournalField(name: "CLOCK_TO_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(to))),
     ]
@@ -105,14 +106,14 @@ public enum EventJournalEntry {
   /// revision; computed from the event's due time otherwise.
   private static func endDate(of event: TrialEvent, trial: Trial) -> Date {
     if trial.revision == event.revision, trial.id == event.trialID { return trial.period.endDate }
-    return event.due.addingTimeInterval(event.kind.reminderOffset?.timeInterval ?? 0)
+    return event.due.adding(event.kind.reminderOffset ?? .zero)
   }
 
   private static func message(for entry: LedgerEntry, trial: Trial, end: Date) -> String {
     let event = entry.event
     let who = "Trial \(trial.subject) (id \(event.trialID))"
     let endText = CivilTime(end).readable
-    let late = entry.isLate ? ", fired \(JournalTime.approximate(entry.lateness)) late" : ""
+    let late = entry.isLate ? ", fired \(JournalTime.approximate(entry.lateness.timeInterval)) late" : ""
     switch (entry.outcome, event.kind) {
     case (.fired, .expiry):
       return "\(who) expired at \(endText)\(late)"

@@ -10,14 +10,14 @@ enum JournalTime {
     Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
   }
 
-  /// Whole microseconds of a non-negative span.
-  static func microseconds(_ interval: TimeInterval) -> Int64 {
-    Int64((max(0, interval) * 1_000_000).rounded())
+  /// Whole microseconds of a span, as journald's `*_USEC` fields; 0 for a negative span.
+  static func microseconds(_ span: Duration) -> Int64 {
+    max(0, span.roundedMicroseconds)
   }
 
   /// Seconds with up to millisecond precision and no trailing zeros: `259200`, `0.5`.
-  static func seconds(_ interval: TimeInterval) -> String {
-    let millis = Int64((interval * 1000).rounded())
+  static func seconds(_ span: Duration) -> String {
+    let millis = span.roundedMilliseconds
     let whole = millis / 1000
     let rest = abs(millis % 1000)
     guard rest != 0 else { return String(whole) }

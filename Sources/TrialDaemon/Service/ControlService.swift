@@ -37,8 +37,8 @@ public final class ControlService: DaemonService, @unchecked Sendable {
     }
     var options = ControlServer.Options()
     options.maximumConnections = configuration.maxConnections
-    if let idle = configuration.idleTimeout {
-      options.idleTimeout = .milliseconds(Int64(idle.timeInterval * 1000))
+    if let idle = configuration.idleTimeout, idle < .seconds(Int64(Int32.max)) {
+      options.idleTimeout = idle
     } else {
       options.idleTimeout = .seconds(Int64(Int32.max))
     }

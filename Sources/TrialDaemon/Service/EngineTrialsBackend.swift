@@ -140,7 +140,7 @@ public final class EngineTrialsBackend: TrialsBackend, @unchecked Sendable {
       for (state, count) in status.counts { counts[state] = count }
       let now = engine.clock.now()
       return DaemonStatus(
-        startedAt: startedAt, uptime: Days(timeInterval: now.timeIntervalSince(startedAt)), trials: counts,
+        startedAt: startedAt, uptime: now.duration(since: startedAt), trials: counts,
         pendingEvents: status.pendingEvents,
         nextEvent: status.nextEvent.map { EventObject(pending: $0, subject: status.nextSubject) },
         storeBytes: storeBytes())

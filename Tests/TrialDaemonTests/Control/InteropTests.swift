@@ -92,7 +92,7 @@ import TrialDaemonTesting
     let trial = try TrialObject(json: started)
     #expect(trial.id == TrialID(0x1A7E))
     #expect(trial.endsAt == ServerFixture.start.addingTimeInterval(2 * 86_400))
-    #expect(trial.reminders == [Days(1)])
+    #expect(trial.reminders == [.days(1)])
     #expect(steps["get"]?["trial"] == .object(started))
 
     #expect(steps["not-found"]?["error"] == "io.trialwatch.TrialNotFound")

@@ -238,7 +238,7 @@ import TrialDaemonTesting
     let fixture = try ServerFixture(backend: backend, ids: [1, 2])
     let client = try fixture.client()
     _ = try client.startTrial(
-      StartTrialParameters(subject: "a", duration: Days(2), reminders: try ReminderSchedule([Days(1)])))
+      StartTrialParameters(subject: "a", duration: Days(2), reminders: try ReminderSchedule([.days(1)])))
     _ = try client.startTrial(
       StartTrialParameters(subject: "b", duration: Days(3), reminders: ReminderSchedule.none))
 

@@ -16,13 +16,13 @@ import TrialDaemonTesting
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
-        subject: "acme-42", duration: Days(3), reminders: try ReminderSchedule([Days(1), Days(2)])))
+        subject: "acme-42", duration: Days(3), reminders: try ReminderSchedule([.days(1), .days(2)])))
     #expect(trial.id == TrialID(0xACE))
     #expect(trial.subject == "acme-42")
     #expect(trial.state == .active)
     #expect(trial.startedAt == ServerFixture.start)
     #expect(trial.endsAt == ServerFixture.start.addingTimeInterval(3 * 86_400))
-    #expect(trial.reminders == [Days(2), Days(1)])
+    #expect(trial.reminders == [.days(2), .days(1)])
     #expect(trial.revision == 1)
     #expect(trial.daysLeft == Days(3))
     #expect(trial.endedAt == nil)
@@ -247,22 +247,22 @@ import TrialDaemonTesting
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
-        subject: "acme", duration: Days(5), reminders: try ReminderSchedule([Days(3), Days(1)])))
+        subject: "acme", duration: Days(5), reminders: try ReminderSchedule([.days(3), .days(1)])))
     var plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.pending, .pending, .pending])
     #expect(plan.map(\.kind) == [.reminder, .reminder, .expiry])
-    #expect(plan.map(\.offset) == [Days(3), Days(1), nil])
+    #expect(plan.map(\.offset) == [.days(3), .days(1), nil])
     #expect(plan.last?.due == trial.endsAt)
 
     // Asleep past the first reminder: it is taken a minute late, on waking.
     fixture.jump(by: 2 * 86_400 + 60)
     let fired = try fixture.fireDue()
     #expect(fired.map(\.kind) == [.reminder])
-    #expect(fired.map(\.lateness) == [Days(timeInterval: 60)])
+    #expect(fired.map(\.lateness) == [.seconds(60)])
     plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.delivered, .pending, .pending])
     #expect(plan[0].takenAt == fixture.now)
-    #expect(plan[0].lateness == Days(timeInterval: 60))
+    #expect(plan[0].lateness == .seconds(60))
     #expect(plan[0].id == fired.first?.id)
 
     _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted))
@@ -283,7 +283,7 @@ import TrialDaemonTesting
     // Three days before a two-day trial's end is already past.
     let trial = try client.startTrial(
       StartTrialParameters(
-        subject: "short", duration: Days(2), reminders: try ReminderSchedule([Days(3), Days(1)])))
+        subject: "short", duration: Days(2), reminders: try ReminderSchedule([.days(3), .days(1)])))
     var plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.skipped, .pending, .pending])
     #expect(plan[0].reason == "already-due-at-start")
@@ -292,7 +292,7 @@ import TrialDaemonTesting
 
     fixture.advance(by: day)
     let reminder = try fixture.fireDue()
-    #expect(reminder.map(\.offset) == [Days(1)])
+    #expect(reminder.map(\.offset) == [.days(1)])
     #expect(reminder.map(\.lateness) == [nil])
 
     // Moved to half a day from now: both reminders of the new revision are already due.
@@ -319,7 +319,7 @@ import TrialDaemonTesting
     let fixture = try ServerFixture(backend: backend, ids: [7, 8])
     let client = try fixture.client()
     let trial = try client.startTrial(
-      StartTrialParameters(subject: "acme", duration: Days(2), reminders: try ReminderSchedule([Days(1)])))
+      StartTrialParameters(subject: "acme", duration: Days(2), reminders: try ReminderSchedule([.days(1)])))
     _ = try client.startTrial(
       StartTrialParameters(subject: "other", duration: Days(9), reminders: ReminderSchedule.none))
     fixture.advance(by: 86_400)
@@ -360,7 +360,7 @@ import TrialDaemonTesting
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
-        subject: "sleepy", duration: Days(3), reminders: try ReminderSchedule([Days(2), Days(1)])))
+        subject: "sleepy", duration: Days(3), reminders: try ReminderSchedule([.days(2), .days(1)])))
     let watcher = try fixture.raw()
     try watcher.send(VarlinkCall(method: "io.trialwatch.Trials.Watch", more: true))
     #expect(try watcher.receive().continues)
@@ -376,12 +376,12 @@ import TrialDaemonTesting
     #expect(events.map(\.kind) == [.reminder, .reminder, .expiry])
     #expect(events.map(\.state) == [.skipped, .skipped, .fired])
     #expect(events.map(\.reason) == ["superseded-by-expiry", "superseded-by-expiry", nil])
-    let late = [2 * 86_400 + 3600, 86_400 + 3600, 3600].map { Days(timeInterval: $0) }
+    let late: [Duration?] = [.hours(49), .hours(25), .hours(1)]
     #expect(events.map(\.lateness) == late)
     #expect(events.allSatisfy { $0.takenAt == fixture.now && $0.subject == "sleepy" })
     let plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.skipped, .skipped, .delivered])
-    #expect(plan.last?.lateness == Days(timeInterval: 3600))
+    #expect(plan.last?.lateness == .hours(1))
     #expect(try client.getTrial(GetTrialParameters(id: trial.id)).endedAt == fixture.now, "when it was taken")
     #expect(try client.getStatus().status.trials == TrialCounts(expired: 1))
   }
@@ -427,7 +427,7 @@ import TrialDaemonTesting
     #expect(status.status.trials == TrialCounts(active: 2, cancelled: 1))
     #expect(status.status.pendingEvents == 2)
     #expect(status.status.nextEvent?.trialID == TrialID(2))
-    #expect(status.status.uptime == Days(timeInterval: 3600))
+    #expect(status.status.uptime == .hours(1))
     #expect(status.connections == 1)
     #expect(status.watchers == 0)
     let extra = remoteError {
