@@ -114,6 +114,52 @@ struct TimeSpanTests {
   }
 }
 
+/// The short forms people read: in the status line, journal messages and trialwatchctl.
+@Suite struct TimeSpanStyleTests {
+  @Test(arguments: [
+    (0.0, "0s"), (-5.0, "0s"), (0.000_4, "0s"), (0.25, "250ms"), (0.3, "300ms"), (0.9994, "999ms"),
+    (0.9996, "1s"),
+    (1.0, "1s"), (59.9, "59s"), (59.9996, "1min"), (60.0, "1min"), (90.0, "1min 30s"), (125.0, "2min 5s"),
+    (3600.0, "1h"), (3605.0, "1h"), (7985.0, "2h 13min"), (8039.999, "2h 13min"), (86_400.0, "1d"),
+    (90_000.0, "1d 1h"), (90_061.0, "1d 1h"), (172_799.0, "1d 23h"), (400 * 86_400.0, "400d"),
+  ])
+  func formatBrief_Spans_ShowTwoUnitsRoundedDown(seconds: Double, text: String) {
+    #expect(TimeSpan.format(Duration(timeInterval: seconds), style: .brief) == text)
+  }
+
+  @Test(arguments: [
+    (86_400.0, "1 day"), (86_401.0, "2 days"), (2.5 * 86_400, "3 days"), (43_200.0, "12h"),
+    (86_399.0, "1 day"), (86_399.995, "1 day"), (86_400.000_4, "1 day"), (84_600.0, "23h 30min"),
+    (84_600.5, "23h 31min"), (29.997, "30s"), (1.5, "2s"), (0.25, "250ms"), (3_599.2, "1h"), (0.0, "0s"),
+    (-1.0, "0s"), (59.5, "1min"), (3_660.001, "1h 2min"),
+  ])
+  func formatTimeLeft_Spans_AreRoundedUp(seconds: Double, text: String) {
+    #expect(TimeSpan.format(Duration(timeInterval: seconds), style: .timeLeft) == text)
+  }
+
+  @Test func formatExact_IsTheSystemdForm() {
+    #expect(TimeSpan.format(.seconds(90_061), style: .exact) == "1d 1h 1min 1s")
+    #expect(TimeSpan.format(.seconds(90_061), style: .exact) == TimeSpan.format(.seconds(90_061)))
+  }
+
+  /// Brief never says more than the span, time left never less, and both stay within one
+  /// unit of what they show.
+  @Test func formatStyles_RandomSpans_BracketTheSpan() throws {
+    var generator = SeededGenerator(seed: 0x7374_796c_6573_3031)
+    for _ in 0..<20_000 {
+      let milliseconds = Int64.random(in: 1_000...40 * 86_400_000, using: &generator)
+      let span = Duration.milliseconds(milliseconds)
+      let brief = try TimeSpan.parse(TimeSpan.format(span, style: .brief))
+      #expect(brief <= span && span - brief < .days(1), "\(milliseconds) ms")
+      if span < .hours(1) { #expect(span - brief < .seconds(1)) }
+      let leftText = TimeSpan.format(span, style: .timeLeft)
+      let left = try TimeSpan.parse(
+        leftText.replacingOccurrences(of: " days", with: "d").replacingOccurrences(of: " day", with: "d"))
+      #expect(left >= span && left - span < .days(1), "\(milliseconds) ms")
+    }
+  }
+}
+
 struct TimeSpanEdgeTests {
   @Test func testFormat_HugeSpan_PrintsAllDigits() {
     #expect(TimeSpan.format(.seconds(31_557_600 * 100_000_000_000)) == "100000000000y")

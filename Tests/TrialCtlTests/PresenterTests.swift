@@ -182,7 +182,7 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(plan.title == "Events of trial 0000000000000abc:")
     #expect(
       plan.table.rows == [
-        [nb("Jun 12, 2025 at 10:00 AM"), "reminder 3d before the end", "delivered", "late by 2min"],
+        [nb("Jun 12, 2025 at 10:00 AM"), "reminder 3d before the end", "delivered", "late by 2min 5s"],
         [
           nb("Jun 14, 2025 at 10:00 AM"), "reminder 1d before the end", "skipped",
           "superseded by the trial's expiry",

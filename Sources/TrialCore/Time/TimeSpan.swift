@@ -1,8 +1,32 @@
 import Foundation
 
-/// systemd's time-span syntax (`5d`, `36h`, `90s`, `1d 12h`, `1h30min`), as in systemd.time(7):
-/// read into a `Duration`, and written back.
+/// Time spans as text: systemd's syntax (`5d`, `36h`, `90s`, `1d 12h`, `1h30min`, as in
+/// systemd.time(7)) read into a `Duration` and written back, and the short forms people read
+/// in the status line, the journal and trialwatchctl. Every span printed anywhere is printed
+/// here, in one of the `Style`s.
 public enum TimeSpan {
+  /// How `format(_:style:)` writes a span.
+  public enum Style: Hashable, Sendable, CaseIterable {
+    /// systemd's form, exact to the millisecond: `1d 12h`, `1min 30s`, `500ms`. What the
+    /// wire and the configuration carry; see `format(_:)`.
+    case exact
+    /// The largest unit that is not zero, and the next smaller one unless it is zero:
+    /// `2h 13min`, `3d 4h`, `1h`, `45s`; below a second, milliseconds (`250ms`). The units
+    /// are days, hours, minutes and seconds. The span is rounded to the nearest millisecond,
+    /// then cut down to the smaller unit shown, so it never claims more than there is:
+    /// `2h 13min` stands for anything from 2h 13min to just under 2h 14min, as in the
+    /// status line's `expires in 2h 13min`, a journal entry's `fired 2h 13min late`, and
+    /// trialwatchctl's `late by 2h 13min` and `up 1d 1h`. Zero and negative spans are `0s`.
+    case brief
+    /// Time left as a reader counts it, rounded up as days left are
+    /// (`Days.userFacingAmount`), so the reader is never told less time than there is:
+    /// whole days from a day on (`3 days`, `1 day`); below a day, the `brief` form with
+    /// the smaller unit rounded up (`11h 59min`, `30s`); below a second, milliseconds. The
+    /// span is first rounded to the nearest millisecond, so a one-day reminder taken a few
+    /// milliseconds late still reads `1 day`. Zero and negative spans are `0s`.
+    case timeLeft
+  }
+
   public struct ParseError: Error, Equatable, CustomStringConvertible {
     public var input: String
     public var problem: String
@@ -131,7 +155,17 @@ public enum TimeSpan {
     }
   }
 
-  /// Formats a span the way systemd prints one: `1d 12h`, `90s` as `1min 30s`, `500ms`.
+  /// Formats `span` in `style`.
+  public static func format(_ span: Duration, style: Style) -> String {
+    switch style {
+    case .exact: format(span)
+    case .brief: brief(milliseconds: span.roundedMilliseconds)
+    case .timeLeft: timeLeft(milliseconds: span.roundedMilliseconds)
+    }
+  }
+
+  /// Formats a span the way systemd prints one (`Style.exact`): `1d 12h`, `90s` as
+  /// `1min 30s`, `500ms`.
   ///
   /// The span is rounded to the nearest millisecond (below one millisecond, to the nearest
   /// microsecond: `250us`), then written in every unit from years down to milliseconds that
@@ -158,6 +192,38 @@ public enum TimeSpan {
     }
     return sign + parts.joined(separator: " ")
   }
+
+  private static func brief(milliseconds: Int64) -> String {
+    guard milliseconds > 0 else { return "0s" }
+    guard milliseconds >= 1000 else { return "\(milliseconds)ms" }
+    let seconds = milliseconds / 1000
+    let largest = briefUnits.firstIndex { seconds >= $0.seconds }!
+    let (name, size) = briefUnits[largest]
+    var text = "\(seconds / size)\(name)"
+    if largest + 1 < briefUnits.count {
+      let (smallerName, smallerSize) = briefUnits[largest + 1]
+      let smaller = seconds % size / smallerSize
+      if smaller > 0 { text += " \(smaller)\(smallerName)" }
+    }
+    return text
+  }
+
+  private static func timeLeft(milliseconds: Int64) -> String {
+    guard milliseconds > 0 else { return "0s" }
+    guard milliseconds >= 1000 else { return "\(milliseconds)ms" }
+    let seconds = (milliseconds - 1) / 1000 + 1
+    // The smaller of the two units shown: minutes from an hour on, seconds below.
+    let step: Int64 = seconds >= 3_600 ? 60 : 1
+    let shown = (seconds - 1) / step * step + step
+    guard shown >= 86_400 else { return brief(milliseconds: shown * 1000) }
+    let days = (shown - 1) / 86_400 + 1
+    return days == 1 ? "1 day" : "\(days) days"
+  }
+
+  /// The units of the `brief` style, in seconds.
+  private static let briefUnits: [(name: String, seconds: Int64)] = [
+    ("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1),
+  ]
 
   /// The units of `format(_:)`, in milliseconds.
   private static let exactUnits: [(String, UInt128)] = [

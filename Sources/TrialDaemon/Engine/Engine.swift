@@ -302,14 +302,15 @@ public final class Engine {
     }
   }
 
-  /// The status line: `3 active trials; next: acme-42 expires in 2h 13min`.
+  /// The status line: `3 active trials; next: acme-42 expires in 2h 13min` (the time to go
+  /// in `TimeSpan.Style.brief`).
   public func statusLine() -> String {
     let active = counts[.active, default: 0]
     var line = "\(active) active trial\(active == 1 ? "" : "s")"
     guard let next = planner.nextEvent else { return line + "; nothing scheduled" }
     let subject = (try? repository.read { try $0.trial(next.trialID) })??.subject ?? "\(next.trialID)"
-    let left = next.due.timeIntervalSince(clock.now())
-    let when = left <= 0 ? "now" : "in " + StatusFormat.brief(left)
+    let left = next.due.duration(since: clock.now())
+    let when = left <= .zero ? "now" : "in " + TimeSpan.format(left, style: .brief)
     switch next.kind {
     case .expiry: line += "; next: \(subject) expires \(when)"
     case .reminder: line += "; next: \(subject) reminder \(when)"
@@ -441,19 +442,5 @@ public final class Engine {
       let trial = try TrialBook.endTrial(in: txn, id, outcome: outcome, now: now)
       return CommandResult(trial: trial, skipped: [])
     }
-  }
-}
-
-/// Short spans for status lines: the two largest units, `2h 13min`, `3d 4h`, `45s`.
-public enum StatusFormat {
-  public static func brief(_ interval: TimeInterval) -> String {
-    var seconds = Int(interval.rounded(.up))
-    let units: [(String, Int)] = [("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1)]
-    var parts: [String] = []
-    for (name, size) in units where seconds >= size && parts.count < 2 {
-      parts.append("\(seconds / size)\(name)")
-      seconds %= size
-    }
-    return parts.isEmpty ? "0s" : parts.joined(separator: " ")
   }
 }

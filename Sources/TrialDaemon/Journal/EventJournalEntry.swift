@@ -75,7 +75,7 @@ public enum EventJournalEntry {
     let step = to.duration(since: from)
     let forward = step >= .zero
     let magnitude = forward ? step : .zero - step
-    let size = JournalTime.approximate(magnitude.timeInterval)
+    let size = TimeSpan.format(magnitude, style: .brief)
     let span = "from \(CivilTime(from).readable) to \(CivilTime(to).readable)"
     let message =
       forward
@@ -113,14 +113,14 @@ public enum EventJournalEntry {
     let event = entry.event
     let who = "Trial \(trial.subject) (id \(event.trialID))"
     let endText = CivilTime(end).readable
-    let late = entry.isLate ? ", fired \(JournalTime.approximate(entry.lateness.timeInterval)) late" : ""
+    let late = entry.isLate ? ", fired \(TimeSpan.format(entry.lateness, style: .brief)) late" : ""
     switch (entry.outcome, event.kind) {
     case (.fired, .expiry):
       return "\(who) expired at \(endText)\(late)"
     case (.fired, .reminder(let offset)):
-      let remaining = end.timeIntervalSince(entry.takenAt)
-      if remaining > 0 {
-        return "\(who): \(JournalTime.left(remaining)) left, ends \(endText)\(late)"
+      let remaining = end.duration(since: entry.takenAt)
+      if remaining > .zero {
+        return "\(who): \(TimeSpan.format(remaining, style: .timeLeft)) left, ends \(endText)\(late)"
       }
       return "\(who): reminder \(TimeSpan.format(offset)) before the end, "
         + "the trial already ended at \(endText)\(late)"
