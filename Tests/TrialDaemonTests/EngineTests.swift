@@ -138,7 +138,7 @@ struct Harness {
   }
 
   @Test func deliveryFailure_IsRetried_WithoutFiringAgain() throws {
-    let h = Harness(settings: EngineSettings(retryDelay: 5), ids: [0xD])
+    let h = Harness(settings: EngineSettings(retryDelay: .seconds(5)), ids: [0xD])
     _ = try h.engine.start()
     try h.start("acme-3", days: 5)
     h.sink.failuresLeft = 1
@@ -154,7 +154,7 @@ struct Harness {
   }
 
   @Test func commitFailure_LosesNothing_AndFiresOnRetry() throws {
-    let h = Harness(settings: EngineSettings(retryDelay: 10), ids: [0xE])
+    let h = Harness(settings: EngineSettings(retryDelay: .seconds(10)), ids: [0xE])
     _ = try h.engine.start()
     try h.start("acme-4", days: 5, reminders: [])
     struct DiskFull: Error {}
@@ -290,7 +290,7 @@ struct Harness {
   }
 
   @Test func watchdog_PingsAtItsInterval_UntilStopped() throws {
-    let h = Harness(settings: EngineSettings(watchdogInterval: 15))
+    let h = Harness(settings: EngineSettings(watchdogInterval: .seconds(15)))
     _ = try h.engine.start()
     h.scheduler.advance(by: 60)
     #expect(h.observer.pings.count == 4)
@@ -304,7 +304,7 @@ struct Harness {
   }
 
   @Test func status_IsCurrent_AndRateLimited() throws {
-    let h = Harness(settings: EngineSettings(statusInterval: 1), ids: [0x40, 0x41])
+    let h = Harness(settings: EngineSettings(statusInterval: .seconds(1)), ids: [0x40, 0x41])
     _ = try h.engine.start()
     #expect(h.observer.statuses == ["0 active trials; nothing scheduled"])
     try h.start("acme-42", days: 1, reminders: [])

@@ -98,7 +98,7 @@ public final class Engine {
     var report = StartReport()
     let now = clock.now()
     if let lastSeen = try repository.read({ try $0.lastSeenWallTime() }),
-      now.timeIntervalSince(lastSeen) < -settings.stepTolerance
+      now.duration(since: lastSeen) < .zero - settings.stepTolerance
     {
       report.backwardStep = ClockStep(from: lastSeen, to: now)
       logger.warning(
@@ -164,7 +164,7 @@ public final class Engine {
     defer { reference = (now, uptime) }
     guard let reference else { return }
     let expected = reference.wall.addingTimeInterval(uptime - reference.uptime)
-    if abs(now.timeIntervalSince(expected)) > settings.stepTolerance {
+    if abs(now.timeIntervalSince(expected)) > settings.stepTolerance.timeInterval {
       logger.notice(
         "wall clock stepped",
         metadata: [
@@ -256,7 +256,7 @@ public final class Engine {
 
   private func scheduleRetry() {
     guard retryWake == nil, !stopped else { return }
-    retryWake = scheduler.schedule(after: settings.retryDelay, label: "retry") { [weak self] in
+    retryWake = scheduler.schedule(after: settings.retryDelay.timeInterval, label: "retry") { [weak self] in
       guard let self else { return }
       self.retryWake = nil
       self.armedDeadline = nil
@@ -293,8 +293,8 @@ public final class Engine {
   private func scheduleWatchdog() {
     watchdogWake?.cancel()
     watchdogWake = nil
-    guard let interval = settings.watchdogInterval, interval > 0, !stopped else { return }
-    watchdogWake = scheduler.schedule(after: interval, label: "watchdog") { [weak self] in
+    guard let interval = settings.watchdogInterval, interval > .zero, !stopped else { return }
+    watchdogWake = scheduler.schedule(after: interval.timeInterval, label: "watchdog") { [weak self] in
       guard let self else { return }
       self.observer?.engineWatchdogPing()
       self.publishStatus()
@@ -322,9 +322,10 @@ public final class Engine {
   private func publishStatus(force: Bool = false) {
     guard !stopped, observer != nil else { return }
     let uptime = scheduler.monotonicNow
-    if !force, let last = lastStatusUptime, uptime - last < settings.statusInterval {
+    let statusInterval = settings.statusInterval.timeInterval
+    if !force, let last = lastStatusUptime, uptime - last < statusInterval {
       guard statusWake == nil else { return }
-      statusWake = scheduler.schedule(after: settings.statusInterval - (uptime - last), label: "status") {
+      statusWake = scheduler.schedule(after: statusInterval - (uptime - last), label: "status") {
         [weak self] in
         self?.statusWake = nil
         self?.publishStatus(force: true)
