@@ -169,8 +169,8 @@ public enum TimeSpan {
   ///
   /// The span is rounded to the nearest millisecond (below one millisecond, to the nearest
   /// microsecond: `250us`), then written in every unit from years down to milliseconds that
-  /// is not zero, largest first. Zero is `0`; a negative span starts with `-`. The text
-  /// parses back to the span, to the millisecond.
+  /// is not zero, largest first. Zero is `0`; a negative span starts with `-`. The text of
+  /// a positive span parses back to the span, to the millisecond.
   public static func format(_ span: Duration) -> String {
     let attoseconds = span.attosecondCount
     if attoseconds == 0 { return "0" }

@@ -37,6 +37,7 @@ public final class ControlService: DaemonService, @unchecked Sendable {
     }
     var options = ControlServer.Options()
     options.maximumConnections = configuration.maxConnections
+    // A timeout of 68 years or more is as good as none, and stays within Dispatch's range.
     if let idle = configuration.idleTimeout, idle < .seconds(Int64(Int32.max)) {
       options.idleTimeout = idle
     } else {
