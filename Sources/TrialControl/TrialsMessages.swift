@@ -39,7 +39,7 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
   public var reminderSchedule: ReminderSchedule? {
     get throws(ReminderSchedule.InvalidOffsets) {
       guard let reminders else { return nil }
-      return try ReminderSchedule(reminders.map(\.days))
+      return try ReminderSchedule(reminders.map(\.duration))
     }
   }
 }
@@ -205,12 +205,12 @@ public struct SimulateParameters: VarlinkParameters, Hashable {
   /// An RFC 3339 time, or `+SPAN` from the daemon's now.
   public enum Target: Codable, Hashable, Sendable {
     case date(Date)
-    case fromNow(Days)
+    case fromNow(Duration)
 
     public func resolve(now: Date) -> Date {
       switch self {
       case .date(let date): date
-      case .fromNow(let span): now.addingTimeInterval(span.timeInterval)
+      case .fromNow(let span): now.adding(span)
       }
     }
 
@@ -273,12 +273,12 @@ public struct GetStatusReply: Codable, Hashable, Sendable {
   public var watchers: Int
 
   public init(
-    version: String, startedAt: Date, uptime: Days, trials: TrialCounts, pendingEvents: Int,
+    version: String, startedAt: Date, uptime: Duration, trials: TrialCounts, pendingEvents: Int,
     nextEvent: EventObject? = nil, storeBytes: Int? = nil, connections: Int, watchers: Int
   ) {
     self.version = version
     self.startedAt = startedAt
-    self.uptime = Span(Days(timeInterval: max(0, uptime.timeInterval.rounded())))
+    self.uptime = Span(.seconds(max(0, uptime.components.seconds)))
     self.trials = trials
     self.pendingEvents = pendingEvents
     self.nextEvent = nextEvent

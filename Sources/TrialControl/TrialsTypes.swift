@@ -18,7 +18,7 @@ public struct TrialObject: Codable, Hashable, Sendable {
 
   public init(
     id: TrialID, subject: String, state: TrialState, startedAt: Date, endsAt: Date, endedAt: Date? = nil,
-    reminders: [Days], revision: UInt32, daysLeft: Days
+    reminders: [Duration], revision: UInt32, daysLeft: Days
   ) {
     self.id = id
     self.subject = subject
@@ -92,7 +92,7 @@ public struct EventObject: Codable, Hashable, Sendable {
   public init(
     id: EventID, subject: String? = nil, state: State, due: Date, reason: String? = nil,
     detail: String? = nil,
-    takenAt: Date? = nil, lateness: Days? = nil
+    takenAt: Date? = nil, lateness: Duration? = nil
   ) {
     self.id = id
     self.trialId = id.trialID
@@ -121,7 +121,7 @@ public struct EventObject: Codable, Hashable, Sendable {
       id: entry.id, subject: subject,
       state: reason != nil ? .skipped : entry.isDelivered ? .delivered : .fired, due: entry.event.due,
       reason: reason?.code, detail: reason?.description, takenAt: entry.takenAt,
-      lateness: entry.isLate ? Days(timeInterval: entry.lateness) : nil)
+      lateness: entry.isLate ? entry.lateness : nil)
   }
 
   /// An event as the planner takes it (for Simulate): fired or skipped.

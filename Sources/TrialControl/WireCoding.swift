@@ -37,20 +37,26 @@ public enum WireCoding {
 
 /// A span on the wire, in systemd's syntax: `5d`, `1d 12h`, `90s`.
 public struct Span: Codable, Hashable, Sendable, CustomStringConvertible {
-  public var days: Days
+  public var duration: Duration
 
-  public init(_ days: Days) {
-    self.days = days
+  public init(_ duration: Duration) {
+    self.duration = duration
   }
 
-  public var timeInterval: TimeInterval { days.timeInterval }
-  public var description: String { TimeSpan.format(days) }
+  /// A length in days (a trial's, or how far to move its end).
+  public init(_ days: Days) {
+    self.init(days.duration)
+  }
+
+  public var days: Days { Days(duration) }
+  public var timeInterval: TimeInterval { duration.timeInterval }
+  public var description: String { TimeSpan.format(duration) }
 
   public init(from decoder: any Decoder) throws {
     let container = try decoder.singleValueContainer()
     let text = try container.decode(String.self)
     do {
-      days = try TimeSpan.parse(text)
+      duration = try TimeSpan.parse(text)
     } catch {
       throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
     }

@@ -112,10 +112,10 @@ enum Arguments {
     return id
   }
 
-  static func span(_ text: String, option: String) throws -> Days {
+  static func span(_ text: String, option: String) throws -> Duration {
     do {
       let span = try TimeSpan.parse(text)
-      guard span.timeInterval > 0 else { throw ValidationError("\(option): the span must be positive") }
+      guard span > .zero else { throw ValidationError("\(option): the span must be positive") }
       return span
     } catch let error as TimeSpan.ParseError {
       throw ValidationError("\(option): \(error.description) (use systemd's syntax, e.g. 5d, 36h, 1d 12h)")
@@ -172,7 +172,7 @@ struct Start: ParsableCommand, CtlCommand {
 
   func parameters() throws -> StartTrialParameters {
     StartTrialParameters(
-      subject: subject, duration: try duration.map { try Arguments.span($0, option: "--duration") },
+      subject: subject, duration: try duration.map { Days(try Arguments.span($0, option: "--duration")) },
       endsAt: try endsAt.map { try Arguments.date($0, option: "--ends-at") },
       reminders: try reminders.map(Arguments.reminders))
   }
@@ -241,7 +241,7 @@ struct List: ParsableCommand, CtlCommand {
     }
     return ListTrialsParameters(
       state: stateValue,
-      expiringWithin: try expiringWithin.map { try Arguments.span($0, option: "--expiring-within") },
+      expiringWithin: try expiringWithin.map { Days(try Arguments.span($0, option: "--expiring-within")) },
       limit: limit, after: try after.map { try Arguments.trialID($0, "--after") })
   }
 
@@ -277,7 +277,7 @@ struct Extend: ParsableCommand, CtlCommand {
 
   func change() throws -> ExtendTrialParameters.Change {
     switch (by, endsAt) {
-    case (let span?, nil): .by(try Arguments.span(span, option: "--by"))
+    case (let span?, nil): .by(Days(try Arguments.span(span, option: "--by")))
     case (nil, let date?): .to(try Arguments.date(date, option: "--ends-at"))
     case (nil, nil): throw ValidationError("give --by or --ends-at")
     case (_?, _?): throw ValidationError("give either --by or --ends-at, not both")

@@ -193,7 +193,7 @@ public final class TrialPresenter {
       LabeledValue(label: "Version", value: status.version),
       LabeledValue(
         label: "Started",
-        value: "\(date(status.startedAt)) (up \(span(status.uptime.timeInterval)))"),
+        value: "\(date(status.startedAt)) (up \(brief(status.uptime.duration)))"),
       LabeledValue(
         label: "Trials",
         value: "\(counts.active) active, \(counts.expired) expired, \(counts.converted) converted, "
@@ -236,7 +236,7 @@ public final class TrialPresenter {
     if let endedAt = trial.endedAt {
       details.append(LabeledValue(label: "Ended", value: date(endedAt)))
     }
-    details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders.map(\.days))))
+    details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders.map(\.duration))))
     details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
     return TrialViewModel(
       headline: headline, id: trial.id.description, subject: trial.subject, state: stateWord(trial.state),
@@ -285,17 +285,17 @@ public final class TrialPresenter {
     dateFormatter.string(from: date)
   }
 
-  private func span(_ interval: TimeInterval) -> String {
-    let seconds = interval >= 60 ? (interval / 60).rounded() * 60 : interval.rounded()
-    return seconds <= 0 ? "0s" : TimeSpan.format(Days(timeInterval: seconds))
+  /// Uptime, lateness and time to go: `2h 13min` (`TimeSpan.Style.brief`).
+  private func brief(_ span: Duration) -> String {
+    TimeSpan.format(span, style: .brief)
   }
 
   private func relative(_ date: Date, now: Date) -> String {
-    let interval = date.timeIntervalSince(now)
-    return interval >= 0 ? "in \(span(interval))" : "overdue by \(span(-interval))"
+    let span = date.duration(since: now)
+    return span >= .zero ? "in \(brief(span))" : "overdue by \(brief(.zero - span))"
   }
 
-  private func reminders(_ offsets: [Days]) -> String {
+  private func reminders(_ offsets: [Duration]) -> String {
     offsets.isEmpty ? "none" : offsets.map(TimeSpan.format).joined(separator: ", ") + " before the end"
   }
 
@@ -320,12 +320,12 @@ public final class TrialPresenter {
     case .pending: ""
     case .skipped: reasonText(event)
     case .fired, .delivered:
-      event.lateness.map { "late by \(span($0.timeInterval))" } ?? ""
+      event.lateness.map { "late by \(brief($0.duration))" } ?? ""
     }
   }
 
   private func lateText(_ event: EventObject) -> String {
-    event.lateness.map { ", late by \(span($0.timeInterval))" } ?? ""
+    event.lateness.map { ", late by \(brief($0.duration))" } ?? ""
   }
 
   private func reasonText(_ event: EventObject) -> String {

@@ -111,6 +111,12 @@ struct ByteWriter {
   mutating func f64(_ value: Double) { u64(value.bitPattern) }
 
   mutating func date(_ value: Date) { f64(value.timeIntervalSinceReferenceDate) }
+
+  /// A reminder offset (whole milliseconds) as the days it spans.
+  mutating func reminderOffset(_ value: Duration) { f64(Days(value).amount) }
+
+  /// A lateness or grace span in seconds.
+  mutating func span(_ value: Duration) { f64(value.timeInterval) }
 }
 
 /// Reads little-endian numbers from a record, failing with a `RecordProblem` past its end.
@@ -146,6 +152,28 @@ struct ByteReader {
     let value = try f64()
     guard value.isFinite else { throw RecordProblem("a date is not a finite number") }
     return Date(timeIntervalSinceReferenceDate: value)
+  }
+
+  /// A reminder offset: days that make a positive whole number of milliseconds, written as
+  /// `ByteWriter.reminderOffset(_:)` writes them.
+  mutating func reminderOffset() throws -> Duration {
+    let days = try f64()
+    let milliseconds = days * Days.secondsPerDay * 1000
+    guard days.isFinite, milliseconds >= 1, milliseconds < 9e18 else {
+      throw RecordProblem("a reminder offset is not positive")
+    }
+    let offset = Duration.milliseconds(Int64(milliseconds.rounded()))
+    guard Days(offset).amount.bitPattern == days.bitPattern else {
+      throw RecordProblem("a reminder offset is not a whole number of milliseconds")
+    }
+    return offset
+  }
+
+  /// A span in seconds.
+  mutating func span() throws -> Duration {
+    let seconds = try f64()
+    guard seconds.isFinite else { throw RecordProblem("a span is not a finite number") }
+    return Duration(timeInterval: seconds)
   }
 
   mutating func bytes(_ count: Int) throws -> UnsafeRawBufferPointer {
@@ -206,7 +234,7 @@ final class RecordCodec {
     writer.date(trial.period.startDate)
     writer.date(trial.period.endDate)
     if let endedAt = trial.endedAt { writer.date(endedAt) }
-    for offset in trial.reminders.offsets { writer.f64(offset.amount) }
+    for offset in trial.reminders.offsets { writer.reminderOffset(offset) }
     writer.u8(UInt8(subject.count))
     writer.bytes.append(contentsOf: subject)
   }
@@ -256,8 +284,8 @@ final class RecordCodec {
       }
     }
     var reader = ByteReader(bytes)
-    var offsets: [Days] = []
-    for _ in 0..<count { offsets.append(Days(try reader.f64())) }
+    var offsets: [Duration] = []
+    for _ in 0..<count { offsets.append(try reader.reminderOffset()) }
     let schedule: ReminderSchedule
     do {
       schedule = try ReminderSchedule(offsets)
@@ -289,7 +317,7 @@ final class RecordCodec {
       writer.u8(0)
     case .reminder(let offset):
       writer.u8(1)
-      writer.f64(offset.amount)
+      writer.reminderOffset(offset)
     }
   }
 
@@ -297,9 +325,7 @@ final class RecordCodec {
     switch try reader.u8() {
     case 0: return .expiry
     case 1:
-      let amount = try reader.f64()
-      guard amount.isFinite, amount > 0 else { throw RecordProblem("a reminder offset is not positive") }
-      return .reminder(before: Days(amount))
+      return .reminder(before: try reader.reminderOffset())
     case let other: throw RecordProblem("unknown event kind \(other)")
     }
   }
@@ -319,7 +345,7 @@ final class RecordCodec {
     writer.u8(kind == .expiry ? 0 : 1)
     writer.u8(outcome)
     writer.u8((entry.isLate ? 1 : 0) | (entry.deliveredAt == nil ? 0 : 2))
-    if let offset = kind.reminderOffset { writer.f64(offset.amount) }
+    if let offset = kind.reminderOffset { writer.reminderOffset(offset) }
     writer.date(entry.event.due)
     writer.date(entry.takenAt)
     if let delivered = entry.deliveredAt { writer.date(delivered) }
@@ -329,8 +355,8 @@ final class RecordCodec {
       writer.u32(by.revision)
       encodeKind(by.kind, into: &writer)
     case .skipped(.beyondGrace(let lateness, let grace)):
-      writer.f64(lateness)
-      writer.f64(grace)
+      writer.span(lateness)
+      writer.span(grace)
     default:
       break
     }
@@ -348,9 +374,7 @@ final class RecordCodec {
     case 0:
       kind = .expiry
     case 1:
-      let amount = try reader.f64()
-      guard amount.isFinite, amount > 0 else { throw RecordProblem("a reminder offset is not positive") }
-      kind = .reminder(before: Days(amount))
+      kind = .reminder(before: try reader.reminderOffset())
     default:
       throw RecordProblem("unknown event kind \(kindCode)")
     }
@@ -373,8 +397,8 @@ final class RecordCodec {
       outcome = .skipped(.supersededByReminder(EventID(trialID: trial, revision: revision, kind: byKind)))
     case 4: outcome = .skipped(.supersededByExpiry)
     case 5:
-      let lateness = try reader.f64()
-      let grace = try reader.f64()
+      let lateness = try reader.span()
+      let grace = try reader.span()
       outcome = .skipped(.beyondGrace(lateness: lateness, grace: grace))
     default:
       throw RecordProblem("unknown outcome \(outcomeCode)")

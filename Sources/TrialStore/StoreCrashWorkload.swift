@@ -15,7 +15,7 @@ public enum StoreCrashWorkload {
   /// Virtual time between two batches.
   public static let step: TimeInterval = 3_600
   public static let reminders = try! ReminderSchedule([
-    Days(timeInterval: 3 * step), Days(timeInterval: step),
+    .seconds(3 * step), .seconds(step),
   ])
   private static let origin = Date(timeIntervalSinceReferenceDate: 790_000_000)
 

@@ -44,7 +44,7 @@ import TrialCore
       (Trials.extendTrial.qualifiedName, Trials.extendTrial.kind, extendTrial),
       (Trials.endTrial.qualifiedName, Trials.endTrial.kind, EndTrialParameters(id: id, outcome: .converted)),
       (Trials.getPlan.qualifiedName, Trials.getPlan.kind, GetPlanParameters(id: id)),
-      (Trials.simulate.qualifiedName, Trials.simulate.kind, SimulateParameters(at: .fromNow(Days(1)))),
+      (Trials.simulate.qualifiedName, Trials.simulate.kind, SimulateParameters(at: .fromNow(.days(1)))),
       (Trials.getStatus.qualifiedName, Trials.getStatus.kind, NoParameters()),
       (Trials.watch.qualifiedName, Trials.watch.kind, NoParameters()),
       (VarlinkService.getInfo.qualifiedName, VarlinkService.getInfo.kind, NoParameters()),

@@ -10,7 +10,7 @@ import TrialCore
     Trial(
       id: TrialID(0xABC), subject: "acme-42",
       period: TrialPeriod(startDate: now, endDate: now.addingTimeInterval(5 * 86_400)),
-      reminders: try ReminderSchedule([Days(3), Days(timeInterval: 90)]))
+      reminders: try ReminderSchedule([.days(3), .seconds(90)]))
   }
 
   static func encode(_ value: some Encodable) throws -> String {
@@ -59,7 +59,7 @@ import TrialCore
     try roundTrip(ExtendTrialParameters(id: id, change: .to(Self.now)))
     try roundTrip(EndTrialParameters(id: id, outcome: .converted))
     try roundTrip(GetPlanParameters(id: id))
-    try roundTrip(SimulateParameters(at: .fromNow(Days(3))))
+    try roundTrip(SimulateParameters(at: .fromNow(.days(3))))
     try roundTrip(SimulateParameters(at: .date(Self.now)))
     try roundTrip(NoParameters())
   }
@@ -90,10 +90,11 @@ import TrialCore
   }
 
   @Test func simulateTarget_Parsed_IsASpanFromNowOrATime() throws {
-    #expect(try SimulateParameters.Target(parsing: "+1d 12h") == .fromNow(Days(1.5)))
+    #expect(try SimulateParameters.Target(parsing: "+1d 12h") == .fromNow(.hours(36)))
     #expect(try SimulateParameters.Target(parsing: "2025-06-15T15:06:40Z") == .date(Self.now))
     #expect(
-      SimulateParameters.Target.fromNow(Days(1)).resolve(now: Self.now) == Self.now.addingTimeInterval(86_400)
+      SimulateParameters.Target.fromNow(.days(1)).resolve(now: Self.now)
+        == Self.now.addingTimeInterval(86_400)
     )
     let error = #expect(throws: DecodingError.self) {
       try Self.decode(SimulateParameters.self, #"{"at":"later"}"#)
@@ -121,7 +122,7 @@ import TrialCore
       deliveredAt: events[0].due.addingTimeInterval(121))
     var plan = EventObject.plan(of: trial, ledger: [fired])
     #expect(plan.map(\.state) == [.delivered, .pending, .pending])
-    #expect(plan[0].lateness?.days == Days(timeInterval: 120))
+    #expect(plan[0].lateness?.duration == .seconds(120))
     #expect(plan.map(\.kind) == [.reminder, .reminder, .expiry])
     #expect(plan.allSatisfy { $0.subject == "acme-42" })
 

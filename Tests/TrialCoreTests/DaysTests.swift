@@ -62,4 +62,21 @@ struct DaysTests {
   @Test func testDescription_UsesTimeSpanFormat() {
     #expect(Days(1.5).description == "1d 12h")
   }
+
+  @Test func initFromDuration_WholeAndPartDays_GivesTheDays() {
+    #expect(Days(Duration.hours(36)) == Days(1.5))
+    #expect(Days(Duration.days(5)) == .defaultTrialLength)
+    #expect(Days(Duration.seconds(-43_200)) == Days(-0.5))
+  }
+
+  @Test func duration_OfDays_IsTheSameSpan() {
+    #expect(Days(1.5).duration == .hours(36))
+    #expect(Days(timeInterval: 0.001).duration == .milliseconds(1))
+    #expect(Days(-2).duration == .days(-2))
+  }
+
+  @Test func description_NonFiniteAmount_IsNamed() {
+    #expect(Days(.infinity).description == "inf days")
+    #expect(Days(.nan).description == "nan days")
+  }
 }

@@ -38,12 +38,12 @@ struct EventIDTests {
 
   @Test func testDescription_NamesTrialRevisionAndKind() {
     #expect(EventID(trialID: trial, revision: 3, kind: .expiry).description == "000000000000002a-r3-expiry")
-    let reminder = EventID(trialID: trial, revision: 1, kind: .reminder(before: Days(1)))
+    let reminder = EventID(trialID: trial, revision: 1, kind: .reminder(before: .days(1)))
     #expect(reminder.description == "000000000000002a-r1-reminder-86400000ms")
   }
 
   @Test func testText_RoundTripsForEveryEventOfATrial() throws {
-    let schedule = try ReminderSchedule([Days(7), Days(1), Days(timeInterval: 90), Days(timeInterval: 0.001)])
+    let schedule = try ReminderSchedule([.days(7), .days(1), .seconds(90), .seconds(0.001)])
     let period = TrialPeriod(
       startDate: Date(timeIntervalSinceReferenceDate: 0), endDate: Date(timeIntervalSinceReferenceDate: 1e6))
     let trial = Trial(
@@ -76,7 +76,7 @@ struct EventIDTests {
   }
 
   @Test func testIDsOfOneRevision_SortInDueOrder() throws {
-    let schedule = try ReminderSchedule([Days(1), Days(3), Days(2)])
+    let schedule = try ReminderSchedule([.days(1), .days(3), .days(2)])
     let period = TrialPeriod(
       startDate: Date(timeIntervalSinceReferenceDate: 0), endDate: Date(timeIntervalSinceReferenceDate: 1e6))
     let trial = Trial(id: trial, subject: "s", period: period, reminders: schedule)
@@ -87,7 +87,7 @@ struct EventIDTests {
 
   @Test func testOlderRevision_SortsFirst_AndIsADifferentID() {
     let old = EventID(trialID: trial, revision: 1, kind: .expiry)
-    let new = EventID(trialID: trial, revision: 2, kind: .reminder(before: Days(3)))
+    let new = EventID(trialID: trial, revision: 2, kind: .reminder(before: .days(3)))
     #expect(old < new)
     #expect(old != EventID(trialID: trial, revision: 2, kind: .expiry))
   }

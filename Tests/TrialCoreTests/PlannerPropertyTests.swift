@@ -56,8 +56,8 @@ struct PlannerPropertyTests {
     Gen.int(in: 0...8), Gen.int(in: 0...1_000), Gen.int(in: 0...255), Gen.int(in: 0...6)
   ).map { Operation(kind: $0.0, a: $0.1, b: $0.2, c: $0.3) }.array(of: 1...60)
 
-  static let graces: [TimeInterval] = [0, 1_800, 7_200]
-  static let thresholds: [TimeInterval] = [0, 1, 900]
+  static let graces: [Duration] = [.zero, .minutes(30), .hours(2)]
+  static let thresholds: [Duration] = [.zero, .seconds(1), .minutes(15)]
 
   @Test(arguments: CatchUpPolicy.LateReminders.allCases)
   func testRandomLives_EveryEventTakenOnceOnTime_WithThePolicysDispositions(
@@ -128,7 +128,7 @@ struct Model {
     let wakesBefore = driver.wakes.count
     switch operation {
     case .start(let length, let offsets):
-      let schedule = try! ReminderSchedule(offsets.map { Days(timeInterval: $0) })
+      let schedule = try! ReminderSchedule(offsets.map { .seconds($0) })
       let trial = Trial(
         id: TrialID(UInt64(trials.count + 1)), subject: "s\(trials.count + 1)",
         period: TrialPeriod(startDate: now, endDate: now.addingTimeInterval(length)), reminders: schedule)
@@ -243,7 +243,7 @@ struct Model {
     var lastOfTrial: [TrialID: TrialEvent] = [:]
     for event in due { lastOfTrial[event.trialID] = event }
     return due.map { event in
-      let lateness = now.timeIntervalSince(event.due)
+      let lateness = now.duration(since: event.due)
       let isLate = lateness > policy.lateThreshold
       guard case .reminder = event.kind, isLate else {
         return DueEvent(event: event, takenAt: now, disposition: .fire, isLate: isLate)

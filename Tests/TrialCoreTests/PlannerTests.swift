@@ -24,7 +24,7 @@ struct PlannerTimingTests {
       #expect(due.fires)
       #expect(due.takenAt == due.event.due)
       #expect(!due.isLate)
-      #expect(due.lateness == 0)
+      #expect(due.lateness == .zero)
     }
     #expect(driver.planner.pendingEventCount == 0)
     #expect(driver.planner.nextDeadline == nil)
@@ -53,7 +53,7 @@ struct PlannerTimingTests {
     let driver = PlannerDriver(now: .day(0))
     let trial = makeTrial(1, start: .day(0), days: 1)
     let skipped = driver.start(trial)
-    #expect(skipped.map(\.event.kind) == [.reminder(before: Days(3)), .reminder(before: Days(1))])
+    #expect(skipped.map(\.event.kind) == [.reminder(before: .days(3)), .reminder(before: .days(1))])
     #expect(driver.planner.pendingEvents(of: trial.id) == [trial.events[2]])
   }
 
@@ -132,7 +132,7 @@ struct PlannerTimingTests {
     #expect(driver.wakes.map(\.at) == [.day(4.5)], "one wake after resume")
     #expect(driver.taken.map(\.event) == Array(trial.events.prefix(2)))
     #expect(driver.taken.map(\.takenAt) == [.day(4.5), .day(4.5)])
-    #expect(driver.taken.map(\.lateness) == [2.5 * 86_400, 0.5 * 86_400])
+    #expect(driver.taken.map(\.lateness) == [.hours(60), .hours(12)])
     #expect(driver.taken.allSatisfy { $0.isLate && $0.fires })
 
     driver.scheduler.advance(to: .day(6))
@@ -151,7 +151,7 @@ struct PlannerTimingTests {
     #expect(expiry?.event.kind == .expiry)
     #expect(expiry?.fires == true)
     #expect(expiry?.isLate == true)
-    #expect(expiry?.lateness == 86_400)
+    #expect(expiry?.lateness == .days(1))
     #expect(driver.planner.pendingEventCount == 0)
   }
 
@@ -163,7 +163,7 @@ struct PlannerTimingTests {
     driver.stepClock(to: .day(3.5))
     #expect(driver.wakes.map(\.at) == [.day(3.5)])
     #expect(driver.taken.map(\.event) == [trial.events[0]])
-    #expect(driver.taken.first?.lateness == 1.5 * 86_400)
+    #expect(driver.taken.first?.lateness == .hours(36))
 
     driver.scheduler.advance(by: 0.5 * 86_400)
     #expect(driver.wakes.map(\.at) == [.day(3.5), .day(4)])
@@ -266,7 +266,7 @@ struct CatchUpPolicyTests {
       .skip(.supersededByReminder(events[2].id)), .skip(.supersededByReminder(events[2].id)), .fire,
     ]
     #expect(driver.taken.map(\.disposition) == expected)
-    #expect(driver.taken.map(\.lateness) == [5 * 86_400, 3 * 86_400, 86_400])
+    #expect(driver.taken.map(\.lateness) == [.days(5), .days(3), .days(1)])
     #expect(driver.taken.allSatisfy { $0.isLate })
   }
 
@@ -278,11 +278,11 @@ struct CatchUpPolicyTests {
     #expect(driver.taken.map(\.event) == trial.events)
     let expected: [DueEvent.Disposition] = Array(repeating: .skip(.supersededByExpiry), count: 4) + [.fire]
     #expect(driver.taken.map(\.disposition) == expected)
-    #expect(driver.taken.last?.lateness == TimeInterval(2 * 86_400))
+    #expect(driver.taken.last?.lateness == .days(2))
   }
 
   @Test func testLatest_BarelyLateReminders_AreStillSuperseded() {
-    let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .latest, lateThreshold: 0))
+    let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .latest, lateThreshold: .zero))
     let trial = makeTrial(1, start: .day(0), days: 5, reminders: reminders(2, 2 - 0.5 / 86_400))
     driver.start(trial)
     // Found a quarter and three quarters of a second late.
@@ -309,34 +309,34 @@ struct CatchUpPolicyTests {
     let (trial, driver) = sleepThroughReminders(CatchUpPolicy(reminders: .all))
     #expect(driver.taken.map(\.event) == Array(trial.events.prefix(3)))
     #expect(driver.taken.allSatisfy { $0.fires && $0.isLate })
-    #expect(driver.taken.map(\.lateness) == [5 * 86_400, 3 * 86_400, 86_400])
+    #expect(driver.taken.map(\.lateness) == [.days(5), .days(3), .days(1)])
   }
 
   @Test func testSkip_RemindersBeyondTheGraceAreSkipped_WithinItFire() {
-    let grace = 2 * 86_400.0
+    let grace = Duration.days(2)
     let (trial, driver) = sleepThroughReminders(CatchUpPolicy(reminders: .skip, grace: grace))
     #expect(driver.taken.map(\.event) == Array(trial.events.prefix(3)))
     let expected: [DueEvent.Disposition] = [
-      .skip(.beyondGrace(lateness: 5 * 86_400, grace: grace)),
-      .skip(.beyondGrace(lateness: 3 * 86_400, grace: grace)),
+      .skip(.beyondGrace(lateness: .days(5), grace: grace)),
+      .skip(.beyondGrace(lateness: .days(3), grace: grace)),
       .fire,
     ]
     #expect(driver.taken.map(\.disposition) == expected)
   }
 
   @Test func testSkip_ExpiryAlwaysFires_EvenBeyondTheGrace() {
-    let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .skip, grace: 60))
+    let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .skip, grace: .seconds(60)))
     let trial = makeTrial(1, start: .day(0), days: 5, reminders: .none)
     driver.start(trial)
     driver.scheduler.jump(by: 30 * 86_400)
     #expect(driver.taken.map(\.disposition) == [.fire])
-    #expect(driver.taken.first?.lateness == TimeInterval(25 * 86_400))
+    #expect(driver.taken.first?.lateness == .days(25))
   }
 
   @Test(arguments: CatchUpPolicy.LateReminders.allCases)
   func testWithinTheLateThreshold_NothingIsLate_EverythingFires(policy: CatchUpPolicy.LateReminders) {
     let driver = PlannerDriver(
-      now: .day(0), policy: CatchUpPolicy(reminders: policy, grace: 0, lateThreshold: 1))
+      now: .day(0), policy: CatchUpPolicy(reminders: policy, grace: .zero, lateThreshold: .seconds(1)))
     let trial = makeTrial(1, start: .day(0), days: 5, reminders: reminders(2, 2 - 0.5 / 86_400))
     driver.start(trial)
     // Both reminders are due within one second before the wake.
@@ -347,14 +347,14 @@ struct CatchUpPolicyTests {
   }
 
   @Test func testSkipReasons_HaveCodesAndDescriptions() {
-    let id = EventID(trialID: TrialID(1), revision: 2, kind: .reminder(before: Days(1)))
+    let id = EventID(trialID: TrialID(1), revision: 2, kind: .reminder(before: .days(1)))
     let reasons: [SkipReason] = [
       .alreadyDueAtStart, .alreadyDueAtExtension, .supersededByReminder(id), .supersededByExpiry,
-      .beyondGrace(lateness: 7_200, grace: 3_600),
+      .beyondGrace(lateness: .hours(2), grace: .hours(1)),
     ]
     #expect(Set(reasons.map(\.code)).count == reasons.count)
     #expect(
-      SkipReason.beyondGrace(lateness: 7_200, grace: 3_600).description
+      SkipReason.beyondGrace(lateness: .hours(2), grace: .hours(1)).description
         == "late by 2h, beyond the grace of 1h")
     #expect(SkipReason.supersededByReminder(id).description.contains(id.description))
   }
@@ -371,7 +371,7 @@ struct PlannerQueryTests {
     }
     let unknown = EventID(trialID: TrialID(99), revision: 1, kind: .expiry)
     #expect(driver.planner.pendingEvent(unknown) == nil)
-    let otherOffset = EventID(trialID: trial.id, revision: 1, kind: .reminder(before: Days(2)))
+    let otherOffset = EventID(trialID: trial.id, revision: 1, kind: .reminder(before: .days(2)))
     #expect(driver.planner.pendingEvent(otherOffset) == nil)
 
     driver.scheduler.advance(to: .day(2))

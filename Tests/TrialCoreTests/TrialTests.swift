@@ -4,47 +4,47 @@ import TrialCore
 
 struct ReminderScheduleTests {
   @Test func testDefault_IsThreeDaysAndOneDayBeforeTheEnd() {
-    #expect(ReminderSchedule.default.offsets == [Days(3), Days(1)])
+    #expect(ReminderSchedule.default.offsets == [.days(3), .days(1)])
     #expect(ReminderSchedule.none.offsets.isEmpty)
     #expect(ReminderSchedule.default.description == "3d, 1d")
     #expect(ReminderSchedule.none.description == "none")
   }
 
   @Test func testInit_SortsOffsetsLargestFirst() throws {
-    let schedule = try ReminderSchedule([Days(1), Days(7), Days(timeInterval: 3_600), Days(3)])
-    #expect(schedule.offsets == [Days(7), Days(3), Days(1), Days(timeInterval: 3_600)])
+    let schedule = try ReminderSchedule([.days(1), .days(7), .seconds(3_600), .days(3)])
+    #expect(schedule.offsets == [.days(7), .days(3), .days(1), .seconds(3_600)])
   }
 
   @Test func testInit_Duplicates_AreKeptOnce() throws {
-    let schedule = try ReminderSchedule([Days(1), Days(2), Days(1), Days(timeInterval: 86_400.000_2)])
-    #expect(schedule.offsets == [Days(2), Days(1)])
+    let schedule = try ReminderSchedule([.days(1), .days(2), .days(1), .microseconds(86_400_000_200)])
+    #expect(schedule.offsets == [.days(2), .days(1)])
   }
 
   @Test func testInit_RoundsToWholeMilliseconds() throws {
-    let schedule = try ReminderSchedule([Days(timeInterval: 1.000_4), Days(timeInterval: 59.999_6)])
+    let schedule = try ReminderSchedule([.microseconds(1_000_400), .microseconds(59_999_600)])
     #expect(schedule.offsets.map(\.timeInterval) == [60, 1])
   }
 
   @Test(arguments: [
-    Days(0), Days(-1), Days(timeInterval: -0.5), Days(timeInterval: 0.000_4), Days(.nan),
-    Days(.infinity),
+    Duration.zero, .days(-1), .milliseconds(-500), .microseconds(400), .microseconds(999),
   ])
-  func testInit_NonPositiveOrNonFiniteOffset_IsRejectedNamingIt(offset: Days) {
+  func testInit_NonPositiveOrSubMillisecondOffset_IsRejectedNamingIt(offset: Duration) {
     #expect {
-      _ = try ReminderSchedule([Days(1), offset])
+      _ = try ReminderSchedule([.days(1), offset])
     } throws: { error in
       guard let error = error as? ReminderSchedule.InvalidOffsets else { return false }
-      return error.description.contains("reminder offset \(offset)") && error.description.contains("positive")
+      return error.description.contains("reminder offset \(TimeSpan.format(offset))")
+        && error.description.contains("positive")
     }
   }
 
   @Test func testInit_AtMostMaximumCount() throws {
-    let allowed = (1...ReminderSchedule.maximumCount).map { Days(timeInterval: Double($0) * 60) }
+    let allowed = (1...ReminderSchedule.maximumCount).map { Duration.minutes($0) }
     #expect(try ReminderSchedule(allowed).offsets.count == ReminderSchedule.maximumCount)
     // Duplicates do not count against the limit.
     #expect(try ReminderSchedule(allowed + allowed).offsets.count == ReminderSchedule.maximumCount)
 
-    let tooMany = allowed + [Days(timeInterval: 1)]
+    let tooMany = allowed + [Duration.seconds(1)]
     #expect {
       _ = try ReminderSchedule(tooMany)
     } throws: { error in
@@ -75,7 +75,7 @@ struct TrialTests {
   @Test func testEvents_AreRemindersThenExpiry_InDueOrder() {
     let trial = makeTrial()
     let end = trial.period.endDate
-    #expect(trial.events.map(\.kind) == [.reminder(before: Days(3)), .reminder(before: Days(1)), .expiry])
+    #expect(trial.events.map(\.kind) == [.reminder(before: .days(3)), .reminder(before: .days(1)), .expiry])
     #expect(
       trial.events.map(\.due) == [end.addingTimeInterval(-3 * 86_400), end.addingTimeInterval(-86_400), end])
     #expect(trial.events.allSatisfy { $0.trialID == trial.id && $0.revision == 1 })

@@ -126,8 +126,8 @@ final class LineReader {
     #expect(run.lines.contains("  Reminders  2d, 1d before the end"))
     #expect(run.errors.isEmpty)
     #expect(
-      try fixture.client().getTrial(GetTrialParameters(subject: "acme-42")).reminders.map(\.days) == [
-        Days(2), Days(1),
+      try fixture.client().getTrial(GetTrialParameters(subject: "acme-42")).reminders.map(\.duration) == [
+        .days(2), .days(1),
       ])
   }
 

@@ -34,7 +34,8 @@ final class SpyOutput: TrialPresenterOutput {
   static let posix = Locale(identifier: "en_US_POSIX")
 
   static func trial(
-    ends end: Date, state: TrialState = .active, endedAt: Date? = nil, reminders: [Days] = [Days(3), Days(1)]
+    ends end: Date, state: TrialState = .active, endedAt: Date? = nil,
+    reminders: [Duration] = [.days(3), .days(1)]
   ) -> TrialObject {
     TrialObject(
       id: TrialID(0xABC), subject: "acme-42", state: state, startedAt: now.addingTimeInterval(-86_400),
@@ -155,7 +156,7 @@ final class SpyOutput: TrialPresenterOutput {
   }
 
   static func event(
-    _ kind: EventKind, state: EventObject.State, lateness: Days? = nil, reason: String? = nil,
+    _ kind: EventKind, state: EventObject.State, lateness: Duration? = nil, reason: String? = nil,
     detail: String? = nil
   ) -> EventObject {
     let due = now.addingTimeInterval(-(kind.reminderOffset?.timeInterval ?? 0))
@@ -171,9 +172,9 @@ final class SpyOutput: TrialPresenterOutput {
     let spy = SpyOutput()
     presenter(spy).present(
       plan: [
-        Self.event(.reminder(before: Days(3)), state: .delivered, lateness: Days(timeInterval: 125)),
+        Self.event(.reminder(before: .days(3)), state: .delivered, lateness: .seconds(125)),
         Self.event(
-          .reminder(before: Days(1)), state: .skipped, reason: "superseded-by-expiry",
+          .reminder(before: .days(1)), state: .skipped, reason: "superseded-by-expiry",
           detail: "superseded by the trial's expiry"),
         Self.event(.expiry, state: .pending),
       ], of: TrialID(0xABC))
@@ -181,7 +182,7 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(plan.title == "Events of trial 0000000000000abc:")
     #expect(
       plan.table.rows == [
-        [nb("Jun 12, 2025 at 10:00 AM"), "reminder 3d before the end", "delivered", "late by 2min"],
+        [nb("Jun 12, 2025 at 10:00 AM"), "reminder 3d before the end", "delivered", "late by 2min 5s"],
         [
           nb("Jun 14, 2025 at 10:00 AM"), "reminder 1d before the end", "skipped",
           "superseded by the trial's expiry",
@@ -204,10 +205,10 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(spy.eventLists.last?.title == nb("Between now and Jun 15, 2025 at 10:00 AM: 0 events."))
 
     presenter.presentWatchStarted()
-    presenter.present(watchedEvent: Self.event(.expiry, state: .fired, lateness: Days(timeInterval: 7200)))
+    presenter.present(watchedEvent: Self.event(.expiry, state: .fired, lateness: .hours(2)))
     presenter.present(
       watchedEvent: Self.event(
-        .reminder(before: Days(1)), state: .skipped, detail: "already due when the trial started"))
+        .reminder(before: .days(1)), state: .skipped, detail: "already due when the trial started"))
     #expect(spy.notices == ["Watching for events; press Ctrl-C to stop."])
     #expect(
       spy.eventLines.map(\.line) == [
@@ -226,7 +227,7 @@ final class SpyOutput: TrialPresenterOutput {
       due: Self.now.addingTimeInterval(2 * 3600 + 13 * 60))
     presenter(spy).present(
       status: GetStatusReply(
-        version: "1.0.0", startedAt: Self.now.addingTimeInterval(-90_000), uptime: Days(timeInterval: 90_000),
+        version: "1.0.0", startedAt: Self.now.addingTimeInterval(-90_000), uptime: .seconds(90_000),
         trials: TrialCounts(active: 1204, expired: 3, converted: 2, cancelled: 1), pendingEvents: 3612,
         nextEvent: next, storeBytes: 5_452_595, connections: 2, watchers: 1))
     let status = try #require(spy.statuses.first)

@@ -58,8 +58,9 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
   @Test func defaultsAreTheDocumentedOnes() throws {
     #expect(defaults.defaultLength == Days(5))
     #expect(defaults.defaultReminders == ReminderSchedule.default)
-    #expect(defaults.defaultReminders.offsets == [Days(3), Days(1)])
-    #expect(defaults.catchUp == CatchUpPolicy(reminders: .latest, grace: 3600, lateThreshold: 1))
+    #expect(defaults.defaultReminders.offsets == [.days(3), .days(1)])
+    #expect(
+      defaults.catchUp == CatchUpPolicy(reminders: .latest, grace: .hours(1), lateThreshold: .seconds(1)))
     #expect(defaults.stateDirectory == "/var/lib/trialwatch")
     #expect(defaults.socketPath == "/run/trialwatch/io.trialwatch")
     #expect(defaults.socketGroup == "trialwatch")
@@ -67,8 +68,8 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(defaults.maxConnections == 4096)
     #expect(defaults.maxConnectionsPerUser == 1024)
     #expect(defaults.reservedConnections == 64)
-    #expect(defaults.idleTimeout == Days(timeInterval: 300))
-    #expect(defaults.messageTimeout == Days(timeInterval: 10))
+    #expect(defaults.idleTimeout == .minutes(5))
+    #expect(defaults.messageTimeout == .seconds(10))
     #expect(defaults.logLevel == .info)
     #expect(defaults.logTarget == .auto)
   }
@@ -115,8 +116,8 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(loaded.diagnostics == [])
     var expected = defaults
     expected.defaultLength = Days(14)
-    expected.defaultReminders = try ReminderSchedule([Days(7), Days(2.5), Days(timeInterval: 5400)])
-    expected.catchUp = CatchUpPolicy(reminders: .skip, grace: 1800, lateThreshold: 0.25)
+    expected.defaultReminders = try ReminderSchedule([.days(7), .hours(60), .minutes(90)])
+    expected.catchUp = CatchUpPolicy(reminders: .skip, grace: .minutes(30), lateThreshold: .milliseconds(250))
     expected.stateDirectory = "/srv/trialwatch"
     expected.socketPath = "/run/tw/control"
     expected.socketGroup = "licensing-readers"
@@ -140,7 +141,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     let loaded = fixture.load()
     #expect(loaded.diagnostics == [])
     #expect(loaded.configuration.defaultLength == Days(3))
-    #expect(loaded.configuration.defaultReminders.offsets == [Days(1), Days(0.5), Days(timeInterval: 3600)])
+    #expect(loaded.configuration.defaultReminders.offsets == [.days(1), .hours(12), .hours(1)])
     #expect(loaded.configuration.maxConnections == 10)
   }
 

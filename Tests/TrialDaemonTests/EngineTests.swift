@@ -69,7 +69,7 @@ struct Harness {
 
   @discardableResult
   func start(_ subject: String, days: Double, reminders: [Double] = [3, 1]) throws -> Trial {
-    let schedule = try ReminderSchedule(reminders.map { Days($0) })
+    let schedule = try ReminderSchedule(reminders.map { Days($0).duration })
     return try engine.perform(
       .start(subject: subject, length: Days(days), endsAt: nil, reminders: schedule)
     ).trial
@@ -82,9 +82,9 @@ struct Harness {
     _ = try h.engine.start()
     let trial = try h.start("acme-42", days: 5)
     h.scheduler.advance(by: 5 * day)
-    #expect(h.sink.ids.map(\.kind) == [.reminder(before: Days(3)), .reminder(before: Days(1)), .expiry])
+    #expect(h.sink.ids.map(\.kind) == [.reminder(before: .days(3)), .reminder(before: .days(1)), .expiry])
     #expect(h.sink.delivered.map(\.at) == [2, 4, 5].map { epoch.addingTimeInterval($0 * day) })
-    #expect(h.sink.delivered.allSatisfy { $0.entry.lateness == 0 && !$0.entry.isLate && $0.entry.fired })
+    #expect(h.sink.delivered.allSatisfy { $0.entry.lateness == .zero && !$0.entry.isLate && $0.entry.fired })
     let stored = try h.repository.read { try $0.trial(trial.id) }
     #expect(stored?.state == .expired)
     #expect(try h.repository.outbox().isEmpty)
@@ -112,7 +112,7 @@ struct Harness {
     let dispositions = second.sink.delivered.map(\.entry.outcome)
     #expect(dispositions == [.skipped(.supersededByExpiry), .skipped(.supersededByExpiry), .fired])
     let expiry = second.sink.delivered[2].entry
-    #expect(expiry.isLate && expiry.lateness == 1 * day)
+    #expect(expiry.isLate && expiry.lateness == .days(1))
     #expect(second.engine.counts[.expired] == 1)
     second.engine.stop()
     scheduler.expectNoPendingActions()
@@ -138,7 +138,7 @@ struct Harness {
   }
 
   @Test func deliveryFailure_IsRetried_WithoutFiringAgain() throws {
-    let h = Harness(settings: EngineSettings(retryDelay: 5), ids: [0xD])
+    let h = Harness(settings: EngineSettings(retryDelay: .seconds(5)), ids: [0xD])
     _ = try h.engine.start()
     try h.start("acme-3", days: 5)
     h.sink.failuresLeft = 1
@@ -154,7 +154,7 @@ struct Harness {
   }
 
   @Test func commitFailure_LosesNothing_AndFiresOnRetry() throws {
-    let h = Harness(settings: EngineSettings(retryDelay: 10), ids: [0xE])
+    let h = Harness(settings: EngineSettings(retryDelay: .seconds(10)), ids: [0xE])
     _ = try h.engine.start()
     try h.start("acme-4", days: 5, reminders: [])
     struct DiskFull: Error {}
@@ -164,7 +164,7 @@ struct Harness {
     #expect(h.engine.planner.pendingEventCount == 1)
     h.scheduler.advance(by: 10)
     #expect(h.sink.ids.map(\.kind) == [.expiry])
-    #expect(h.sink.delivered[0].entry.lateness == 10)
+    #expect(h.sink.delivered[0].entry.lateness == .seconds(10))
     h.engine.stop()
   }
 
@@ -177,7 +177,7 @@ struct Harness {
     #expect(h.sink.delivered.count == 1)
     let reminder = h.sink.delivered[0]
     #expect(reminder.at == epoch.addingTimeInterval(3.5 * day))
-    #expect(reminder.entry.isLate && reminder.entry.lateness == 1.5 * day)
+    #expect(reminder.entry.isLate && reminder.entry.lateness == .hours(36))
     #expect(h.observer.steps.isEmpty, "a suspend moves monotonic time too: not a step")
     h.scheduler.advance(by: 2 * day)
     #expect(h.sink.delivered.count == 3)
@@ -210,9 +210,9 @@ struct Harness {
     #expect(h.observer.steps.count == 1)
     h.scheduler.advance(by: 3 * day)
     #expect(h.sink.delivered.count == 2, "the 3-day reminder fired already; only the 1-day one fires")
-    #expect(h.sink.delivered[1].entry.event.kind == .reminder(before: Days(1)))
+    #expect(h.sink.delivered[1].entry.event.kind == .reminder(before: .days(1)))
     h.scheduler.advance(by: 1 * day)
-    #expect(h.sink.ids.map(\.kind) == [.reminder(before: Days(3)), .reminder(before: Days(1)), .expiry])
+    #expect(h.sink.ids.map(\.kind) == [.reminder(before: .days(3)), .reminder(before: .days(1)), .expiry])
     h.engine.stop()
   }
 
@@ -283,14 +283,14 @@ struct Harness {
       .start(subject: "short", length: Days(2), endsAt: nil, reminders: .default))
     #expect(result.skipped.map(\.disposition) == [.skip(.alreadyDueAtStart)])
     h.scheduler.advance(by: 2 * day)
-    #expect(h.sink.ids.map(\.kind) == [.reminder(before: Days(1)), .expiry])
+    #expect(h.sink.ids.map(\.kind) == [.reminder(before: .days(1)), .expiry])
     let plan = try h.repository.read { try $0.ledgerEntries(trial: result.trial.id) }
     #expect(plan.map(\.outcome) == [.skipped(.alreadyDueAtStart), .fired, .fired])
     h.engine.stop()
   }
 
   @Test func watchdog_PingsAtItsInterval_UntilStopped() throws {
-    let h = Harness(settings: EngineSettings(watchdogInterval: 15))
+    let h = Harness(settings: EngineSettings(watchdogInterval: .seconds(15)))
     _ = try h.engine.start()
     h.scheduler.advance(by: 60)
     #expect(h.observer.pings.count == 4)
@@ -304,7 +304,7 @@ struct Harness {
   }
 
   @Test func status_IsCurrent_AndRateLimited() throws {
-    let h = Harness(settings: EngineSettings(statusInterval: 1), ids: [0x40, 0x41])
+    let h = Harness(settings: EngineSettings(statusInterval: .seconds(1)), ids: [0x40, 0x41])
     _ = try h.engine.start()
     #expect(h.observer.statuses == ["0 active trials; nothing scheduled"])
     try h.start("acme-42", days: 1, reminders: [])

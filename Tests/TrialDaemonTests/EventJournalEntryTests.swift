@@ -124,7 +124,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
   }
 
   @Test func reminderSkippedBeyondGrace() {
-    let reason = SkipReason.beyondGrace(lateness: 5 * 3600, grace: 3600)
+    let reason = SkipReason.beyondGrace(lateness: .hours(5), grace: .hours(1))
     let entry = Fixture.entry(Fixture.threeDays, after: 5 * 3600, late: true, outcome: .skipped(reason))
     #expect(
       EventJournalEntry.fields(for: entry, trial: Fixture.trial)
@@ -182,7 +182,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
     let trial = Trial(
       id: TrialID(1), subject: "seat 9",
       period: TrialPeriod(startDate: Fixture.end.addingTimeInterval(-3600), endDate: Fixture.end),
-      reminders: try ReminderSchedule([Days(timeInterval: 1.5), Days(timeInterval: 600)]))
+      reminders: try ReminderSchedule([.milliseconds(1_500), .minutes(10)]))
     let tenMinutes = Fixture.entry(trial.event(at: 0), after: 0)
     let all = EventJournalEntry.fields(for: tenMinutes, trial: trial)
     #expect(

@@ -110,7 +110,7 @@ final class Collector<T>: @unchecked Sendable {
   }
 
   @Test func watchdog_StopsPinging_WhileTheEngineQueueIsStuck_AndResumesAfter() throws {
-    let interval: TimeInterval = 0.05
+    let interval = Duration.milliseconds(50)
     let queue = DispatchQueue(label: "test.engine")
     let key = DispatchSpecificKey<Bool>()
     queue.setSpecific(key: key, value: true)
@@ -136,7 +136,8 @@ final class Collector<T>: @unchecked Sendable {
     #expect(running.wait(timeout: .now() + 5) == .success)
     let atBlock = observer.pings.values.count
     // Six intervals pass; the wait ends early only if a ping arrives.
-    let whileStuck = observer.pings.wait(for: atBlock + 1, timeout: 6 * interval).count - atBlock
+    let whileStuck =
+      observer.pings.wait(for: atBlock + 1, timeout: (interval * 6).timeInterval).count - atBlock
     release.signal()
     #expect(whileStuck == 0, "no ping while the engine's queue is stuck")
 

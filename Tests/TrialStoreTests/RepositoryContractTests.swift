@@ -236,7 +236,7 @@ final class Subject {
   @Test(arguments: RepositoryKind.allCases)
   func everyKindOfLedgerEntry_ReadsBackExactly(kind: RepositoryKind) throws {
     let subject = try Subject(kind)
-    let reminders = try ReminderSchedule([Days(3), Days(1), Days(timeInterval: 90.125)])
+    let reminders = try ReminderSchedule([.days(3), .days(1), .milliseconds(90_125)])
     let started = try subject.repository.startTrial(
       subject: "ünïcödé subject ✓", endDate: origin.addingTimeInterval(5 * day + 0.000_123),
       reminders: reminders,
@@ -244,7 +244,8 @@ final class Subject {
     let events = started.trial.events
     let taken = origin.addingTimeInterval(4.2 * day)
     let reasons: [DueEvent.Disposition] = [
-      .skip(.supersededByReminder(events[1].id)), .skip(.beyondGrace(lateness: 12.5, grace: 3_600)), .fire,
+      .skip(.supersededByReminder(events[1].id)),
+      .skip(.beyondGrace(lateness: .milliseconds(12_500), grace: .hours(1))), .fire,
     ]
     let due = zip(events, reasons).map { DueEvent(event: $0, takenAt: taken, disposition: $1, isLate: true) }
     let recorded = try subject.repository.commit(due, now: taken)

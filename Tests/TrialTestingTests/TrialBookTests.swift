@@ -192,7 +192,7 @@ struct TrialBookTests {
     #expect(recorded.map(\.id) == trial.events.map(\.id))
     #expect(
       recorded.map(\.outcome) == [.skipped(.supersededByExpiry), .skipped(.supersededByExpiry), .fired])
-    #expect(recorded.last?.lateness == 86_400)
+    #expect(recorded.last?.lateness == .days(1))
     #expect(recorded.last?.isLate == true)
     let expired = try #require(try stored(trial.id))
     #expect(expired.state == .expired)

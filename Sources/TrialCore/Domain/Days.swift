@@ -1,6 +1,7 @@
 import Foundation
 
-/// A duration measured in days. Every duration in the domain is a `Days`, never a bare number.
+/// A duration measured in days: a trial's length and the days left of it. Other spans
+/// (reminder offsets, lateness, timeouts) are `Duration`s; none is ever a bare number.
 public struct Days: Hashable, Comparable, Sendable, CustomStringConvertible {
   public static let secondsPerDay: TimeInterval = 86_400
 
@@ -21,8 +22,18 @@ public struct Days: Hashable, Comparable, Sendable, CustomStringConvertible {
     self.amount = timeInterval / Days.secondsPerDay
   }
 
+  /// The days of `duration`, as a parsed `DefaultLength=` or `duration` becomes a length.
+  public init(_ duration: Duration) {
+    self.init(timeInterval: duration.timeInterval)
+  }
+
   public var timeInterval: TimeInterval {
     amount * Days.secondsPerDay
+  }
+
+  /// The same span as a `Duration`, to the microsecond.
+  public var duration: Duration {
+    Duration(timeInterval: timeInterval)
   }
 
   /// The amount a person reads: rounded up, so 2.1 days left is shown as 3.
@@ -39,7 +50,8 @@ public struct Days: Hashable, Comparable, Sendable, CustomStringConvertible {
     lhs.amount < rhs.amount
   }
 
+  /// systemd's span form (`1d 12h`, see `TimeSpan.format(_:)`).
   public var description: String {
-    TimeSpan.format(self)
+    amount.isFinite ? TimeSpan.format(duration) : "\(amount) days"
   }
 }

@@ -25,7 +25,7 @@ public enum TrialOutcome: String, Hashable, Sendable, CaseIterable {
 /// When reminders fire, as spans before the trial's end.
 public struct ReminderSchedule: Hashable, Sendable, CustomStringConvertible {
   /// 3 days and 1 day before the end.
-  public static let `default` = ReminderSchedule(uncheckedOffsets: [Days(3), Days(1)])
+  public static let `default` = ReminderSchedule(uncheckedOffsets: [.days(3), .days(1)])
   public static let none = ReminderSchedule(uncheckedOffsets: [])
   /// The most reminders one trial may carry.
   public static let maximumCount = 32
@@ -35,18 +35,18 @@ public struct ReminderSchedule: Hashable, Sendable, CustomStringConvertible {
   }
 
   /// Offsets before the end, largest first (so in the order they fall due), without duplicates.
-  public let offsets: [Days]
+  public let offsets: [Duration]
 
-  /// Offsets are rounded to whole milliseconds; each must be positive.
-  public init(_ offsets: [Days]) throws(InvalidOffsets) {
-    var seen = Set<Days>()
-    var cleaned: [Days] = []
+  /// Offsets are rounded to whole milliseconds; each must be at least a millisecond.
+  public init(_ offsets: [Duration]) throws(InvalidOffsets) {
+    var seen = Set<Duration>()
+    var cleaned: [Duration] = []
     for offset in offsets {
-      guard offset.amount.isFinite, offset.timeInterval >= 0.001 else {
+      guard offset >= .milliseconds(1) else {
         throw InvalidOffsets(
-          description: "reminder offset \(offset) must be a positive span before the end")
+          description: "reminder offset \(TimeSpan.format(offset)) must be a positive span before the end")
       }
-      let rounded = Days(timeInterval: (offset.timeInterval * 1000).rounded() / 1000)
+      let rounded = Duration.milliseconds(offset.roundedMilliseconds)
       if seen.insert(rounded).inserted { cleaned.append(rounded) }
     }
     guard cleaned.count <= ReminderSchedule.maximumCount else {
@@ -56,7 +56,7 @@ public struct ReminderSchedule: Hashable, Sendable, CustomStringConvertible {
     self.offsets = cleaned.sorted(by: >)
   }
 
-  private init(uncheckedOffsets: [Days]) {
+  private init(uncheckedOffsets: [Duration]) {
     self.offsets = uncheckedOffsets
   }
 

@@ -1,8 +1,9 @@
 import Foundation
 
 public enum EventKind: Hashable, Sendable {
-  /// A reminder, the given span before the trial's end.
-  case reminder(before: Days)
+  /// A reminder, the given span before the trial's end (whole milliseconds, as
+  /// `ReminderSchedule` keeps them).
+  case reminder(before: Duration)
   case expiry
 
   public var name: String {
@@ -12,7 +13,7 @@ public enum EventKind: Hashable, Sendable {
     }
   }
 
-  public var reminderOffset: Days? {
+  public var reminderOffset: Duration? {
     if case .reminder(let offset) = self { offset } else { nil }
   }
 }
@@ -35,7 +36,7 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   /// The reminder offset in whole milliseconds; 0 for the expiry.
   public var offsetMilliseconds: UInt64 {
     guard let offset = kind.reminderOffset else { return 0 }
-    return UInt64((offset.timeInterval * 1000).rounded())
+    return UInt64(clamping: offset.roundedMilliseconds)
   }
 
   public var description: String {
@@ -57,7 +58,7 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
       guard let millis = UInt64(parts[3].dropLast(2)), millis > 0 else { return nil }
       self.init(
         trialID: trial, revision: revision,
-        kind: .reminder(before: Days(timeInterval: Double(millis) / 1000)))
+        kind: .reminder(before: .milliseconds(millis)))
     default:
       return nil
     }

@@ -36,7 +36,8 @@ public struct LedgerEntry: Hashable, Sendable {
   }
 
   public var id: EventID { event.id }
-  public var lateness: TimeInterval { max(0, takenAt.timeIntervalSince(event.due)) }
+  /// How long after its due time the event was taken, to the microsecond (zero if not after).
+  public var lateness: Duration { max(.zero, takenAt.duration(since: event.due)) }
   public var isDelivered: Bool { deliveredAt != nil }
   public var fired: Bool { outcome == .fired }
 }

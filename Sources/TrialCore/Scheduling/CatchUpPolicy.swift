@@ -16,13 +16,14 @@ public struct CatchUpPolicy: Hashable, Sendable {
   }
 
   public var reminders: LateReminders
-  /// How late a reminder may be and still fire under `skip`.
-  public var grace: TimeInterval
-  /// Taken more than this after its due time, an event counts as late.
-  public var lateThreshold: TimeInterval
+  /// How late a reminder may be and still fire under `skip` (`ReminderGrace=`).
+  public var grace: Duration
+  /// Taken more than this after its due time, an event counts as late (`LateThreshold=`).
+  public var lateThreshold: Duration
 
   public init(
-    reminders: LateReminders = .latest, grace: TimeInterval = 3_600, lateThreshold: TimeInterval = 1
+    reminders: LateReminders = .latest, grace: Duration = .seconds(3_600),
+    lateThreshold: Duration = .seconds(1)
   ) {
     self.reminders = reminders
     self.grace = grace
@@ -41,7 +42,7 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
   /// The trial's expiry fired in the same wake (policy `latest`).
   case supersededByExpiry
   /// It was later than the grace period allows (policy `skip`).
-  case beyondGrace(lateness: TimeInterval, grace: TimeInterval)
+  case beyondGrace(lateness: Duration, grace: Duration)
 
   public var code: String {
     switch self {
@@ -60,8 +61,7 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
     case .supersededByReminder(let id): "superseded by the later reminder \(id)"
     case .supersededByExpiry: "superseded by the trial's expiry"
     case .beyondGrace(let lateness, let grace):
-      "late by \(TimeSpan.format(Days(timeInterval: lateness))), beyond the grace of "
-        + "\(TimeSpan.format(Days(timeInterval: grace)))"
+      "late by \(TimeSpan.format(lateness)), beyond the grace of \(TimeSpan.format(grace))"
     }
   }
 }
@@ -87,8 +87,8 @@ public struct DueEvent: Hashable, Sendable {
     self.isLate = isLate
   }
 
-  /// How long after its due time the event was taken (zero if not after).
-  public var lateness: TimeInterval { max(0, takenAt.timeIntervalSince(event.due)) }
+  /// How long after its due time the event was taken, to the microsecond (zero if not after).
+  public var lateness: Duration { max(.zero, takenAt.duration(since: event.due)) }
 
   public var fires: Bool { disposition == .fire }
 }

@@ -53,6 +53,8 @@ public struct Planner: Sendable {
   private var freeSlots: [UInt32] = []
   private var index: [TrialID: UInt32] = [:]
   private var schedules: [ReminderSchedule] = []
+  /// The offsets of each interned schedule in seconds, for due-time arithmetic.
+  private var scheduleSeconds: [[Double]] = []
   private var scheduleIndex: [ReminderSchedule: UInt32] = [:]
   private var lastPlan: UInt64 = 0
   private var staleEntries = 0
@@ -170,6 +172,7 @@ public struct Planner: Sendable {
     if let index = scheduleIndex[schedule] { return index }
     let index = UInt32(schedules.count)
     schedules.append(schedule)
+    scheduleSeconds.append(schedule.offsets.map(\.timeInterval))
     scheduleIndex[schedule] = index
     return index
   }
@@ -180,8 +183,8 @@ public struct Planner: Sendable {
   }
 
   private func due(of slot: Slot, index: UInt8) -> Double {
-    let offsets = schedules[Int(slot.schedule)].offsets
-    return Int(index) < offsets.count ? slot.end - offsets[Int(index)].timeInterval : slot.end
+    let offsets = scheduleSeconds[Int(slot.schedule)]
+    return Int(index) < offsets.count ? slot.end - offsets[Int(index)] : slot.end
   }
 
   private func event(of slot: Slot, index: UInt8) -> TrialEvent {
@@ -311,14 +314,15 @@ public struct Planner: Sendable {
   private func applyPolicy(to taken: [TrialEvent], at now: Date) -> [DueEvent] {
     // The last event taken for each trial in this wake: later reminders supersede earlier ones.
     // Only needed when some reminder is late.
+    // Lateness is compared as `DueEvent.lateness` reports it, to the microsecond.
     var last: [TrialID: TrialEvent] = [:]
     if policy.reminders == .latest,
-      taken.contains(where: { $0.kind != .expiry && now.timeIntervalSince($0.due) > policy.lateThreshold })
+      taken.contains(where: { $0.kind != .expiry && now.duration(since: $0.due) > policy.lateThreshold })
     {
       for event in taken { last[event.trialID] = event }
     }
     return taken.map { event in
-      let lateness = now.timeIntervalSince(event.due)
+      let lateness = now.duration(since: event.due)
       let isLate = lateness > policy.lateThreshold
       var disposition = DueEvent.Disposition.fire
       if case .reminder = event.kind, isLate {

@@ -25,8 +25,8 @@ enum ConfigurationSchema {
       section: "Trials", name: "DefaultLength", defaultText: "5d",
       apply: { config, value throws(InvalidValue) in
         let length = try span(value)
-        guard length.timeInterval > 0 else { throw InvalidValue(reason: "must be longer than 0") }
-        config.defaultLength = length
+        guard length > .zero else { throw InvalidValue(reason: "must be longer than 0") }
+        config.defaultLength = Days(length)
       },
       reset: { $0.defaultLength = $1.defaultLength }),
     ConfigurationKey(
@@ -44,12 +44,12 @@ enum ConfigurationSchema {
       reset: { $0.catchUp.reminders = $1.catchUp.reminders }),
     ConfigurationKey(
       section: "CatchUp", name: "ReminderGrace", defaultText: "1h",
-      apply: { config, value throws(InvalidValue) in config.catchUp.grace = try span(value).timeInterval },
+      apply: { config, value throws(InvalidValue) in config.catchUp.grace = try span(value) },
       reset: { $0.catchUp.grace = $1.catchUp.grace }),
     ConfigurationKey(
       section: "CatchUp", name: "LateThreshold", defaultText: "1s",
       apply: { config, value throws(InvalidValue) in
-        config.catchUp.lateThreshold = try span(value).timeInterval
+        config.catchUp.lateThreshold = try span(value)
       },
       reset: { $0.catchUp.lateThreshold = $1.catchUp.lateThreshold }),
     ConfigurationKey(
@@ -156,16 +156,16 @@ enum ConfigurationSchema {
 
   // MARK: Value parsers
 
-  static func positiveSpan(_ value: String, infinity: Bool = false) throws(InvalidValue) -> Days {
+  static func positiveSpan(_ value: String, infinity: Bool = false) throws(InvalidValue) -> Duration {
     let span = try span(value)
-    guard span.timeInterval > 0 else {
+    guard span > .zero else {
       throw InvalidValue(
         reason: "must be longer than 0" + (infinity ? " (use \"infinity\" for no timeout)" : ""))
     }
     return span
   }
 
-  static func span(_ value: String) throws(InvalidValue) -> Days {
+  static func span(_ value: String) throws(InvalidValue) -> Duration {
     do {
       return try TimeSpan.parse(value)
     } catch {
@@ -175,7 +175,7 @@ enum ConfigurationSchema {
 
   static func reminders(_ value: String) throws(InvalidValue) -> ReminderSchedule {
     if value == "none" { return .none }
-    var offsets: [Days] = []
+    var offsets: [Duration] = []
     for item in value.split(separator: ",", omittingEmptySubsequences: false) {
       let text = ConfigurationSyntax.trimmed(item)
       guard !text.isEmpty else {

@@ -217,7 +217,7 @@ public struct ConfigurationLoader: Sendable {
               + "are reserved"))
       }
       let length = configuration.defaultLength
-      let tooLong = configuration.defaultReminders.offsets.filter { $0 >= length }
+      let tooLong = configuration.defaultReminders.offsets.filter { $0 >= length.duration }
       guard !tooLong.isEmpty,
         let blame = lastAssignment["DefaultReminders"] ?? lastAssignment["DefaultLength"]
       else { return }
@@ -228,7 +228,7 @@ public struct ConfigurationLoader: Sendable {
       diagnostics.append(
         .init(
           .warning, file: blame.file, line: blame.line,
-          "\(noun) \(spans) \(verb) not shorter than DefaultLength=\(TimeSpan.format(length)): trials of "
+          "\(noun) \(spans) \(verb) not shorter than DefaultLength=\(TimeSpan.format(length.duration)): trials of "
             + "the default length start with \(object) already due, and \(subject) \(verb) skipped"))
     }
   }

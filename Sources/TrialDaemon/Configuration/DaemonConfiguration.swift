@@ -15,8 +15,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public static let defaultMaxConnections = 4096
   public static let defaultMaxConnectionsPerUser = 1024
   public static let defaultReservedConnections = 64
-  public static let defaultIdleTimeout = Days(timeInterval: 300)
-  public static let defaultMessageTimeout = Days(timeInterval: 10)
+  public static let defaultIdleTimeout: Duration = .seconds(300)
+  public static let defaultMessageTimeout: Duration = .seconds(10)
 
   // [Trials]
   /// `DefaultLength=`: the length of a trial started without one.
@@ -58,10 +58,10 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var effectiveReservedConnections: Int { min(reservedConnections, maxConnections / 4) }
   /// `IdleTimeout=`: a control connection that sends no request for this long, and watches
   /// nothing, is closed. Nil (`infinity`) keeps idle connections open.
-  public var idleTimeout: Days? = DaemonConfiguration.defaultIdleTimeout
+  public var idleTimeout: Duration? = DaemonConfiguration.defaultIdleTimeout
   /// `MessageTimeout=`: a client that has begun a message must finish it within this time,
   /// or its connection is closed.
-  public var messageTimeout: Days = DaemonConfiguration.defaultMessageTimeout
+  public var messageTimeout: Duration = DaemonConfiguration.defaultMessageTimeout
   /// `LogLevel=`: the least severe level logged.
   public var logLevel: Logger.Level = .info
   /// `LogTarget=`: where logs go.

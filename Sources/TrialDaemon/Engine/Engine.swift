@@ -98,7 +98,7 @@ public final class Engine {
     var report = StartReport()
     let now = clock.now()
     if let lastSeen = try repository.read({ try $0.lastSeenWallTime() }),
-      now.timeIntervalSince(lastSeen) < -settings.stepTolerance
+      now.duration(since: lastSeen) < .zero - settings.stepTolerance
     {
       report.backwardStep = ClockStep(from: lastSeen, to: now)
       logger.warning(
@@ -164,7 +164,7 @@ public final class Engine {
     defer { reference = (now, uptime) }
     guard let reference else { return }
     let expected = reference.wall.addingTimeInterval(uptime - reference.uptime)
-    if abs(now.timeIntervalSince(expected)) > settings.stepTolerance {
+    if abs(now.timeIntervalSince(expected)) > settings.stepTolerance.timeInterval {
       logger.notice(
         "wall clock stepped",
         metadata: [
@@ -256,7 +256,7 @@ public final class Engine {
 
   private func scheduleRetry() {
     guard retryWake == nil, !stopped else { return }
-    retryWake = scheduler.schedule(after: settings.retryDelay, label: "retry") { [weak self] in
+    retryWake = scheduler.schedule(after: settings.retryDelay.timeInterval, label: "retry") { [weak self] in
       guard let self else { return }
       self.retryWake = nil
       self.armedDeadline = nil
@@ -293,8 +293,8 @@ public final class Engine {
   private func scheduleWatchdog() {
     watchdogWake?.cancel()
     watchdogWake = nil
-    guard let interval = settings.watchdogInterval, interval > 0, !stopped else { return }
-    watchdogWake = scheduler.schedule(after: interval, label: "watchdog") { [weak self] in
+    guard let interval = settings.watchdogInterval, interval > .zero, !stopped else { return }
+    watchdogWake = scheduler.schedule(after: interval.timeInterval, label: "watchdog") { [weak self] in
       guard let self else { return }
       self.observer?.engineWatchdogPing()
       self.publishStatus()
@@ -302,14 +302,15 @@ public final class Engine {
     }
   }
 
-  /// The status line: `3 active trials; next: acme-42 expires in 2h 13min`.
+  /// The status line: `3 active trials; next: acme-42 expires in 2h 13min` (the time to go
+  /// in `TimeSpan.Style.brief`).
   public func statusLine() -> String {
     let active = counts[.active, default: 0]
     var line = "\(active) active trial\(active == 1 ? "" : "s")"
     guard let next = planner.nextEvent else { return line + "; nothing scheduled" }
     let subject = (try? repository.read { try $0.trial(next.trialID) })??.subject ?? "\(next.trialID)"
-    let left = next.due.timeIntervalSince(clock.now())
-    let when = left <= 0 ? "now" : "in " + StatusFormat.brief(left)
+    let left = next.due.duration(since: clock.now())
+    let when = left <= .zero ? "now" : "in " + TimeSpan.format(left, style: .brief)
     switch next.kind {
     case .expiry: line += "; next: \(subject) expires \(when)"
     case .reminder: line += "; next: \(subject) reminder \(when)"
@@ -321,9 +322,10 @@ public final class Engine {
   private func publishStatus(force: Bool = false) {
     guard !stopped, observer != nil else { return }
     let uptime = scheduler.monotonicNow
-    if !force, let last = lastStatusUptime, uptime - last < settings.statusInterval {
+    let statusInterval = settings.statusInterval.timeInterval
+    if !force, let last = lastStatusUptime, uptime - last < statusInterval {
       guard statusWake == nil else { return }
-      statusWake = scheduler.schedule(after: settings.statusInterval - (uptime - last), label: "status") {
+      statusWake = scheduler.schedule(after: statusInterval - (uptime - last), label: "status") {
         [weak self] in
         self?.statusWake = nil
         self?.publishStatus(force: true)
@@ -441,19 +443,5 @@ public final class Engine {
       let trial = try TrialBook.endTrial(in: txn, id, outcome: outcome, now: now)
       return CommandResult(trial: trial, skipped: [])
     }
-  }
-}
-
-/// Short spans for status lines: the two largest units, `2h 13min`, `3d 4h`, `45s`.
-public enum StatusFormat {
-  public static func brief(_ interval: TimeInterval) -> String {
-    var seconds = Int(interval.rounded(.up))
-    let units: [(String, Int)] = [("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1)]
-    var parts: [String] = []
-    for (name, size) in units where seconds >= size && parts.count < 2 {
-      parts.append("\(seconds / size)\(name)")
-      seconds %= size
-    }
-    return parts.isEmpty ? "0s" : parts.joined(separator: " ")
   }
 }

@@ -24,18 +24,19 @@ public struct EngineSettings: Hashable, Sendable {
   public var defaultReminders: ReminderSchedule
   public var policy: CatchUpPolicy
   /// `WATCHDOG=1` is sent at this interval (half of `WATCHDOG_USEC`); nil: no watchdog.
-  public var watchdogInterval: TimeInterval?
+  public var watchdogInterval: Duration?
   /// The least time between two status updates.
-  public var statusInterval: TimeInterval
+  public var statusInterval: Duration
   /// A wall-clock jump larger than this, relative to monotonic time, counts as a step.
-  public var stepTolerance: TimeInterval
+  public var stepTolerance: Duration
   /// Delay before retrying a failed commit or delivery.
-  public var retryDelay: TimeInterval
+  public var retryDelay: Duration
 
   public init(
     defaultLength: Days = .defaultTrialLength, defaultReminders: ReminderSchedule = .default,
-    policy: CatchUpPolicy = CatchUpPolicy(), watchdogInterval: TimeInterval? = nil,
-    statusInterval: TimeInterval = 0.25, stepTolerance: TimeInterval = 1, retryDelay: TimeInterval = 1
+    policy: CatchUpPolicy = CatchUpPolicy(), watchdogInterval: Duration? = nil,
+    statusInterval: Duration = .milliseconds(250), stepTolerance: Duration = .seconds(1),
+    retryDelay: Duration = .seconds(1)
   ) {
     self.defaultLength = defaultLength
     self.defaultReminders = defaultReminders

@@ -52,7 +52,7 @@ public enum EventJournalEntry {
       JournalField(name: "TRIAL_ID", value: event.trialID.description),
       JournalField(name: "TRIAL_SUBJECT", value: trial.subject),
       JournalField(name: "TRIAL_REVISION", value: String(event.revision)),
-      JournalField(name: "TRIAL_END", value: JournalTime.rfc3339(end)),
+      JournalField(name: "TRIAL_END", value: RFC3339.format(end)),
       JournalField(name: "EVENT_KIND", value: event.kind.name),
       JournalField(name: "EVENT_ID", value: event.id.description),
       JournalField(name: "DUE_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(event.due))),
@@ -60,7 +60,7 @@ public enum EventJournalEntry {
     ]
     if let offset = event.kind.reminderOffset {
       fields.append(
-        JournalField(name: "REMINDER_OFFSET_SEC", value: JournalTime.seconds(offset.timeInterval)))
+        JournalField(name: "REMINDER_OFFSET_SEC", value: JournalTime.seconds(offset)))
     }
     if case .skipped(let reason) = entry.outcome {
       fields.append(JournalField(name: "SKIP_REASON", value: reason.code))
@@ -72,10 +72,11 @@ public enum EventJournalEntry {
   /// to `to` (where it is now). Forward steps are notices: what became due fires late.
   /// Backward steps are warnings: nothing fires again, and events wait for their due time.
   public static func clockStep(from: Date, to: Date) -> [JournalField] {
-    let step = to.timeIntervalSince(from)
-    let forward = step >= 0
-    let size = JournalTime.approximate(abs(step))
-    let span = "from \(JournalTime.readable(from)) to \(JournalTime.readable(to))"
+    let step = to.duration(since: from)
+    let forward = step >= .zero
+    let magnitude = forward ? step : .zero - step
+    let size = TimeSpan.format(magnitude, style: .brief)
+    let span = "from \(CivilTime(from).readable) to \(CivilTime(to).readable)"
     let message =
       forward
       ? "Wall clock stepped forward by \(size), \(span); events that became due fire now, late"
@@ -85,7 +86,7 @@ public enum EventJournalEntry {
       JournalField(name: "MESSAGE_ID", value: MessageID.clockStep.rawValue),
       JournalField(name: "PRIORITY", value: String((forward ? Priority.notice : .warning).rawValue)),
       JournalField(name: "CLOCK_STEP_DIRECTION", value: forward ? "forward" : "backward"),
-      JournalField(name: "CLOCK_STEP_USEC", value: String(JournalTime.microseconds(abs(step)))),
+      JournalField(name: "CLOCK_STEP_USEC", value: String(JournalTime.microseconds(magnitude))),
       JournalField(name: "CLOCK_FROM_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(from))),
       JournalField(name: "CLOCK_TO_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(to))),
     ]
@@ -105,21 +106,21 @@ public enum EventJournalEntry {
   /// revision; computed from the event's due time otherwise.
   private static func endDate(of event: TrialEvent, trial: Trial) -> Date {
     if trial.revision == event.revision, trial.id == event.trialID { return trial.period.endDate }
-    return event.due.addingTimeInterval(event.kind.reminderOffset?.timeInterval ?? 0)
+    return event.due.adding(event.kind.reminderOffset ?? .zero)
   }
 
   private static func message(for entry: LedgerEntry, trial: Trial, end: Date) -> String {
     let event = entry.event
     let who = "Trial \(trial.subject) (id \(event.trialID))"
-    let endText = JournalTime.readable(end)
-    let late = entry.isLate ? ", fired \(JournalTime.approximate(entry.lateness)) late" : ""
+    let endText = CivilTime(end).readable
+    let late = entry.isLate ? ", fired \(TimeSpan.format(entry.lateness, style: .brief)) late" : ""
     switch (entry.outcome, event.kind) {
     case (.fired, .expiry):
       return "\(who) expired at \(endText)\(late)"
     case (.fired, .reminder(let offset)):
-      let remaining = end.timeIntervalSince(entry.takenAt)
-      if remaining > 0 {
-        return "\(who): \(JournalTime.left(remaining)) left, ends \(endText)\(late)"
+      let remaining = end.duration(since: entry.takenAt)
+      if remaining > .zero {
+        return "\(who): \(TimeSpan.format(remaining, style: .timeLeft)) left, ends \(endText)\(late)"
       }
       return "\(who): reminder \(TimeSpan.format(offset)) before the end, "
         + "the trial already ended at \(endText)\(late)"

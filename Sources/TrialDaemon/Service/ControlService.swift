@@ -40,10 +40,11 @@ public final class ControlService: DaemonService, @unchecked Sendable {
     options.maximumConnections = configuration.maxConnections
     options.maximumConnectionsPerUser = configuration.maxConnectionsPerUser
     options.reservedConnections = configuration.effectiveReservedConnections
-    options.connection.idleTimeout = configuration.idleTimeout.map {
-      .milliseconds(Int64($0.timeInterval * 1000))
+    // A timeout of 68 years or more is as good as none, and stays within Dispatch's range.
+    options.connection.idleTimeout = configuration.idleTimeout.flatMap {
+      $0 < .seconds(Int64(Int32.max)) ? $0 : nil
     }
-    options.connection.messageTimeout = .milliseconds(Int64(configuration.messageTimeout.timeInterval * 1000))
+    options.connection.messageTimeout = configuration.messageTimeout
     options.controlGroup = gid
     options.version = Daemon.version
 

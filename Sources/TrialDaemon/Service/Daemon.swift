@@ -181,11 +181,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   }
 
   private func engineSettings(_ configuration: DaemonConfiguration) -> EngineSettings {
-    var watchdog: TimeInterval?
-    if let interval = try? SystemdNotifier.watchdogInterval() {
-      let parts = interval.components
-      watchdog = (Double(parts.seconds) + Double(parts.attoseconds) / 1e18) / 2
-    }
+    let watchdog = (try? SystemdNotifier.watchdogInterval())?.map { $0 / 2 }
     return EngineSettings(
       defaultLength: configuration.defaultLength, defaultReminders: configuration.defaultReminders,
       policy: configuration.catchUp, watchdogInterval: watchdog)

@@ -77,7 +77,7 @@ public final class TrialsHandlers: @unchecked Sendable {
           let status = engine.status()
           return GetStatusReply(
             version: self.version, startedAt: self.startedAt,
-            uptime: Days(timeInterval: engine.clock.now().timeIntervalSince(self.startedAt)),
+            uptime: engine.clock.now().duration(since: self.startedAt),
             trials: TrialCounts(status.counts), pendingEvents: status.pendingEvents,
             nextEvent: status.nextEvent.map { EventObject(pending: $0, subject: status.nextSubject) },
             storeBytes: self.storeBytes(), connections: self.counters.connections,

@@ -99,5 +99,5 @@ func makeTrial(
 }
 
 func reminders(_ days: Double...) -> ReminderSchedule {
-  try! ReminderSchedule(days.map { Days($0) })
+  try! ReminderSchedule(days.map { Days($0).duration })
 }

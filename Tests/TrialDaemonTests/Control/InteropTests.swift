@@ -91,7 +91,7 @@ import TrialDaemonTesting
     let trial = try value("start", "trial", as: TrialObject.self)
     #expect(trial.id == TrialID(0x1A7E))
     #expect(trial.endsAt == ControlFixture.start.addingTimeInterval(2 * 86_400))
-    #expect(trial.reminders.map(\.days) == [Days(1)])
+    #expect(trial.reminders.map(\.duration) == [.days(1)])
     #expect(try value("get", "trial", as: TrialObject.self) == trial)
 
     #expect(steps["not-found"]?["error"] as? String == "io.trialwatch.TrialNotFound")

@@ -228,7 +228,7 @@ import TrialDaemonTesting
     let fixture = try ControlFixture(store: store, ids: [1, 2])
     let client = try fixture.client()
     _ = try client.startTrial(
-      StartTrialParameters(subject: "a", duration: Days(2), reminders: try ReminderSchedule([Days(1)])))
+      StartTrialParameters(subject: "a", duration: Days(2), reminders: try ReminderSchedule([.days(1)])))
     _ = try client.startTrial(
       StartTrialParameters(subject: "b", duration: Days(3), reminders: ReminderSchedule.none))
 

@@ -16,13 +16,13 @@ import TrialDaemonTesting
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
-        subject: "acme-42", duration: Days(3), reminders: try ReminderSchedule([Days(1), Days(2)])))
+        subject: "acme-42", duration: Days(3), reminders: try ReminderSchedule([.days(1), .days(2)])))
     #expect(trial.id == TrialID(0xACE))
     #expect(trial.subject == "acme-42")
     #expect(trial.state == .active)
     #expect(trial.startedAt == ControlFixture.start)
     #expect(trial.endsAt == ControlFixture.start.addingTimeInterval(3 * 86_400))
-    #expect(trial.reminders.map(\.days) == [Days(2), Days(1)])
+    #expect(trial.reminders.map(\.duration) == [.days(2), .days(1)])
     #expect(trial.revision == 1)
     #expect(trial.daysLeft == 3)
     #expect(trial.endedAt == nil)
@@ -34,7 +34,7 @@ import TrialDaemonTesting
     let client = try fixture.client()
     let defaulted = try client.startTrial(StartTrialParameters(subject: "default"))
     #expect(defaulted.endsAt == ControlFixture.start.addingTimeInterval(Days.defaultTrialLength.timeInterval))
-    #expect(defaulted.reminders.map(\.days) == ReminderSchedule.default.offsets)
+    #expect(defaulted.reminders.map(\.duration) == ReminderSchedule.default.offsets)
 
     let end = ControlFixture.start.addingTimeInterval(10 * 86_400)
     let fixed = try client.startTrial(
@@ -244,22 +244,22 @@ import TrialDaemonTesting
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
-        subject: "acme", duration: Days(5), reminders: try ReminderSchedule([Days(3), Days(1)])))
+        subject: "acme", duration: Days(5), reminders: try ReminderSchedule([.days(3), .days(1)])))
     var plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.pending, .pending, .pending])
     #expect(plan.map(\.kind) == [.reminder, .reminder, .expiry])
-    #expect(plan.map(\.offset?.days) == [Days(3), Days(1), nil])
+    #expect(plan.map(\.offset?.duration) == [.days(3), .days(1), nil])
     #expect(plan.last?.due == trial.endsAt)
 
     // Asleep past the first reminder: it is taken a minute late, on waking.
     fixture.jump(by: 2 * 86_400 + 60)
     let fired = fixture.fireDue()
     #expect(fired.map(\.kind) == [.reminder])
-    #expect(fired.map(\.lateness?.days) == [Days(timeInterval: 60)])
+    #expect(fired.map(\.lateness?.duration) == [.seconds(60)])
     plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.delivered, .pending, .pending])
     #expect(plan[0].takenAt == fixture.now)
-    #expect(plan[0].lateness?.days == Days(timeInterval: 60))
+    #expect(plan[0].lateness?.duration == .seconds(60))
     #expect(plan[0].id == fired.first?.id)
 
     _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted))
@@ -280,7 +280,7 @@ import TrialDaemonTesting
     // Three days before a two-day trial's end is already past.
     let trial = try client.startTrial(
       StartTrialParameters(
-        subject: "short", duration: Days(2), reminders: try ReminderSchedule([Days(3), Days(1)])))
+        subject: "short", duration: Days(2), reminders: try ReminderSchedule([.days(3), .days(1)])))
     var plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.skipped, .pending, .pending])
     #expect(plan[0].reason == "already-due-at-start")
@@ -289,8 +289,8 @@ import TrialDaemonTesting
 
     fixture.advance(by: day)
     let reminder = fixture.fireDue()
-    #expect(reminder.map(\.offset?.days) == [Days(1)])
-    #expect(reminder.map(\.lateness?.days) == [nil])
+    #expect(reminder.map(\.offset?.duration) == [.days(1)])
+    #expect(reminder.map(\.lateness?.duration) == [nil])
 
     // Moved to half a day from now: both reminders of the new revision are already due.
     let end = fixture.now.addingTimeInterval(day / 2)
@@ -308,7 +308,7 @@ import TrialDaemonTesting
     #expect(status.pendingEvents == 1)
     #expect(status.nextEvent?.id == plan.last?.id)
     #expect(status.nextEvent?.subject == "short")
-    #expect(try client.simulate(SimulateParameters(at: .fromNow(Days(1)))).map(\.id) == [plan[4].id])
+    #expect(try client.simulate(SimulateParameters(at: .fromNow(.days(1)))).map(\.id) == [plan[4].id])
   }
 
   @Test(arguments: StoreKind.allCases)
@@ -316,7 +316,7 @@ import TrialDaemonTesting
     let fixture = try ControlFixture(store: store, ids: [7, 8])
     let client = try fixture.client()
     let trial = try client.startTrial(
-      StartTrialParameters(subject: "acme", duration: Days(2), reminders: try ReminderSchedule([Days(1)])))
+      StartTrialParameters(subject: "acme", duration: Days(2), reminders: try ReminderSchedule([.days(1)])))
     _ = try client.startTrial(
       StartTrialParameters(subject: "other", duration: Days(9), reminders: ReminderSchedule.none))
     fixture.advance(by: 86_400)
@@ -325,7 +325,7 @@ import TrialDaemonTesting
     let fired = fixture.fireDue()
     #expect(fired.map(\.kind) == [.expiry])
     #expect(fired.map(\.subject) == ["acme"])
-    #expect(fired.map(\.lateness?.days) == [nil])
+    #expect(fired.map(\.lateness?.duration) == [nil])
 
     let expired = try client.getTrial(GetTrialParameters(id: trial.id))
     #expect(expired.state == .expired)
@@ -357,7 +357,7 @@ import TrialDaemonTesting
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
-        subject: "sleepy", duration: Days(3), reminders: try ReminderSchedule([Days(2), Days(1)])))
+        subject: "sleepy", duration: Days(3), reminders: try ReminderSchedule([.days(2), .days(1)])))
     let watcher = try fixture.client()
     try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
     #expect(try watcher.receive().continues)
@@ -373,12 +373,12 @@ import TrialDaemonTesting
     #expect(events.map(\.kind) == [.reminder, .reminder, .expiry])
     #expect(events.map(\.state) == [.skipped, .skipped, .fired])
     #expect(events.map(\.reason) == ["superseded-by-expiry", "superseded-by-expiry", nil])
-    let late = [2 * 86_400 + 3600, 86_400 + 3600, 3600].map { Days(timeInterval: $0) }
-    #expect(events.map(\.lateness?.days) == late)
+    let late = [2 * 86_400 + 3600, 86_400 + 3600, 3600].map { Duration.seconds($0) }
+    #expect(events.map(\.lateness?.duration) == late)
     #expect(events.allSatisfy { $0.takenAt == fixture.now && $0.subject == "sleepy" })
     let plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.skipped, .skipped, .delivered])
-    #expect(plan.last?.lateness?.days == Days(timeInterval: 3600))
+    #expect(plan.last?.lateness?.duration == .seconds(3600))
     #expect(try client.getTrial(GetTrialParameters(id: trial.id)).endedAt == fixture.now, "when it was taken")
     #expect(try client.getStatus().trials == TrialCounts(expired: 1))
   }
@@ -391,7 +391,7 @@ import TrialDaemonTesting
       StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
     _ = try client.startTrial(
       StartTrialParameters(subject: "b", duration: Days(6), reminders: ReminderSchedule.none))
-    let soon = try client.simulate(SimulateParameters(at: .fromNow(Days(3))))
+    let soon = try client.simulate(SimulateParameters(at: .fromNow(.days(3))))
     #expect(soon.map(\.trialId) == [TrialID(1)])
     #expect(soon.first?.state == .fired)
     #expect(soon.first?.subject == "a")
@@ -424,7 +424,7 @@ import TrialDaemonTesting
     #expect(status.trials == TrialCounts(active: 2, cancelled: 1))
     #expect(status.pendingEvents == 2)
     #expect(status.nextEvent?.trialId == TrialID(2))
-    #expect(status.uptime.days == Days(timeInterval: 3600))
+    #expect(status.uptime.duration == .seconds(3600))
     #expect(status.connections == 1)
     #expect(status.watchers == 0)
     let extra = remoteError {
