@@ -125,7 +125,7 @@ private struct CallFigures {
 }
 
 private final class ClientRun: @unchecked Sendable {
-  var latencies: [UInt64] = []
+  var latencies = Latencies()
   var failure: (any Error)?
 }
 
@@ -147,7 +147,6 @@ private func measureCalls(
     done.enter()
     let thread = Thread {
       defer { done.leave() }
-      run.latencies.reserveCapacity(callsPerClient)
       do {
         // Warm up the connection and the caches.
         for call in 0..<200 { try roundTrip(connection, request(index, -1 - call)) }
@@ -162,7 +161,7 @@ private func measureCalls(
         for call in 0..<callsPerClient {
           let reply = try connection.receive()
           if let error = reply.error { throw ControlError(name: error, parameters: reply.parameters) }
-          run.latencies.append(DispatchTime.now().uptimeNanoseconds - sentAt[call])
+          run.latencies.record(nanoseconds: DispatchTime.now().uptimeNanoseconds - sentAt[call])
           let next = call + depth
           if next < callsPerClient {
             sentAt.append(DispatchTime.now().uptimeNanoseconds)
@@ -182,12 +181,9 @@ private func measureCalls(
   done.wait()
   let elapsed = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
   for run in runs { if let failure = run.failure { throw failure } }
-  let all = runs.flatMap(\.latencies).sorted()
-  func percentile(_ p: Double) -> Double {
-    Double(all[min(all.count - 1, Int(Double(all.count) * p))]) / 1e6
-  }
-  return CallFigures(
-    requestsPerSecond: Double(all.count) / elapsed, p50: percentile(0.50), p99: percentile(0.99))
+  var all = Latencies()
+  for run in runs { all.add(run.latencies) }
+  return CallFigures(requestsPerSecond: Double(all.count) / elapsed, p50: all.p50, p99: all.p99)
 }
 
 private func roundTrip(_ connection: VarlinkClient, _ request: [UInt8]) throws {

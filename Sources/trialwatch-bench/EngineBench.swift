@@ -10,19 +10,18 @@ private final class LatenessSink: EventSink, @unchecked Sendable {
   // @unchecked: written on the engine queue, read after `done` is signalled.
   let clock: any WallClock
   let expected: Int
-  var lateness: [Double] = []
+  var lateness = Latencies()
   var lastDelivery: Date?
   let done = DispatchSemaphore(value: 0)
 
   init(clock: any WallClock, expected: Int) {
     self.clock = clock
     self.expected = expected
-    lateness.reserveCapacity(expected)
   }
 
   func deliver(_ entry: LedgerEntry, trial: Trial) throws {
     let now = clock.now()
-    lateness.append(now.timeIntervalSince(entry.event.due))
+    lateness.record(seconds: now.timeIntervalSince(entry.event.due))
     lastDelivery = now
     if lateness.count == expected { done.signal() }
   }
@@ -68,10 +67,8 @@ func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws 
     let ends = (0..<10_000).map { _ in start.addingTimeInterval(Double.random(in: 0..<10, using: &generator))
     }
     let sink = try runEngine(repository: try makeRepository(directory), ends: ends, label: "lateness")
-    let sorted = sink.lateness.sorted().map { $0 * 1000 }
-    report("engine_fire_lateness_p50", percentile(sorted, 0.5), "ms")
-    report("engine_fire_lateness_p99", percentile(sorted, 0.99), "ms")
-    report("engine_fire_lateness_max", sorted.last ?? .nan, "ms")
+    sink.lateness.reportFigures(
+      p50: "engine_fire_lateness_p50", p99: "engine_fire_lateness_p99", max: "engine_fire_lateness_max")
   }
 
   // 100,000 events due in the same second.
