@@ -7,6 +7,12 @@ func report(_ name: String, _ value: Double, _ unit: String, digits: Int = 3) {
   fflush(nil)
 }
 
+/// A failure of the bench, in words.
+struct BenchError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
 /// Seconds `body` took, on a monotonic clock.
 func measure(_ body: () throws -> Void) rethrows -> Double {
   let clock = ContinuousClock()

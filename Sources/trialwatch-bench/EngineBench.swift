@@ -49,11 +49,6 @@ private func runEngine(repository: any TrialRepository, ends: [Date], label: Str
   return sink
 }
 
-struct BenchError: Error, CustomStringConvertible {
-  var description: String
-  init(_ description: String) { self.description = description }
-}
-
 /// The engine on the real Dispatch path, with durable commits to `makeRepository`'s store.
 func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws {
   let clock = SystemWallClock()
