@@ -7,6 +7,11 @@ func report(_ name: String, _ value: Double, _ unit: String, digits: Int = 3) {
   fflush(nil)
 }
 
+/// A note for the reader on stderr, which figures never go to.
+func note(_ text: String) {
+  FileHandle.standardError.write(Data("note: \(text)\n".utf8))
+}
+
 /// A failure of the bench, in words.
 struct BenchError: Error, CustomStringConvertible {
   var description: String

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 #if canImport(Glibc)
@@ -82,10 +83,7 @@ final class DaemonProcess {
     }
     guard ready else {
       let exited = !process.isRunning
-      if !exited {
-        process.terminate()
-        process.waitUntilExit()
-      }
+      halt()
       throw BenchError(
         "\(executable.path) \(exited ? "exited" : "did not report READY=1 within \(Int(timeout)) s")"
           + logTail())
@@ -93,10 +91,7 @@ final class DaemonProcess {
   }
 
   deinit {
-    if process.isRunning {
-      process.terminate()
-      process.waitUntilExit()
-    }
+    halt()
   }
 
   /// The next sd_notify message, or nil after `timeout` seconds without one.
@@ -107,11 +102,24 @@ final class DaemonProcess {
   /// Stops the daemon with SIGTERM, as systemd does; fails when it does not exit cleanly.
   func stop() throws {
     guard process.isRunning else { throw BenchError("trialwatchd ended before it was stopped" + logTail()) }
-    process.terminate()
-    process.waitUntilExit()
+    guard halt() else { throw BenchError("trialwatchd did not stop within 10 s of SIGTERM" + logTail()) }
     guard process.terminationReason == .exit, process.terminationStatus == 0 else {
       throw BenchError("trialwatchd stopped with status \(process.terminationStatus)" + logTail())
     }
+  }
+
+  /// Sends SIGTERM if the daemon still runs and waits for its end; after `timeout` seconds,
+  /// kills it. Whether it ended on SIGTERM.
+  @discardableResult
+  private func halt(timeout: Double = 10) -> Bool {
+    guard process.isRunning else { return true }
+    process.terminate()
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning, Date() < deadline { usleep(10_000) }
+    let ended = !process.isRunning
+    if !ended { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    return ended
   }
 
   /// The last lines the daemon logged, to explain a failure.
@@ -122,14 +130,17 @@ final class DaemonProcess {
   }
 }
 
-/// A datagram socket that sd_notify messages are sent to.
+/// A datagram socket that sd_notify messages are sent to, read all the time as systemd
+/// reads it: a sender blocks once the socket's queue is full, and trialwatchd sends a status
+/// with its changes. Messages wait for `receive` in order (the latest 10,000 at most).
 final class NotifySocket {
   let path: String
-  private let fd: Int32
+  private let inbox: Inbox
+  private let ended = DispatchSemaphore(value: 0)
 
   init(path: String) throws {
     self.path = path
-    fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw BenchError("cannot make a datagram socket: errno \(errno)") }
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
@@ -149,19 +160,74 @@ final class NotifySocket {
       close(fd)
       throw BenchError("cannot bind \(path): errno \(failure)")
     }
+    let inbox = Inbox(fd: fd)
+    self.inbox = inbox
+    let ended = ended
+    Thread {
+      inbox.readUntilStopped()
+      ended.signal()
+    }.start()
   }
 
   deinit {
-    close(fd)
+    inbox.stop()
+    ended.wait()
+    close(inbox.fd)
     unlink(path)
   }
 
   /// The next message, or nil after `timeout` seconds without one.
   func receive(timeout: Double) -> String? {
-    var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    guard poll(&poller, 1, Int32(timeout * 1000)) == 1 else { return nil }
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    let count = recv(fd, &buffer, buffer.count, 0)
-    return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
+    inbox.next(timeout: timeout)
+  }
+
+  /// The socket and the messages read from it, shared with the thread that reads them.
+  private final class Inbox: @unchecked Sendable {
+    // @unchecked: `messages` and `stopped` are guarded by `condition`.
+    let fd: Int32
+    private let condition = NSCondition()
+    private var messages: [String] = []
+    private var stopped = false
+    private static let kept = 10_000
+
+    init(fd: Int32) {
+      self.fd = fd
+    }
+
+    /// Reads messages as they come until `stop()`; looks for that a few times a second.
+    func readUntilStopped() {
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      while true {
+        condition.lock()
+        let stop = stopped
+        condition.unlock()
+        if stop { return }
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 200) == 1 else { continue }
+        let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        guard count > 0 else { continue }
+        condition.lock()
+        messages.append(String(decoding: buffer[0..<count], as: UTF8.self))
+        if messages.count > Self.kept { messages.removeFirst(messages.count - Self.kept) }
+        condition.signal()
+        condition.unlock()
+      }
+    }
+
+    func stop() {
+      condition.lock()
+      stopped = true
+      condition.unlock()
+    }
+
+    func next(timeout: Double) -> String? {
+      let deadline = Date().addingTimeInterval(timeout)
+      condition.lock()
+      defer { condition.unlock() }
+      while messages.isEmpty {
+        if !condition.wait(until: deadline) { return nil }
+      }
+      return messages.removeFirst()
+    }
   }
 }

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import TrialControl
 import TrialCore
 import TrialDaemon
 import TrialStore
@@ -76,17 +75,4 @@ func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws 
     let last = sink.lastDelivery ?? due
     report("engine_burst_100k_done", last.timeIntervalSince(due.addingTimeInterval(0.999)), "s")
   }
-}
-
-/// The daemon's own backend for the control bench: the engine on its Dispatch queue over an
-/// LMDB store in a temporary directory (left for the system's temporary-file cleanup).
-func makeEngineBackend() throws -> any TrialsBackend {
-  let directory = try temporaryDirectory("control")
-  let repository = try LMDBTrialRepository(directory: directory.path)
-  let queue = DispatchQueue(label: "trialwatch.bench.control")
-  let scheduler = DispatchWakeScheduler(queue: queue)
-  let engine = Engine(repository: repository, scheduler: scheduler)
-  _ = try queue.sync { try engine.start() }
-  return EngineTrialsBackend(
-    engine: engine, queue: queue, startedAt: scheduler.clock.now(), storeBytes: { nil })
 }

@@ -130,10 +130,27 @@ enum TrialsCalls {
   }
 
   /// A call message and its NUL.
-  private static func encode(method: String, parameters: [String: String]) -> [UInt8] {
-    let message: [String: Any] = ["method": "\(interface).\(method)", "parameters": parameters]
-    // Strings only: the encoding cannot fail.
-    let data = try! JSONSerialization.data(withJSONObject: message, options: [.sortedKeys])
-    return Array(data) + [0]
+  private static func encode(method: String, parameters: KeyValuePairs<String, String>) -> [UInt8] {
+    var text = #"{"method":"# + quoted("\(interface).\(method)") + #","parameters":{"#
+    for (index, (name, value)) in parameters.enumerated() {
+      if index > 0 { text += "," }
+      text += quoted(name) + ":" + quoted(value)
+    }
+    text += "}}"
+    return Array(text.utf8) + [0]
+  }
+
+  /// `text` as a JSON string.
+  private static func quoted(_ text: String) -> String {
+    var result = "\""
+    for scalar in text.unicodeScalars {
+      switch scalar {
+      case "\"": result += "\\\""
+      case "\\": result += "\\\\"
+      case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
+      default: result.unicodeScalars.append(scalar)
+      }
+    }
+    return result + "\""
   }
 }
