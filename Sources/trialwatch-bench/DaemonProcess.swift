@@ -84,9 +84,11 @@ final class DaemonProcess {
     guard ready else {
       let exited = !process.isRunning
       halt()
-      throw BenchError(
-        "\(executable.path) \(exited ? "exited" : "did not report READY=1 within \(Int(timeout)) s")"
-          + logTail())
+      let what =
+        exited
+        ? "exited with status \(process.terminationStatus) before READY=1"
+        : "did not report READY=1 within \(Int(timeout)) s"
+      throw BenchError("\(executable.path) \(what)" + logTail())
     }
   }
 
