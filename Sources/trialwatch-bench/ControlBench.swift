@@ -15,13 +15,32 @@ import Foundation
 ///     control_get_rps_4, _p50_4, _p99_4    the same, 4 clients at once
 ///     control_start_rps_4, _p99_4          durable StartTrial, 4 clients, one call at a time
 ///     control_start_pipelined_rps_4, _p99_4    the same with 32 calls in flight per client
+///
+/// With `TRIALWATCH_BENCH_BASELINE_DAEMON` naming another trialwatchd (an older build, say),
+/// the same calls are made to it as well, in turns: baseline, current, baseline, current.
+/// Each figure is the better of its two rounds; the baseline's carry the suffix `_baseline`.
 func runControlBench() throws {
   report("control_socket_floor_rps", try socketPingPongRate(), "req/s", digits: 0)
 
   let identity = try clientIdentity()
-  for figure in try measureDaemon(executable: try DaemonProcess.builtExecutable, identity: identity) {
-    figure.report(suffix: "")
+  let current = try DaemonProcess.builtExecutable
+  guard let baselinePath = ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_BASELINE_DAEMON"],
+    !baselinePath.isEmpty
+  else {
+    for figure in try measureDaemon(executable: current, identity: identity) { figure.report(suffix: "") }
+    return
   }
+  let baseline = URL(fileURLWithPath: baselinePath)
+  var currentRounds: [[ControlFigure]] = []
+  var baselineRounds: [[ControlFigure]] = []
+  for round in 1...2 {
+    note("control round \(round) of 2: baseline \(baseline.path)")
+    baselineRounds.append(try measureDaemon(executable: baseline, identity: identity))
+    note("control round \(round) of 2: current \(current.path)")
+    currentRounds.append(try measureDaemon(executable: current, identity: identity))
+  }
+  for figure in ControlFigure.best(of: currentRounds) { figure.report(suffix: "") }
+  for figure in ControlFigure.best(of: baselineRounds) { figure.report(suffix: "_baseline") }
 }
 
 /// One figure of a round.
@@ -42,6 +61,20 @@ private struct ControlFigure {
     case .rate: trialwatch_bench.report(name + suffix, value, "req/s", digits: 0)
     case .latency: trialwatch_bench.report(name + suffix, value, "ms", digits: Latencies.digits)
     }
+  }
+
+  /// Each figure's better value over rounds that measured the same figures in the same order.
+  static func best(of rounds: [[ControlFigure]]) -> [ControlFigure] {
+    guard var best = rounds.first else { return [] }
+    for round in rounds.dropFirst() {
+      for (index, figure) in round.enumerated() {
+        switch figure.kind {
+        case .rate: best[index].value = Swift.max(best[index].value, figure.value)
+        case .latency: best[index].value = Swift.min(best[index].value, figure.value)
+        }
+      }
+    }
+    return best
   }
 }
 
