@@ -19,6 +19,7 @@ let package = Package(
     .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
   ],
   targets: [
     // The domain and the scheduling logic: no I/O, no C, no Dispatch.
@@ -89,7 +90,10 @@ let package = Package(
     // Benchmarks: `make bench` prints every figure as `name: value unit`.
     .executableTarget(
       name: "trialwatch-bench",
-      dependencies: ["TrialCore", "TrialStore", "TrialControl", "TrialDaemon"]
+      dependencies: [
+        "TrialCore", "TrialStore", "TrialControl", "TrialDaemon",
+        .product(name: "Histogram", package: "hdrhistogram-swift"),
+      ]
     ),
 
     .testTarget(

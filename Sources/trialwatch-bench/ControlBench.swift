@@ -1,18 +1,164 @@
 import Dispatch
 import Foundation
-import Logging
-import TrialControl
-import TrialCore
-import TrialDaemon
 
-/// GetTrial round trips through the control socket: requests per second and p50/p99 latency,
-/// with 1 and 4 clients each on its own thread and connection, calls one at a time.
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The control socket of trialwatchd, measured from outside: the daemon built beside this
+/// bench runs as a process of its own, with 1,000 trials, and the calls come from another
+/// process (see `ControlClient`), as `nobody` in group `nogroup` when the bench runs as
+/// root; the daemon's `ControlGroup=` is that group, so every change goes through the same
+/// check as any other client's.
 ///
-/// `makeBackend` is the backend behind the server: an in-memory one by default; the daemon's
-/// engine to measure the whole path.
-func runControlBench(makeBackend: () throws -> TrialsHandlers) throws {
-  print("control_socket_floor_rps: \(Int(try socketPingPongRate())) req/s")
-  try runControlBench(makeBackend: makeBackend, suffix: "")
+///     control_get_rps_1, _p50_1, _p99_1    GetTrial round trips, 1 client
+///     control_get_rps_4, _p50_4, _p99_4    the same, 4 clients at once
+///     control_start_rps_4, _p99_4          durable StartTrial, 4 clients, one call at a time
+///     control_start_pipelined_rps_4, _p99_4    the same with 32 calls in flight per client
+///
+/// With `TRIALWATCH_BENCH_BASELINE_DAEMON` naming another trialwatchd (an older build, say),
+/// the same calls are made to it as well, in turns: baseline, current, baseline, current.
+/// Each figure is the better of its two rounds; the baseline's carry the suffix `_baseline`.
+func runControlBench() throws {
+  report("control_socket_floor_rps", try socketPingPongRate(), "req/s", digits: 0)
+
+  let identity = try clientIdentity()
+  let current = try DaemonProcess.builtExecutable
+  guard let baselinePath = ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_BASELINE_DAEMON"],
+    !baselinePath.isEmpty
+  else {
+    for figure in try measureDaemon(executable: current, identity: identity) { figure.report(suffix: "") }
+    return
+  }
+  let baseline = URL(fileURLWithPath: baselinePath)
+  var currentRounds: [[ControlFigure]] = []
+  var baselineRounds: [[ControlFigure]] = []
+  for round in 1...2 {
+    note("control round \(round) of 2: baseline \(baseline.path)")
+    baselineRounds.append(try measureDaemon(executable: baseline, identity: identity))
+    note("control round \(round) of 2: current \(current.path)")
+    currentRounds.append(try measureDaemon(executable: current, identity: identity))
+  }
+  for figure in ControlFigure.best(of: currentRounds) { figure.report(suffix: "") }
+  for figure in ControlFigure.best(of: baselineRounds) { figure.report(suffix: "_baseline") }
+}
+
+/// One figure of a round.
+private struct ControlFigure {
+  enum Kind {
+    /// Calls a second: higher is better.
+    case rate
+    /// Milliseconds: lower is better.
+    case latency
+  }
+
+  var name: String
+  var kind: Kind
+  var value: Double
+
+  func report(suffix: String) {
+    switch kind {
+    case .rate: trialwatch_bench.report(name + suffix, value, "req/s", digits: 0)
+    case .latency: trialwatch_bench.report(name + suffix, value, "ms", digits: Latencies.digits)
+    }
+  }
+
+  /// Each figure's better value over rounds that measured the same figures in the same order.
+  static func best(of rounds: [[ControlFigure]]) -> [ControlFigure] {
+    guard var best = rounds.first else { return [] }
+    for round in rounds.dropFirst() {
+      for (index, figure) in round.enumerated() {
+        switch figure.kind {
+        case .rate: best[index].value = Swift.max(best[index].value, figure.value)
+        case .latency: best[index].value = Swift.min(best[index].value, figure.value)
+        }
+      }
+    }
+    return best
+  }
+}
+
+/// Who the control clients run as: `nobody` in group `nogroup` (nor in any other) when the
+/// bench runs as root; else this user, with a note, since only root can switch.
+private func clientIdentity() throws -> ControlClient.Identity? {
+  guard geteuid() == 0 else {
+    note(
+      "not running as root: the control clients run as this user, whom the daemon lets change trials "
+        + "as its own user rather than through ControlGroup=")
+    return nil
+  }
+  guard let user = getpwnam("nobody") else {
+    throw BenchError("no user nobody to run the control clients as")
+  }
+  guard let group = getgrnam("nogroup") ?? getgrnam("nobody") else {
+    throw BenchError("no group nogroup (nor nobody) to run the control clients in")
+  }
+  return ControlClient.Identity(uid: user.pointee.pw_uid, gid: group.pointee.gr_gid)
+}
+
+/// Every control figure of one daemon, started afresh from `executable`, in print order.
+private func measureDaemon(executable: URL, identity: ControlClient.Identity?) throws -> [ControlFigure] {
+  // Under /tmp, searchable by all, so that the clients' user reaches the socket in it; the
+  // store inside stays the daemon's.
+  var template = Array("/tmp/trialwatch-bench-control-XXXXXX".utf8CString)
+  guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp: errno \(errno)") }
+  let directory = URL(fileURLWithPath: String(cString: made))
+  defer { try? FileManager.default.removeItem(at: directory) }
+  guard chmod(directory.path, 0o711) == 0 else { throw BenchError("chmod \(directory.path): errno \(errno)") }
+
+  // The socket is in the clients' group, mode 0660, and that group may change trials.
+  let group = identity?.gid ?? getegid()
+  let daemon = try DaemonProcess(
+    executable: executable, directory: directory,
+    configuration: "[Daemon]\nSocketGroup=\(group)\nControlGroup=\(group)\n")
+
+  // A thousand trials to look up.
+  var ids: [String] = []
+  do {
+    let seeder = try RawVarlinkConnection(path: daemon.socketPath)
+    for index in 0..<1000 {
+      ids.append(
+        try TrialsCalls.trialID(inReply: try seeder.call(TrialsCalls.startTrial(subject: "bench-\(index)"))))
+    }
+  }
+  let idsFile = directory.appendingPathComponent("ids")
+  try ids.joined(separator: "\n").write(to: idsFile, atomically: true, encoding: .utf8)
+
+  var figures: [ControlFigure] = []
+  func run(_ scenario: ControlClient.Scenario, clients: Int, calls: Int, depth: Int = 1) throws
+    -> ControlClient.Report
+  {
+    try ControlClient.run(
+      socket: daemon.socketPath, scenario: scenario, clients: clients, calls: calls, depth: depth,
+      ids: scenario == .get ? idsFile.path : nil, identity: identity)
+  }
+
+  for clients in [1, 4] {
+    let gets = try run(.get, clients: clients, calls: 80_000 / clients)
+    figures += [
+      ControlFigure(name: "control_get_rps_\(clients)", kind: .rate, value: gets.requestsPerSecond),
+      ControlFigure(name: "control_get_p50_\(clients)", kind: .latency, value: gets.latencies.p50),
+      ControlFigure(name: "control_get_p99_\(clients)", kind: .latency, value: gets.latencies.p99),
+    ]
+  }
+
+  // Durable StartTrial: each answered only once committed (group commit across clients).
+  let starts = try run(.start, clients: 4, calls: 5_000)
+  figures += [
+    ControlFigure(name: "control_start_rps_4", kind: .rate, value: starts.requestsPerSecond),
+    ControlFigure(name: "control_start_p99_4", kind: .latency, value: starts.latencies.p99),
+  ]
+
+  // The same with each client pipelining 32 calls (Varlink allows it): the daemon runs a
+  // connection's changes together, so a group commit takes up to 4 × 32 of them.
+  let pipelined = try run(.start, clients: 4, calls: 20_000, depth: 32)
+  figures += [
+    ControlFigure(name: "control_start_pipelined_rps_4", kind: .rate, value: pipelined.requestsPerSecond),
+    ControlFigure(name: "control_start_pipelined_p99_4", kind: .latency, value: pipelined.latencies.p99),
+  ]
+
+  try daemon.stop()
+  return figures
 }
 
 /// The floor under every round-trip figure: two threads passing 100 bytes back and forth
@@ -20,7 +166,9 @@ func runControlBench(makeBackend: () throws -> TrialsHandlers) throws {
 /// and no Dispatch. Round trips per second.
 private func socketPingPongRate(roundTrips: Int = 50_000) throws -> Double {
   var pair: [Int32] = [0, 0]
-  guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { throw POSIXError(.EIO) }
+  guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else {
+    throw BenchError("socketpair: errno \(errno)")
+  }
   defer {
     close(pair[0])
     close(pair[1])
@@ -39,11 +187,11 @@ private func socketPingPongRate(roundTrips: Int = 50_000) throws -> Double {
   var buffer = [UInt8](repeating: 0, count: 256)
   let began = DispatchTime.now().uptimeNanoseconds
   for _ in 0..<roundTrips {
-    guard write(pair[0], buffer, 100) == 100 else { throw POSIXError(.EIO) }
+    guard write(pair[0], buffer, 100) == 100 else { throw BenchError("socket floor: write failed") }
     var received = 0
     while received < 100 {
       let count = read(pair[0], &buffer, buffer.count)
-      guard count > 0 else { throw POSIXError(.EIO) }
+      guard count > 0 else { throw BenchError("socket floor: read failed") }
       received += count
     }
   }
@@ -51,154 +199,4 @@ private func socketPingPongRate(roundTrips: Int = 50_000) throws -> Double {
   shutdown(pair[0], Int32(SHUT_WR))
   echoed.wait()
   return Double(roundTrips) / elapsed
-}
-
-private func runControlBench(makeBackend: () throws -> TrialsHandlers, suffix: String) throws {
-  var template = Array("/tmp/trialwatch-bench-XXXXXX".utf8CString)
-  guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
-  let directory = String(cString: made)
-  defer { try? FileManager.default.removeItem(atPath: directory) }
-  let path = directory + "/io.trialwatch"
-
-  let server = try ControlServer(
-    listener: .bind(path: path, group: nil), routes: try makeBackend().routes,
-    logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
-  server.start()
-  defer {
-    let stopped = DispatchSemaphore(value: 0)
-    server.stop { stopped.signal() }
-    _ = stopped.wait(timeout: .now() + 10)
-  }
-
-  // A thousand trials to look up.
-  let seeder = try VarlinkClient(path: path)
-  var ids: [TrialID] = []
-  for index in 0..<1000 {
-    ids.append(
-      try seeder.call(Trials.startTrial, StartTrialParameters(subject: "bench-\(index)", duration: Days(30)))
-        .trial.id)
-  }
-  seeder.close()
-
-  // Requests are encoded before timing starts: the figures are the socket, server and backend.
-  let encoder = WireCoding.makeEncoder()
-  let gets = ids.map {
-    encoder.message(
-      OutgoingCall(method: Trials.getTrial.qualifiedName, parameters: GetTrialParameters(id: $0)))
-  }
-  for clients in [1, 4] {
-    let perClient = 80_000 / clients
-    let result = try measureCalls(path: path, clients: clients, callsPerClient: perClient) { client, call in
-      gets[((call * 7 + client) % gets.count + gets.count) % gets.count]
-    }
-    print("control_get_rps_\(clients)\(suffix): \(Int(result.requestsPerSecond)) req/s")
-    print("control_get_p50_\(clients)\(suffix): \(format(result.p50)) ms")
-    print("control_get_p99_\(clients)\(suffix): \(format(result.p99)) ms")
-  }
-
-  // Durable StartTrial: each answered only once committed (group commit across clients).
-  let clients = 4
-  let starts = try measureCalls(path: path, clients: clients, callsPerClient: 5_000) { client, call in
-    encoder.message(
-      OutgoingCall(
-        method: Trials.startTrial.qualifiedName,
-        parameters: StartTrialParameters(subject: "load-\(client)-\(call)", duration: Days(30))))
-  }
-  print("control_start_rps_\(clients)\(suffix): \(Int(starts.requestsPerSecond)) req/s")
-  print("control_start_p99_\(clients)\(suffix): \(format(starts.p99)) ms")
-
-  // The same with each client pipelining 32 calls (Varlink allows it): the daemon runs a
-  // connection's changes together, so a group commit takes up to 4 × 32 of them.
-  let pipelined = try measureCalls(path: path, clients: clients, callsPerClient: 20_000, depth: 32) {
-    client, call in
-    encoder.message(
-      OutgoingCall(
-        method: Trials.startTrial.qualifiedName,
-        parameters: StartTrialParameters(subject: "pipelined-\(client)-\(call)", duration: Days(30))))
-  }
-  print("control_start_pipelined_rps_\(clients)\(suffix): \(Int(pipelined.requestsPerSecond)) req/s")
-  print("control_start_pipelined_p99_\(clients)\(suffix): \(format(pipelined.p99)) ms")
-}
-
-private struct CallFigures {
-  var requestsPerSecond: Double
-  /// Milliseconds.
-  var p50: Double
-  var p99: Double
-}
-
-private final class ClientRun: @unchecked Sendable {
-  var latencies: [UInt64] = []
-  var failure: (any Error)?
-}
-
-/// Runs `callsPerClient` calls on each of `clients` connections at once, `depth` calls in
-/// flight per connection (1: one at a time); `request(client, call)` gives each call's bytes
-/// (negative calls warm up). A call's latency runs from its sending to its reply.
-private func measureCalls(
-  path: String, clients: Int, callsPerClient: Int, depth: Int = 1, request: @escaping (Int, Int) -> [UInt8]
-) throws -> CallFigures {
-  let runs = (0..<clients).map { _ in ClientRun() }
-  let connections = try (0..<clients).map { _ in try VarlinkClient(path: path) }
-  nonisolated(unsafe) let request = request
-  let ready = DispatchGroup()
-  let start = DispatchSemaphore(value: 0)
-  let done = DispatchGroup()
-  for (index, run) in runs.enumerated() {
-    nonisolated(unsafe) let connection = connections[index]
-    ready.enter()
-    done.enter()
-    let thread = Thread {
-      defer { done.leave() }
-      run.latencies.reserveCapacity(callsPerClient)
-      do {
-        // Warm up the connection and the caches.
-        for call in 0..<200 { try roundTrip(connection, request(index, -1 - call)) }
-        ready.leave()
-        start.wait()
-        var sentAt: [UInt64] = []
-        sentAt.reserveCapacity(callsPerClient)
-        for call in 0..<min(depth, callsPerClient) {
-          sentAt.append(DispatchTime.now().uptimeNanoseconds)
-          try connection.sendBytes(request(index, call))
-        }
-        for call in 0..<callsPerClient {
-          let reply = try connection.receive()
-          if let error = reply.controlError { throw error }
-          run.latencies.append(DispatchTime.now().uptimeNanoseconds - sentAt[call])
-          let next = call + depth
-          if next < callsPerClient {
-            sentAt.append(DispatchTime.now().uptimeNanoseconds)
-            try connection.sendBytes(request(index, next))
-          }
-        }
-      } catch {
-        run.failure = error
-        ready.leave()
-      }
-    }
-    thread.start()
-  }
-  ready.wait()
-  let began = DispatchTime.now().uptimeNanoseconds
-  for _ in 0..<clients { start.signal() }
-  done.wait()
-  let elapsed = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
-  for run in runs { if let failure = run.failure { throw failure } }
-  let all = runs.flatMap(\.latencies).sorted()
-  func percentile(_ p: Double) -> Double {
-    Double(all[min(all.count - 1, Int(Double(all.count) * p))]) / 1e6
-  }
-  return CallFigures(
-    requestsPerSecond: Double(all.count) / elapsed, p50: percentile(0.50), p99: percentile(0.99))
-}
-
-private func roundTrip(_ connection: VarlinkClient, _ request: [UInt8]) throws {
-  try connection.sendBytes(request)
-  let reply = try connection.receive()
-  if let error = reply.controlError { throw error }
-}
-
-private func format(_ milliseconds: Double) -> String {
-  String(format: "%.3f", milliseconds)
 }

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import TrialControl
 import TrialCore
 import TrialDaemon
 import TrialStore
@@ -10,19 +9,18 @@ private final class LatenessSink: EventSink, @unchecked Sendable {
   // @unchecked: written on the engine queue, read after `done` is signalled.
   let clock: any WallClock
   let expected: Int
-  var lateness: [Double] = []
+  var lateness = Latencies()
   var lastDelivery: Date?
   let done = DispatchSemaphore(value: 0)
 
   init(clock: any WallClock, expected: Int) {
     self.clock = clock
     self.expected = expected
-    lateness.reserveCapacity(expected)
   }
 
   func deliver(_ entry: LedgerEntry, trial: Trial) throws {
     let now = clock.now()
-    lateness.append(now.timeIntervalSince(entry.event.due))
+    lateness.record(seconds: now.timeIntervalSince(entry.event.due))
     lastDelivery = now
     if lateness.count == expected { done.signal() }
   }
@@ -50,11 +48,6 @@ private func runEngine(repository: any TrialRepository, ends: [Date], label: Str
   return sink
 }
 
-struct BenchError: Error, CustomStringConvertible {
-  var description: String
-  init(_ description: String) { self.description = description }
-}
-
 /// The engine on the real Dispatch path, with durable commits to `makeRepository`'s store.
 func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws {
   let clock = SystemWallClock()
@@ -68,10 +61,8 @@ func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws 
     let ends = (0..<10_000).map { _ in start.addingTimeInterval(Double.random(in: 0..<10, using: &generator))
     }
     let sink = try runEngine(repository: try makeRepository(directory), ends: ends, label: "lateness")
-    let sorted = sink.lateness.sorted().map { $0 * 1000 }
-    report("engine_fire_lateness_p50", percentile(sorted, 0.5), "ms")
-    report("engine_fire_lateness_p99", percentile(sorted, 0.99), "ms")
-    report("engine_fire_lateness_max", sorted.last ?? .nan, "ms")
+    sink.lateness.reportFigures(
+      p50: "engine_fire_lateness_p50", p99: "engine_fire_lateness_p99", max: "engine_fire_lateness_max")
   }
 
   // 100,000 events due in the same second.
@@ -84,16 +75,4 @@ func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws 
     let last = sink.lastDelivery ?? due
     report("engine_burst_100k_done", last.timeIntervalSince(due.addingTimeInterval(0.999)), "s")
   }
-}
-
-/// The daemon's own backend for the control bench: the engine on its Dispatch queue over an
-/// LMDB store in a temporary directory (left for the system's temporary-file cleanup).
-func makeEngineBackend() throws -> TrialsHandlers {
-  let directory = try temporaryDirectory("control")
-  let repository = try LMDBTrialRepository(directory: directory.path)
-  let queue = DispatchQueue(label: "trialwatch.bench.control")
-  let scheduler = DispatchWakeScheduler(queue: queue)
-  let engine = Engine(repository: repository, scheduler: scheduler)
-  _ = try queue.sync { try engine.start() }
-  return TrialsHandlers(engine: engine, queue: queue, startedAt: scheduler.clock.now(), version: "bench")
 }

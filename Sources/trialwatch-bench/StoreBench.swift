@@ -65,18 +65,16 @@ func runStoreBench() throws {
 
   // One small durable commit, 1,000 times.
   let ids = RandomTrialIDGenerator()
-  var samples: [Double] = []
+  var commits = Latencies()
   for index in 0..<1_000 {
-    samples.append(
-      try measure {
+    commits.record(
+      seconds: try measure {
         _ = try repository.startTrial(
           subject: "single-\(index)", endDate: origin.addingTimeInterval(30 * 24 * hour), reminders: .default,
           now: origin, ids: ids)
       })
   }
-  samples.sort()
-  report("store_commit_p50", samples[samples.count / 2] * 1_000, "ms", digits: 2)
-  report("store_commit_p99", samples[samples.count * 99 / 100] * 1_000, "ms", digits: 2)
+  commits.reportFigures(p50: "store_commit_p50", p99: "store_commit_p99")
 
   // A burst: the first 100,000 events due a day later, reminders and expiries, recorded in
   // one transaction (ledger, outbox, expired trials).

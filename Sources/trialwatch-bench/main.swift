@@ -5,14 +5,26 @@ import TrialStore
 // TRIALWATCH_BENCH=planner,store,engine,daemon,control picks sections (default: all).
 //
 // The planner bench runs first: it re-runs this executable once per case (a fresh process
-// for each memory figure), and each of those runs stops after its case.
+// for each memory figure), and each of those runs stops after its case. The control bench
+// re-runs it as its clients (`--control-client`, see ControlClient).
+if CommandLine.arguments.dropFirst().first == ControlClient.flag {
+  exit(ControlClient.main(Array(CommandLine.arguments.dropFirst(2))))
+}
+
 let sections = ProcessInfo.processInfo.environment["TRIALWATCH_BENCH"].map {
   Set($0.split(separator: ",").map(String.init))
 }
 func selected(_ name: String) -> Bool { sections?.contains(name) ?? true }
 
-if selected("planner") { try runPlannerBench() }
-if selected("store") { try runStoreBench() }
-if selected("engine") { try runEngineBench(makeRepository: { try LMDBTrialRepository(directory: $0.path) }) }
-if selected("daemon") { try runDaemonBench() }
-if selected("control") { try runControlBench(makeBackend: makeEngineBackend) }
+do {
+  if selected("planner") { try runPlannerBench() }
+  if selected("store") { try runStoreBench() }
+  if selected("engine") {
+    try runEngineBench(makeRepository: { try LMDBTrialRepository(directory: $0.path) })
+  }
+  if selected("daemon") { try runDaemonBench() }
+  if selected("control") { try runControlBench() }
+} catch {
+  FileHandle.standardError.write(Data("trialwatch-bench: \(error)\n".utf8))
+  exit(1)
+}
