@@ -91,7 +91,7 @@ let package = Package(
     .executableTarget(
       name: "trialwatch-bench",
       dependencies: [
-        "TrialCore", "TrialStore", "TrialControl", "TrialDaemon",
+        "TrialCore", "TrialStore", "TrialControl", "TrialDaemon", "TrialTesting",
         .product(name: "Histogram", package: "hdrhistogram-swift"),
       ]
     ),
@@ -109,7 +109,7 @@ let package = Package(
       name: "SystemdTests",
       dependencies: ["Systemd", .product(name: "Logging", package: "swift-log")]
     ),
-    .testTarget(name: "TrialControlTests", dependencies: ["TrialCore", "TrialControl"]),
+    .testTarget(name: "TrialControlTests", dependencies: ["TrialCore", "TrialControl", "TrialTesting"]),
     .testTarget(
       name: "TrialDaemonTests",
       dependencies: [

@@ -1,6 +1,7 @@
 import Foundation
 import TrialCore
 import TrialStore
+import TrialTesting
 
 #if canImport(Glibc)
   import Glibc
@@ -45,7 +46,7 @@ private func populate(state: String, trials: Int) throws {
   defer { repository.close() }
   let clock = SystemWallClock()
   let now = clock.now()
-  var generator = SplitMix64(seed: 42)
+  var generator = SeededGenerator(seed: 42)
   let batch = 50_000
   var written = 0
   while written < trials {

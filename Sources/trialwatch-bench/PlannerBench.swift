@@ -1,5 +1,6 @@
 import Foundation
 import TrialCore
+import TrialTesting
 
 /// Planner figures for one million pending events: how fast they go in, how fast due ones
 /// come out, and how much resident memory each costs while it waits.
@@ -93,7 +94,7 @@ private func measurePlanner(
   let length = Days.defaultTrialLength.timeInterval
   // Trials start spread over 30 days, so their events interleave in the heap.
   let spread = Days(30).timeInterval
-  var generator = SplitMix64(seed: 0x7472_6961_6c77_6174)
+  var generator = SeededGenerator(seed: 0x7472_6961_6c77_6174)
   let starts = (0..<trials).map { _ in
     origin.addingTimeInterval(Double(generator.next() % UInt64(spread)))
   }
@@ -139,23 +140,6 @@ func residentBytes() -> Int {
   let fields = text.split(separator: " ")
   guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
   return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-}
-
-/// A small deterministic generator, so every run plans the same trials.
-struct SplitMix64: RandomNumberGenerator {
-  private var state: UInt64
-
-  init(seed: UInt64) {
-    state = seed
-  }
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
 }
 
 extension Duration {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrialCore
+import TrialTesting
 
 /// `CivilTime` and `RFC3339` checked against Foundation's `ISO8601DateFormatter` and
 /// `Calendar` in UTC.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrialCore
+import TrialTesting
 
 @Suite struct DurationTests {
   @Test(arguments: [

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrialCore
+import TrialTesting
 
 struct TimeSpanTests {
   /// Every unit name systemd.time(7) lists, with the length systemd gives it.

@@ -120,12 +120,12 @@ final class ControlConnection: @unchecked Sendable {
       machine.wantsInput ? readSource.resume() : readSource.suspend()
       reading.toggle()
     }
-    let deadline = machine.deadline
-    if deadline != armedDeadline, let timer {
+    // The timer is re-armed only for an earlier deadline: a deadline that moves later with
+    // each call (the idle timeout) costs nothing per call. Firing early, it re-arms.
+    if let deadline = machine.deadline, armedDeadline.map({ deadline < $0 }) ?? true, let timer {
       armedDeadline = deadline
-      let wait = deadline.map { max(.zero, $0 - Self.now()) }
-      timer.schedule(
-        deadline: wait.map { .now() + .nanoseconds(Int($0 / .nanoseconds(1))) } ?? .distantFuture)
+      let wait = max(.zero, deadline - Self.now())
+      timer.schedule(deadline: .now() + .nanoseconds(Int(wait / .nanoseconds(1))))
     }
   }
 
@@ -185,7 +185,10 @@ final class ControlConnection: @unchecked Sendable {
     write.setEventHandler { [unowned self] in run([]) }
     write.setCancelHandler { [self] in sourceCancelled() }
     let timer = DispatchSource.makeTimerSource(queue: queue)
-    timer.setEventHandler { [unowned self] in run(machine.tick(now: Self.now())) }
+    timer.setEventHandler { [unowned self] in
+      armedDeadline = nil
+      run(machine.tick(now: Self.now()))
+    }
     timer.schedule(deadline: .distantFuture)
     timer.resume()
     readSource = read

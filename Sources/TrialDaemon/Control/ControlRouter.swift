@@ -25,7 +25,11 @@ public struct Route: Sendable {
     parameterType = P.self
     perform = { parameters, encoder, done in
       handler(parameters as! P) { result in
-        done(result.map { encoder.message(OutgoingReply(parameters: $0)) })
+        // A trial's reply is hand-written (`FastPath`); everything else goes through Codable.
+        done(
+          result.map { reply in
+            (reply as? TrialReply).map(FastPath.message) ?? encoder.message(OutgoingReply(parameters: reply))
+          })
       }
     }
     open = { _, target in
@@ -131,6 +135,13 @@ struct ControlRouter: Sendable {
   func classify(
     _ message: ArraySlice<UInt8>, mayChange: Bool, uid: UInt32?, refused: (ControlError) -> Void = { _ in }
   ) -> ConnectionMachine<PreparedCall>.Classified {
+    // The common calls in their common form skip Codable; a refusal takes the Codable path.
+    if let (method, parameters) = FastPath.call(message), let route = routes[method],
+      route.kind == .read || (route.kind == .change && mayChange)
+    {
+      return .call(
+        PreparedCall(route: route, parameters: parameters), change: route.kind == .change, oneway: false)
+    }
     let call: IncomingCall
     do {
       call = try IncomingCall.decode(message, with: decoder)
