@@ -119,15 +119,6 @@ public struct ListTrialsParameters: VarlinkParameters, Hashable {
       throw .parameter("limit", "must be between 1 and \(Self.maximumLimit), got \(limit)")
     }
   }
-
-  /// Whether a trial passes the filters, as of `now`.
-  public func matches(_ trial: Trial, now: Date) -> Bool {
-    if let state, trial.state != state { return false }
-    if let expiringWithin {
-      return trial.isActive && trial.period.endDate <= now.addingTimeInterval(expiringWithin.timeInterval)
-    }
-    return true
-  }
 }
 
 public struct ListTrialsReply: Codable, Hashable, Sendable {

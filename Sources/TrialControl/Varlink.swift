@@ -214,9 +214,6 @@ public struct VarlinkReply: Sendable {
     return ControlError(
       name: error, parameters: (try? parameters(as: ControlError.Parameters.self)) ?? .init())
   }
-
-  /// The message as text.
-  public var text: String { String(decoding: bytes, as: UTF8.self) }
 }
 
 extension WireCoding {

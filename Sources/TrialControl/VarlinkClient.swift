@@ -199,9 +199,4 @@ public final class VarlinkClient {
       if !reply.continues { return }
     }
   }
-
-  /// Calls `method` with `oneway`: the service replies nothing.
-  public func oneway<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P) throws(VarlinkClientError) {
-    try send(OutgoingCall(method: method.qualifiedName, parameters: parameters, oneway: true))
-  }
 }

@@ -6,34 +6,22 @@ import TrialControl
 
 /// Why the control server could not set up its socket. Names the path or descriptor.
 public struct ControlServerError: Error, Hashable, Sendable, CustomStringConvertible {
-  private enum Code: Hashable, Sendable {
-    case system(what: String, errno: Int32)
-    case inUse(path: String)
-    case notASocket(path: String)
-    case notListening(fd: Int32, problem: String)
+  public let description: String
+
+  static func system(_ what: String, errno: Int32) -> Self {
+    Self(description: "\(what): \(String(cString: strerror(errno)))")
   }
 
-  private let code: Code
-
-  private init(_ code: Code) {
-    self.code = code
+  static func inUse(path: String) -> Self {
+    Self(description: "another process is already listening on the control socket \(path)")
   }
 
-  static func system(_ what: String, errno: Int32) -> Self { Self(.system(what: what, errno: errno)) }
-  static func inUse(path: String) -> Self { Self(.inUse(path: path)) }
-  static func notASocket(path: String) -> Self { Self(.notASocket(path: path)) }
+  static func notASocket(path: String) -> Self {
+    Self(description: "\(path) exists and is not a socket; not removing it")
+  }
+
   static func notListening(fd: Int32, _ problem: String) -> Self {
-    Self(.notListening(fd: fd, problem: problem))
-  }
-
-  public var description: String {
-    switch code {
-    case .system(let what, let errno): "\(what): \(String(cString: strerror(errno)))"
-    case .inUse(let path): "another process is already listening on the control socket \(path)"
-    case .notASocket(let path): "\(path) exists and is not a socket; not removing it"
-    case .notListening(let fd, let problem):
-      "file descriptor \(fd) is not a listening stream socket: \(problem)"
-    }
+    Self(description: "file descriptor \(fd) is not a listening stream socket: \(problem)")
   }
 }
 

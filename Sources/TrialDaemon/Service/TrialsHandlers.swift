@@ -158,3 +158,36 @@ final class WatcherHub: EventSink, Sendable {
     for sink in all { sink.finish() }
   }
 }
+
+extension ListTrialsParameters {
+  /// Whether a trial passes the filters, as of `now`.
+  func matches(_ trial: Trial, now: Date) -> Bool {
+    if let state, trial.state != state { return false }
+    if let expiringWithin {
+      return trial.isActive && trial.period.endDate <= now.addingTimeInterval(expiringWithin.timeInterval)
+    }
+    return true
+  }
+}
+
+extension EventObject {
+  /// Every event of a trial, past and future, in due order: the ledger's entries over all
+  /// revisions, then the current revision's events not in the ledger, pending while the
+  /// trial is active and skipped (reason `trial-<state>`) once it has ended.
+  static func plan(of trial: Trial, ledger: [LedgerEntry]) -> [EventObject] {
+    var events = ledger.map { EventObject($0, subject: trial.subject) }
+    let taken = Set(ledger.map(\.id))
+    for event in trial.events where !taken.contains(event.id) {
+      if trial.isActive {
+        events.append(EventObject(pending: event, subject: trial.subject))
+      } else {
+        events.append(
+          EventObject(
+            id: event.id, subject: trial.subject, state: .skipped, due: event.due,
+            reason: "trial-\(trial.state.rawValue)",
+            detail: "the trial was \(trial.state.rawValue) before it fell due", takenAt: trial.endedAt))
+      }
+    }
+    return events.sorted { $0.due != $1.due ? $0.due < $1.due : $0.id < $1.id }
+  }
+}
