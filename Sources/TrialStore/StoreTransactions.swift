@@ -1,0 +1,221 @@
+import Foundation
+import TrialCore
+
+/// A read transaction of `LMDBTrialRepository`: trials, the subject index, the ledger and the
+/// outbox, decoded from their records.
+class StoreReadTransaction: TrialReadTransaction {
+  let txn: LMDBTransaction
+  let databases: LMDBTrialRepository.Databases
+  let path: String
+  let codec = RecordCodec()
+
+  init(_ txn: LMDBTransaction, databases: LMDBTrialRepository.Databases, path: String) {
+    self.txn = txn
+    self.databases = databases
+    self.path = path
+  }
+
+  /// The trial read or written last in this transaction: firing reads a trial and then
+  /// rewrites it, and the rewrite needs the old record again.
+  var lastTrial: Trial?
+
+  func trial(_ id: TrialID) throws -> Trial? {
+    if let lastTrial, lastTrial.id == id { return lastTrial }
+    let found = try StoreKeys.withTrialKey(id) { key -> Trial? in
+      guard let value = try txn.get(databases.trials, key) else { return nil }
+      return try decoding(key, in: "trials", path: path) { try codec.decodeTrial(value, id: id) }
+    }
+    if let found { lastTrial = found }
+    return found
+  }
+
+  /// The subject index may still name a trial that has ended (see `putTrial`): the trial
+  /// it names counts only while it is active and has this subject.
+  func activeTrialID(subject: String) throws -> TrialID? {
+    guard let id = try indexedTrialID(subject: subject), let trial = try trial(id),
+      trial.isActive, trial.subject == subject
+    else { return nil }
+    return id
+  }
+
+  /// The index names the subject's latest trial (an entry changes only when a trial starts,
+  /// or moves to another subject).
+  func latestTrialID(subject: String) throws -> TrialID? {
+    guard let id = try indexedTrialID(subject: subject), try trial(id)?.subject == subject else { return nil }
+    return id
+  }
+
+  /// What the subject index holds for `subject`.
+  func indexedTrialID(subject: String) throws -> TrialID? {
+    guard !subject.isEmpty else { return nil }
+    var subject = subject
+    return try subject.withUTF8 { bytes in
+      let key = UnsafeRawBufferPointer(bytes)
+      guard key.count <= 511, let value = try txn.get(databases.subjects, key) else { return nil }
+      return try decoding(key, in: "subjects", path: path) { try StoreKeys.trialID(value) }
+    }
+  }
+
+  func scanTrials(after: TrialID?, _ body: (Trial) throws -> Bool) throws {
+    try txn.withCursor(databases.trials) { cursor in
+      var item: LMDBCursor.Item?
+      if let after {
+        guard after.rawValue < UInt64.max else { return }
+        item = try StoreKeys.withTrialKey(TrialID(after.rawValue + 1)) { try cursor.seek($0) }
+      } else {
+        item = try cursor.first()
+      }
+      while let (key, value) = item {
+        let trial = try decoding(key, in: "trials", path: path) {
+          try codec.decodeTrial(value, id: try StoreKeys.trialID(key))
+        }
+        guard try body(trial) else { return }
+        item = try cursor.next()
+      }
+    }
+  }
+
+  func ledgerEntry(_ id: EventID) throws -> LedgerEntry? {
+    try StoreKeys.withLedgerKey(id) { key in
+      guard let value = try txn.get(databases.ledger, key) else { return nil }
+      return try decodeEntry(key: key, value: value)
+    }
+  }
+
+  func decodeEntry(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> LedgerEntry {
+    try decoding(key, in: "ledger", path: path) {
+      try codec.decodeLedgerEntry(value, key: try StoreKeys.ledgerKey(key))
+    }
+  }
+
+  func ledgerEntries(trial: TrialID) throws -> [LedgerEntry] {
+    try txn.withCursor(databases.ledger) { cursor in
+      var entries: [LedgerEntry] = []
+      var item = try StoreKeys.withTrialKey(trial) { try cursor.seek($0) }
+      while let (key, value) = item {
+        let parsed = try decoding(key, in: "ledger", path: path) { try StoreKeys.ledgerKey(key) }
+        guard parsed.trial == trial.rawValue else { break }
+        entries.append(try decodeEntry(key: key, value: value))
+        item = try cursor.next()
+      }
+      return entries
+    }
+  }
+
+  func scanOutbox(_ body: (LedgerEntry) throws -> Bool) throws {
+    try txn.withCursor(databases.outbox) { cursor in
+      var item = try cursor.first()
+      while let (key, _) = item {
+        guard let value = try txn.get(databases.ledger, key) else {
+          throw StoreError(
+            .corruptRecord, path: path,
+            problem: "the record \(StoreKeys.describe(key, in: "outbox")) has no ledger entry")
+        }
+        guard try body(try decodeEntry(key: key, value: value)) else { return }
+        item = try cursor.next()
+      }
+    }
+  }
+
+  /// The active-trial count kept in the meta database.
+  func activeTrialCount() throws -> Int {
+    try Array(LMDBTrialRepository.MetaKey.activeCount.utf8).withUnsafeBytes { key in
+      guard let value = try txn.get(databases.meta, key) else { return 0 }
+      return try decoding(key, in: "meta", path: path) {
+        var reader = ByteReader(value)
+        let count = try reader.u64()
+        try reader.expectEnd()
+        guard count <= Int.max else { throw RecordProblem("the count is out of range") }
+        return Int(count)
+      }
+    }
+  }
+
+  func lastSeenWallTime() throws -> Date? {
+    try Array(LMDBTrialRepository.MetaKey.lastSeen.utf8).withUnsafeBytes { key in
+      guard let value = try txn.get(databases.meta, key) else { return nil }
+      return try decoding(key, in: "meta", path: path) {
+        var reader = ByteReader(value)
+        let date = try reader.date()
+        try reader.expectEnd()
+        return date
+      }
+    }
+  }
+}
+
+/// A write transaction: every change to trials, the index, the ledger and the outbox.
+final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
+  private var writer = ByteWriter()
+  /// Change of the active-trial count, written once by `finish`.
+  private var activeDelta = 0
+
+  /// Writes what the transaction accumulated; called once `body` has returned.
+  func finish() throws {
+    guard activeDelta != 0 else { return }
+    let count = max(0, try activeTrialCount() + activeDelta)
+    writer.reset()
+    writer.u64(UInt64(count))
+    try Array(LMDBTrialRepository.MetaKey.activeCount.utf8).withUnsafeBytes { key in
+      try writer.bytes.withUnsafeBytes { try txn.put(databases.meta, key, $0) }
+    }
+    activeDelta = 0
+  }
+
+  /// Keeps the subject index in step with the in-memory semantics: a subject names its
+  /// trial while that trial is active. When a trial ends (expires, converts, is cancelled)
+  /// its index entry is left in place rather than deleted — `activeTrialID` checks the trial
+  /// it names — so that a burst of expiries rewrites no index pages; starting a new trial for
+  /// the subject replaces the entry. An entry is deleted only when a trial changes subject.
+  func putTrial(_ trial: Trial) throws {
+    try StoreKeys.withTrialKey(trial.id) { key in
+      var wasActive = false
+      if let old = try self.trial(trial.id) {
+        wasActive = old.isActive
+        if old.subject != trial.subject, try indexedTrialID(subject: old.subject) == trial.id {
+          var subject = old.subject
+          try subject.withUTF8 { _ = try txn.delete(databases.subjects, UnsafeRawBufferPointer($0)) }
+        }
+      }
+      writer.reset()
+      do {
+        try codec.encode(trial, into: &writer)
+      } catch let problem as RecordProblem {
+        throw TrialError.invalid("trial", problem.message)
+      }
+      try writer.bytes.withUnsafeBytes { try txn.put(databases.trials, key, $0) }
+      lastTrial = trial
+      activeDelta += (trial.isActive ? 1 : 0) - (wasActive ? 1 : 0)
+      if trial.isActive {
+        guard !trial.subject.isEmpty else { throw TrialError.invalid("subject", "subject must not be empty") }
+        var subject = trial.subject
+        try subject.withUTF8 { subjectKey in
+          try withUnsafeBytes(of: trial.id.rawValue.bigEndian) {
+            try txn.put(databases.subjects, UnsafeRawBufferPointer(subjectKey), $0)
+          }
+        }
+      }
+    }
+  }
+
+  func putLedgerEntry(_ entry: LedgerEntry) throws {
+    writer.reset()
+    codec.encode(entry, into: &writer)
+    try StoreKeys.withLedgerKey(entry.id) { key in
+      try writer.bytes.withUnsafeBytes { try txn.put(databases.ledger, key, $0) }
+      if entry.isDelivered {
+        try txn.delete(databases.outbox, key)
+      } else {
+        try txn.put(databases.outbox, key, UnsafeRawBufferPointer(start: nil, count: 0))
+      }
+    }
+  }
+
+  func setLastSeenWallTime(_ date: Date) throws {
+    writer.reset()
+    writer.date(date)
+    try Array(LMDBTrialRepository.MetaKey.lastSeen.utf8).withUnsafeBytes { key in
+      try writer.bytes.withUnsafeBytes { try txn.put(databases.meta, key, $0) }
+    }
+  }
+}
