@@ -1,6 +1,8 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialCore
+import TrialStoreTesting
 import TrialTesting
 
 @testable import TrialStore

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrialCore
+import TrialStoreTesting
 import TrialTesting
 
 @testable import TrialStore
