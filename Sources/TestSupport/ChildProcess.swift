@@ -88,6 +88,12 @@ public final class ChildProcess {
     case timedOut
     /// The stream ended (what followed the last newline, if anything, is left unread).
     case endOfFile
+
+    /// The line read, if one was.
+    public var line: String? {
+      guard case .line(let line) = self else { return nil }
+      return line
+    }
   }
 
   /// How the child ended.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import Systemd

@@ -1,6 +1,6 @@
-import Dispatch
 import Foundation
 import Logging
+import TestSupport
 import Testing
 import TrialControl
 import TrialCore
@@ -26,86 +26,26 @@ struct Run {
 
 enum Ctl {
   /// The binary built next to the test bundle.
-  static let binary: String = {
-    var candidates: [URL] = []
-    if let executable = Bundle.main.executableURL {
-      candidates.append(executable.deletingLastPathComponent())
-    }
-    candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-    candidates.append(
-      URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug"))
-    for directory in candidates {
-      let path = directory.appendingPathComponent("trialwatchctl").path
-      if FileManager.default.isExecutableFile(atPath: path) { return path }
-    }
-    return "trialwatchctl-not-built"
-  }()
+  static let binary = BuiltProducts.path("trialwatchctl")
 
   static let baseEnvironment = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "LANG": "C"]
 
-  static func process(_ arguments: [String], environment: [String: String], asNobody: Bool) -> Process {
-    let process = Process()
-    if asNobody {
-      process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-      process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups", binary] + arguments
-    } else {
-      process.executableURL = URL(fileURLWithPath: binary)
-      process.arguments = arguments
-    }
-    process.environment = baseEnvironment.merging(environment) { $1 }
-    return process
+  /// Starts trialwatchctl, for a command that runs until it is stopped.
+  static func start(_ arguments: [String], environment: [String: String], asNobody: Bool = false) throws
+    -> ChildProcess
+  {
+    try ChildProcess(
+      .path(binary), arguments, environment: baseEnvironment.merging(environment) { $1 },
+      as: asNobody ? .nobody : nil)
   }
 
   static func run(_ arguments: [String], environment: [String: String] = [:], asNobody: Bool = false) throws
     -> Run
   {
-    let process = process(arguments, environment: environment, asNobody: asNobody)
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let errorData = DataBox()
-    let group = DispatchGroup()
-    group.enter()
-    DispatchQueue.global().async {
-      errorData.data = errors.fileHandleForReading.readDataToEndOfFile()
-      group.leave()
-    }
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    process.waitUntilExit()
-    return Run(
-      status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-      errors: String(decoding: errorData.data, as: UTF8.self))
-  }
-
-  final class DataBox: @unchecked Sendable {
-    var data = Data()
-  }
-}
-
-/// Reads a pipe line by line while the process runs.
-final class LineReader {
-  private let handle: FileHandle
-  private var buffer = Data()
-
-  init(_ handle: FileHandle) {
-    self.handle = handle
-  }
-
-  func next() -> String? {
-    while true {
-      if let newline = buffer.firstIndex(of: 0x0A) {
-        let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-        buffer.removeSubrange(buffer.startIndex...newline)
-        return line
-      }
-      let chunk = handle.availableData
-      if chunk.isEmpty { return nil }
-      buffer.append(chunk)
-    }
+    let done = try ChildProcess.run(
+      .path(binary), arguments, environment: baseEnvironment.merging(environment) { $1 },
+      as: asNobody ? .nobody : nil)
+    return Run(status: done.status.code, output: done.output, errors: done.errors)
   }
 }
 
@@ -357,23 +297,15 @@ final class LineReader {
     let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(
       StartTrialParameters(subject: "watched", duration: Days(1), reminders: ReminderSchedule.none))
-    let process = Ctl.process(
-      ["watch", "--socket", fixture.socketPath] + (json ? ["--json"] : []), environment: [:], asNobody: false)
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
+    let watch = try Ctl.start(
+      ["watch", "--socket", fixture.socketPath] + (json ? ["--json"] : []), environment: [:])
     // SIGKILL: the child may inherit a mask that blocks SIGTERM from the test's thread.
-    defer {
-      if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-      process.waitUntilExit()
-    }
-    let notice = LineReader(errors.fileHandleForReading).next()
+    defer { watch.kill() }
+    let notice = watch.readLine(.errors, timeout: 10).line
     #expect(notice == "Watching for events; press Ctrl-C to stop.")
     fixture.advance(by: 86_400)
     #expect(fixture.fireDue().count == 1)
-    let line = try #require(LineReader(output.fileHandleForReading).next())
+    let line = try #require(watch.readLine(timeout: 10).line)
     if json {
       let event = try #require(try decode(WatchReply.self, line).event)
       #expect(event.subject == "watched")
@@ -381,9 +313,8 @@ final class LineReader {
     } else {
       #expect(line.hasSuffix("  watched  expiry  fired"), "\(line)")
     }
-    kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
-    #expect(process.terminationReason == .uncaughtSignal)
+    watch.kill()
+    #expect(watch.wait() == .signalled(SIGKILL))
   }
 }
 

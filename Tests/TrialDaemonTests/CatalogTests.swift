@@ -1,5 +1,6 @@
 import Foundation
 import Systemd
+import TestSupport
 import Testing
 import TrialCore
 
@@ -108,8 +109,8 @@ enum RepositoryFile {
     else {
       try Test.cancel("journalctl is not installed")
     }
-    let root = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString)")
-    defer { try? FileManager.default.removeItem(at: root) }
+    let scratch = try TemporaryDirectory("catalog")
+    let root = scratch.url
     let catalogs = root.appendingPathComponent("usr/lib/systemd/catalog")
     try FileManager.default.createDirectory(at: catalogs, withIntermediateDirectories: true)
     try FileManager.default.copyItem(
@@ -117,16 +118,8 @@ enum RepositoryFile {
       toPath: catalogs.appendingPathComponent("trialwatch.catalog").path)
 
     func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: journalctl)
-      process.arguments = ["--root=\(root.path)"] + arguments
-      let pipe = Pipe()
-      process.standardOutput = pipe
-      process.standardError = pipe
-      try process.run()
-      let data = pipe.fileHandleForReading.readDataToEndOfFile()
-      process.waitUntilExit()
-      return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+      let done = try ChildProcess.run(.path(journalctl), ["--root=\(root.path)"] + arguments)
+      return (done.status.code, done.output + done.errors)
     }
 
     let update = try run(["--update-catalog"])

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Systemd
+import TestSupport
 import Testing
 import TrialCore
 
@@ -8,12 +9,8 @@ import TrialCore
 
 /// A scratch `/etc/trialwatch`: the main file and its drop-in directory, on the real file system.
 final class ConfigurationFixture {
-  let directory: String
-
-  init() {
-    var template = Array("/tmp/trialwatch-config-XXXXXX".utf8CString)
-    directory = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!)! })
-  }
+  let scratch = try! TemporaryDirectory("config")
+  var directory: String { scratch.path }
 
   var main: String { directory + "/trialwatch.conf" }
   var dropIns: String { main + ".d" }
@@ -35,10 +32,6 @@ final class ConfigurationFixture {
 
   func load(environment: [String: String] = [:]) -> LoadedConfiguration {
     ConfigurationLoader(mainFile: main, environment: environment).load()
-  }
-
-  deinit {
-    try? FileManager.default.removeItem(atPath: directory)
   }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialControl
 import TrialCore
@@ -19,9 +20,8 @@ import TrialTesting
   }
 
   @Test func aStaleSocketIsReplaced() throws {
-    let directory = try makeTemporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let path = directory + "/io.trialwatch"
+    let directory = try TemporaryDirectory()
+    let path = directory.appending("io.trialwatch")
     // A socket left behind by a process that is gone: bound, never listening, closed.
     let leftover = try UnixSocket.makeStreamSocket()
     _ = try UnixSocket.withAddress(path) { bind(leftover, $0, $1) }
@@ -50,9 +50,8 @@ import TrialTesting
   }
 
   @Test func aFileThatIsNotASocketIsLeftAlone() throws {
-    let directory = try makeTemporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let path = directory + "/io.trialwatch"
+    let directory = try TemporaryDirectory()
+    let path = directory.appending("io.trialwatch")
     try "precious".write(toFile: path, atomically: false, encoding: .utf8)
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
@@ -74,9 +73,8 @@ import TrialTesting
   }
 
   @Test func anAdoptedListeningSocketIsServed() throws {
-    let directory = try makeTemporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let path = directory + "/activated"
+    let directory = try TemporaryDirectory()
+    let path = directory.appending("activated")
     // As the service manager would hand it over: already bound and listening.
     let fd = try ControlSocket.bind(path: path, group: nil, mode: 0o600)
     let logs = CapturedLogs()
@@ -95,9 +93,8 @@ import TrialTesting
   }
 
   @Test func acceptedConnectionsAreNonBlockingAndCloseOnExec() throws {
-    let directory = try makeTemporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let path = directory + "/s"
+    let directory = try TemporaryDirectory()
+    let path = directory.appending("s")
     let listener = try ControlSocket.bind(path: path, group: nil, mode: 0o600)
     defer { close(listener) }
     #expect(ControlSocket.hasAccept4)
@@ -226,26 +223,14 @@ struct OtherUserTests {
   }
 
   func runAsNobody(_ path: String, _ calls: [[UInt8]]) throws -> Outcome {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
     let encoded =
       "[" + calls.map { String(decoding: $0.dropLast(), as: UTF8.self) }.joined(separator: ",") + "]"
-    process.arguments = [
-      "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c", Self.script, path,
-      encoded,
-    ]
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let lines = String(decoding: outputData, as: UTF8.self).split(separator: "\n")
+    let done = try ChildProcess.run(
+      .path("/usr/bin/python3"), ["-c", Self.script, path, encoded], as: .nobody)
+    let lines = done.output.split(separator: "\n")
     return Outcome(
-      status: process.terminationStatus, replies: try lines.map { try VarlinkReply(Array($0.utf8)) },
-      errorOutput: String(decoding: errorData, as: UTF8.self))
+      status: done.status.code, replies: try lines.map { try VarlinkReply(Array($0.utf8)) },
+      errorOutput: done.errors)
   }
 
   @Test func nobodyMayReadButNotChange() throws {
