@@ -105,10 +105,12 @@ public final class UnixDatagramSocket: @unchecked Sendable {
   public func waitFor(timeout: TimeInterval = 30, _ match: (String) -> Bool) -> (
     found: String?, seen: [String]
   ) {
-    let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
+    let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(timeout, 0) * 1e9)
     var seen: [String] = []
-    while case let now = DispatchTime.now().uptimeNanoseconds, now < deadline {
-      guard let message = try? receiveText(timeout: Double(deadline - now) / 1e9) else { break }
+    // Reads what is waiting even when the time is up.
+    while case let now = DispatchTime.now().uptimeNanoseconds,
+      let message = try? receiveText(timeout: Double(deadline - min(now, deadline)) / 1e9)
+    {
       seen.append(message)
       if match(message) { return (message, seen) }
     }

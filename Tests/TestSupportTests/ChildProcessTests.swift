@@ -37,7 +37,7 @@ import Testing
     child.write("first\nsecond\npartial")
     #expect(child.readLine(timeout: 10) == .line("first"))
     #expect(child.readLine(timeout: 10) == .line("second"))
-    #expect(child.readLine(timeout: 0.01) == .timedOut)
+    #expect(child.readLine(timeout: 0) == .timedOut)
     child.write(" line\n")
     #expect(child.readLine(timeout: 10) == .line("partial line"))
     child.closeInput()
@@ -162,7 +162,7 @@ import Testing
     let ready = socket.waitFor { $0.contains("READY=1") }
     #expect(ready.found == "READY=1")
     #expect(ready.seen == ["EXTEND_TIMEOUT_USEC=1", "STATUS=loading", "READY=1"])
-    let never = socket.waitFor(timeout: 0.01) { $0.contains("STOPPING=1") }
+    let never = socket.waitFor(timeout: 0) { $0.contains("STOPPING=1") }
     #expect(never.found == nil)
     #expect(never.seen == ["STATUS=later"])
   }
