@@ -61,7 +61,7 @@ import Testing
     return [stream, datagram]
   }
 
-  @Test func takesPassedSocketsWithNamesAndClearsTheEnvironment() async {
+  @Test func listenFDs_PassedWithNames_AreTakenAndTheEnvironmentCleared() async {
     await #expect(processExitsWith: .success) { () throws in
       let sockets = ListenFDsTests.makeSockets()
       #expect(sockets.allSatisfy { $0 >= 0 })
@@ -99,7 +99,7 @@ import Testing
     }
   }
 
-  @Test func namesDefaultToUnknown() async {
+  @Test func listenFDs_WithoutNames_AreNamedUnknown() async {
     await #expect(processExitsWith: .success) { () throws in
       let seen = ListenFDsTests.withPassedSockets(
         [ListenFDsTests.makeSockets()[0]],
@@ -114,7 +114,7 @@ import Testing
     }
   }
 
-  @Test func variablesOfAnotherProcessAreIgnored() async {
+  @Test func listenFDs_ForAnotherProcess_AreIgnored() async {
     await #expect(processExitsWith: .success) { () throws in
       setenv("LISTEN_FDS", "2", 1)
       setenv("LISTEN_PID", String(getpid() + 1), 1)
@@ -124,7 +124,7 @@ import Testing
     }
   }
 
-  @Test func notSocketActivatedIsEmpty() async {
+  @Test func listenFDs_WithoutSocketActivation_AreNone() async {
     await #expect(processExitsWith: .success) { () throws in
       unsetenv("LISTEN_FDS")
       unsetenv("LISTEN_PID")
@@ -132,7 +132,7 @@ import Testing
     }
   }
 
-  @Test func malformedCountThrows() async {
+  @Test func listenFDs_WithAMalformedCount_Throw() async {
     await #expect(processExitsWith: .success) { () throws in
       setenv("LISTEN_FDS", "two", 1)
       setenv("LISTEN_PID", String(getpid()), 1)
@@ -141,7 +141,7 @@ import Testing
     }
   }
 
-  @Test func namesNotMatchingTheCountThrow() async {
+  @Test func listenFDs_WithNamesNotMatchingTheCount_Throw() async {
     await #expect(processExitsWith: .success) { () throws in
       let seen = ListenFDsTests.withPassedSockets(
         ListenFDsTests.makeSockets(),

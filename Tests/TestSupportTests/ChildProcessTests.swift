@@ -55,7 +55,7 @@ import Testing
   }
 
   /// SIGKILL: the test's thread may block SIGTERM, and the child inherits its mask.
-  @Test func signal_ToARunningChild_EndsIt_AndWaitReportsTheSignal() throws {
+  @Test func signal_ToARunningChild_EndsItWithThatSignal() throws {
     let child = try ChildProcess(.path("/bin/cat"), input: .pipe)
     #expect(child.status == nil)
     #expect(child.wait(timeout: 0) == nil)
@@ -104,7 +104,7 @@ import Testing
 }
 
 @Suite struct TemporaryDirectoryTests {
-  @Test func directory_WhenMade_IsFreshUnderTmpWithMode0711_AndGoneWithItsOwner() throws {
+  @Test func directory_WhenMade_IsFreshWithMode0711AndGoneWithItsOwner() throws {
     var path = ""
     do {
       let directory = try TemporaryDirectory("unit")

@@ -50,12 +50,12 @@ enum Ctl {
 }
 
 @Suite struct CommandLineTests {
-  @Test func theBinaryIsBuilt() {
+  @Test func binary_IsBuilt() {
     #expect(
       FileManager.default.isExecutableFile(atPath: Ctl.binary), "build it with swift build --build-tests")
   }
 
-  @Test func startShowsTheNewTrial() throws {
+  @Test func start_OfATrial_ShowsTheNewTrial() throws {
     let fixture = try ctlFixture()
     let run = try Ctl.run([
       "start", "acme-42", "--duration", "3d", "--reminders", "2d,1d", "--socket", fixture.socketPath,
@@ -71,7 +71,7 @@ enum Ctl {
       ])
   }
 
-  @Test func jsonPrintsTheReplyParameters() throws {
+  @Test func jsonOption_OfACommand_PrintsTheReplyParameters() throws {
     let fixture = try ctlFixture()
     let run = try Ctl.run([
       "start", "acme-42", "--reminders", "none", "--json", "--socket", fixture.socketPath,
@@ -88,7 +88,7 @@ enum Ctl {
     #expect(again == trial)
   }
 
-  @Test func refusalsAndMissingTrialsHaveTheirExitCodes() throws {
+  @Test func exitCode_OfRefusalsAndMissingTrials_IsTheirOwn() throws {
     let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "acme-42"))
     let duplicate = try Ctl.run(["start", "acme-42", "--socket", fixture.socketPath])
@@ -117,14 +117,14 @@ enum Ctl {
     ["end", "1", "--outcome", "expired"], ["simulate", "soon"], ["plan"], ["frobnicate"],
     ["status", "--id", "acme"], ["status", "--id", "--subject", "1"], ["plan", "--id", "12345678901234567"],
   ])
-  func usageErrorsExitWith2(arguments: [String]) throws {
+  func usage_WithInvalidArguments_ExitsWith2(arguments: [String]) throws {
     let run = try Ctl.run(arguments + ["--socket", "/nonexistent/socket"])
     #expect(run.status == 2, "\(arguments): \(run.errors)")
     #expect(run.errors.contains("Error: "), "\(run.errors)")
     #expect(run.output.isEmpty)
   }
 
-  @Test func anUnreachableDaemonExitsWith5AndNamesTheSocket() throws {
+  @Test func command_WhenTheDaemonIsUnreachable_ExitsWith5NamingTheSocket() throws {
     let path = "/tmp/trialwatch-absent-\(getpid())/io.trialwatch"
     let run = try Ctl.run(["daemon-status", "--socket", path])
     #expect(run.status == 5)
@@ -137,7 +137,7 @@ enum Ctl {
     #expect(byDefault.errors.contains("/run/trialwatch/io.trialwatch") || byDefault.status == 0)
   }
 
-  @Test func theSocketComesFromTheEnvironment() throws {
+  @Test func socket_FromTheEnvironment_IsUsed() throws {
     let fixture = try ctlFixture()
     let run = try Ctl.run(["daemon-status"], environment: ["TRIALWATCH_SOCKET": fixture.socketPath])
     #expect(run.status == 0, "\(run.errors)")
@@ -145,7 +145,7 @@ enum Ctl {
     #expect(run.lines.contains("  Connections     1"))
   }
 
-  @Test func listPagesAndFollowsTheCursor() throws {
+  @Test func list_OfMoreThanAPage_PagesAndFollowsTheCursor() throws {
     let fixture = try ctlFixture()
     let client = try fixture.client()
     for subject in ["a", "b", "c"] { _ = try client.startTrial(StartTrialParameters(subject: subject)) }
@@ -174,7 +174,7 @@ enum Ctl {
     #expect(none.lines == ["No trials."])
   }
 
-  @Test func extendEndPlanSimulate() throws {
+  @Test func extendEndPlanSimulate_OfATrial_ShowWhatTheyDid() throws {
     let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "acme", duration: Days(5)))
     let socket = ["--socket", fixture.socketPath]
@@ -245,7 +245,7 @@ enum Ctl {
     #expect(missing.errors == "trialwatchctl: no trial with id 00000000000000ff\n")
   }
 
-  @Test func datesFollowTheReadersTimeZone() throws {
+  @Test func dates_InTheOutput_FollowTheReadersTimeZone() throws {
     let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(
       StartTrialParameters(subject: "tz", endsAt: try RFC3339.parse("2030-01-01T00:00:00Z")))
@@ -260,7 +260,7 @@ enum Ctl {
     #expect(german.lines.contains("  Ends       01.01.2030, 01:00"), "\(german.output)")
   }
 
-  @Test func daemonStatusAsJSON() throws {
+  @Test func daemonStatus_WithJSON_PrintsTheStatusReply() throws {
     let fixture = try ctlFixture()
     let run = try Ctl.run(["daemon-status", "--json", "--socket", fixture.socketPath])
     #expect(run.status == 0)
@@ -270,7 +270,7 @@ enum Ctl {
   }
 
   @Test(.enabled(if: getuid() == 0, "needs root to run the binary as nobody"))
-  func permissionDeniedExitsWith4() throws {
+  func change_WithoutPermission_ExitsWith4() throws {
     let fixture = try ctlFixture(group: 65_534)
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "root-owned"))
     let refused = try Ctl.run(
@@ -293,7 +293,7 @@ enum Ctl {
   }
 
   @Test(arguments: [true, false])
-  func watchPrintsEventsAsTheyFire(json: Bool) throws {
+  func watch_WhileEventsFire_PrintsEachOne(json: Bool) throws {
     let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(
       StartTrialParameters(subject: "watched", duration: Days(1), reminders: ReminderSchedule.none))

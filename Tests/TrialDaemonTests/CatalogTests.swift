@@ -73,13 +73,13 @@ enum RepositoryFile {
     return fields
   }
 
-  @Test func oneEntryPerMessageID() throws {
+  @Test func catalog_HasOneEntryPerMessageID() throws {
     let ids = try Self.entries().map(\.id)
     #expect(ids.count == Set(ids).count)
     #expect(Set(ids) == Set(EventJournalEntry.MessageID.allCases.map(\.rawValue)))
   }
 
-  @Test func everyEntryHasItsHeadersAndAnExplanation() throws {
+  @Test func catalogEntry_Each_HasItsHeadersAndAnExplanation() throws {
     for entry in try Self.entries() {
       #expect(entry.headers["Subject"]?.isEmpty == false, "\(entry.id)")
       #expect(entry.headers["Defined-By"] == "trialwatch", "\(entry.id)")
@@ -88,7 +88,7 @@ enum RepositoryFile {
     }
   }
 
-  @Test func placeholdersNameFieldsTheEntriesCarry() throws {
+  @Test func placeholders_OfEachEntry_NameFieldsItsJournalEntriesCarry() throws {
     let sent = try Self.sampleFields()
     let placeholder = /@([A-Z0-9_]+)@/
     for entry in try Self.entries() {
@@ -101,7 +101,7 @@ enum RepositoryFile {
   }
 
   /// journalctl itself compiles the catalog into a database under a scratch root.
-  @Test func journalctlAcceptsTheCatalog() throws {
+  @Test func catalog_CompiledByJournalctl_IsAccepted() throws {
     guard
       let journalctl = ["/usr/bin/journalctl", "/bin/journalctl"].first(where: {
         FileManager.default.isExecutableFile(atPath: $0)

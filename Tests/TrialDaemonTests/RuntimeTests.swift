@@ -167,7 +167,7 @@ final class Collector<T>: @unchecked Sendable {
     }
   }
 
-  @Test func watchdog_StopsPinging_WhileTheEngineQueueIsStuck_AndResumesAfter() throws {
+  @Test func watchdog_WhileTheEngineQueueIsStuck_StopsPingingAndResumesAfter() throws {
     let interval = Duration.milliseconds(50)
     let queue = DispatchQueue(label: "test.engine")
     let key = DispatchSpecificKey<Bool>()

@@ -10,7 +10,7 @@ import TrialTesting
 
 /// Setting up the socket (binding, stale sockets, socket activation) and who may change trials.
 @Suite struct SocketTests {
-  @Test func theBoundSocketHasMode0660AndTheGivenGroup() throws {
+  @Test func boundSocket_OfTheServer_HasMode0660AndTheGivenGroup() throws {
     let fixture = try ControlFixture(group: 65_534)
     var info = stat()
     #expect(lstat(fixture.socketPath, &info) == 0)
@@ -19,7 +19,7 @@ import TrialTesting
     #expect(info.st_gid == 65_534)
   }
 
-  @Test func aStaleSocketIsReplaced() throws {
+  @Test func socket_LeftStale_IsReplaced() throws {
     let directory = try TemporaryDirectory()
     let path = directory.appending("io.trialwatch")
     // A socket left behind by a process that is gone: bound, never listening, closed.
@@ -37,7 +37,7 @@ import TrialTesting
     #expect(try VarlinkClient(path: path).getInfo().product == "trialwatchd")
   }
 
-  @Test func aLiveSocketIsNotTakenOver() throws {
+  @Test func socket_ThatIsLive_IsNotTakenOver() throws {
     let fixture = try ControlFixture()
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
@@ -49,7 +49,7 @@ import TrialTesting
     #expect(try fixture.client().getInfo().vendor == "trialwatch")
   }
 
-  @Test func aFileThatIsNotASocketIsLeftAlone() throws {
+  @Test func file_ThatIsNotASocket_IsLeftAlone() throws {
     let directory = try TemporaryDirectory()
     let path = directory.appending("io.trialwatch")
     try "precious".write(toFile: path, atomically: false, encoding: .utf8)
@@ -62,7 +62,7 @@ import TrialTesting
     #expect(try String(contentsOfFile: path, encoding: .utf8) == "precious")
   }
 
-  @Test func aPathTooLongForASocketIsNamed() throws {
+  @Test func socketPath_ThatIsTooLong_IsNamed() throws {
     let path = "/tmp/" + String(repeating: "d", count: 200) + "/io.trialwatch"
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
@@ -72,7 +72,7 @@ import TrialTesting
     #expect(error.description.contains(path))
   }
 
-  @Test func anAdoptedListeningSocketIsServed() throws {
+  @Test func listeningSocket_WhenAdopted_IsServed() throws {
     let directory = try TemporaryDirectory()
     let path = directory.appending("activated")
     // As the service manager would hand it over: already bound and listening.
@@ -92,7 +92,7 @@ import TrialTesting
     #expect(FileManager.default.fileExists(atPath: path))
   }
 
-  @Test func acceptedConnectionsAreNonBlockingAndCloseOnExec() throws {
+  @Test func acceptedConnection_IsNonBlockingAndCloseOnExec() throws {
     let directory = try TemporaryDirectory()
     let path = directory.appending("s")
     let listener = try ControlSocket.bind(path: path, group: nil, mode: 0o600)
@@ -115,7 +115,7 @@ import TrialTesting
       ControlSocket.peerCredentials(accepted) == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()))
   }
 
-  @Test func adoptingSomethingThatIsNotAListeningSocketFails() throws {
+  @Test func adoption_OfWhatIsNotAListeningSocket_Fails() throws {
     var fds: [Int32] = [0, 0]
     #expect(pipe(&fds) == 0)
     defer {
@@ -145,7 +145,7 @@ import TrialTesting
     uid == 1000 ? [gid, 27, 990] : [gid]
   }
 
-  @Test func decisions() {
+  @Test func authorizer_ForEachKindOfCaller_Decides() {
     let authorizer = ControlAuthorizer(daemonUID: 500, controlGroup: 990, groupsOfUser: Self.groups)
     #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 0, gid: 0)) == .root)
     #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 500, gid: 500)) == .daemonUser)
@@ -154,13 +154,13 @@ import TrialTesting
     #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 1001, gid: 1001)) == .refused)
   }
 
-  @Test func withoutAControlGroupOnlyRootAndTheDaemonUserMayChange() {
+  @Test func authorizer_WithoutAControlGroup_LetsOnlyRootAndTheDaemonUserChange() {
     let authorizer = ControlAuthorizer(daemonUID: 500, controlGroup: nil, groupsOfUser: Self.groups)
     #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 1000, gid: 990)) == .refused)
     #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 500, gid: 1)).permitted)
   }
 
-  @Test func theUserDatabaseKnowsRootAndNobody() {
+  @Test func groups_OfRootAndNobody_ComeFromTheUserDatabase() {
     #expect(ControlSocket.groups(ofUser: 0, primaryGroup: 0)?.contains(0) == true)
     #expect(ControlSocket.groups(ofUser: 65_534, primaryGroup: 65_534) == [65_534])
     #expect(ControlSocket.groups(ofUser: 3_999_999_999, primaryGroup: 1) == nil)
@@ -233,7 +233,7 @@ struct OtherUserTests {
       errorOutput: done.errors)
   }
 
-  @Test func nobodyMayReadButNotChange() throws {
+  @Test func nobody_OutsideTheControlGroup_MayReadButNotChange() throws {
     let fixture = try ControlFixture(group: 65_534, ids: [0x77, 0x78])
     let trial = try fixture.client().startTrial(StartTrialParameters(subject: "owned-by-root"))
     let outcome = try runAsNobody(
@@ -260,7 +260,7 @@ struct OtherUserTests {
     #expect(try fixture.client().listTrials().trials.map(\.subject) == ["owned-by-root"])
   }
 
-  @Test func membersOfTheControlGroupMayChange() throws {
+  @Test func member_OfTheControlGroup_MayChange() throws {
     var options = ControlServer.Options()
     options.controlGroup = 65_534
     let fixture = try ControlFixture(options: options, group: 65_534, ids: [0x99])
@@ -272,7 +272,7 @@ struct OtherUserTests {
     #expect(try outcome.replies[0].parameters(as: TrialReply.self).trial.id == TrialID(0x99))
   }
 
-  @Test func theSocketModeKeepsOthersOut() throws {
+  @Test func socketMode_ForOthers_KeepsThemOut() throws {
     let fixture = try ControlFixture(group: 0)
     let outcome = try runAsNobody(fixture.socketPath, [message("org.varlink.service.GetInfo")])
     #expect(outcome.status != 0)
