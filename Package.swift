@@ -29,11 +29,17 @@ let package = Package(
     ),
     // Test doubles shipped as a library: virtual time, in-memory repository, spies.
     .target(name: "TrialTesting", dependencies: ["TrialCore"]),
+    // What every test and the benchmarks share, below the project's own modules: the one
+    // launcher for processes, the datagram socket, temporary directories, the seeded
+    // generator. Never a dependency of trialwatchd or trialwatchctl.
+    .target(name: "TestSupport"),
 
     // Debian's liblmdb-dev: the key-value file store under TrialStore.
     .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
     // The LMDB file store and the repository over it; the only importer of CLMDB.
     .target(name: "TrialStore", dependencies: ["TrialCore", "CLMDB"]),
+    // The store's crash-test workload, run by trialwatch-crashtest and replayed by the tests.
+    .target(name: "TrialStoreTesting", dependencies: ["TrialCore", "TrialStore"]),
 
     // libsystemd (Debian: libsystemd-dev), imported only by the Systemd target.
     .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
@@ -69,7 +75,7 @@ let package = Package(
     .target(
       name: "TrialDaemonTesting",
       dependencies: [
-        "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialStore",
+        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialStore",
         .product(name: "Logging", package: "swift-log"),
       ]
     ),
@@ -85,43 +91,49 @@ let package = Package(
     // Thin entry points.
     .executableTarget(name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore"]),
     .executableTarget(name: "trialwatchctl", dependencies: ["TrialCtl"]),
-    // Test tool: the child process the crash test kills (logic in TrialStore).
-    .executableTarget(name: "trialwatch-crashtest", dependencies: ["TrialStore"]),
+    // Test tool: the child process the crash test kills (logic in TrialStoreTesting).
+    .executableTarget(name: "trialwatch-crashtest", dependencies: ["TrialStoreTesting"]),
     // Benchmarks: `make bench` prints every figure as `name: value unit`.
     .executableTarget(
       name: "trialwatch-bench",
       dependencies: [
-        "TrialCore", "TrialStore", "TrialControl", "TrialDaemon", "TrialTesting",
+        "TestSupport", "TrialCore", "TrialStore", "TrialControl", "TrialDaemon", "TrialTesting",
         .product(name: "Histogram", package: "hdrhistogram-swift"),
       ]
     ),
 
+    .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
     .testTarget(
       name: "TrialCoreTests",
       dependencies: [
-        "TrialCore", "TrialTesting",
+        "TestSupport", "TrialCore", "TrialTesting",
         .product(name: "PropertyBased", package: "swift-property-based"),
       ]
     ),
     .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
-    .testTarget(name: "TrialStoreTests", dependencies: ["TrialStore", "TrialCore", "TrialTesting"]),
+    .testTarget(
+      name: "TrialStoreTests",
+      dependencies: ["TestSupport", "TrialStore", "TrialStoreTesting", "TrialCore", "TrialTesting"]
+    ),
     .testTarget(
       name: "SystemdTests",
-      dependencies: ["Systemd", .product(name: "Logging", package: "swift-log")]
+      dependencies: ["Systemd", "TestSupport", .product(name: "Logging", package: "swift-log")]
     ),
-    .testTarget(name: "TrialControlTests", dependencies: ["TrialCore", "TrialControl", "TrialTesting"]),
+    .testTarget(
+      name: "TrialControlTests", dependencies: ["TestSupport", "TrialCore", "TrialControl", "TrialTesting"]
+    ),
     .testTarget(
       name: "TrialDaemonTests",
       dependencies: [
-        "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialDaemonTesting", "TrialStore",
-        "Systemd", .product(name: "Logging", package: "swift-log"),
+        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialDaemonTesting",
+        "TrialStore", "Systemd", .product(name: "Logging", package: "swift-log"),
       ]
     ),
     .testTarget(
       name: "TrialCtlTests",
       dependencies: [
-        "TrialCore", "TrialTesting", "TrialControl", "TrialCtl", "TrialDaemon", "TrialDaemonTesting",
-        .product(name: "Logging", package: "swift-log"),
+        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialCtl", "TrialDaemon",
+        "TrialDaemonTesting", .product(name: "Logging", package: "swift-log"),
       ]
     ),
   ]

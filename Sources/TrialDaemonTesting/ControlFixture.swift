@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 import TrialControl
 import TrialCore
@@ -29,7 +30,8 @@ public enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
 public final class ControlFixture {
   public static let start = Date(timeIntervalSince1970: 1_750_000_000)  // 2025-06-15T15:06:40Z
 
-  public let directory: String
+  public let scratch: TemporaryDirectory
+  public var directory: String { scratch.path }
   public let socketPath: String
   public let logs = CapturedLogs()
   public let server: ControlServer
@@ -48,10 +50,11 @@ public final class ControlFixture {
     group: UInt32? = nil,
     authorizer: ControlAuthorizer? = nil, ids: [UInt64] = [], start: Date = ControlFixture.start
   ) throws {
-    directory = try makeTemporaryDirectory()
-    socketPath = directory + "/io.trialwatch"
+    scratch = try TemporaryDirectory("control")
+    socketPath = scratch.appending("io.trialwatch")
     let repository: any TrialRepository =
-      store == .lmdb ? try LMDBTrialRepository(directory: directory + "/store") : InMemoryTrialRepository()
+      store == .lmdb
+      ? try LMDBTrialRepository(directory: scratch.appending("store")) : InMemoryTrialRepository()
     engine = try EngineParts(repository: repository, ids: ids, start: start)
     var options = options
     options.version = "1.2.3-test"
@@ -73,7 +76,6 @@ public final class ControlFixture {
   deinit {
     stop()
     engine.close()
-    try? FileManager.default.removeItem(atPath: directory)
   }
 
   /// The engine's current time.
@@ -311,13 +313,4 @@ public final class CapturedLogs: @unchecked Sendable {
       )
     }
   }
-}
-
-/// A fresh temporary directory, traversable by other users (for tests that connect as nobody).
-public func makeTemporaryDirectory(_ prefix: String = "trialwatch-test") throws -> String {
-  var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
-  guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
-  let path = String(cString: made)
-  chmod(path, 0o711)
-  return path
 }

@@ -72,11 +72,3 @@ struct Latencies: Codable, Sendable {
   /// Decimals of every millisecond figure.
   static let digits = 3
 }
-
-/// A fresh temporary directory, removed by the caller.
-func temporaryDirectory(_ name: String) throws -> URL {
-  let url = FileManager.default.temporaryDirectory.appendingPathComponent(
-    "trialwatch-bench-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-  try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-  return url
-}

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import TestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -23,7 +24,7 @@ func runControlBench() throws {
   report("control_socket_floor_rps", try socketPingPongRate(), "req/s", digits: 0)
 
   let identity = try clientIdentity()
-  let current = try DaemonProcess.builtExecutable
+  let current = DaemonProcess.builtExecutable
   guard let baselinePath = ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_BASELINE_DAEMON"],
     !baselinePath.isEmpty
   else {
@@ -100,11 +101,8 @@ private func clientIdentity() throws -> ControlClient.Identity? {
 private func measureDaemon(executable: URL, identity: ControlClient.Identity?) throws -> [ControlFigure] {
   // Under /tmp, searchable by all, so that the clients' user reaches the socket in it; the
   // store inside stays the daemon's.
-  var template = Array("/tmp/trialwatch-bench-control-XXXXXX".utf8CString)
-  guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp: errno \(errno)") }
-  let directory = URL(fileURLWithPath: String(cString: made))
-  defer { try? FileManager.default.removeItem(at: directory) }
-  guard chmod(directory.path, 0o711) == 0 else { throw BenchError("chmod \(directory.path): errno \(errno)") }
+  let scratch = try TemporaryDirectory("bench-control")
+  let directory = scratch.url
 
   // The socket is in the clients' group, mode 0660, and that group may change trials.
   let group = identity?.gid ?? getegid()

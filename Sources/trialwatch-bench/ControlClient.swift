@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import TestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -51,28 +52,17 @@ enum ControlClient {
     socket: String, scenario: Scenario, clients: Int, calls: Int, depth: Int, ids: String?,
     identity: Identity?
   ) throws -> Report {
-    guard let executable = Bundle.main.executableURL else {
-      throw BenchError("cannot find the bench executable to run the control clients")
-    }
     var arguments = [flag, socket, scenario.rawValue, "\(clients)", "\(calls)", "\(depth)"]
     if let ids { arguments += ["--ids", ids] }
     if let identity { arguments += ["--user", "\(identity.uid):\(identity.gid)"] }
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    process.standardInput = FileHandle.nullDevice
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let done = try ChildProcess.run(.product("trialwatch-bench"), arguments, timeout: 3_600)
     let what = "the control clients (\(scenario.rawValue), \(clients) × \(calls) calls, depth \(depth))"
-    guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-      throw BenchError("\(what) failed with status \(process.terminationStatus)")
+    guard done.status == .exited(0) else {
+      throw BenchError("\(what) \(done.status): \(done.errors)")
     }
     let report: Report
     do {
-      report = try JSONDecoder().decode(Report.self, from: data)
+      report = try JSONDecoder().decode(Report.self, from: Data(done.output.utf8))
     } catch {
       throw BenchError("\(what) printed no report: \(error)")
     }

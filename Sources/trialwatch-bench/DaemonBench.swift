@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import TrialCore
 import TrialStore
 import TrialTesting
@@ -10,13 +11,13 @@ import TrialTesting
 /// trialwatchd itself, as a process: time from start to READY=1 and resident memory with
 /// 1,000,000 active trials, and its context switches while idle after a client's calls.
 func runDaemonBench() throws {
-  let directory = try temporaryDirectory("daemon")
-  defer { try? FileManager.default.removeItem(at: directory) }
+  let scratch = try TemporaryDirectory("bench-daemon")
+  let directory = scratch.url
   let trials = Int(ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_DAEMON_TRIALS"] ?? "") ?? 1_000_000
   try populate(state: DaemonProcess.stateDirectory(in: directory).path, trials: trials)
 
   let daemon = try DaemonProcess(
-    executable: try DaemonProcess.builtExecutable, directory: directory, configuration: "")
+    executable: DaemonProcess.builtExecutable, directory: directory, configuration: "")
   let pid = daemon.pid
   report("daemon_ready_\(trials / 1000)k", daemon.secondsToReady, "s")
   report("daemon_rss_after_ready_\(trials / 1000)k", Double(residentBytes(of: pid)) / 1e6, "MB", digits: 1)

@@ -1,5 +1,5 @@
-import Dispatch
 import Foundation
+import TestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -14,12 +14,7 @@ import Foundation
 final class DaemonProcess {
   /// The trialwatchd built beside this bench.
   static var builtExecutable: URL {
-    get throws {
-      guard let bench = Bundle.main.executableURL else {
-        throw BenchError("cannot find the bench executable, so neither the trialwatchd beside it")
-      }
-      return bench.deletingLastPathComponent().appendingPathComponent("trialwatchd")
-    }
+    URL(fileURLWithPath: BuiltProducts.path("trialwatchd"))
   }
 
   static func stateDirectory(in directory: URL) -> URL {
@@ -29,10 +24,12 @@ final class DaemonProcess {
   let socketPath: String
   /// Seconds from the start of the process to its READY=1.
   let secondsToReady: Double
-  var pid: Int32 { process.processIdentifier }
+  var pid: Int32 { child.pid }
 
-  private let process = Process()
-  private let notify: NotifySocket
+  private let child: ChildProcess
+  /// Read all the time, as systemd reads it: a sender blocks once the socket's queue is full,
+  /// and trialwatchd sends a status with its changes.
+  private let notify: UnixDatagramSocket
   private let logPath: String
 
   /// Starts `executable` with `configuration` as its configuration file and waits for its
@@ -45,49 +42,43 @@ final class DaemonProcess {
     try configuration.write(to: config, atomically: true, encoding: .utf8)
     socketPath = directory.appendingPathComponent("io.trialwatch").path
     logPath = directory.appendingPathComponent("trialwatchd.log").path
-    notify = try NotifySocket(path: directory.appendingPathComponent("notify.sock").path)
-    guard FileManager.default.createFile(atPath: logPath, contents: nil),
-      let log = FileHandle(forWritingAtPath: logPath)
-    else { throw BenchError("cannot create \(logPath)") }
-    defer { try? log.close() }
-
-    process.executableURL = executable
-    process.arguments = [
+    notify = try UnixDatagramSocket(path: directory.appendingPathComponent("notify.sock").path)
+    notify.readInBackground()
+    guard FileManager.default.createFile(atPath: logPath, contents: nil) else {
+      throw BenchError("cannot create \(logPath)")
+    }
+    let arguments = [
       "--config", config.path, "--state-dir", Self.stateDirectory(in: directory).path, "--socket", socketPath,
     ]
-    var environment = ProcessInfo.processInfo.environment
-    environment["NOTIFY_SOCKET"] = notify.path
-    for key in [
-      "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES",
-    ] {
-      environment.removeValue(forKey: key)
-    }
-    process.environment = environment
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = log
-    process.standardError = log
+    let environment = ChildProcess.environment(
+      adding: ["NOTIFY_SOCKET": notify.path],
+      removing: [
+        "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES",
+      ])
 
     var ready = false
-    let process = process
+    var started: ChildProcess?
     let notify = notify
+    let logPath = logPath
     secondsToReady = try measure {
-      try process.run()
-      let deadline = Date().addingTimeInterval(timeout)
-      while !ready, Date() < deadline {
-        if let message = notify.receive(timeout: 0.2) {
+      let child = try ChildProcess(
+        .path(executable.path), arguments, environment: environment, output: .file(logPath),
+        errors: .file(logPath))
+      started = child
+      let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
+      // Each wait for a message is short, to see a daemon that exits without one.
+      while !ready, ContinuousClock.now < deadline, child.status == nil {
+        if let message = try notify.receiveText(timeout: 0.2) {
           ready = message.split(separator: "\n").contains("READY=1")
-        } else if !process.isRunning {
-          break
         }
       }
     }
+    child = started!
     guard ready else {
-      let exited = !process.isRunning
+      let status = child.status
       halt()
       let what =
-        exited
-        ? "exited with status \(process.terminationStatus) before READY=1"
-        : "did not report READY=1 within \(Int(timeout)) s"
+        status.map { "\($0) before READY=1" } ?? "did not report READY=1 within \(Int(timeout)) s"
       throw BenchError("\(executable.path) \(what)" + logTail())
     }
   }
@@ -98,15 +89,15 @@ final class DaemonProcess {
 
   /// The next sd_notify message, or nil after `timeout` seconds without one.
   func notification(timeout: Double) -> String? {
-    notify.receive(timeout: timeout)
+    try? notify.receiveText(timeout: timeout)
   }
 
   /// Stops the daemon with SIGTERM, as systemd does; fails when it does not exit cleanly.
   func stop() throws {
-    guard process.isRunning else { throw BenchError("trialwatchd ended before it was stopped" + logTail()) }
+    guard child.status == nil else { throw BenchError("trialwatchd ended before it was stopped" + logTail()) }
     guard halt() else { throw BenchError("trialwatchd did not stop within 10 s of SIGTERM" + logTail()) }
-    guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-      throw BenchError("trialwatchd stopped with status \(process.terminationStatus)" + logTail())
+    guard child.status == .exited(0) else {
+      throw BenchError("trialwatchd stopped: \(child.status.map { "\($0)" } ?? "still running")" + logTail())
     }
   }
 
@@ -114,14 +105,12 @@ final class DaemonProcess {
   /// kills it. Whether it ended on SIGTERM.
   @discardableResult
   private func halt(timeout: Double = 10) -> Bool {
-    guard process.isRunning else { return true }
-    process.terminate()
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning, Date() < deadline { usleep(10_000) }
-    let ended = !process.isRunning
-    if !ended { kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
-    return ended
+    guard child.status == nil else { return true }
+    child.signal(SIGTERM)
+    guard child.wait(timeout: timeout) == nil else { return true }
+    child.kill()
+    child.wait()
+    return false
   }
 
   /// The last lines the daemon logged, to explain a failure.
@@ -129,107 +118,5 @@ final class DaemonProcess {
     let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
     let lines = text.split(separator: "\n").suffix(10)
     return lines.isEmpty ? "" : "; its last log lines:\n" + lines.joined(separator: "\n")
-  }
-}
-
-/// A datagram socket that sd_notify messages are sent to, read all the time as systemd
-/// reads it: a sender blocks once the socket's queue is full, and trialwatchd sends a status
-/// with its changes. Messages wait for `receive` in order (the latest 10,000 at most).
-final class NotifySocket {
-  let path: String
-  private let inbox: Inbox
-  private let ended = DispatchSemaphore(value: 0)
-
-  init(path: String) throws {
-    self.path = path
-    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { throw BenchError("cannot make a datagram socket: errno \(errno)") }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-      close(fd)
-      throw BenchError("socket path too long: \(path)")
-    }
-    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-    let bound = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    guard bound == 0 else {
-      let failure = errno
-      close(fd)
-      throw BenchError("cannot bind \(path): errno \(failure)")
-    }
-    let inbox = Inbox(fd: fd)
-    self.inbox = inbox
-    let ended = ended
-    Thread {
-      inbox.readUntilStopped()
-      ended.signal()
-    }.start()
-  }
-
-  deinit {
-    inbox.stop()
-    ended.wait()
-    close(inbox.fd)
-    unlink(path)
-  }
-
-  /// The next message, or nil after `timeout` seconds without one.
-  func receive(timeout: Double) -> String? {
-    inbox.next(timeout: timeout)
-  }
-
-  /// The socket and the messages read from it, shared with the thread that reads them.
-  private final class Inbox: @unchecked Sendable {
-    // @unchecked: `messages` and `stopped` are guarded by `condition`.
-    let fd: Int32
-    private let condition = NSCondition()
-    private var messages: [String] = []
-    private var stopped = false
-    private static let kept = 10_000
-
-    init(fd: Int32) {
-      self.fd = fd
-    }
-
-    /// Reads messages as they come until `stop()`; looks for that a few times a second.
-    func readUntilStopped() {
-      var buffer = [UInt8](repeating: 0, count: 4096)
-      while true {
-        condition.lock()
-        let stop = stopped
-        condition.unlock()
-        if stop { return }
-        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&poller, 1, 200) == 1 else { continue }
-        let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-        guard count > 0 else { continue }
-        condition.lock()
-        messages.append(String(decoding: buffer[0..<count], as: UTF8.self))
-        if messages.count > Self.kept { messages.removeFirst(messages.count - Self.kept) }
-        condition.signal()
-        condition.unlock()
-      }
-    }
-
-    func stop() {
-      condition.lock()
-      stopped = true
-      condition.unlock()
-    }
-
-    func next(timeout: Double) -> String? {
-      let deadline = Date().addingTimeInterval(timeout)
-      condition.lock()
-      defer { condition.unlock() }
-      while messages.isEmpty {
-        if !condition.wait(until: deadline) { return nil }
-      }
-      return messages.removeFirst()
-    }
   }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import TestSupport
 import TrialCore
 import TrialDaemon
 import TrialStore
@@ -54,10 +55,10 @@ func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws 
 
   // 10,000 events due at random instants over 10 s.
   do {
-    let directory = try temporaryDirectory("lateness")
-    defer { try? FileManager.default.removeItem(at: directory) }
+    let scratch = try TemporaryDirectory("bench-lateness")
+    let directory = scratch.url
     let start = clock.now().addingTimeInterval(1)
-    var generator = SystemRandomNumberGenerator()
+    var generator = SeededGenerator(seed: 0x6C61_7465)
     let ends = (0..<10_000).map { _ in start.addingTimeInterval(Double.random(in: 0..<10, using: &generator))
     }
     let sink = try runEngine(repository: try makeRepository(directory), ends: ends, label: "lateness")
@@ -67,8 +68,8 @@ func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws 
 
   // 100,000 events due in the same second.
   do {
-    let directory = try temporaryDirectory("burst")
-    defer { try? FileManager.default.removeItem(at: directory) }
+    let scratch = try TemporaryDirectory("bench-burst")
+    let directory = scratch.url
     let due = clock.now().addingTimeInterval(5)
     let ends = (0..<100_000).map { due.addingTimeInterval(Double($0 % 1000) / 1000) }
     let sink = try runEngine(repository: try makeRepository(directory), ends: ends, label: "burst")

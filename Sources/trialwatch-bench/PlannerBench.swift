@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import TrialCore
 import TrialTesting
 
@@ -61,22 +62,14 @@ enum PlannerBenchCase: String, CaseIterable {
 
   /// Runs this case in a fresh copy of the executable and returns what it printed.
   func runInChild() throws -> String {
-    guard let executable = Bundle.main.executableURL else {
-      throw PlannerBenchError(description: "cannot find the bench executable to run \(rawValue)")
-    }
-    let process = Process()
-    process.executableURL = executable
-    process.environment = ProcessInfo.processInfo.environment.merging([Self.variable: rawValue]) { $1 }
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
+    let done = try ChildProcess.run(
+      .product("trialwatch-bench"), environment: ChildProcess.environment(adding: [Self.variable: rawValue]),
+      timeout: 600)
+    guard done.status == .exited(0) else {
       throw PlannerBenchError(
-        description: "planner bench case \(rawValue) failed (\(process.terminationStatus))")
+        description: "planner bench case \(rawValue) failed (\(done.status)): \(done.errors)")
     }
-    return String(decoding: data, as: UTF8.self)
+    return done.output
   }
 }
 

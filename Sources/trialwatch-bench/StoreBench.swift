@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import TrialCore
 import TrialStore
 
@@ -15,10 +16,8 @@ import TrialStore
 /// `TRIALWATCH_BENCH_TRIALS` runs it with another trial count (figure names stay the same).
 func runStoreBench() throws {
   let count = ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_TRIALS"].flatMap(Int.init) ?? 1_000_000
-  let directory = FileManager.default.temporaryDirectory
-    .appendingPathComponent("trialwatch-store-bench-\(getpid())").path
-  try? FileManager.default.removeItem(atPath: directory)
-  defer { try? FileManager.default.removeItem(atPath: directory) }
+  let scratch = try TemporaryDirectory("bench-store")
+  let directory = scratch.appending("store")
   // A fixed instant: the bench never reads the wall clock.
   let origin = Date(timeIntervalSinceReferenceDate: 800_000_000)
   let hour: TimeInterval = 3_600

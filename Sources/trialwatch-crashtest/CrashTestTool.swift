@@ -1,5 +1,5 @@
 import Foundation
-import TrialStore
+import TrialStoreTesting
 
 /// Test tool for the store's crash test: runs `StoreCrashWorkload` on the store directory
 /// given as its argument until it is killed. Not part of the installed daemon.

@@ -1,12 +1,13 @@
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import Systemd
 
 @Suite struct JournalFieldTests {
   @Test(arguments: ["MESSAGE", "TRIAL_ID", "A", "X1_2", String(repeating: "N", count: 64)])
-  func validNames(name: String) {
+  func fieldName_ThatIsValid_HasNoProblem(name: String) {
     #expect(JournalField.problem(withName: name) == nil)
   }
 
@@ -22,11 +23,11 @@ import Testing
       "field name \"\(String(repeating: "N", count: 65))\" is longer than 64 characters"
     ),
   ])
-  func invalidNamesSayWhy(name: String, problem: String) {
+  func fieldName_ThatIsInvalid_HasItsProblemNamed(name: String, problem: String) {
     #expect(JournalField.problem(withName: name) == problem)
   }
 
-  @Test func keysBecomeValidFieldNames() {
+  @Test func fieldNameForKey_OfAnyKey_IsAValidFieldName() {
     #expect(JournalField.fieldName(forKey: "trial-id") == "TRIAL_ID")
     #expect(JournalField.fieldName(forKey: "_private") == "PRIVATE")
     #expect(JournalField.fieldName(forKey: "2fa") == "META_2FA")
@@ -41,7 +42,7 @@ import Testing
 
 /// The real `sd_journal_sendv`, read back from journald's socket bound by the test.
 @Suite(.serialized) struct SystemdJournalTests {
-  @Test func sendsExactlyTheFieldsGivenInOrder() throws {
+  @Test func send_OfFields_WritesExactlyThoseInOrder() throws {
     let journald = try FakeJournald.start()
     defer { journald.stop() }
     let marker = JournalMarker()
@@ -62,7 +63,7 @@ import Testing
     #expect(entry.map(\.1) == fields.map(\.value) + [program])
   }
 
-  @Test func invalidFieldNameSendsNothing() throws {
+  @Test func send_WithAnInvalidFieldName_SendsNothing() throws {
     let journald = try FakeJournald.start()
     defer { journald.stop() }
     let marker = JournalMarker()
@@ -87,7 +88,7 @@ import Testing
     #expect(!before.contains { $0.contains { $0.1 == marker.value } })
   }
 
-  @Test func journalLogHandlerWritesThroughSendv() throws {
+  @Test func journalLogHandler_WhenLogging_WritesThroughSendv() throws {
     let journald = try FakeJournald.start()
     defer { journald.stop() }
     let marker = JournalMarker()
@@ -105,7 +106,7 @@ import Testing
     #expect(
       entry.map(\.1) == [
         "store is slow", "4", "trialwatchd", "io.trialwatch.test", "SystemdTests/JournalTests.swift",
-        String(line), "journalLogHandlerWritesThroughSendv()", marker.value, "00000000000000ff",
+        String(line), "journalLogHandler_WhenLogging_WritesThroughSendv()", marker.value, "00000000000000ff",
       ])
   }
 }
@@ -132,7 +133,7 @@ import Testing
     }
   }
 
-  @Test func autoPicksTheJournalWhenStandardErrorIsTheJournalStream() {
+  @Test func autoDestination_WhenStandardErrorIsTheJournalStream_IsTheJournal() {
     let stream = Pipe()
     let environment = ["JOURNAL_STREAM": stream.streamValue]
     #expect(JournalDestination.isJournalStream(stream.write, environment: environment))
@@ -141,7 +142,7 @@ import Testing
         == .journal)
   }
 
-  @Test func autoPicksStandardErrorWhenItIsElsewhere() {
+  @Test func autoDestination_WhenStandardErrorIsElsewhere_IsStandardError() {
     let stream = Pipe()
     let other = Pipe()
     // A shell started from the service inherits JOURNAL_STREAM, but its stderr is a terminal.
@@ -155,17 +156,17 @@ import Testing
   }
 
   @Test(arguments: ["", "12", "a:b", "1:2:3", ":5", "-1:3"])
-  func malformedJournalStreamIsNotTheJournal(value: String) {
+  func journalStream_ThatIsMalformed_IsNotTheJournal(value: String) {
     let stream = Pipe()
     #expect(!JournalDestination.isJournalStream(stream.write, environment: ["JOURNAL_STREAM": value]))
   }
 
-  @Test func invalidStandardErrorIsNotTheJournal() {
+  @Test func journalStream_OfAnInvalidStandardError_IsNotTheJournal() {
     let stream = Pipe()
     #expect(!JournalDestination.isJournalStream(-1, environment: ["JOURNAL_STREAM": stream.streamValue]))
   }
 
-  @Test func consoleAlwaysPicksStandardError() {
+  @Test func consoleDestination_Always_IsStandardError() {
     let stream = Pipe()
     let environment = ["JOURNAL_STREAM": stream.streamValue]
     #expect(
@@ -173,7 +174,7 @@ import Testing
         == .standardError)
   }
 
-  @Test func journalRequestedNeedsJournaldsSocket() throws {
+  @Test func journalDestination_WhenRequested_NeedsJournaldsSocket() throws {
     let socket = try UnixDatagramSocket.temporary(name: "socket")
     defer { socket.close() }
     #expect(
@@ -189,7 +190,7 @@ import Testing
       JournalDestination.detect(target: .journal, environment: [:], journalSocket: file) == .standardError)
   }
 
-  @Test func defaultSocketIsJournaldsNativeSocket() {
+  @Test func journalSocketPath_ByDefault_IsJournaldsNativeSocket() {
     #expect(JournalDestination.journalSocketPath == "/run/systemd/journal/socket")
   }
 }

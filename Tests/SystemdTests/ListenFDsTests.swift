@@ -4,11 +4,11 @@ import Testing
 @testable import Systemd
 
 /// Socket activation with real sockets placed at descriptors 3 and up, as systemd passes
-/// them. Each test runs in a child process of its own: it moves descriptors and changes the
-/// environment, which no other test may see.
+/// them. Each test runs in a child process of its own (an exit test): it changes the
+/// environment, which no other test may see; and the descriptors are moved in a process forked
+/// from that one (see `withPassedSockets`).
 @Suite struct ListenFDsTests {
-  /// What one call saw, collected while descriptors 3 and 4 are replaced (no test issue can be
-  /// reported then: the test library may itself use one of them), checked afterwards.
+  /// What one call saw, collected in the forked process, checked in the test's.
   struct Observation {
     var descriptors: [ListenFDs.Descriptor] = []
     var error: SystemdError?
@@ -22,6 +22,11 @@ import Testing
     var device: UInt64
     var inode: UInt64
 
+    init(device: UInt64, inode: UInt64) {
+      self.device = device
+      self.inode = inode
+    }
+
     init?(_ fd: Int32) {
       var info = stat()
       guard fstat(fd, &info) == 0 else { return nil }
@@ -30,26 +35,81 @@ import Testing
     }
   }
 
-  /// Puts `sockets` at descriptors 3, 4, … with the given variables set, calls `body`, then
-  /// puts back whatever was at those descriptors before.
+  /// Stands for the pid of the process that takes the sockets, in `LISTEN_PID`.
+  static let ownPID = "own-pid"
+
+  /// Puts `sockets` at descriptors 3, 4, … with the given variables set (`ownPID` replaced by
+  /// the pid), calls `body` and returns what it saw. All of it runs in a process forked for
+  /// it, with one thread: in the exit test's process the runtime keeps descriptors of its own
+  /// at 3 and 4 (Dispatch's epoll and eventfd), which another of its threads may use or close
+  /// while they are replaced. What `body` saw comes back through a pipe.
   static func withPassedSockets(
     _ sockets: [Int32], environment: [String: String], _ body: () -> Observation
   ) -> Observation {
-    var saved: [Int32: Int32] = [:]
-    for index in sockets.indices {
-      let target = Int32(3 + index)
-      if fcntl(target, F_GETFD) >= 0 { saved[target] = fcntl(target, F_DUPFD_CLOEXEC, 100) }
-      dup2(sockets[index], target)
+    var ends: [Int32] = [0, 0]
+    precondition(pipe(&ends) == 0)
+    let child = fork()
+    precondition(child >= 0)
+    if child == 0 {
+      close(ends[0])
+      for index in sockets.indices { dup2(sockets[index], Int32(3 + index)) }
+      for (name, value) in environment { setenv(name, value == ownPID ? String(getpid()) : value, 1) }
+      let text = encode(body())
+      _ = text.utf8CString.withUnsafeBufferPointer { write(ends[1], $0.baseAddress, $0.count - 1) }
+      _exit(0)
     }
-    for (name, value) in environment { setenv(name, value, 1) }
-    let observation = body()
-    for index in sockets.indices {
-      let target = Int32(3 + index)
-      if let original = saved[target] {
-        dup2(original, target)
-        close(original)
-      } else {
-        close(target)
+    close(ends[1])
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while case let count = read(ends[0], &chunk, chunk.count), count != 0 {
+      if count < 0 {
+        if errno == EINTR { continue }
+        break
+      }
+      bytes += chunk[0..<count]
+    }
+    close(ends[0])
+    var status: Int32 = 0
+    while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+    return decode(String(decoding: bytes, as: UTF8.self))
+  }
+
+  /// An observation as lines of text, one fact a line.
+  static func encode(_ observation: Observation) -> String {
+    var lines = observation.descriptors.map { "descriptor \($0.fd) \($0.name)" }
+    if let error = observation.error {
+      lines.append("error \(error.code) \(error.errno ?? -1) \(error.detail)")
+    }
+    for (fd, identity) in observation.identities {
+      lines.append("identity \(fd) \(identity.device) \(identity.inode)")
+    }
+    for (fd, flag) in observation.closeOnExec { lines.append("cloexec \(fd) \(flag)") }
+    for (name, value) in observation.environmentAfter { lines.append("environment \(name) \(value)") }
+    lines += observation.secondCall.map { "second \($0)" }
+    return lines.joined(separator: "\n")
+  }
+
+  static func decode(_ text: String) -> Observation {
+    var observation = Observation()
+    let codes: [SystemdError] = [
+      .notifyFailed, .invalidWatchdogSettings, .listenFDsFailed, .journalSendFailed, .invalidJournalField,
+    ]
+    for line in text.split(separator: "\n") {
+      let field = line.split(separator: " ", maxSplits: 3).map(String.init)
+      switch field.first {
+      case "descriptor": observation.descriptors.append(.init(fd: Int32(field[1])!, name: field[2]))
+      case "error":
+        let code = codes.first { "\($0.code)" == field[1] }!.code
+        let errno = Int32(field[2])!
+        observation.error = SystemdError(code, errno: errno < 0 ? nil : errno, detail: field[3])
+      case "identity":
+        observation.identities[Int32(field[1])!] = FileIdentity(
+          device: UInt64(field[2])!, inode: UInt64(field[3])!)
+      case "cloexec": observation.closeOnExec[Int32(field[1])!] = field[2] == "true"
+      case "environment":
+        observation.environmentAfter[field[1]] = field.count > 2 ? field[2...].joined(separator: " ") : ""
+      case "second": observation.secondCall.append(Int32(field[1])!)
+      default: break
       }
     }
     return observation
@@ -61,7 +121,7 @@ import Testing
     return [stream, datagram]
   }
 
-  @Test func takesPassedSocketsWithNamesAndClearsTheEnvironment() async {
+  @Test func listenFDs_PassedWithNames_AreTakenAndTheEnvironmentCleared() async {
     await #expect(processExitsWith: .success) { () throws in
       let sockets = ListenFDsTests.makeSockets()
       #expect(sockets.allSatisfy { $0 >= 0 })
@@ -69,7 +129,7 @@ import Testing
       let seen = ListenFDsTests.withPassedSockets(
         sockets,
         environment: [
-          "LISTEN_FDS": "2", "LISTEN_PID": String(getpid()), "LISTEN_FDNAMES": "varlink:events",
+          "LISTEN_FDS": "2", "LISTEN_PID": ListenFDsTests.ownPID, "LISTEN_FDNAMES": "varlink:events",
         ]
       ) {
         var observation = Observation()
@@ -99,11 +159,11 @@ import Testing
     }
   }
 
-  @Test func namesDefaultToUnknown() async {
+  @Test func listenFDs_WithoutNames_AreNamedUnknown() async {
     await #expect(processExitsWith: .success) { () throws in
       let seen = ListenFDsTests.withPassedSockets(
         [ListenFDsTests.makeSockets()[0]],
-        environment: ["LISTEN_FDS": "1", "LISTEN_PID": String(getpid())]
+        environment: ["LISTEN_FDS": "1", "LISTEN_PID": ListenFDsTests.ownPID]
       ) {
         unsetenv("LISTEN_FDNAMES")
         var observation = Observation()
@@ -114,7 +174,7 @@ import Testing
     }
   }
 
-  @Test func variablesOfAnotherProcessAreIgnored() async {
+  @Test func listenFDs_ForAnotherProcess_AreIgnored() async {
     await #expect(processExitsWith: .success) { () throws in
       setenv("LISTEN_FDS", "2", 1)
       setenv("LISTEN_PID", String(getpid() + 1), 1)
@@ -124,7 +184,7 @@ import Testing
     }
   }
 
-  @Test func notSocketActivatedIsEmpty() async {
+  @Test func listenFDs_WithoutSocketActivation_AreNone() async {
     await #expect(processExitsWith: .success) { () throws in
       unsetenv("LISTEN_FDS")
       unsetenv("LISTEN_PID")
@@ -132,7 +192,7 @@ import Testing
     }
   }
 
-  @Test func malformedCountThrows() async {
+  @Test func listenFDs_WithAMalformedCount_Throw() async {
     await #expect(processExitsWith: .success) { () throws in
       setenv("LISTEN_FDS", "two", 1)
       setenv("LISTEN_PID", String(getpid()), 1)
@@ -141,12 +201,12 @@ import Testing
     }
   }
 
-  @Test func namesNotMatchingTheCountThrow() async {
+  @Test func listenFDs_WithNamesNotMatchingTheCount_Throw() async {
     await #expect(processExitsWith: .success) { () throws in
       let seen = ListenFDsTests.withPassedSockets(
         ListenFDsTests.makeSockets(),
         environment: [
-          "LISTEN_FDS": "2", "LISTEN_PID": String(getpid()), "LISTEN_FDNAMES": "only-one",
+          "LISTEN_FDS": "2", "LISTEN_PID": ListenFDsTests.ownPID, "LISTEN_FDNAMES": "only-one",
         ]
       ) {
         var observation = Observation()

@@ -54,7 +54,7 @@ final class LinePipe {
 }
 
 @Suite struct LogHandlerTests {
-  @Test func prioritiesFollowSyslog() {
+  @Test func priority_OfEachLevel_FollowsSyslog() {
     let expected: [(Logger.Level, Int)] = [
       (.trace, 7), (.debug, 7), (.info, 6), (.notice, 5), (.warning, 4), (.error, 3), (.critical, 2),
     ]
@@ -63,7 +63,7 @@ final class LinePipe {
     }
   }
 
-  @Test func journalHandlerSendsStructuredFields() throws {
+  @Test func journalHandler_WhenLogging_SendsStructuredFields() throws {
     let journal = RecordingJournal()
     var handler = JournalLogHandler(
       label: "io.trialwatch.engine", identifier: "trialwatchd", sink: journal,
@@ -85,7 +85,7 @@ final class LinePipe {
         JournalField(name: "LOGGER", value: "io.trialwatch.engine"),
         JournalField(name: "CODE_FILE", value: "SystemdTests/LogHandlerTests.swift"),
         JournalField(name: "CODE_LINE", value: String(line)),
-        JournalField(name: "CODE_FUNC", value: "journalHandlerSendsStructuredFields()"),
+        JournalField(name: "CODE_FUNC", value: "journalHandler_WhenLogging_SendsStructuredFields()"),
         JournalField(name: "HANDLER_KEY", value: "h"),
         JournalField(name: "META_MESSAGE", value: "clash"),
         JournalField(name: "PROVIDED", value: "yes"),
@@ -94,7 +94,7 @@ final class LinePipe {
       ])
   }
 
-  @Test func journalHandlerCarriesTheEventsError() throws {
+  @Test func journalHandler_WithAnEventError_CarriesIt() throws {
     struct StoreFull: Error, CustomStringConvertible {
       var description: String { "store is full" }
     }
@@ -112,7 +112,7 @@ final class LinePipe {
     #expect(fields[1].value == "2")
   }
 
-  @Test func journalHandlerFallsBackToStandardError() async {
+  @Test func journalHandler_WhenTheJournalFails_FallsBackToStandardError() async {
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
       let handler = JournalLogHandler(
         label: "io.trialwatch.test", identifier: "trialwatchd", sink: RecordingJournal(fails: true))
@@ -123,7 +123,7 @@ final class LinePipe {
       text.contains("warning  io.trialwatch.test: store is slow (journal unavailable: journal is down)\n"))
   }
 
-  @Test func stderrHandlerWritesOneReadableLine() {
+  @Test func stderrHandler_WhenLogging_WritesOneReadableLine() {
     let pipe = LinePipe()
     var handler = StderrLogHandler(label: "trialwatchd", fileDescriptor: pipe.write)
     handler.metadata["path"] = "/run/trialwatch/io.trialwatch"
@@ -136,7 +136,7 @@ final class LinePipe {
         + " path=/run/trialwatch/io.trialwatch\n")
   }
 
-  @Test func stderrFormatKeepsEveryMessageOnOneLine() {
+  @Test func stderrFormat_OfAnyMessage_KeepsItOnOneLine() {
     struct Denied: Error, CustomStringConvertible {
       var description: String { "permission denied" }
     }
@@ -150,7 +150,7 @@ final class LinePipe {
     #expect(!line.contains("\n"))
   }
 
-  @Test func bootstrapHandlersFollowTheSharedLevel() {
+  @Test func bootstrapHandlers_WhenTheLevelChanges_FollowTheSharedLevel() {
     let pipe = LinePipe()
     let level = SharedLogLevel(.warning)
     var logger = Logger(label: "trialwatchd") { label in
@@ -170,7 +170,7 @@ final class LinePipe {
     #expect(pipe.readAvailable() == "error    trialwatchd: shown\n")
   }
 
-  @Test func makeHandlerPicksTheBackendOfTheDestination() throws {
+  @Test func makeHandler_ForEachDestination_PicksItsBackend() throws {
     let journal = RecordingJournal()
     let level = SharedLogLevel(.info)
     let handler = SystemdLogging.makeHandler(
@@ -183,7 +183,7 @@ final class LinePipe {
     #expect(console is StderrLogHandler)
   }
 
-  @Test func bootstrapOnAConsoleLogsToStandardError() async {
+  @Test func bootstrap_OnAConsole_LogsToStandardError() async {
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
       let destination = SystemdLogging.bootstrap(identifier: "trialwatchd", target: .console)
       #expect(destination == .standardError)

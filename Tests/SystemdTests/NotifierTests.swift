@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Systemd
@@ -7,7 +8,7 @@ import Testing
 /// environment runs in a child process of its own (an exit test), so no other test of the
 /// run sees its `NOTIFY_SOCKET`.
 @Suite struct NotifierTests {
-  @Test func assignmentsAreTheDocumentedLines() {
+  @Test func assignment_OfEachState_IsTheDocumentedLine() {
     #expect(NotifyState.ready.assignment == "READY=1")
     #expect(NotifyState.reloading.assignment == "RELOADING=1")
     #expect(NotifyState.stopping.assignment == "STOPPING=1")
@@ -19,18 +20,18 @@ import Testing
     #expect(NotifyState.mainPID(4711).assignment == "MAINPID=4711")
   }
 
-  @Test func statusIsKeptOnOneLine() {
+  @Test func status_WithLineBreaks_IsKeptOnOneLine() {
     #expect(NotifyState.status("a\nb\r\nc").assignment == "STATUS=a b  c")
   }
 
-  @Test func extendTimeoutConvertsDurations() {
+  @Test func extendTimeout_OfADuration_IsInMicroseconds() {
     #expect(NotifyState.extendTimeout(.seconds(90)) == .extendTimeoutUsec(90_000_000))
     #expect(NotifyState.extendTimeout(.milliseconds(1500)) == .extendTimeoutUsec(1_500_000))
     #expect(NotifyState.extendTimeout(.nanoseconds(2999)) == .extendTimeoutUsec(2))
     #expect(NotifyState.extendTimeout(.seconds(-1)) == .extendTimeoutUsec(0))
   }
 
-  @Test func monotonicClockAdvancesAndMatchesReloadingNow() {
+  @Test func monotonicClock_WhenReloading_AdvancesAndMatchesReloadingNow() {
     let before = SystemdNotifier.monotonicMicroseconds()
     let states = NotifyState.reloadingNow()
     let after = SystemdNotifier.monotonicMicroseconds()
@@ -44,7 +45,7 @@ import Testing
     #expect(before <= value && value <= after)
   }
 
-  @Test func messagesArriveInOrderWithExactPayloads() async {
+  @Test func send_ToTheNotifySocket_ArrivesInOrderWithExactPayloads() async {
     await #expect(processExitsWith: .success) { () throws in
       let socket = try UnixDatagramSocket.temporary()
       defer { socket.close() }
@@ -83,7 +84,7 @@ import Testing
     }
   }
 
-  @Test func withoutNotifySocketNothingIsSent() async {
+  @Test func send_WithoutNotifySocket_SendsNothing() async {
     await #expect(processExitsWith: .success) { () throws in
       unsetenv("NOTIFY_SOCKET")
       let notifier = SystemdNotifier()
@@ -94,7 +95,7 @@ import Testing
     }
   }
 
-  @Test func emptySendDoesNothing() async {
+  @Test func send_OfNoState_DoesNothing() async {
     await #expect(processExitsWith: .success) { () throws in
       let socket = try UnixDatagramSocket.temporary()
       defer { socket.close() }
@@ -105,7 +106,7 @@ import Testing
     }
   }
 
-  @Test func unreachableSocketThrowsWithErrno() async {
+  @Test func send_ToAnUnreachableSocket_ThrowsWithErrno() async {
     await #expect(processExitsWith: .success) { () throws in
       setenv("NOTIFY_SOCKET", "/nonexistent-trialwatch-test/notify.sock", 1)
       let error = #expect(throws: SystemdError.notifyFailed) {
@@ -118,7 +119,7 @@ import Testing
 
   // MARK: Watchdog
 
-  @Test func watchdogIntervalForThisProcess() async {
+  @Test func watchdogInterval_ForThisProcess_IsRead() async {
     await #expect(processExitsWith: .success) { () throws in
       setenv("WATCHDOG_USEC", "3000000", 1)
       setenv("WATCHDOG_PID", String(getpid()), 1)
@@ -131,7 +132,7 @@ import Testing
     }
   }
 
-  @Test func watchdogForAnotherProcessOrUnsetIsNil() async {
+  @Test func watchdogInterval_ForAnotherProcessOrUnset_IsNil() async {
     await #expect(processExitsWith: .success) { () throws in
       unsetenv("WATCHDOG_USEC")
       unsetenv("WATCHDOG_PID")
@@ -147,7 +148,7 @@ import Testing
     ("WATCHDOG_USEC", "18446744073709551615"),
     ("WATCHDOG_PID", "not-a-pid"),
   ])
-  func malformedWatchdogSettingsThrow(name: String, value: String) async {
+  func watchdogInterval_WithMalformedSettings_Throws(name: String, value: String) async {
     await #expect(processExitsWith: .success) { [name, value] () throws in
       setenv("WATCHDOG_USEC", "3000000", 1)
       unsetenv("WATCHDOG_PID")

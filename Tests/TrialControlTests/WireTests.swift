@@ -4,7 +4,7 @@ import TrialControl
 import TrialCore
 
 @Suite struct FrameDecoderTests {
-  @Test func splitsMessagesFedInAnyChunks() throws {
+  @Test func frameDecoder_FedInAnyChunks_SplitsTheMessages() throws {
     let stream = Array("{\"a\":1}\0{\"b\":2}\0{\"c\"".utf8)
     for chunkSize in [1, 2, 3, 7, 100] {
       var decoder = VarlinkFrameDecoder()
@@ -24,7 +24,7 @@ import TrialCore
     }
   }
 
-  @Test func enforcesTheLimitWithOrWithoutTheNUL() throws {
+  @Test func frameDecoder_OverTheLimit_RefusesWithOrWithoutTheNUL() throws {
     var decoder = VarlinkFrameDecoder(maximumMessageSize: 8)
     decoder.append(Array("12345678".utf8) + [0])
     #expect(try decoder.nextMessage().map { Array($0) } == Array("12345678".utf8))
@@ -39,11 +39,11 @@ import TrialCore
     #expect(throws: VarlinkFrameDecoder.MessageTooLarge.self) { try open.nextMessage() }
   }
 
-  @Test func theDefaultLimitIsOneMebibyte() {
+  @Test func frameDecoder_ByDefault_LimitsToOneMebibyte() {
     #expect(VarlinkFrameDecoder().maximumMessageSize == 1_048_576)
   }
 
-  @Test func manySmallMessagesDoNotAccumulate() throws {
+  @Test func frameDecoder_ManySmallMessages_DoNotAccumulate() throws {
     var decoder = VarlinkFrameDecoder()
     for index in 0..<10_000 {
       decoder.append(Array("{\"i\":\(index)}".utf8) + [0])

@@ -3,63 +3,63 @@ import Testing
 import TrialCore
 
 struct DaysTests {
-  @Test func testTimeInterval_OneDay_Is86400Seconds() {
+  @Test func timeInterval_OneDay_Is86400Seconds() {
     #expect(Days(1).timeInterval == 86_400)
   }
 
-  @Test func testTimeInterval_FractionalDays_ScalesBySecondsPerDay() {
+  @Test func timeInterval_FractionalDays_ScalesBySecondsPerDay() {
     #expect(Days(1.5).timeInterval == 129_600)
     #expect(Days(0.25).timeInterval == 21_600)
     #expect(Days(-2).timeInterval == -172_800)
   }
 
-  @Test func testInitWithTimeInterval_TwelveHours_IsHalfADay() {
+  @Test func initWithTimeInterval_TwelveHours_IsHalfADay() {
     #expect(Days(timeInterval: 43_200).amount == 0.5)
     #expect(Days(timeInterval: 43_200) == Days(0.5))
   }
 
   @Test(arguments: [0.0, 1, 90, 3_600, 86_400, 259_200, -7_200, 0.001])
-  func testInitWithTimeInterval_RoundTripsThroughTimeInterval(seconds: Double) {
+  func initWithTimeInterval_RoundTripsThroughTimeInterval(seconds: Double) {
     #expect(Days(timeInterval: seconds).timeInterval == seconds)
   }
 
-  @Test func testUserFacingAmount_WithFraction_RoundsUp() {
+  @Test func userFacingAmount_WithFraction_RoundsUp() {
     #expect(Days(2.1).userFacingAmount == 3)
     #expect(Days(0.01).userFacingAmount == 1)
     #expect(Days(4.999).userFacingAmount == 5)
   }
 
-  @Test func testUserFacingAmount_WholeNumber_IsUnchanged() {
+  @Test func userFacingAmount_WholeNumber_IsUnchanged() {
     #expect(Days(3).userFacingAmount == 3)
     #expect(Days(0).userFacingAmount == 0)
   }
 
-  @Test func testUserFacingAmount_Negative_RoundsTowardsZero() {
+  @Test func userFacingAmount_Negative_RoundsTowardsZero() {
     // Rounded up, as always: 1.5 days overdue reads as -1.
     #expect(Days(-1.5).userFacingAmount == -1)
   }
 
-  @Test func testIsPast_NegativeAmount_IsTrue() {
+  @Test func isPast_NegativeAmount_IsTrue() {
     #expect(Days(-0.0001).isPast)
     #expect(Days(-3).isPast)
   }
 
-  @Test func testIsPast_ZeroOrPositive_IsFalse() {
+  @Test func isPast_ZeroOrPositive_IsFalse() {
     #expect(!Days(0).isPast)
     #expect(!Days(0.5).isPast)
   }
 
-  @Test func testComparison_OrdersByAmount() {
+  @Test func comparison_OrdersByAmount() {
     #expect(Days(1) < Days(2))
     #expect(Days(-1) < Days(0))
     #expect([Days(3), Days(1), Days(2)].sorted() == [Days(1), Days(2), Days(3)])
   }
 
-  @Test func testDefaultTrialLength_IsFiveDays() {
+  @Test func defaultTrialLength_IsFiveDays() {
     #expect(Days.defaultTrialLength == Days(5))
   }
 
-  @Test func testDescription_UsesTimeSpanFormat() {
+  @Test func description_UsesTimeSpanFormat() {
     #expect(Days(1.5).description == "1d 12h")
   }
 

@@ -3,29 +3,29 @@ import Testing
 import TrialCore
 
 struct TrialIDTests {
-  @Test func testDescription_IsSixteenLowerCaseHexDigits() {
+  @Test func description_IsSixteenLowerCaseHexDigits() {
     #expect(TrialID(0xAB).description == "00000000000000ab")
     #expect(TrialID(.max).description == "ffffffffffffffff")
     #expect(TrialID(0x0123_4567_89AB_CDEF).description == "0123456789abcdef")
   }
 
   @Test(arguments: [UInt64(1), 0xAB, 0x8000_0000_0000_0000, .max, 0x0123_4567_89AB_CDEF])
-  func testText_RoundTrips(raw: UInt64) throws {
+  func text_RoundTrips(raw: UInt64) throws {
     let id = TrialID(raw)
     #expect(TrialID(id.description) == id)
   }
 
-  @Test func testParse_ShortAndUpperCaseForms_AreAccepted() {
+  @Test func parse_ShortAndUpperCaseForms_AreAccepted() {
     #expect(TrialID("7") == TrialID(7))
     #expect(TrialID("ABCdef") == TrialID(0xABCDEF))
   }
 
   @Test(arguments: ["", "g", "12345678901234567", "-1", "+1", "0x12", " 12", "12 ", "１２"])
-  func testParse_BadText_IsRejected(text: String) {
+  func parse_BadText_IsRejected(text: String) {
     #expect(TrialID(text) == nil)
   }
 
-  @Test func testRandomGenerator_NeverHandsOutZero_AndVaries() {
+  @Test func randomGenerator_NeverHandsOutZero_AndVaries() {
     let generator = RandomTrialIDGenerator()
     let ids = (0..<64).map { _ in generator.nextID() }
     #expect(!ids.contains(TrialID(0)))
@@ -36,13 +36,13 @@ struct TrialIDTests {
 struct EventIDTests {
   let trial = TrialID(0x2A)
 
-  @Test func testDescription_NamesTrialRevisionAndKind() {
+  @Test func description_NamesTrialRevisionAndKind() {
     #expect(EventID(trialID: trial, revision: 3, kind: .expiry).description == "000000000000002a-r3-expiry")
     let reminder = EventID(trialID: trial, revision: 1, kind: .reminder(before: .days(1)))
     #expect(reminder.description == "000000000000002a-r1-reminder-86400000ms")
   }
 
-  @Test func testText_RoundTripsForEveryEventOfATrial() throws {
+  @Test func text_RoundTripsForEveryEventOfATrial() throws {
     let schedule = try ReminderSchedule([.days(7), .days(1), .seconds(90), .seconds(0.001)])
     let period = TrialPeriod(
       startDate: Date(timeIntervalSinceReferenceDate: 0), endDate: Date(timeIntervalSinceReferenceDate: 1e6))
@@ -71,11 +71,11 @@ struct EventIDTests {
     "000000000000002a-r1-reminder--5ms",
     "000000000000002a-r1-reminder-5s",
   ])
-  func testParse_BadText_IsRejected(text: String) {
+  func parse_BadText_IsRejected(text: String) {
     #expect(EventID(text) == nil)
   }
 
-  @Test func testIDsOfOneRevision_SortInDueOrder() throws {
+  @Test func idsOfOneRevision_SortInDueOrder() throws {
     let schedule = try ReminderSchedule([.days(1), .days(3), .days(2)])
     let period = TrialPeriod(
       startDate: Date(timeIntervalSinceReferenceDate: 0), endDate: Date(timeIntervalSinceReferenceDate: 1e6))
@@ -85,7 +85,7 @@ struct EventIDTests {
     #expect(ids.last?.kind == .expiry)
   }
 
-  @Test func testOlderRevision_SortsFirst_AndIsADifferentID() {
+  @Test func olderRevision_SortsFirst_AndIsADifferentID() {
     let old = EventID(trialID: trial, revision: 1, kind: .expiry)
     let new = EventID(trialID: trial, revision: 2, kind: .reminder(before: .days(3)))
     #expect(old < new)

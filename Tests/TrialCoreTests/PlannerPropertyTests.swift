@@ -60,7 +60,7 @@ struct PlannerPropertyTests {
   static let thresholds: [Duration] = [.zero, .seconds(1), .minutes(15)]
 
   @Test(arguments: CatchUpPolicy.LateReminders.allCases)
-  func testRandomLives_EveryEventTakenOnceOnTime_WithThePolicysDispositions(
+  func randomLives_EveryEventTakenOnceOnTime_WithThePolicysDispositions(
     reminders: CatchUpPolicy.LateReminders
   ) async {
     await propertyCheck(count: 300, input: Self.operations, Gen.int(in: 0...2), Gen.int(in: 0...2)) {

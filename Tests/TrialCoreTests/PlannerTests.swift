@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialCore
 import TrialTesting
 
 /// The planner driven in virtual time, as the engine drives it.
 struct PlannerTimingTests {
-  @Test func testRemindersAndExpiry_FireAtTheirDueInstants() {
+  @Test func remindersAndExpiry_FireAtTheirDueInstants() {
     let driver = PlannerDriver(now: .day(0))
     let trial = makeTrial(1, start: .day(0), days: 5)
     #expect(driver.start(trial).isEmpty)
@@ -33,7 +34,7 @@ struct PlannerTimingTests {
     #expect(driver.scheduler.now == .day(10))
   }
 
-  @Test func testStart_WithReminderAlreadyDue_SkipsItWithAlreadyDueAtStart() {
+  @Test func start_WithReminderAlreadyDue_SkipsItWithAlreadyDueAtStart() {
     let driver = PlannerDriver(now: .day(0))
     // A 2-day trial: the 3-day reminder fell due a day before it started.
     let trial = makeTrial(1, start: .day(0), days: 2)
@@ -49,7 +50,7 @@ struct PlannerTimingTests {
     #expect(driver.fired.count == 2)
   }
 
-  @Test func testStart_ReminderDueExactlyNow_CountsAsAlreadyDue() {
+  @Test func start_ReminderDueExactlyNow_CountsAsAlreadyDue() {
     let driver = PlannerDriver(now: .day(0))
     let trial = makeTrial(1, start: .day(0), days: 1)
     let skipped = driver.start(trial)
@@ -57,7 +58,7 @@ struct PlannerTimingTests {
     #expect(driver.planner.pendingEvents(of: trial.id) == [trial.events[2]])
   }
 
-  @Test func testExtend_OldRevisionNeverFires_NewOnesDo() {
+  @Test func extend_OldRevisionNeverFires_NewOnesDo() {
     let driver = PlannerDriver(now: .day(0))
     var trial = makeTrial(1, start: .day(0), days: 5)
     driver.start(trial)
@@ -76,7 +77,7 @@ struct PlannerTimingTests {
     #expect(driver.wakes.map(\.at) == [.day(2), .day(7), .day(9), .day(10)])
   }
 
-  @Test func testExtend_ReminderOfNewRevisionAlreadyDue_SkippedWithAlreadyDueAtExtension() {
+  @Test func extend_ReminderOfNewRevisionAlreadyDue_SkippedWithAlreadyDueAtExtension() {
     let driver = PlannerDriver(now: .day(0))
     var trial = makeTrial(1, start: .day(0), days: 5)
     driver.start(trial)
@@ -95,7 +96,7 @@ struct PlannerTimingTests {
     #expect(driver.taken.suffix(2).map(\.event) == Array(trial.events.dropFirst()))
   }
 
-  @Test func testExtend_ToAnEarlierEnd_ReplacesThePlan() {
+  @Test func extend_ToAnEarlierEnd_ReplacesThePlan() {
     let driver = PlannerDriver(now: .day(0))
     var trial = makeTrial(1, start: .day(0), days: 30)
     driver.start(trial)
@@ -105,7 +106,7 @@ struct PlannerTimingTests {
     #expect(driver.wakes.map(\.at) == [.day(1), .day(3), .day(4)])
   }
 
-  @Test func testEnd_NothingMoreFires() {
+  @Test func end_NothingMoreFires() {
     let driver = PlannerDriver(now: .day(0))
     let trial = makeTrial(1, start: .day(0), days: 5)
     let other = makeTrial(2, start: .day(0), days: 6)
@@ -124,7 +125,7 @@ struct PlannerTimingTests {
     #expect(driver.scheduler.pending.isEmpty)
   }
 
-  @Test func testJump_OverdueEventsTakenOnceAtTheNewTime_WithLateness() {
+  @Test func jump_OverdueEventsTakenOnceAtTheNewTime_WithLateness() {
     let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .all))
     let trial = makeTrial(1, start: .day(0), days: 5)
     driver.start(trial)
@@ -141,7 +142,7 @@ struct PlannerTimingTests {
     #expect(driver.taken.last?.isLate == false)
   }
 
-  @Test func testJump_PastTheEnd_ExpiryFiresLate() {
+  @Test func jump_PastTheEnd_ExpiryFiresLate() {
     let driver = PlannerDriver(now: .day(0))
     let trial = makeTrial(1, start: .day(0), days: 5)
     driver.start(trial)
@@ -155,7 +156,7 @@ struct PlannerTimingTests {
     #expect(driver.planner.pendingEventCount == 0)
   }
 
-  @Test func testForwardStep_FiresWhatBecameDue_ThenLaterEventsOnTime() {
+  @Test func forwardStep_FiresWhatBecameDue_ThenLaterEventsOnTime() {
     let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .all))
     let trial = makeTrial(1, start: .day(0), days: 5)
     driver.start(trial)
@@ -172,7 +173,7 @@ struct PlannerTimingTests {
     #expect(driver.taken.suffix(2).allSatisfy { $0.takenAt == $0.event.due && !$0.isLate })
   }
 
-  @Test func testBackwardStep_NothingFiresAgain_LaterEventsFireAtTheirWallDueTime() {
+  @Test func backwardStep_NothingFiresAgain_LaterEventsFireAtTheirWallDueTime() {
     let driver = PlannerDriver(now: .day(0))
     let trial = makeTrial(1, start: .day(0), days: 5)
     driver.start(trial)
@@ -189,7 +190,7 @@ struct PlannerTimingTests {
     #expect(driver.taken.allSatisfy { $0.fires && !$0.isLate })
   }
 
-  @Test func testEqualDeadlinesAcrossTrials_AreTakenFirstInFirstOut() {
+  @Test func equalDeadlinesAcrossTrials_AreTakenFirstInFirstOut() {
     let driver = PlannerDriver(now: .day(0))
     let ids: [UInt64] = [30, 10, 20, 40]
     var trials = ids.map { makeTrial($0, start: .day(0), days: 5, reminders: .none) }
@@ -202,7 +203,7 @@ struct PlannerTimingTests {
     #expect(driver.taken.map(\.event.revision) == [1, 1, 1, 2])
   }
 
-  @Test func testEqualDeadlinesOfDifferentKinds_AreTakenFirstInFirstOut() {
+  @Test func equalDeadlinesOfDifferentKinds_AreTakenFirstInFirstOut() {
     let driver = PlannerDriver(now: .day(0))
     // Trial 2's expiry and trial 1's 1-day reminder both fall due on day 4.
     let first = makeTrial(1, start: .day(0), days: 5)
@@ -213,7 +214,7 @@ struct PlannerTimingTests {
     #expect(driver.wakes.last?.taken.map(\.event.id) == [first.events[1].id, second.events[0].id])
   }
 
-  @Test func testThirtyDaysOfManyTrials_EveryEventFiresOnceOnTime() {
+  @Test func thirtyDaysOfManyTrials_EveryEventFiresOnceOnTime() {
     let driver = PlannerDriver(now: .day(0))
     var generator = SeededGenerator(seed: 30)
     var expected: [EventID: Date] = [:]
@@ -258,7 +259,7 @@ struct CatchUpPolicyTests {
     return (trial, driver)
   }
 
-  @Test func testLatest_OnlyTheMostRecentLateReminderFires() {
+  @Test func latest_OnlyTheMostRecentLateReminderFires() {
     let (trial, driver) = sleepThroughReminders(CatchUpPolicy(reminders: .latest))
     let events = trial.events
     #expect(driver.taken.map(\.event) == Array(events.prefix(3)))
@@ -270,7 +271,7 @@ struct CatchUpPolicyTests {
     #expect(driver.taken.allSatisfy { $0.isLate })
   }
 
-  @Test func testLatest_ExpiryInTheSameWake_SupersedesEveryLateReminder() {
+  @Test func latest_ExpiryInTheSameWake_SupersedesEveryLateReminder() {
     let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .latest))
     let trial = makeTrial(1, start: .day(0), days: 10, reminders: reminders(7, 5, 3, 1))
     driver.start(trial)
@@ -281,7 +282,7 @@ struct CatchUpPolicyTests {
     #expect(driver.taken.last?.lateness == .days(2))
   }
 
-  @Test func testLatest_BarelyLateReminders_AreStillSuperseded() {
+  @Test func latest_BarelyLateReminders_AreStillSuperseded() {
     let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .latest, lateThreshold: .zero))
     let trial = makeTrial(1, start: .day(0), days: 5, reminders: reminders(2, 2 - 0.5 / 86_400))
     driver.start(trial)
@@ -292,7 +293,7 @@ struct CatchUpPolicyTests {
     #expect(driver.taken.map(\.isLate) == [true, true])
   }
 
-  @Test func testLatest_OtherTrialsDoNotSupersede() {
+  @Test func latest_OtherTrialsDoNotSupersede() {
     let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .latest))
     let first = makeTrial(1, start: .day(0), days: 5)
     let second = makeTrial(2, start: .day(0), days: 10)
@@ -305,14 +306,14 @@ struct CatchUpPolicyTests {
     #expect(byTrial[second.id]?.map(\.disposition) == [.fire])
   }
 
-  @Test func testAll_EveryLateReminderFires() {
+  @Test func all_EveryLateReminderFires() {
     let (trial, driver) = sleepThroughReminders(CatchUpPolicy(reminders: .all))
     #expect(driver.taken.map(\.event) == Array(trial.events.prefix(3)))
     #expect(driver.taken.allSatisfy { $0.fires && $0.isLate })
     #expect(driver.taken.map(\.lateness) == [.days(5), .days(3), .days(1)])
   }
 
-  @Test func testSkip_RemindersBeyondTheGraceAreSkipped_WithinItFire() {
+  @Test func skip_RemindersBeyondTheGraceAreSkipped_WithinItFire() {
     let grace = Duration.days(2)
     let (trial, driver) = sleepThroughReminders(CatchUpPolicy(reminders: .skip, grace: grace))
     #expect(driver.taken.map(\.event) == Array(trial.events.prefix(3)))
@@ -324,7 +325,7 @@ struct CatchUpPolicyTests {
     #expect(driver.taken.map(\.disposition) == expected)
   }
 
-  @Test func testSkip_ExpiryAlwaysFires_EvenBeyondTheGrace() {
+  @Test func skip_ExpiryAlwaysFires_EvenBeyondTheGrace() {
     let driver = PlannerDriver(now: .day(0), policy: CatchUpPolicy(reminders: .skip, grace: .seconds(60)))
     let trial = makeTrial(1, start: .day(0), days: 5, reminders: .none)
     driver.start(trial)
@@ -334,7 +335,7 @@ struct CatchUpPolicyTests {
   }
 
   @Test(arguments: CatchUpPolicy.LateReminders.allCases)
-  func testWithinTheLateThreshold_NothingIsLate_EverythingFires(policy: CatchUpPolicy.LateReminders) {
+  func withinTheLateThreshold_NothingIsLate_EverythingFires(policy: CatchUpPolicy.LateReminders) {
     let driver = PlannerDriver(
       now: .day(0), policy: CatchUpPolicy(reminders: policy, grace: .zero, lateThreshold: .seconds(1)))
     let trial = makeTrial(1, start: .day(0), days: 5, reminders: reminders(2, 2 - 0.5 / 86_400))
@@ -346,7 +347,7 @@ struct CatchUpPolicyTests {
     #expect(driver.taken.allSatisfy { $0.fires })
   }
 
-  @Test func testSkipReasons_HaveCodesAndDescriptions() {
+  @Test func skipReasons_HaveCodesAndDescriptions() {
     let id = EventID(trialID: TrialID(1), revision: 2, kind: .reminder(before: .days(1)))
     let reasons: [SkipReason] = [
       .alreadyDueAtStart, .alreadyDueAtExtension, .supersededByReminder(id), .supersededByExpiry,
@@ -362,7 +363,7 @@ struct CatchUpPolicyTests {
 
 /// What can be asked of the planner, and rebuilding it.
 struct PlannerQueryTests {
-  @Test func testPendingEvent_FindsCurrentEventsOnly() {
+  @Test func pendingEvent_FindsCurrentEventsOnly() {
     let driver = PlannerDriver(now: .day(0))
     var trial = makeTrial(1, start: .day(0), days: 5)
     driver.start(trial)
@@ -384,7 +385,7 @@ struct PlannerQueryTests {
     #expect(trial.events.allSatisfy { driver.planner.pendingEvent($0.id) == $0 })
   }
 
-  @Test func testPendingEventsOfTrial_InDueOrder_ShrinkAsTaken() {
+  @Test func pendingEventsOfTrial_InDueOrder_ShrinkAsTaken() {
     let driver = PlannerDriver(now: .day(0))
     let trial = makeTrial(1, start: .day(0), days: 5)
     driver.start(trial)
@@ -394,7 +395,7 @@ struct PlannerQueryTests {
     #expect(driver.planner.pendingEvents(of: TrialID(2)).isEmpty)
   }
 
-  @Test func testNextEventAndCount_FollowTheEarliest() {
+  @Test func nextEventAndCount_FollowTheEarliest() {
     let driver = PlannerDriver(now: .day(0))
     #expect(driver.planner.nextEvent == nil)
     #expect(driver.planner.nextDeadline == nil)
@@ -414,7 +415,7 @@ struct PlannerQueryTests {
     #expect(driver.planner.trialCount == 1)
   }
 
-  @Test func testRestore_SchedulesFromTheFirstEventNotCompleted() {
+  @Test func restore_SchedulesFromTheFirstEventNotCompleted() {
     let driver = PlannerDriver(now: .day(0))
     let trial = makeTrial(1, start: .day(0), days: 5)
     driver.restore(trial) { $0 == trial.events[0].id }
@@ -432,7 +433,7 @@ struct PlannerQueryTests {
     #expect(driver.planner.nextDeadline == nil)
   }
 
-  @Test func testRestore_OverdueEventsFireLateOnTheNextWake_NotSkippedAsAlreadyDue() {
+  @Test func restore_OverdueEventsFireLateOnTheNextWake_NotSkippedAsAlreadyDue() {
     // The daemon was down from day 1 to day 6; on restart the planner is rebuilt.
     let driver = PlannerDriver(now: .day(6), policy: CatchUpPolicy(reminders: .all))
     let trial = makeTrial(1, start: .day(0), days: 5)
@@ -442,7 +443,7 @@ struct PlannerQueryTests {
     #expect(driver.taken.allSatisfy { $0.fires && $0.isLate && $0.takenAt == .day(6) })
   }
 
-  @Test func testRestore_EndedTrial_IsRemoved() {
+  @Test func restore_EndedTrial_IsRemoved() {
     let driver = PlannerDriver(now: .day(0))
     var trial = makeTrial(1, start: .day(0), days: 5)
     driver.start(trial)
@@ -453,7 +454,7 @@ struct PlannerQueryTests {
     #expect(driver.planner.pendingEventCount == 0, "an ended trial is never planned")
   }
 
-  @Test func testSimulate_ChangesNothing_AndMatchesWhatTakeDueThenDoes() {
+  @Test func simulate_ChangesNothing_AndMatchesWhatTakeDueThenDoes() {
     let policy = CatchUpPolicy(reminders: .latest)
     var planner = Planner(policy: policy)
     var generator = SeededGenerator(seed: 7)
@@ -480,7 +481,7 @@ struct PlannerQueryTests {
     #expect(simulated == actual)
   }
 
-  @Test func testManyExtends_HeapCompaction_KeepsEveryAnswerRight() {
+  @Test func manyExtends_HeapCompaction_KeepsEveryAnswerRight() {
     let driver = PlannerDriver(now: .day(0))
     var trials = (1...50 as ClosedRange<UInt64>).map { makeTrial($0, start: .day(0), days: 5) }
     for trial in trials { driver.start(trial) }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialCore
 import TrialTesting
@@ -18,7 +19,7 @@ struct TimeSpanTests {
   ]
 
   @Test(arguments: TimeSpanTests.units.map(\.name))
-  func testParse_EachUnit_ScalesTheNumber(unit: String) throws {
+  func parse_EachUnit_ScalesTheNumber(unit: String) throws {
     let seconds = try #require(Self.units.first { $0.name == unit }).seconds
     let parsed = try TimeSpan.parse("3\(unit)").timeInterval
     #expect(abs(parsed - 3 * seconds) <= 1e-9 * max(1, 3 * seconds), "3\(unit) parsed as \(parsed)s")
@@ -26,7 +27,7 @@ struct TimeSpanTests {
     #expect(spaced == parsed)
   }
 
-  @Test func testParse_SeveralComponents_AddUp() throws {
+  @Test func parse_SeveralComponents_AddUp() throws {
     #expect(try TimeSpan.parse("1d 12h") == .hours(36))
     #expect(try TimeSpan.parse("1h30min").timeInterval == 5_400)
     let long: Double = 2 * 604_800 + 86_400 + 3 * 3_600 + 4 * 60 + 5
@@ -34,14 +35,14 @@ struct TimeSpanTests {
     #expect(try TimeSpan.parse("1min 500ms").timeInterval == 60.5)
   }
 
-  @Test func testParse_BareNumber_IsSeconds() throws {
+  @Test func parse_BareNumber_IsSeconds() throws {
     #expect(try TimeSpan.parse("90").timeInterval == 90)
     #expect(try TimeSpan.parse("0").timeInterval == 0)
     #expect(try TimeSpan.parse("1.5").timeInterval == 1.5)
     #expect(abs(try TimeSpan.parse("1h 30").timeInterval - 3_630) < 1e-9)
   }
 
-  @Test func testParse_FractionsAndSurroundingWhitespace_AreAccepted() throws {
+  @Test func parse_FractionsAndSurroundingWhitespace_AreAccepted() throws {
     #expect(try TimeSpan.parse("1.5h").timeInterval == 5_400)
     #expect(try TimeSpan.parse("  2d\t").timeInterval == 172_800)
     #expect(try TimeSpan.parse(".5d").timeInterval == 43_200)
@@ -58,7 +59,7 @@ struct TimeSpanTests {
     ("1..5s", "expected a number at \"1..5s\""),
     ("3d 12h,", "expected a number at \",\""),
   ])
-  func testParse_BadInput_NamesTheBadToken(input: String, problem: String) {
+  func parse_BadInput_NamesTheBadToken(input: String, problem: String) {
     #expect {
       _ = try TimeSpan.parse(input)
     } throws: { error in
@@ -68,7 +69,7 @@ struct TimeSpanTests {
     }
   }
 
-  @Test func testFormat_MixedUnits_PrintsLargestFirst() {
+  @Test func format_MixedUnits_PrintsLargestFirst() {
     #expect(TimeSpan.format(.hours(36)) == "1d 12h")
     #expect(TimeSpan.format(.seconds(90)) == "1min 30s")
     #expect(TimeSpan.format(.milliseconds(500)) == "500ms")
@@ -79,14 +80,14 @@ struct TimeSpanTests {
     #expect(TimeSpan.format(.seconds(31_557_600)) == "1y")
   }
 
-  @Test func testFormat_ZeroAndNegative() {
+  @Test func format_ZeroAndNegative() {
     #expect(TimeSpan.format(.zero) == "0")
     #expect(TimeSpan.format(.days(-1)) == "-1d")
     #expect(TimeSpan.format(.seconds(-5_400)) == "-1h 30min")
   }
 
   @Test(arguments: [1.0, 59, 60, 3_599, 5_400, 86_400, 129_600, 604_801, 0.25, 7_776_000] as [Double])
-  func testFormat_ThenParse_GivesTheSameSpan(seconds: Double) throws {
+  func format_ThenParse_GivesTheSameSpan(seconds: Double) throws {
     let span = Duration(timeInterval: seconds)
     let text = TimeSpan.format(span)
     let parsed = try TimeSpan.parse(text)
@@ -162,13 +163,13 @@ struct TimeSpanTests {
 }
 
 struct TimeSpanEdgeTests {
-  @Test func testFormat_HugeSpan_PrintsAllDigits() {
+  @Test func format_HugeSpan_PrintsAllDigits() {
     #expect(TimeSpan.format(.seconds(31_557_600 * 100_000_000_000)) == "100000000000y")
     #expect(TimeSpan.format(.seconds(Int64.max)) == "292271023045y 3month 3w 2d 2h 7s")
     #expect(TimeSpan.format(.seconds(Int64.min + 1)) == "-292271023045y 3month 3w 2d 2h 7s")
   }
 
-  @Test func testParse_NumberTooLargeToHold_IsRejected() {
+  @Test func parse_NumberTooLargeToHold_IsRejected() {
     let huge = String(repeating: "9", count: 400)
     #expect {
       _ = try TimeSpan.parse(huge + "y")

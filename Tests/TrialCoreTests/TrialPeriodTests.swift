@@ -6,48 +6,48 @@ import TrialTesting
 struct TrialPeriodTests {
   let now = Date(timeIntervalSinceReferenceDate: 760_000_000)
 
-  @Test func testCreation_WithClock_AddsDaysToCurrentTime() {
+  @Test func creation_WithClock_AddsDaysToCurrentTime() {
     let period = TrialPeriod(numberOfDays: Days(10), clock: StaticWallClock(now))
     #expect(period.startDate == now)
     #expect(period.endDate == now.addingTimeInterval(10 * 86_400))
     #expect(period.length == Days(10))
   }
 
-  @Test func testCreation_WithoutNumberOfDays_LastsFiveDays() {
+  @Test func creation_WithoutNumberOfDays_LastsFiveDays() {
     let period = TrialPeriod(clock: StaticWallClock(now))
     #expect(period.endDate == now.addingTimeInterval(5 * 86_400))
     #expect(period.length == Days.defaultTrialLength)
   }
 
-  @Test func testCreation_WithFractionalDays_EndsPartWayThroughADay() {
+  @Test func creation_WithFractionalDays_EndsPartWayThroughADay() {
     let period = TrialPeriod(numberOfDays: Days(0.5), clock: StaticWallClock(now))
     #expect(period.endDate == now.addingTimeInterval(43_200))
   }
 
-  @Test func testCreation_ReadsTheClockOnce_StartIsTheClocksNow() {
+  @Test func creation_ReadsTheClockOnce_StartIsTheClocksNow() {
     let clock = ManualWallClock(now)
     let period = TrialPeriod(numberOfDays: Days(1), clock: clock)
     clock.advance(by: 3_600)
     #expect(period.startDate == now)
   }
 
-  @Test func testIsExpired_BeforeEndDate_IsFalse() {
+  @Test func isExpired_BeforeEndDate_IsFalse() {
     let period = TrialPeriod(numberOfDays: Days(5), clock: StaticWallClock(now))
     #expect(!period.isExpired(clock: StaticWallClock(now)))
     #expect(!period.isExpired(clock: StaticWallClock(period.endDate.addingTimeInterval(-0.001))))
   }
 
-  @Test func testIsExpired_AtExactEndDate_IsTrue() {
+  @Test func isExpired_AtExactEndDate_IsTrue() {
     let period = TrialPeriod(numberOfDays: Days(5), clock: StaticWallClock(now))
     #expect(period.isExpired(clock: StaticWallClock(period.endDate)))
   }
 
-  @Test func testIsExpired_AfterEndDate_IsTrue() {
+  @Test func isExpired_AfterEndDate_IsTrue() {
     let period = TrialPeriod(numberOfDays: Days(5), clock: StaticWallClock(now))
     #expect(period.isExpired(clock: StaticWallClock(period.endDate.addingTimeInterval(1))))
   }
 
-  @Test func testIsExpired_FollowsAManualClock() {
+  @Test func isExpired_FollowsAManualClock() {
     let clock = ManualWallClock(now)
     let period = TrialPeriod(numberOfDays: Days(1), clock: clock)
     #expect(!period.isExpired(clock: clock))
@@ -57,12 +57,12 @@ struct TrialPeriodTests {
     #expect(period.isExpired(clock: clock))
   }
 
-  @Test func testDaysLeft_AtStart_IsTheWholeLength() {
+  @Test func daysLeft_AtStart_IsTheWholeLength() {
     let period = TrialPeriod(numberOfDays: Days(5), clock: StaticWallClock(now))
     #expect(period.daysLeft(clock: StaticWallClock(now)) == Days(5))
   }
 
-  @Test func testDaysLeft_WithPartialDay_RoundsUp() {
+  @Test func daysLeft_WithPartialDay_RoundsUp() {
     let period = TrialPeriod(numberOfDays: Days(5), clock: StaticWallClock(now))
     // 2 days and 2.4 hours left.
     let later = StaticWallClock(period.endDate.addingTimeInterval(-2.1 * 86_400))
@@ -72,14 +72,14 @@ struct TrialPeriodTests {
     #expect(!left.isPast)
   }
 
-  @Test func testDaysLeft_AtExactEndDate_IsZeroAndNotPast() {
+  @Test func daysLeft_AtExactEndDate_IsZeroAndNotPast() {
     let period = TrialPeriod(numberOfDays: Days(5), clock: StaticWallClock(now))
     let left = period.daysLeft(clock: StaticWallClock(period.endDate))
     #expect(left == Days(0))
     #expect(!left.isPast)
   }
 
-  @Test func testDaysLeft_AfterEndDate_IsNegativeAndPast() {
+  @Test func daysLeft_AfterEndDate_IsNegativeAndPast() {
     let period = TrialPeriod(numberOfDays: Days(5), clock: StaticWallClock(now))
     let left = period.daysLeft(clock: StaticWallClock(period.endDate.addingTimeInterval(36 * 3_600)))
     #expect(left == Days(-1.5))

@@ -3,24 +3,24 @@ import Testing
 import TrialCore
 
 struct ReminderScheduleTests {
-  @Test func testDefault_IsThreeDaysAndOneDayBeforeTheEnd() {
+  @Test func default_IsThreeDaysAndOneDayBeforeTheEnd() {
     #expect(ReminderSchedule.default.offsets == [.days(3), .days(1)])
     #expect(ReminderSchedule.none.offsets.isEmpty)
     #expect(ReminderSchedule.default.description == "3d, 1d")
     #expect(ReminderSchedule.none.description == "none")
   }
 
-  @Test func testInit_SortsOffsetsLargestFirst() throws {
+  @Test func init_SortsOffsetsLargestFirst() throws {
     let schedule = try ReminderSchedule([.days(1), .days(7), .seconds(3_600), .days(3)])
     #expect(schedule.offsets == [.days(7), .days(3), .days(1), .seconds(3_600)])
   }
 
-  @Test func testInit_Duplicates_AreKeptOnce() throws {
+  @Test func init_Duplicates_AreKeptOnce() throws {
     let schedule = try ReminderSchedule([.days(1), .days(2), .days(1), .microseconds(86_400_000_200)])
     #expect(schedule.offsets == [.days(2), .days(1)])
   }
 
-  @Test func testInit_RoundsToWholeMilliseconds() throws {
+  @Test func init_RoundsToWholeMilliseconds() throws {
     let schedule = try ReminderSchedule([.microseconds(1_000_400), .microseconds(59_999_600)])
     #expect(schedule.offsets.map(\.timeInterval) == [60, 1])
   }
@@ -28,7 +28,7 @@ struct ReminderScheduleTests {
   @Test(arguments: [
     Duration.zero, .days(-1), .milliseconds(-500), .microseconds(400), .microseconds(999),
   ])
-  func testInit_NonPositiveOrSubMillisecondOffset_IsRejectedNamingIt(offset: Duration) {
+  func init_NonPositiveOrSubMillisecondOffset_IsRejectedNamingIt(offset: Duration) {
     #expect {
       _ = try ReminderSchedule([.days(1), offset])
     } throws: { error in
@@ -38,7 +38,7 @@ struct ReminderScheduleTests {
     }
   }
 
-  @Test func testInit_AtMostMaximumCount() throws {
+  @Test func init_AtMostMaximumCount() throws {
     let allowed = (1...ReminderSchedule.maximumCount).map { Duration.minutes($0) }
     #expect(try ReminderSchedule(allowed).offsets.count == ReminderSchedule.maximumCount)
     // Duplicates do not count against the limit.
@@ -64,7 +64,7 @@ struct TrialTests {
       reminders: reminders)
   }
 
-  @Test func testNewTrial_IsActiveAtRevisionOne() {
+  @Test func newTrial_IsActiveAtRevisionOne() {
     let trial = makeTrial()
     #expect(trial.state == .active)
     #expect(trial.isActive)
@@ -72,7 +72,7 @@ struct TrialTests {
     #expect(trial.endedAt == nil)
   }
 
-  @Test func testEvents_AreRemindersThenExpiry_InDueOrder() {
+  @Test func events_AreRemindersThenExpiry_InDueOrder() {
     let trial = makeTrial()
     let end = trial.period.endDate
     #expect(trial.events.map(\.kind) == [.reminder(before: .days(3)), .reminder(before: .days(1)), .expiry])
@@ -81,19 +81,19 @@ struct TrialTests {
     #expect(trial.events.allSatisfy { $0.trialID == trial.id && $0.revision == 1 })
   }
 
-  @Test func testEvents_WithoutReminders_IsOnlyTheExpiry() {
+  @Test func events_WithoutReminders_IsOnlyTheExpiry() {
     let trial = makeTrial(reminders: .none)
     #expect(trial.events.map(\.kind) == [.expiry])
     #expect(trial.events.first?.due == trial.period.endDate)
   }
 
-  @Test func testEvents_ReminderBeforeTheStart_IsStillListed() throws {
+  @Test func events_ReminderBeforeTheStart_IsStillListed() throws {
     // A 2-day trial with a 3-day reminder: that reminder falls due before the trial began.
     let trial = makeTrial(days: 2)
     #expect(trial.events.first?.due == start.addingTimeInterval(-86_400))
   }
 
-  @Test func testReschedule_MovesTheEndAndBumpsTheRevision() {
+  @Test func reschedule_MovesTheEndAndBumpsTheRevision() {
     var trial = makeTrial()
     let before = trial.events
     let newEnd = trial.period.endDate.addingTimeInterval(7 * 86_400)
@@ -107,7 +107,7 @@ struct TrialTests {
     #expect(trial.revision == 3, "rescheduling to the same end still starts a new revision")
   }
 
-  @Test func testValidateSubject() {
+  @Test func validateSubject_OfEachKindOfSubject_NamesItsProblem() {
     #expect(Trial.validateSubject("acme-42") == nil)
     #expect(Trial.validateSubject(String(repeating: "a", count: 255)) == nil)
     #expect(Trial.validateSubject("") == "subject must not be empty")
@@ -115,7 +115,7 @@ struct TrialTests {
     #expect(Trial.validateSubject("a\nb") == "subject must not contain control characters")
   }
 
-  @Test func testOutcome_MapsToEndedState() {
+  @Test func outcome_MapsToEndedState() {
     #expect(TrialOutcome.converted.state == .converted)
     #expect(TrialOutcome.cancelled.state == .cancelled)
     #expect(TrialState.allCases.filter(\.isEnded) == [.expired, .converted, .cancelled])

@@ -1,6 +1,6 @@
-import Dispatch
 import Foundation
 import Logging
+import TestSupport
 import Testing
 import TrialControl
 import TrialCore
@@ -26,96 +26,36 @@ struct Run {
 
 enum Ctl {
   /// The binary built next to the test bundle.
-  static let binary: String = {
-    var candidates: [URL] = []
-    if let executable = Bundle.main.executableURL {
-      candidates.append(executable.deletingLastPathComponent())
-    }
-    candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-    candidates.append(
-      URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug"))
-    for directory in candidates {
-      let path = directory.appendingPathComponent("trialwatchctl").path
-      if FileManager.default.isExecutableFile(atPath: path) { return path }
-    }
-    return "trialwatchctl-not-built"
-  }()
+  static let binary = BuiltProducts.path("trialwatchctl")
 
   static let baseEnvironment = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "LANG": "C"]
 
-  static func process(_ arguments: [String], environment: [String: String], asNobody: Bool) -> Process {
-    let process = Process()
-    if asNobody {
-      process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-      process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups", binary] + arguments
-    } else {
-      process.executableURL = URL(fileURLWithPath: binary)
-      process.arguments = arguments
-    }
-    process.environment = baseEnvironment.merging(environment) { $1 }
-    return process
+  /// Starts trialwatchctl, for a command that runs until it is stopped.
+  static func start(_ arguments: [String], environment: [String: String], asNobody: Bool = false) throws
+    -> ChildProcess
+  {
+    try ChildProcess(
+      .path(binary), arguments, environment: baseEnvironment.merging(environment) { $1 },
+      as: asNobody ? .nobody : nil)
   }
 
   static func run(_ arguments: [String], environment: [String: String] = [:], asNobody: Bool = false) throws
     -> Run
   {
-    let process = process(arguments, environment: environment, asNobody: asNobody)
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let errorData = DataBox()
-    let group = DispatchGroup()
-    group.enter()
-    DispatchQueue.global().async {
-      errorData.data = errors.fileHandleForReading.readDataToEndOfFile()
-      group.leave()
-    }
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    process.waitUntilExit()
-    return Run(
-      status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-      errors: String(decoding: errorData.data, as: UTF8.self))
-  }
-
-  final class DataBox: @unchecked Sendable {
-    var data = Data()
-  }
-}
-
-/// Reads a pipe line by line while the process runs.
-final class LineReader {
-  private let handle: FileHandle
-  private var buffer = Data()
-
-  init(_ handle: FileHandle) {
-    self.handle = handle
-  }
-
-  func next() -> String? {
-    while true {
-      if let newline = buffer.firstIndex(of: 0x0A) {
-        let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-        buffer.removeSubrange(buffer.startIndex...newline)
-        return line
-      }
-      let chunk = handle.availableData
-      if chunk.isEmpty { return nil }
-      buffer.append(chunk)
-    }
+    let done = try ChildProcess.run(
+      .path(binary), arguments, environment: baseEnvironment.merging(environment) { $1 },
+      as: asNobody ? .nobody : nil)
+    return Run(status: done.status.code, output: done.output, errors: done.errors)
   }
 }
 
 @Suite struct CommandLineTests {
-  @Test func theBinaryIsBuilt() {
+  @Test func binary_IsBuilt() {
     #expect(
       FileManager.default.isExecutableFile(atPath: Ctl.binary), "build it with swift build --build-tests")
   }
 
-  @Test func startShowsTheNewTrial() throws {
+  @Test func start_OfATrial_ShowsTheNewTrial() throws {
     let fixture = try ctlFixture()
     let run = try Ctl.run([
       "start", "acme-42", "--duration", "3d", "--reminders", "2d,1d", "--socket", fixture.socketPath,
@@ -131,7 +71,7 @@ final class LineReader {
       ])
   }
 
-  @Test func jsonPrintsTheReplyParameters() throws {
+  @Test func jsonOption_OfACommand_PrintsTheReplyParameters() throws {
     let fixture = try ctlFixture()
     let run = try Ctl.run([
       "start", "acme-42", "--reminders", "none", "--json", "--socket", fixture.socketPath,
@@ -148,7 +88,7 @@ final class LineReader {
     #expect(again == trial)
   }
 
-  @Test func refusalsAndMissingTrialsHaveTheirExitCodes() throws {
+  @Test func exitCode_OfRefusalsAndMissingTrials_IsTheirOwn() throws {
     let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "acme-42"))
     let duplicate = try Ctl.run(["start", "acme-42", "--socket", fixture.socketPath])
@@ -177,14 +117,14 @@ final class LineReader {
     ["end", "1", "--outcome", "expired"], ["simulate", "soon"], ["plan"], ["frobnicate"],
     ["status", "--id", "acme"], ["status", "--id", "--subject", "1"], ["plan", "--id", "12345678901234567"],
   ])
-  func usageErrorsExitWith2(arguments: [String]) throws {
+  func usage_WithInvalidArguments_ExitsWith2(arguments: [String]) throws {
     let run = try Ctl.run(arguments + ["--socket", "/nonexistent/socket"])
     #expect(run.status == 2, "\(arguments): \(run.errors)")
     #expect(run.errors.contains("Error: "), "\(run.errors)")
     #expect(run.output.isEmpty)
   }
 
-  @Test func anUnreachableDaemonExitsWith5AndNamesTheSocket() throws {
+  @Test func command_WhenTheDaemonIsUnreachable_ExitsWith5NamingTheSocket() throws {
     let path = "/tmp/trialwatch-absent-\(getpid())/io.trialwatch"
     let run = try Ctl.run(["daemon-status", "--socket", path])
     #expect(run.status == 5)
@@ -197,7 +137,7 @@ final class LineReader {
     #expect(byDefault.errors.contains("/run/trialwatch/io.trialwatch") || byDefault.status == 0)
   }
 
-  @Test func theSocketComesFromTheEnvironment() throws {
+  @Test func socket_FromTheEnvironment_IsUsed() throws {
     let fixture = try ctlFixture()
     let run = try Ctl.run(["daemon-status"], environment: ["TRIALWATCH_SOCKET": fixture.socketPath])
     #expect(run.status == 0, "\(run.errors)")
@@ -205,7 +145,7 @@ final class LineReader {
     #expect(run.lines.contains("  Connections     1"))
   }
 
-  @Test func listPagesAndFollowsTheCursor() throws {
+  @Test func list_OfMoreThanAPage_PagesAndFollowsTheCursor() throws {
     let fixture = try ctlFixture()
     let client = try fixture.client()
     for subject in ["a", "b", "c"] { _ = try client.startTrial(StartTrialParameters(subject: subject)) }
@@ -234,7 +174,7 @@ final class LineReader {
     #expect(none.lines == ["No trials."])
   }
 
-  @Test func extendEndPlanSimulate() throws {
+  @Test func extendEndPlanSimulate_OfATrial_ShowWhatTheyDid() throws {
     let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "acme", duration: Days(5)))
     let socket = ["--socket", fixture.socketPath]
@@ -305,7 +245,7 @@ final class LineReader {
     #expect(missing.errors == "trialwatchctl: no trial with id 00000000000000ff\n")
   }
 
-  @Test func datesFollowTheReadersTimeZone() throws {
+  @Test func dates_InTheOutput_FollowTheReadersTimeZone() throws {
     let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(
       StartTrialParameters(subject: "tz", endsAt: try RFC3339.parse("2030-01-01T00:00:00Z")))
@@ -320,7 +260,7 @@ final class LineReader {
     #expect(german.lines.contains("  Ends       01.01.2030, 01:00"), "\(german.output)")
   }
 
-  @Test func daemonStatusAsJSON() throws {
+  @Test func daemonStatus_WithJSON_PrintsTheStatusReply() throws {
     let fixture = try ctlFixture()
     let run = try Ctl.run(["daemon-status", "--json", "--socket", fixture.socketPath])
     #expect(run.status == 0)
@@ -330,7 +270,7 @@ final class LineReader {
   }
 
   @Test(.enabled(if: getuid() == 0, "needs root to run the binary as nobody"))
-  func permissionDeniedExitsWith4() throws {
+  func change_WithoutPermission_ExitsWith4() throws {
     let fixture = try ctlFixture(group: 65_534)
     _ = try fixture.client().startTrial(StartTrialParameters(subject: "root-owned"))
     let refused = try Ctl.run(
@@ -353,27 +293,19 @@ final class LineReader {
   }
 
   @Test(arguments: [true, false])
-  func watchPrintsEventsAsTheyFire(json: Bool) throws {
+  func watch_WhileEventsFire_PrintsEachOne(json: Bool) throws {
     let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(
       StartTrialParameters(subject: "watched", duration: Days(1), reminders: ReminderSchedule.none))
-    let process = Ctl.process(
-      ["watch", "--socket", fixture.socketPath] + (json ? ["--json"] : []), environment: [:], asNobody: false)
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
+    let watch = try Ctl.start(
+      ["watch", "--socket", fixture.socketPath] + (json ? ["--json"] : []), environment: [:])
     // SIGKILL: the child may inherit a mask that blocks SIGTERM from the test's thread.
-    defer {
-      if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-      process.waitUntilExit()
-    }
-    let notice = LineReader(errors.fileHandleForReading).next()
+    defer { watch.kill() }
+    let notice = watch.readLine(.errors, timeout: 10).line
     #expect(notice == "Watching for events; press Ctrl-C to stop.")
     fixture.advance(by: 86_400)
     #expect(fixture.fireDue().count == 1)
-    let line = try #require(LineReader(output.fileHandleForReading).next())
+    let line = try #require(watch.readLine(timeout: 10).line)
     if json {
       let event = try #require(try decode(WatchReply.self, line).event)
       #expect(event.subject == "watched")
@@ -381,9 +313,8 @@ final class LineReader {
     } else {
       #expect(line.hasSuffix("  watched  expiry  fired"), "\(line)")
     }
-    kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
-    #expect(process.terminationReason == .uncaughtSignal)
+    watch.kill()
+    #expect(watch.wait() == .signalled(SIGKILL))
   }
 }
 

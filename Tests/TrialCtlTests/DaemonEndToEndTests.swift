@@ -1,5 +1,5 @@
-import Dispatch
 import Foundation
+import TestSupport
 import Testing
 import TrialControl
 import TrialDaemonTesting
@@ -16,26 +16,16 @@ import TrialDaemonTesting
 
   @Test func ctlDrivesTheRealDaemon_AndEventsFireOnce_AcrossARestart() throws {
     let daemon = try DaemonProcess()
-    daemon.removesDirectory = false
-    defer { try? FileManager.default.removeItem(at: daemon.directory) }
     try daemon.start()
     #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
     let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
 
     // Watch from before the start until the expiry of acme-42: its reminder, then its expiry.
-    let watch = Ctl.process(["watch", "--json"], environment: env, asNobody: false)
-    let output = Pipe()
-    watch.standardOutput = output
-    let notices = Pipe()
-    watch.standardError = notices
-    try watch.run()
-    let reader = LineReader(output.fileHandleForReading)
-    // A bound on the wait: if the events never come, the watch is ended and the test fails.
-    DispatchQueue.global().asyncAfter(deadline: .now() + 60) { [watch] in
-      if watch.isRunning { kill(watch.processIdentifier, SIGKILL) }
-    }
+    let watch = try Ctl.start(["watch", "--json"], environment: env)
+    // A bound on the wait: if the events never come, the reads end and the test fails.
+    let deadline = ContinuousClock.now.advanced(by: .seconds(60))
     // The watch is in place once trialwatchctl says so (on standard error).
-    #expect(LineReader(notices.fileHandleForReading).next()?.contains("Watching") == true)
+    #expect(watch.readLine(.errors, until: deadline).line?.contains("Watching") == true)
 
     let started = try Ctl.run(
       ["start", "acme-42", "--duration", "2s", "--reminders", "1s", "--json"], environment: env)
@@ -51,13 +41,14 @@ import TrialDaemonTesting
     #expect(long.status == 0)
 
     var kinds: [String] = []
-    while kinds.count < 2, let line = reader.next() {
+    while kinds.count < 2, let line = watch.readLine(until: deadline).line {
       let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
       let event = object?["event"] as? [String: Any]
       if event?["trialId"] as? String == id { kinds.append(event?["kind"] as? String ?? "?") }
     }
-    watch.terminate()
-    watch.waitUntilExit()
+    // SIGKILL: the child may inherit a mask that blocks SIGTERM from the test's thread.
+    watch.kill()
+    watch.wait()
     #expect(kinds == ["reminder", "expiry"])
 
     let status = try Ctl.run(["status", id, "--json"], environment: env)
@@ -77,17 +68,17 @@ import TrialDaemonTesting
     #expect(stopped.status == 5 && stopped.errors.contains(daemon.socketPath))
 
     let restarted = try DaemonProcess(directory: daemon.directory)
-    restarted.removesDirectory = false
     try restarted.start()
-    #expect(restarted.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    // Poll the plan (bounded) until the expiry is delivered.
-    var afterEvents: [[String: Any]] = []
-    for _ in 0..<200 {
-      let after = try Ctl.run(["plan", shortID, "--json"], environment: env)
-      afterEvents = try #require(try json(after)["events"] as? [[String: Any]])
-      if afterEvents.first?["state"] as? String == "delivered" { break }
-      _ = restarted.notify.next(timeout: 0.05)
+    let ready = restarted.notify.waitFor { $0.contains("READY=1") }
+    #expect(ready.found != nil)
+    // The expiry is delivered once the status counts one active trial: the daemon publishes
+    // its status after each delivery (at the start, after the catch-up, before READY=1).
+    let oneActive = "STATUS=1 active trial;"
+    if !ready.seen.contains(where: { $0.contains(oneActive) }) {
+      #expect(restarted.notify.waitFor { $0.contains(oneActive) }.found != nil)
     }
+    let after = try Ctl.run(["plan", shortID, "--json"], environment: env)
+    let afterEvents = try #require(try json(after)["events"] as? [[String: Any]])
     #expect(afterEvents.count == 1)
     #expect(afterEvents.first?["state"] as? String == "delivered")
     let first = try Ctl.run(["plan", id, "--json"], environment: env)

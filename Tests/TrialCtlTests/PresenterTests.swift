@@ -56,13 +56,13 @@ final class SpyOutput: TrialPresenterOutput {
     (0.5, "ends today"),
     (0.01, "ends today"), (0, "expiring now"), (-0.1, "expiring now"),
   ])
-  func daysLeftAreRoundedUp(days: Double, expected: String) {
+  func daysLeft_OfAFraction_AreRoundedUp(days: Double, expected: String) {
     let spy = SpyOutput()
     presenter(spy).present(trial: Self.trial(ends: Self.now.addingTimeInterval(days * 86_400)))
     #expect(spy.trials.first?.timeLeft == expected)
   }
 
-  @Test func endedTrialsSayHowLongAgo() {
+  @Test func endedTrial_InTheHeadline_SaysHowLongAgo() {
     let spy = SpyOutput()
     let presenter = presenter(spy)
     let day: TimeInterval = 86_400
@@ -83,7 +83,7 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(spy.trials.map(\.state) == ["expired", "expired", "expired", "converted", "cancelled"])
   }
 
-  @Test func endsTodayFollowsTheReadersCalendarDay() {
+  @Test func endsToday_AroundMidnight_FollowsTheReadersCalendarDay() {
     // 20 hours left: the end is 06:00 UTC on the 16th, tomorrow for a reader in UTC.
     let end = Self.now.addingTimeInterval(20 * 3600)
     let utc = SpyOutput()
@@ -96,7 +96,7 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(losAngeles.trials.first?.timeLeft == "ends today")
   }
 
-  @Test func detailsAndHeadlineUseTheReadersTimeZoneAndLocale() throws {
+  @Test func detailsAndHeadline_OfATrial_UseTheReadersTimeZoneAndLocale() throws {
     let end = Self.now.addingTimeInterval(3 * 86_400)
     let utc = SpyOutput()
     presenter(utc).present(trial: Self.trial(ends: end))
@@ -120,7 +120,7 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(german.trials.first?.details[3].value == "18.06.2025, 12:00")
   }
 
-  @Test func anEndedTrialShowsWhenItEnded() throws {
+  @Test func endedTrial_InItsDetails_ShowsWhenItEnded() throws {
     let spy = SpyOutput()
     presenter(spy).present(
       trial: Self.trial(
@@ -133,7 +133,7 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(view.details.first { $0.label == "Reminders" }?.value == "none")
   }
 
-  @Test func listsBecomeTables() throws {
+  @Test func list_OfTrials_BecomesATable() throws {
     let spy = SpyOutput()
     let presenter = presenter(spy)
     presenter.present(
@@ -168,7 +168,7 @@ final class SpyOutput: TrialPresenterOutput {
       lateness: lateness)
   }
 
-  @Test func plansListEveryEventWithItsState() throws {
+  @Test func plan_OfATrial_ListsEveryEventWithItsState() throws {
     let spy = SpyOutput()
     presenter(spy).present(
       plan: [
@@ -191,7 +191,7 @@ final class SpyOutput: TrialPresenterOutput {
       ])
   }
 
-  @Test func simulationsAndWatchedEvents() {
+  @Test func events_SimulatedOrWatched_AreListed() {
     let spy = SpyOutput()
     let presenter = presenter(spy)
     presenter.present(
@@ -220,7 +220,7 @@ final class SpyOutput: TrialPresenterOutput {
       ])
   }
 
-  @Test func daemonStatus() throws {
+  @Test func daemonStatus_IsPresented() throws {
     let spy = SpyOutput()
     let next = EventObject(
       id: EventID(trialID: TrialID(7), revision: 1, kind: .expiry), subject: "acme-42", state: .pending,
@@ -242,7 +242,7 @@ final class SpyOutput: TrialPresenterOutput {
 }
 
 @Suite struct TerminalViewTests {
-  @Test func tablesAreAligned() {
+  @Test func table_OfAnyWidths_IsAligned() {
     let output = BufferOutput()
     let errors = BufferOutput()
     let view = TerminalView(output: output, notices: errors)
@@ -261,7 +261,7 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(errors.lines == ["more"])
   }
 
-  @Test func detailsAreAlignedUnderTheHeadline() {
+  @Test func details_UnderTheHeadline_AreAligned() {
     let output = BufferOutput()
     TerminalView(output: output, notices: BufferOutput()).showStatus(
       StatusViewModel(
@@ -270,7 +270,7 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(output.lines == ["h", "  A       1", "  Longer  2"])
   }
 
-  @Test func emptyListsSaySo() {
+  @Test func list_WhenEmpty_SaysSo() {
     let output = BufferOutput()
     TerminalView(output: output, notices: BufferOutput()).showTrialList(
       TrialListViewModel(
@@ -278,7 +278,7 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(output.lines == ["No trials."])
   }
 
-  @Test func theReadersLocaleComesFromTheEnvironment() {
+  @Test func readersLocale_FromTheEnvironment_IsUsed() {
     #expect(CtlEnvironment.readerLocale(["LANG": "de_DE.UTF-8"]).identifier == "de_DE")
     #expect(CtlEnvironment.readerLocale(["LANG": "de_DE.UTF-8", "LC_TIME": "fr_FR"]).identifier == "fr_FR")
     #expect(CtlEnvironment.readerLocale(["LANG": "de_DE", "LC_ALL": "C.UTF-8"]).identifier == "en_US_POSIX")

@@ -1,5 +1,6 @@
 import Foundation
 import Systemd
+import TestSupport
 import Testing
 import TrialCore
 
@@ -72,13 +73,13 @@ enum RepositoryFile {
     return fields
   }
 
-  @Test func oneEntryPerMessageID() throws {
+  @Test func catalog_HasOneEntryPerMessageID() throws {
     let ids = try Self.entries().map(\.id)
     #expect(ids.count == Set(ids).count)
     #expect(Set(ids) == Set(EventJournalEntry.MessageID.allCases.map(\.rawValue)))
   }
 
-  @Test func everyEntryHasItsHeadersAndAnExplanation() throws {
+  @Test func catalogEntry_Each_HasItsHeadersAndAnExplanation() throws {
     for entry in try Self.entries() {
       #expect(entry.headers["Subject"]?.isEmpty == false, "\(entry.id)")
       #expect(entry.headers["Defined-By"] == "trialwatch", "\(entry.id)")
@@ -87,7 +88,7 @@ enum RepositoryFile {
     }
   }
 
-  @Test func placeholdersNameFieldsTheEntriesCarry() throws {
+  @Test func placeholders_OfEachEntry_NameFieldsItsJournalEntriesCarry() throws {
     let sent = try Self.sampleFields()
     let placeholder = /@([A-Z0-9_]+)@/
     for entry in try Self.entries() {
@@ -100,7 +101,7 @@ enum RepositoryFile {
   }
 
   /// journalctl itself compiles the catalog into a database under a scratch root.
-  @Test func journalctlAcceptsTheCatalog() throws {
+  @Test func catalog_CompiledByJournalctl_IsAccepted() throws {
     guard
       let journalctl = ["/usr/bin/journalctl", "/bin/journalctl"].first(where: {
         FileManager.default.isExecutableFile(atPath: $0)
@@ -108,8 +109,8 @@ enum RepositoryFile {
     else {
       try Test.cancel("journalctl is not installed")
     }
-    let root = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString)")
-    defer { try? FileManager.default.removeItem(at: root) }
+    let scratch = try TemporaryDirectory("catalog")
+    let root = scratch.url
     let catalogs = root.appendingPathComponent("usr/lib/systemd/catalog")
     try FileManager.default.createDirectory(at: catalogs, withIntermediateDirectories: true)
     try FileManager.default.copyItem(
@@ -117,16 +118,8 @@ enum RepositoryFile {
       toPath: catalogs.appendingPathComponent("trialwatch.catalog").path)
 
     func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: journalctl)
-      process.arguments = ["--root=\(root.path)"] + arguments
-      let pipe = Pipe()
-      process.standardOutput = pipe
-      process.standardError = pipe
-      try process.run()
-      let data = pipe.fileHandleForReading.readDataToEndOfFile()
-      process.waitUntilExit()
-      return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+      let done = try ChildProcess.run(.path(journalctl), ["--root=\(root.path)"] + arguments)
+      return (done.status.code, done.output + done.errors)
     }
 
     let update = try run(["--update-catalog"])

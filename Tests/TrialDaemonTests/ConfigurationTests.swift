@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Systemd
+import TestSupport
 import Testing
 import TrialCore
 
@@ -8,12 +9,8 @@ import TrialCore
 
 /// A scratch `/etc/trialwatch`: the main file and its drop-in directory, on the real file system.
 final class ConfigurationFixture {
-  let directory: String
-
-  init() {
-    var template = Array("/tmp/trialwatch-config-XXXXXX".utf8CString)
-    directory = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!)! })
-  }
+  let scratch = try! TemporaryDirectory("config")
+  var directory: String { scratch.path }
 
   var main: String { directory + "/trialwatch.conf" }
   var dropIns: String { main + ".d" }
@@ -36,17 +33,13 @@ final class ConfigurationFixture {
   func load(environment: [String: String] = [:]) -> LoadedConfiguration {
     ConfigurationLoader(mainFile: main, environment: environment).load()
   }
-
-  deinit {
-    try? FileManager.default.removeItem(atPath: directory)
-  }
 }
 
 private let defaults = DaemonConfiguration(environment: [:])
 private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ",")
 
 @Suite struct ConfigurationLoadingTests {
-  @Test func missingFilesGiveTheDefaults() {
+  @Test func load_WithoutFiles_GivesTheDefaults() {
     let fixture = ConfigurationFixture()
     let loaded = fixture.load()
     #expect(loaded.configuration == defaults)
@@ -55,7 +48,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(loaded.checkReport == ConfigurationReport(text: "configuration OK\n", exitCode: 0))
   }
 
-  @Test func defaultsAreTheDocumentedOnes() throws {
+  @Test func defaults_AreTheDocumentedOnes() throws {
     #expect(defaults.defaultLength == Days(5))
     #expect(defaults.defaultReminders == ReminderSchedule.default)
     #expect(defaults.defaultReminders.offsets == [.days(3), .days(1)])
@@ -74,7 +67,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(defaults.logTarget == .auto)
   }
 
-  @Test func stateDirectoryDefaultsToSystemdsStateDirectory() {
+  @Test func stateDirectory_ByDefault_IsSystemdsStateDirectory() {
     #expect(
       DaemonConfiguration(environment: ["STATE_DIRECTORY": "/var/lib/trialwatch-a:/var/lib/b"]).stateDirectory
         == "/var/lib/trialwatch-a")
@@ -88,7 +81,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
       fixture.load(environment: ["STATE_DIRECTORY": "/run/sd"]).configuration.stateDirectory == "/run/sd")
   }
 
-  @Test func everyKeyIsRead() throws {
+  @Test func load_OfEveryKey_ReadsIt() throws {
     let fixture = ConfigurationFixture()
     fixture.write(
       "trialwatch.conf",
@@ -130,7 +123,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(loaded.files == [fixture.main])
   }
 
-  @Test func syntaxOfSystemdConfigurationFiles() {
+  @Test func parse_OfSystemdsSyntax_ReadsEveryForm() {
     let fixture = ConfigurationFixture()
     fixture.write(
       "trialwatch.conf",
@@ -145,13 +138,13 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(loaded.configuration.maxConnections == 10)
   }
 
-  @Test func valuesMayContainEqualsAndHashes() {
+  @Test func value_WithEqualsAndHashes_IsKeptWhole() {
     let fixture = ConfigurationFixture()
     fixture.write("trialwatch.conf", "[Daemon]\nSocket=/run/a=b#c\n")
     #expect(fixture.load().configuration.socketPath == "/run/a=b#c")
   }
 
-  @Test func dropInsApplyInFileNameOrderAfterTheMainFile() {
+  @Test func dropIns_WithAMainFile_ApplyAfterItInFileNameOrder() {
     let fixture = ConfigurationFixture()
     fixture.write("trialwatch.conf", "[Trials]\nDefaultLength=7d\n[Daemon]\nMaxConnections=8\n")
     let b = fixture.dropIn("20-b.conf", "[Trials]\nDefaultLength=14d\n")
@@ -181,7 +174,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(fixture.load().configuration.effectiveReservedConnections == 10, "the default, capped quietly")
   }
 
-  @Test func dropInsApplyWithoutAMainFile() {
+  @Test func dropIns_WithoutAMainFile_Apply() {
     let fixture = ConfigurationFixture()
     let only = fixture.dropIn("override.conf", "[CatchUp]\nLateReminders=all\n")
     let loaded = fixture.load()
@@ -189,7 +182,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(loaded.configuration.catchUp.reminders == .all)
   }
 
-  @Test func dropInLinkedToDevNullIsMasked() throws {
+  @Test func dropIn_LinkedToDevNull_IsMasked() throws {
     let fixture = ConfigurationFixture()
     fixture.dropIn("10-a.conf", "[Trials]\nDefaultLength=10d\n")
     try FileManager.default.createSymbolicLink(
@@ -200,7 +193,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(loaded.configuration.defaultLength == Days(10))
   }
 
-  @Test func configOverridesTheDropInDirectoryToo() {
+  @Test func configOption_NamingAnotherFile_MovesTheDropInDirectoryToo() {
     let fixture = ConfigurationFixture()
     let custom = fixture.write("custom.conf", "[Trials]\nDefaultLength=2d\n")
     fixture.write("custom.conf.d/x.conf", "[Trials]\nDefaultLength=9d\n")
@@ -347,7 +340,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
   ]
 
   @Test(arguments: badValues)
-  func invalidValuesAreErrorsWithFileLineKeyAndReason(bad: BadValue) {
+  func value_ThatIsInvalid_IsAnErrorWithFileLineKeyAndReason(bad: BadValue) {
     let (loaded, problems) = problems(bad.section, bad.line)
     #expect(problems == ["trialwatch.conf:2: error: " + bad.message])
     #expect(loaded.hasErrors)
@@ -357,7 +350,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(!loaded.checkReport.text.contains("configuration OK"))
   }
 
-  @Test func validEdgeValues() {
+  @Test func value_AtTheEdges_IsValid() {
     for (section, line) in [
       ("Daemon", "ControlGroup=1000"), ("Daemon", "ControlGroup=_tw-admins.x"), ("Daemon", "SocketGroup=0"),
       ("Daemon", "MaxConnections=65536"),
@@ -368,7 +361,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     }
   }
 
-  @Test func anInvalidValueKeepsTheValueBeforeIt() {
+  @Test func value_ThatIsInvalid_KeepsTheValueBeforeIt() {
     let fixture = ConfigurationFixture()
     fixture.write("trialwatch.conf", "[Trials]\nDefaultLength=9d\n")
     let bad = fixture.dropIn("10-bad.conf", "[Trials]\nDefaultLength=nine days\n")
@@ -385,13 +378,13 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     ("DefaultLength", #"missing "=" in "DefaultLength": expected Key=Value"#),
     ("=5d", #"missing key name before "=" in "=5d""#),
   ])
-  func syntaxErrors(line: String, message: String) {
+  func line_WithASyntaxError_IsAnError(line: String, message: String) {
     let fixture = ConfigurationFixture()
     fixture.write("trialwatch.conf", "[Trials]\n\(line)\n")
     #expect(fixture.load().diagnostics.map(\.description) == ["\(fixture.main):2: error: \(message)"])
   }
 
-  @Test func assignmentsAfterABrokenHeaderAreDroppedQuietly() {
+  @Test func assignments_AfterABrokenHeader_AreDroppedQuietly() {
     let fixture = ConfigurationFixture()
     fixture.write("trialwatch.conf", "[Trials\nDefaultLength=9d\n[Daemon]\nMaxConnections=3\n")
     let loaded = fixture.load()
@@ -400,7 +393,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(loaded.configuration.maxConnections == 3)
   }
 
-  @Test func unknownSectionsAndKeysAreWarnings() {
+  @Test func sectionsAndKeys_ThatAreUnknown_AreWarnings() {
     let fixture = ConfigurationFixture()
     fixture.write(
       "trialwatch.conf",
@@ -440,7 +433,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
         == loaded.diagnostics.map { $0.description + "\n" }.joined() + "configuration OK\n")
   }
 
-  @Test func remindersNotShorterThanTheLengthAreWarnedAboutWhereSet() {
+  @Test func reminders_NotShorterThanTheLength_AreWarnedAboutWhereSet() {
     let fixture = ConfigurationFixture()
     fixture.write("trialwatch.conf", "[Trials]\nDefaultReminders=7d, 5d, 1d\n")
     let first = fixture.load()
@@ -457,7 +450,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
       ])
   }
 
-  @Test func aMainFileNamedOnTheCommandLineMustExist() {
+  @Test func mainFile_NamedOnTheCommandLine_MustExist() {
     let fixture = ConfigurationFixture()
     let loaded = ConfigurationLoader(mainFile: fixture.main, mainFileRequired: true, environment: [:]).load()
     #expect(
@@ -467,7 +460,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(loaded.checkReport.exitCode == 1)
   }
 
-  @Test func problemsWithWholeFiles() throws {
+  @Test func mainFile_ThatCannotBeRead_IsAnError() throws {
     let fixture = ConfigurationFixture()
     try FileManager.default.createDirectory(atPath: fixture.main, withIntermediateDirectories: true)
     #expect(
@@ -480,7 +473,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
     #expect(other.load().diagnostics.map(\.description) == ["\(other.dropIns): error: not a directory"])
   }
 
-  @Test func problemsWithDropInFiles() throws {
+  @Test func dropInFiles_ThatCannotBeRead_AreReported() throws {
     let fixture = ConfigurationFixture()
     try FileManager.default.createDirectory(
       atPath: fixture.dropIns + "/10-dir.conf", withIntermediateDirectories: true)
@@ -503,7 +496,7 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
   }
 
   /// Permission errors, seen by an unprivileged child process (root reads everything).
-  @Test func unreadableFilesAndDirectories() async {
+  @Test func filesAndDirectories_ThatAreUnreadable_AreErrors() async {
     let fixture = ConfigurationFixture()
     chmod(fixture.directory, 0o755)
     let main = fixture.write("trialwatch.conf", "[Trials]\nDefaultLength=2d\n")
@@ -530,14 +523,14 @@ private let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separa
 @Suite struct SampleConfigurationTests {
   static let sample = RepositoryFile.path("etc/trialwatch.conf")
 
-  @Test func sampleAsShippedIsAllDefaults() {
+  @Test func sample_AsShipped_IsAllDefaults() {
     let loaded = ConfigurationLoader(mainFile: Self.sample, dropInDirectory: "/nonexistent", environment: [:])
       .load()
     #expect(loaded.diagnostics == [])
     #expect(loaded.configuration == defaults)
   }
 
-  @Test func uncommentedSampleSetsEveryKeyToItsDefault() throws {
+  @Test func sample_Uncommented_SetsEveryKeyToItsDefault() throws {
     let text = try String(contentsOfFile: Self.sample, encoding: .utf8)
     var keys: [String] = []
     var section = ""

@@ -54,7 +54,7 @@ import TrialDaemonTesting
 
   @Test func damagedStore_FailsToStart_AndIsLeftUntouched() throws {
     let daemon = try DaemonProcess()
-    let state = daemon.directory.appendingPathComponent("state")
+    let state = daemon.directory.url.appendingPathComponent("state")
     try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
     let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31) })
     let file = state.appendingPathComponent("data.mdb")
@@ -69,11 +69,9 @@ import TrialDaemonTesting
   @Test func checkConfig_ReportsProblemsWithFileAndLine() throws {
     let daemon = try DaemonProcess(
       config: "[Trials]\nDefaultLength=5d\nColour=blue\n", arguments: ["--check-config"])
-    let output = Pipe()
-    daemon.process.standardOutput = output
     try daemon.start()
     #expect(daemon.waitForExit() == 0)
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let text = daemon.standardOutput
     #expect(text.contains("trialwatch.conf:3: warning:"))
     #expect(text.contains("configuration OK"))
   }
@@ -112,10 +110,8 @@ import TrialDaemonTesting
 
   @Test func help_IsPrinted_AndExitsZero() throws {
     let daemon = try DaemonProcess(arguments: ["--help"])
-    let output = Pipe()
-    daemon.process.standardOutput = output
     try daemon.start()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let text = daemon.standardOutput
     #expect(daemon.waitForExit() == 0)
     #expect(text.contains("--check-config"))
     #expect(text.contains("Exit status"))
@@ -132,7 +128,7 @@ import TrialDaemonTesting
     }
     #expect(try defaultLength("before") == 5 * 86_400)
 
-    let config = daemon.directory.appendingPathComponent("trialwatch.conf").path
+    let config = daemon.configPath
     try "[Trials]\nDefaultLength=2d\n".write(toFile: config, atomically: true, encoding: .utf8)
     daemon.signal(SIGHUP)
     #expect(daemon.notify.waitFor { $0.contains("RELOADING=1") }.found != nil)

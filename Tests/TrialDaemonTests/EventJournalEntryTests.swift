@@ -30,7 +30,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
 }
 
 @Suite struct EventJournalEntryTests {
-  @Test func expiryOnTime() {
+  @Test func entry_ForAnExpiryOnTime_HasItsFields() {
     let entry = Fixture.entry(Fixture.expiry, after: 0.2)
     #expect(
       EventJournalEntry.fields(for: entry, trial: Fixture.trial)
@@ -49,7 +49,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
         ]))
   }
 
-  @Test func reminderOnTime() {
+  @Test func entry_ForAReminderOnTime_HasItsFields() {
     let entry = Fixture.entry(Fixture.threeDays, after: 0)
     #expect(
       EventJournalEntry.fields(for: entry, trial: Fixture.trial)
@@ -69,7 +69,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
         ]))
   }
 
-  @Test func expiryFiredLate() {
+  @Test func entry_ForAnExpiryFiredLate_SaysHowLate() {
     let entry = Fixture.entry(Fixture.expiry, after: 2 * 3600 + 13 * 60 + 5, late: true)
     #expect(
       EventJournalEntry.fields(for: entry, trial: Fixture.trial)
@@ -89,7 +89,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
         ]))
   }
 
-  @Test func reminderFiredLate() {
+  @Test func entry_ForAReminderFiredLate_SaysHowLate() {
     let entry = Fixture.entry(Fixture.oneDay, after: 1800, late: true)
     #expect(
       EventJournalEntry.fields(for: entry, trial: Fixture.trial)
@@ -111,7 +111,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
         ]))
   }
 
-  @Test func reminderFiredAfterTheEnd() {
+  @Test func entry_ForAReminderFiredAfterTheEnd_SaysTheTrialEnded() {
     // Under LateReminders=all, a reminder can fire after the trial already ended.
     let entry = Fixture.entry(Fixture.oneDay, after: 86_400 + 2 * 3600, late: true)
     let message = EventJournalEntry.fields(for: entry, trial: Fixture.trial).first
@@ -123,7 +123,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
             + "at 2026-11-27 14:00:00 UTC, fired 1d 2h late"))
   }
 
-  @Test func reminderSkippedBeyondGrace() {
+  @Test func entry_ForAReminderSkippedBeyondGrace_SaysWhy() {
     let reason = SkipReason.beyondGrace(lateness: .hours(5), grace: .hours(1))
     let entry = Fixture.entry(Fixture.threeDays, after: 5 * 3600, late: true, outcome: .skipped(reason))
     #expect(
@@ -147,7 +147,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
         ]))
   }
 
-  @Test func reminderSupersededIsANotice() {
+  @Test func entry_ForASupersededReminder_IsANotice() {
     let entry = Fixture.entry(
       Fixture.oneDay, after: 86_400, late: true, outcome: .skipped(.supersededByExpiry))
     let all = EventJournalEntry.fields(for: entry, trial: Fixture.trial)
@@ -159,7 +159,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
     #expect(all.last == JournalField(name: "SKIP_REASON", value: "superseded-by-expiry"))
   }
 
-  @Test func skippedAtStartCarriesItsReason() {
+  @Test func entry_ForAnEventSkippedAtStart_CarriesItsReason() {
     let entry = Fixture.entry(Fixture.threeDays, after: 3600, outcome: .skipped(.alreadyDueAtStart))
     let all = EventJournalEntry.fields(for: entry, trial: Fixture.trial)
     #expect(all.first { $0.name == "MESSAGE_ID" }?.value == EventJournalEntry.MessageID.skipped.rawValue)
@@ -167,7 +167,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
     #expect(all.last == JournalField(name: "SKIP_REASON", value: "already-due-at-start"))
   }
 
-  @Test func entryOfAnEarlierRevisionNamesItsOwnEnd() {
+  @Test func entry_OfAnEarlierRevision_NamesItsOwnEnd() {
     // The trial was extended by two days after the expiry of revision 3 was taken.
     var extended = Fixture.trial
     extended.reschedule(endDate: Fixture.end.addingTimeInterval(2 * 86_400))
@@ -178,7 +178,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
     #expect(all.first?.value.hasSuffix("ends 2026-11-27 14:00:00 UTC") == true)
   }
 
-  @Test func subReminderOffsetsAndShortSpans() throws {
+  @Test func entry_WithSubsecondOffsetsAndShortSpans_WritesThemExactly() throws {
     let trial = Trial(
       id: TrialID(1), subject: "seat 9",
       period: TrialPeriod(startDate: Fixture.end.addingTimeInterval(-3600), endDate: Fixture.end),
@@ -193,7 +193,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
     #expect(shortest.first?.value.contains(": 2s left,") == true, "rounded up")
   }
 
-  @Test func clockStepForward() {
+  @Test func entry_ForAClockStepForward_SaysSo() {
     let from = Date(timeIntervalSince1970: 1_795_339_815)
     let to = from.addingTimeInterval(2 * 3600 + 13 * 60)
     #expect(
@@ -211,7 +211,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
         ]))
   }
 
-  @Test func clockStepBackward() {
+  @Test func entry_ForAClockStepBackward_SaysSo() {
     let from = Date(timeIntervalSince1970: 1_795_339_815)
     let to = from.addingTimeInterval(-300.5)
     #expect(
@@ -229,7 +229,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
         ]))
   }
 
-  @Test func messageIDsAreDistinct128BitIDs() {
+  @Test func messageIDs_AreDistinct128BitIDs() {
     let ids = EventJournalEntry.MessageID.allCases.map(\.rawValue)
     #expect(Set(ids).count == 5)
     for id in ids {
@@ -237,7 +237,7 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
     }
   }
 
-  @Test func everyFieldNameIsAcceptedByTheJournal() {
+  @Test func fieldNames_OfEveryEntry_AreAcceptedByTheJournal() {
     let entries = [
       Fixture.entry(Fixture.expiry, after: 0),
       Fixture.entry(Fixture.threeDays, after: 9000, late: true, outcome: .skipped(.supersededByExpiry)),

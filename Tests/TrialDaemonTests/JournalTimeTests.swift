@@ -4,7 +4,7 @@ import Testing
 @testable import TrialDaemon
 
 @Suite struct JournalTimeTests {
-  @Test func secondsAndMicroseconds() {
+  @Test func journalTime_InSecondsAndMicroseconds_IsWrittenExactly() {
     #expect(JournalTime.seconds(.days(3)) == "259200")
     #expect(JournalTime.seconds(.milliseconds(1_500)) == "1.5")
     #expect(JournalTime.seconds(.milliseconds(1)) == "0.001")

@@ -46,12 +46,12 @@ final class Collector<T>: @unchecked Sendable {
         ran.add("b")
       }
       scheduler.schedule(after: 0, label: "a") { ran.add("a") }
+      // Due after the cancelled one: a wrongly uncancelled timer would have run before it.
+      scheduler.schedule(after: 0.05, label: "c") { ran.add("c") }
       cancelled.cancel()
     }
-    #expect(ran.wait(for: 2) == ["a", "b"])
-    // Give a wrongly uncancelled timer the chance to show up after the others.
-    queue.sync {}
-    #expect(ran.wait(for: 3, timeout: 0.05) == ["a", "b"])
+    #expect(ran.wait(for: 2).prefix(2) == ["a", "b"])
+    #expect(ran.wait(for: 3) == ["a", "b", "c"])
   }
 
   @Test func wallDeadline_FiresAtOrAfterIt() {
@@ -109,14 +109,73 @@ final class Collector<T>: @unchecked Sendable {
     func engineDetectedClockStep(from expected: Date, to actual: Date) {}
   }
 
-  @Test func watchdog_StopsPinging_WhileTheEngineQueueIsStuck_AndResumesAfter() throws {
+  /// The engine's scheduler, telling the test when each watchdog ping falls due: for each
+  /// watchdog wake, a timer on a queue of its own fires at the same moment, free or stuck as
+  /// the engine's queue may be.
+  final class DueTellingScheduler: WakeScheduler, @unchecked Sendable {
+    // @unchecked: the schedulers hold no state of their own; `watchdogWakes` has a lock.
+    private let scheduler: DispatchWakeScheduler
+    private let side = DispatchWakeScheduler(queue: DispatchQueue(label: "test.due"))
+    private let scheduled = Collector<Int>()
+    /// The number of each watchdog wake that has fallen due, in order.
+    let due = Collector<Int>()
+
+    init(queue: DispatchQueue) {
+      scheduler = DispatchWakeScheduler(queue: queue)
+    }
+
+    /// Watchdog wakes armed so far.
+    var watchdogWakes: Int { scheduled.values.count }
+
+    var clock: any WallClock { scheduler.clock }
+    var monotonicNow: TimeInterval { scheduler.monotonicNow }
+
+    @discardableResult
+    func schedule(at deadline: Date, label: String, _ action: @escaping () -> Void) -> any ScheduledWake {
+      scheduler.schedule(at: deadline, label: label, action)
+    }
+
+    @discardableResult
+    func schedule(after delay: TimeInterval, label: String, _ action: @escaping () -> Void)
+      -> any ScheduledWake
+    {
+      guard label == "watchdog" else { return scheduler.schedule(after: delay, label: label, action) }
+      let wake = WatchdogWake()
+      wake.wake = scheduler.schedule(after: delay, label: label) { [wake] in
+        wake.fired = true
+        action()
+      }
+      let number = watchdogWakes + 1
+      scheduled.add(number)
+      let due = due
+      wake.marker = side.schedule(after: delay, label: "due") { due.add(number) }
+      return wake
+    }
+
+    /// A watchdog wake and its marker. Called off before it fires, both are; after (the
+    /// engine arms the next one from the ping), the marker still tells when it fell due.
+    private final class WatchdogWake: ScheduledWake {
+      // Touched on the engine's queue only.
+      var wake: (any ScheduledWake)?
+      var marker: (any ScheduledWake)?
+      var fired = false
+
+      func cancel() {
+        wake?.cancel()
+        if !fired { marker?.cancel() }
+      }
+    }
+  }
+
+  @Test func watchdog_WhileTheEngineQueueIsStuck_StopsPingingAndResumesAfter() throws {
     let interval = Duration.milliseconds(50)
     let queue = DispatchQueue(label: "test.engine")
     let key = DispatchSpecificKey<Bool>()
     queue.setSpecific(key: key, value: true)
     let observer = PingObserver(key: key)
+    let scheduler = DueTellingScheduler(queue: queue)
     let engine = Engine(
-      repository: InMemoryTrialRepository(), scheduler: DispatchWakeScheduler(queue: queue),
+      repository: InMemoryTrialRepository(), scheduler: scheduler,
       settings: EngineSettings(watchdogInterval: interval))
     engine.observer = observer
     _ = try queue.sync { try engine.start() }
@@ -135,9 +194,10 @@ final class Collector<T>: @unchecked Sendable {
     }
     #expect(running.wait(timeout: .now() + 5) == .success)
     let atBlock = observer.pings.values.count
-    // Six intervals pass; the wait ends early only if a ping arrives.
-    let whileStuck =
-      observer.pings.wait(for: atBlock + 1, timeout: (interval * 6).timeInterval).count - atBlock
+    // The ping armed before the block falls due while the queue is stuck.
+    let armed = scheduler.watchdogWakes
+    #expect(scheduler.due.wait(for: armed).count == armed, "the armed ping fell due")
+    let whileStuck = observer.pings.values.count - atBlock
     release.signal()
     #expect(whileStuck == 0, "no ping while the engine's queue is stuck")
 

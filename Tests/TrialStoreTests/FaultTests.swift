@@ -1,6 +1,8 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialCore
+import TrialStoreTesting
 import TrialTesting
 
 @testable import TrialStore
@@ -21,7 +23,7 @@ import TrialTesting
     let kills = environment["TRIALWATCH_CRASH_KILLS"].flatMap(Int.init) ?? 50
     let seed = environment["TRIALWATCH_CRASH_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
     var random = SeededGenerator(seed: seed)
-    let tool = try builtExecutable("trialwatch-crashtest")
+    let tool = ChildProcess.Executable.product("trialwatch-crashtest")
     let directory = try TemporaryDirectory("crash")
     let path = directory.appending("store")
 
@@ -52,18 +54,19 @@ import TrialTesting
         if case .line = read {
           try take(read)
         } else {
-          child.kill(SIGKILL)
+          child.kill()
           child.wait()
-          Issue.record("the child stopped reporting (\(read)): \(child.errorOutput()) (\(place))")
+          Issue.record("the child stopped reporting (\(read)): \(child.readRest()) (\(place))")
           return
         }
       }
       let pause = Duration.microseconds(Int.random(in: 0...3_000, using: &random))
       let deadline = ContinuousClock.now.advanced(by: pause)
       while case .line(let line) = child.readLine(until: deadline) { try take(.line(line)) }
-      child.kill(SIGKILL)
+      child.kill()
       let status = child.wait()
-      try #require(status == .signalled(SIGKILL), "\(status): \(child.errorOutput()) (\(place))")
+      try #require(
+        status == .signalled(SIGKILL), "\(String(describing: status)): \(child.readRest()) (\(place))")
       // Lines written before it died.
       while case .line(let line) = child.readLine(timeout: 0) { try take(.line(line)) }
 
@@ -116,17 +119,17 @@ import TrialTesting
   @Test func storeOpenInAnotherProcess_IsRefusedAsInUse_UntilThatProcessDies() throws {
     let directory = try TemporaryDirectory("lock")
     let path = directory.appending("store")
-    let child = try ChildProcess(try builtExecutable("trialwatch-crashtest"), [path])
+    let child = try ChildProcess(.product("trialwatch-crashtest"), [path])
     guard case .line = child.readLine(timeout: 30) else {
-      child.kill(SIGKILL)
+      child.kill()
       child.wait()
-      Issue.record("the child never reported: \(child.errorOutput())")
+      Issue.record("the child never reported: \(child.readRest())")
       return
     }
     let error = try #require(throws: StoreError.self) { try LMDBTrialRepository(directory: path) }
     #expect(error.kind == .inUse)
     #expect(error.description.contains(path))
-    child.kill(SIGKILL)
+    child.kill()
     child.wait()
     let store = try LMDBTrialRepository(directory: path)
     #expect(try StoreCrashWorkload.lastBatch(in: store) >= 1)
@@ -141,16 +144,16 @@ import TrialTesting
     let directory = try TemporaryDirectory("diskfull")
     let mountPoint = directory.appending("mnt")
     try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-    let mounted = try runCommand(
-      "/bin/mount", ["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", mountPoint])
+    let mounted = try ChildProcess.run(
+      .path("/bin/mount"), ["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", mountPoint])
     if mounted.status != .exited(0) {
       try Test.cancel(
         "could not mount a tmpfs (is this a container without CAP_SYS_ADMIN?): \(mounted.errors)")
     }
     defer {
-      let unmounted = try? runCommand("/bin/umount", [mountPoint])
+      let unmounted = try? ChildProcess.run(.path("/bin/umount"), [mountPoint])
       if unmounted?.status != .exited(0) {
-        _ = try? runCommand("/bin/umount", ["-l", mountPoint])
+        _ = try? ChildProcess.run(.path("/bin/umount"), ["-l", mountPoint])
         Issue.record("could not unmount \(mountPoint): \(unmounted?.errors ?? "")")
       }
       withExtendedLifetime(directory) {}

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialCore
 import TrialTesting
@@ -209,7 +210,7 @@ final class Subject {
   }
 
   @Test(arguments: RepositoryKind.allCases)
-  func scanTrials_GoesInIDOrder_FromAfter_UntilStopped(kind: RepositoryKind) throws {
+  func scanTrials_FromAfter_GoesInIDOrderUntilStopped(kind: RepositoryKind) throws {
     let subject = try Subject(kind)
     let ids: [UInt64] = [0x50, 0x3, UInt64.max, 0x1000, 0x7]
     for (index, id) in ids.enumerated() {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialCore
 import TrialTesting
@@ -40,7 +41,7 @@ import TrialTesting
     #expect(statistics.ledgerEntries == snapshot.ledger.count)
   }
 
-  @Test func aThrowInsideTheTransaction_AbortsEverything() throws {
+  @Test func throwInsideTheTransaction_AbortsEverything() throws {
     let directory = try TemporaryDirectory()
     let store = try LMDBTrialRepository(directory: directory.appending("store"))
     try startTrials(store, count: 10)
@@ -58,7 +59,7 @@ import TrialTesting
     #expect(try store.statistics().activeTrials == 10)
   }
 
-  @Test func aWriteInsideAWrite_IsRefused() throws {
+  @Test func writeInsideAWrite_IsRefused() throws {
     let directory = try TemporaryDirectory()
     let store = try LMDBTrialRepository(directory: directory.appending("store"))
     let error = try #require(throws: StoreError.self) {

@@ -18,7 +18,7 @@ struct TestSchedulerTests {
     var times: [Date] { runs.map(\.at) }
   }
 
-  @Test func testAdvance_RunsActionsInDeadlineOrder() {
+  @Test func advance_RunsActionsInDeadlineOrder() {
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
     scheduler.schedule(at: start + 30, label: "c", recorder.action("c", on: scheduler))
@@ -33,7 +33,7 @@ struct TestSchedulerTests {
     #expect(scheduler.pending.isEmpty)
   }
 
-  @Test func testAdvance_EqualDeadlines_RunFirstInFirstOut() {
+  @Test func advance_EqualDeadlines_RunFirstInFirstOut() {
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
     for label in ["3", "1", "2"] {
@@ -47,7 +47,7 @@ struct TestSchedulerTests {
     #expect(recorder.times.allSatisfy { $0 == start + 60 })
   }
 
-  @Test func testAdvance_ClockReadsEachActionsDeadlineWhileItRuns() {
+  @Test func advance_ClockReadsEachActionsDeadlineWhileItRuns() {
     // Deadlines that are not whole seconds, from an origin that is not either.
     let origin = Date(timeIntervalSinceReferenceDate: 0.7)
     let scheduler = TestScheduler(now: origin)
@@ -63,7 +63,7 @@ struct TestSchedulerTests {
   }
 
   @Test(arguments: [(0.7, 0.1), (0.1, 0.2), (1e-3, 0.3), (760_000_000.3, 0.6), (3.3, 1e-9)])
-  func testAdvance_ByTheDistanceToADeadline_RunsIt(origin: Double, distance: Double) {
+  func advance_ByTheDistanceToADeadline_RunsIt(origin: Double, distance: Double) {
     let start = Date(timeIntervalSinceReferenceDate: origin)
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
@@ -75,7 +75,7 @@ struct TestSchedulerTests {
     scheduler.expectNoPendingActions()
   }
 
-  @Test func testAdvance_ActionsScheduledByACallback_FireInTheSameAdvanceWhenDue() {
+  @Test func advance_ActionsScheduledByACallback_FireInTheSameAdvanceWhenDue() {
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
     scheduler.schedule(at: start + 10, label: "first") { [unowned scheduler] in
@@ -91,7 +91,7 @@ struct TestSchedulerTests {
     #expect(scheduler.pending.map(\.label) == ["later"])
   }
 
-  @Test func testCancel_PreventsTheActionFromRunning() {
+  @Test func cancel_PreventsTheActionFromRunning() {
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
     let doomed = scheduler.schedule(at: start + 20, label: "doomed", recorder.action("doomed", on: scheduler))
@@ -104,7 +104,7 @@ struct TestSchedulerTests {
     #expect(scheduler.log.map(\.label) == ["canceller"])
   }
 
-  @Test func testJump_EachOverdueActionRunsOnceAtTheNewTime() {
+  @Test func jump_EachOverdueActionRunsOnceAtTheNewTime() {
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
     scheduler.schedule(at: start + 100, label: "b", recorder.action("b", on: scheduler))
@@ -133,7 +133,7 @@ struct TestSchedulerTests {
     scheduler.expectNoPendingActions(allowing: ["beat"])
   }
 
-  @Test func testSetWallTime_FiresNothingByItself() {
+  @Test func setWallTime_FiresNothingByItself() {
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
     scheduler.schedule(at: start + 60, label: "wall", recorder.action("wall", on: scheduler))
@@ -146,7 +146,7 @@ struct TestSchedulerTests {
     #expect(recorder.times == [start + 3_600])
   }
 
-  @Test func testSetWallTime_Backward_WallActionsWaitForTheWallClock() {
+  @Test func setWallTime_Backward_WallActionsWaitForTheWallClock() {
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
     scheduler.schedule(at: start + 60, label: "wall", recorder.action("wall", on: scheduler))
@@ -158,7 +158,7 @@ struct TestSchedulerTests {
     #expect(recorder.times == [start + 60])
   }
 
-  @Test func testSetWallTime_MonotonicActionsAreUnaffected() {
+  @Test func setWallTime_MonotonicActionsAreUnaffected() {
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
     scheduler.schedule(after: 100, label: "forward", recorder.action("forward", on: scheduler))
@@ -180,7 +180,7 @@ struct TestSchedulerTests {
     #expect(scheduler.monotonicNow == 200)
   }
 
-  @Test func testPending_ListsActionsInTheOrderTheyWouldRun() {
+  @Test func pending_ListsActionsInTheOrderTheyWouldRun() {
     let scheduler = TestScheduler(now: start)
     scheduler.schedule(at: start + 30, label: "wall-30") {}
     scheduler.schedule(after: 10, label: "mono-10") {}
@@ -193,7 +193,7 @@ struct TestSchedulerTests {
     scheduler.advance(by: 100)
   }
 
-  @Test func testExpectNoPendingActions_RecordsAnIssuePerLeftoverAction() {
+  @Test func expectNoPendingActions_RecordsAnIssuePerLeftoverAction() {
     let scheduler = TestScheduler(now: start)
     scheduler.schedule(at: start + 60, label: "forgotten") {}
     scheduler.schedule(after: 60, label: "watchdog") {}
@@ -213,7 +213,7 @@ struct TestSchedulerTests {
     scheduler.expectNoPendingActions()
   }
 
-  @Test func testWithTestScheduler_FailsWhenActionsAreLeftPending() {
+  @Test func withTestScheduler_FailsWhenActionsAreLeftPending() {
     withKnownIssue {
       withTestScheduler(now: start) { scheduler in
         _ = scheduler.schedule(at: start + 1, label: "leftover") {}
@@ -228,7 +228,7 @@ struct TestSchedulerTests {
     #expect(value == 42)
   }
 
-  @Test func testClock_IsTheSchedulersManualClock() {
+  @Test func clock_IsTheSchedulersManualClock() {
     let scheduler = TestScheduler(now: start)
     let clock: any WallClock = scheduler.clock
     scheduler.advance(by: 90)
@@ -240,13 +240,13 @@ struct TestSchedulerTests {
 struct ClockDoubleTests {
   let start = Date(timeIntervalSinceReferenceDate: 760_000_000)
 
-  @Test func testStaticClock_AlwaysReadsItsDate() {
+  @Test func staticClock_AlwaysReadsItsDate() {
     let clock = StaticWallClock(start)
     #expect(clock.now() == start)
     #expect(clock.now() == clock.now())
   }
 
-  @Test func testManualClock_MovesOnlyWhenTold() {
+  @Test func manualClock_MovesOnlyWhenTold() {
     let clock = ManualWallClock(start)
     #expect(clock.now() == start)
     clock.advance(by: 1.5)
@@ -255,13 +255,13 @@ struct ClockDoubleTests {
     #expect(clock.now() == start - 100)
   }
 
-  @Test func testSystemClock_ReadsTheSystemTime() {
+  @Test func systemClock_ReadsTheSystemTime() {
     // Compared with a bound rather than an exact value: the system clock is the real one.
     let now = SystemWallClock().now()
     #expect(now > Date(timeIntervalSince1970: 1_700_000_000))
   }
 
-  @Test func testSequenceGenerator_HandsOutChosenIdsThenCountsUp() {
+  @Test func sequenceGenerator_HandsOutChosenIdsThenCountsUp() {
     let generator = SequenceTrialIDGenerator([7, 7, 9], fallbackStart: 100)
     let ids = (0..<5).map { _ in generator.nextID().rawValue }
     #expect(ids == [7, 7, 9, 101, 102])

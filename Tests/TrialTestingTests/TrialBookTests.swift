@@ -35,7 +35,7 @@ struct TrialBookTests {
     try repository.read { try $0.ledgerEntry(id) }
   }
 
-  @Test func testStartTrial_StoresAnActiveTrial() throws {
+  @Test func startTrial_StoresAnActiveTrial() throws {
     let ids = SequenceTrialIDGenerator([0x42])
     let (trial, skipped) = try start("acme-42", ids: ids)
     #expect(skipped.isEmpty)
@@ -49,7 +49,7 @@ struct TrialBookTests {
     #expect(repository.commitCount == 1)
   }
 
-  @Test func testStartTrial_IdTaken_RetriesWithTheNextId() throws {
+  @Test func startTrial_IdTaken_RetriesWithTheNextId() throws {
     let ids = SequenceTrialIDGenerator([7, 7, 9])
     let first = try start("first", ids: ids).trial
     let second = try start("second", ids: ids).trial
@@ -60,7 +60,7 @@ struct TrialBookTests {
     #expect(try stored(TrialID(9))?.subject == "second")
   }
 
-  @Test func testStartTrial_EveryIdTaken_GivesUpAfterTheAttemptLimit() throws {
+  @Test func startTrial_EveryIdTaken_GivesUpAfterTheAttemptLimit() throws {
     let ids = SequenceTrialIDGenerator([7], fallbackStart: 0)
     try start("first", ids: ids)
     let always7 = SequenceTrialIDGenerator(Array(repeating: 7, count: 100))
@@ -70,7 +70,7 @@ struct TrialBookTests {
     #expect(always7.handedOut.count == TrialBook.idAttempts)
   }
 
-  @Test func testStartTrial_SubjectWithAnActiveTrial_IsRefusedNamingTheExistingTrial() throws {
+  @Test func startTrial_SubjectWithAnActiveTrial_IsRefusedNamingTheExistingTrial() throws {
     let existing = try start("acme-42", ids: SequenceTrialIDGenerator([0xBEEF])).trial
     let error = #expect(throws: TrialError.self) {
       try start("acme-42", ids: SequenceTrialIDGenerator([0xCAFE]))
@@ -80,7 +80,7 @@ struct TrialBookTests {
     #expect(try stored(TrialID(0xCAFE)) == nil)
   }
 
-  @Test func testStartTrial_SubjectWhoseTrialEnded_MayStartAgain() throws {
+  @Test func startTrial_SubjectWhoseTrialEnded_MayStartAgain() throws {
     let first = try start("acme-42").trial
     _ = try repository.endTrial(first.id, outcome: .converted, now: days(1))
     #expect(try repository.read { try $0.activeTrialID(subject: "acme-42") } == nil)
@@ -89,7 +89,7 @@ struct TrialBookTests {
     #expect(try repository.read { try $0.activeTrialID(subject: "acme-42") } == second.id)
   }
 
-  @Test func testStartTrial_BadInput_IsRefusedNamingTheField() throws {
+  @Test func startTrial_BadInput_IsRefusedNamingTheField() throws {
     #expect(throws: TrialError.invalid("subject", "subject must not be empty")) { try start("") }
     #expect(throws: TrialError.invalid("endsAt", "the end must lie in the future")) {
       try start("acme", days: 0)
@@ -97,7 +97,7 @@ struct TrialBookTests {
     #expect(try storedTrials().isEmpty)
   }
 
-  @Test func testStartTrial_RemindersAlreadyDue_AreRecordedAsSkippedAndDelivered() throws {
+  @Test func startTrial_RemindersAlreadyDue_AreRecordedAsSkippedAndDelivered() throws {
     let (trial, skipped) = try start("short", days: 2)
     #expect(skipped.map(\.event) == [trial.events[0]])
     #expect(skipped.map(\.disposition) == [.skip(.alreadyDueAtStart)])
@@ -107,7 +107,7 @@ struct TrialBookTests {
     #expect(try repository.outbox().isEmpty)
   }
 
-  @Test func testFailingCommit_ChangesNothing() throws {
+  @Test func failingCommit_ChangesNothing() throws {
     let trial = try start("acme").trial
     let commits = repository.commitCount
 
@@ -134,7 +134,7 @@ struct TrialBookTests {
     #expect(try repository.commit(due, now: days(5)).count == 3)
   }
 
-  @Test func testCommit_IsExactlyOnce() throws {
+  @Test func commit_IsExactlyOnce() throws {
     let trial = try start("acme").trial
     var planner = Planner()
     planner.add(trial, now: now)
@@ -150,7 +150,7 @@ struct TrialBookTests {
     #expect(try repository.read { try $0.lastSeenWallTime() } == days(2))
   }
 
-  @Test func testCommit_SameEventTwiceInOneBatch_IsRecordedOnce() throws {
+  @Test func commit_SameEventTwiceInOneBatch_IsRecordedOnce() throws {
     let trial = try start("acme").trial
     var planner = Planner()
     planner.add(trial, now: now)
@@ -158,7 +158,7 @@ struct TrialBookTests {
     #expect(try repository.commit(due + due, now: days(2)).map(\.id) == [trial.events[0].id])
   }
 
-  @Test func testCommit_OldRevisionEvents_AreNotRecorded() throws {
+  @Test func commit_OldRevisionEvents_AreNotRecorded() throws {
     let trial = try start("acme").trial
     var planner = Planner()
     planner.add(trial, now: now)
@@ -170,7 +170,7 @@ struct TrialBookTests {
     #expect(try ledger(stale[0].event.id) == nil)
   }
 
-  @Test func testCommit_EndedTrialEvents_AreNotRecorded() throws {
+  @Test func commit_EndedTrialEvents_AreNotRecorded() throws {
     let trial = try start("acme").trial
     var planner = Planner()
     planner.add(trial, now: now)
@@ -183,7 +183,7 @@ struct TrialBookTests {
     #expect(try repository.outbox().isEmpty)
   }
 
-  @Test func testCommit_Expiry_MovesTheTrialToExpired() throws {
+  @Test func commit_Expiry_MovesTheTrialToExpired() throws {
     let trial = try start("acme").trial
     var planner = Planner(policy: CatchUpPolicy(reminders: .latest))
     planner.add(trial, now: now)
@@ -200,7 +200,7 @@ struct TrialBookTests {
     #expect(try repository.read { try $0.activeTrialID(subject: "acme") } == nil)
   }
 
-  @Test func testOutbox_HoldsUndeliveredEntriesUntilMarkedDelivered() throws {
+  @Test func outbox_HoldsUndeliveredEntriesUntilMarkedDelivered() throws {
     let first = try start("a", ids: SequenceTrialIDGenerator([1])).trial
     let second = try start("b", days: 4, ids: SequenceTrialIDGenerator([2])).trial
     var planner = Planner(policy: CatchUpPolicy(reminders: .all))
@@ -222,7 +222,7 @@ struct TrialBookTests {
     #expect(try repository.outbox().isEmpty)
   }
 
-  @Test func testExtendAndEnd_RefuseUnknownAndEndedTrials() throws {
+  @Test func extendAndEnd_RefuseUnknownAndEndedTrials() throws {
     let trial = try start("acme", ids: SequenceTrialIDGenerator([5])).trial
     #expect(throws: TrialError.notFound(id: TrialID(6))) {
       try repository.extendTrial(TrialID(6), to: days(9), now: now)
@@ -241,7 +241,7 @@ struct TrialBookTests {
     }
   }
 
-  @Test func testExtend_RemindersOfTheNewRevisionAlreadyDue_AreRecordedAsSkipped() throws {
+  @Test func extend_RemindersOfTheNewRevisionAlreadyDue_AreRecordedAsSkipped() throws {
     let trial = try start("acme").trial
     let (extended, skipped) = try repository.extendTrial(trial.id, to: days(6), now: days(4))
     #expect(skipped.map(\.event) == [extended.events[0]])
@@ -250,7 +250,7 @@ struct TrialBookTests {
     #expect(try stored(trial.id) == extended)
   }
 
-  @Test func testRestore_RebuildsThePlannerFromTheLedger() throws {
+  @Test func restore_RebuildsThePlannerFromTheLedger() throws {
     let policy = CatchUpPolicy(reminders: .all)
     var live = Planner(policy: policy)
     let ids = SequenceTrialIDGenerator([1, 2, 3, 4])
@@ -276,7 +276,7 @@ struct TrialBookTests {
     #expect(restored.nextEvent == live.nextEvent)
   }
 
-  @Test func testRestore_EventTakenButNotCommitted_FiresAgainLate() throws {
+  @Test func restore_EventTakenButNotCommitted_FiresAgainLate() throws {
     let trial = try start("acme").trial
     var live = Planner(policy: CatchUpPolicy(reminders: .all))
     live.add(trial, now: now)

@@ -116,7 +116,7 @@ import TrialControl
     #expect(Self.closed(actions) == "finished")
   }
 
-  @Test func idleConnection_IsClosed_AfterTheTimeout_CountedFromItsLastTraffic() {
+  @Test func idleConnection_IsClosed_AfterTheTimeoutFromItsLastTraffic() {
     var machine = Self.machine()
     #expect(machine.deadline == .seconds(300))
     _ = machine.received(Self.bytes("info"), now: .seconds(100))

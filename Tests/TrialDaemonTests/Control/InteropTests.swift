@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialControl
 import TrialCore
@@ -13,55 +14,19 @@ import TrialDaemonTesting
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("interop/varlink_interop.py").path
 
-  /// Reads stdout line by line, as the script prints its steps.
-  final class Lines {
-    private let handle: FileHandle
-    private var buffer = Data()
-
-    init(_ handle: FileHandle) {
-      self.handle = handle
-    }
-
-    func next() -> String? {
-      while true {
-        if let newline = buffer.firstIndex(of: 0x0A) {
-          let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-          buffer.removeSubrange(buffer.startIndex...newline)
-          return line
-        }
-        let chunk = handle.availableData
-        if chunk.isEmpty { return nil }
-        buffer.append(chunk)
-      }
-    }
-  }
-
   @Test(arguments: StoreKind.allCases)
   func referencePythonClient_Works(store: StoreKind) throws {
-    let check = Process()
-    check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    check.arguments = ["python3", "-c", "import varlink"]
-    try check.run()
-    check.waitUntilExit()
+    let check = try ChildProcess.run(.path("/usr/bin/env"), ["python3", "-c", "import varlink"])
     try #require(
-      check.terminationStatus == 0,
+      check.status == .exited(0),
       "the reference Varlink implementation is missing: run `python3 -m pip install varlink` (make test does)"
     )
 
     let fixture = try ControlFixture(store: store, ids: [0x1A7E])
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", Self.script, fixture.socketPath]
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    defer { if process.isRunning { process.terminate() } }
-
-    let lines = Lines(output.fileHandleForReading)
+    let process = try ChildProcess(.path("/usr/bin/env"), ["python3", Self.script, fixture.socketPath])
+    let deadline = ContinuousClock.now.advanced(by: .seconds(60))
     var steps: [String: [String: Any]] = [:]
-    while let line = lines.next() {
+    while let line = process.readLine(until: deadline).line {
       guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
         let step = object["step"] as? String
       else {
@@ -75,9 +40,8 @@ import TrialDaemonTesting
         #expect(fixture.fireDue().count == 1)
       }
     }
-    process.waitUntilExit()
-    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    #expect(process.terminationStatus == 0, "\(errorText)")
+    let errorText = process.readRest(.errors)
+    #expect(process.wait() == .exited(0), "\(errorText)")
 
     func value<T: Decodable>(_ step: String, _ key: String, as type: T.Type) throws -> T {
       let object = try #require(steps[step]?[key], "no \(step) step: \(errorText)")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialControl
 import TrialCore
@@ -54,34 +55,27 @@ struct LimitsTests {
       var refused: [String: Int]
     }
 
-    let process: Process
-    let input: Pipe
+    let child: ChildProcess
     let counts: Counts
 
     /// Ends the process, closing its connections.
     func release() {
-      try? input.fileHandleForWriting.close()
-      process.waitUntilExit()
+      child.closeInput()
+      child.wait()
     }
   }
 
   /// Connections from `user`, held open. By default the user's group is nogroup, which may
   /// reach the socket; with `group`, that is its primary group and nogroup a supplementary one.
   func hold(_ count: Int, as user: String, group: String? = nil, at path: String) throws -> Holder {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-    let groups =
-      group.map { ["--regid=\($0)", "--groups=nogroup"] } ?? ["--regid=nogroup", "--clear-groups"]
-    process.arguments =
-      ["--reuid=\(user)"] + groups + ["/usr/bin/python3", "-c", Self.script, path, String(count)]
-    let input = Pipe()
-    let output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try process.run()
-    let line = output.fileHandleForReading.readLine()
+    let identity =
+      group.map { ChildProcess.User(user, group: $0, supplementaryGroups: ["nogroup"]) }
+      ?? ChildProcess.User(user)
+    let child = try ChildProcess(
+      .path("/usr/bin/python3"), ["-c", Self.script, path, String(count)], as: identity, input: .pipe)
+    let line = child.readLine(timeout: 60).line ?? ""
     let counts = try JSONDecoder().decode(Holder.Counts.self, from: Data(line.utf8))
-    return Holder(process: process, input: input, counts: counts)
+    return Holder(child: child, counts: counts)
   }
 
   static func options(maximum: Int, perUser: Int, reserved: Int) -> ControlServer.Options {
@@ -154,18 +148,5 @@ struct LimitsTests {
     let extra = try fixture.client()
     let refused = try readToEnd(extra.fileDescriptor).map { try replies(in: $0) }
     #expect(refused?.first?.controlError == .tooManyConnections(limit: 4))
-  }
-}
-
-extension FileHandle {
-  /// One line, without its newline; empty at end of input.
-  func readLine() -> String {
-    var bytes: [UInt8] = []
-    while true {
-      let byte = readData(ofLength: 1)
-      guard let first = byte.first, first != 0x0A else { break }
-      bytes.append(first)
-    }
-    return String(decoding: bytes, as: UTF8.self)
   }
 }

@@ -124,7 +124,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func pipelinedChanges_RunTogether_AReadAfterThemWaits_AndRepliesKeepTheirOrder(store: StoreKind) throws {
+  func pipelinedChanges_WithAReadAfterThem_RunTogetherAndRepliesKeepTheirOrder(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [1, 2, 3, 4])
     let raw = try fixture.client()
     fixture.holdEngine()
@@ -397,7 +397,7 @@ import TrialDaemonTesting
     #expect(try fixture.client().getInfo().vendor == "trialwatch")
   }
 
-  @Test func errorsFound_WhileChangesRun_AreAnsweredAfterThem_InOrder() throws {
+  @Test func errorsFound_WhileChangesRun_AreAnsweredAfterThemInOrder() throws {
     var options = ControlServer.Options()
     options.connection.maximumMessageSize = 4096
     let fixture = try ControlFixture(options: options, ids: [1])

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialControl
 import TrialCore
@@ -9,7 +10,7 @@ import TrialTesting
 
 /// Setting up the socket (binding, stale sockets, socket activation) and who may change trials.
 @Suite struct SocketTests {
-  @Test func theBoundSocketHasMode0660AndTheGivenGroup() throws {
+  @Test func boundSocket_OfTheServer_HasMode0660AndTheGivenGroup() throws {
     let fixture = try ControlFixture(group: 65_534)
     var info = stat()
     #expect(lstat(fixture.socketPath, &info) == 0)
@@ -18,10 +19,9 @@ import TrialTesting
     #expect(info.st_gid == 65_534)
   }
 
-  @Test func aStaleSocketIsReplaced() throws {
-    let directory = try makeTemporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let path = directory + "/io.trialwatch"
+  @Test func socket_LeftStale_IsReplaced() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.appending("io.trialwatch")
     // A socket left behind by a process that is gone: bound, never listening, closed.
     let leftover = try UnixSocket.makeStreamSocket()
     _ = try UnixSocket.withAddress(path) { bind(leftover, $0, $1) }
@@ -37,7 +37,7 @@ import TrialTesting
     #expect(try VarlinkClient(path: path).getInfo().product == "trialwatchd")
   }
 
-  @Test func aLiveSocketIsNotTakenOver() throws {
+  @Test func socket_ThatIsLive_IsNotTakenOver() throws {
     let fixture = try ControlFixture()
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
@@ -49,10 +49,9 @@ import TrialTesting
     #expect(try fixture.client().getInfo().vendor == "trialwatch")
   }
 
-  @Test func aFileThatIsNotASocketIsLeftAlone() throws {
-    let directory = try makeTemporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let path = directory + "/io.trialwatch"
+  @Test func file_ThatIsNotASocket_IsLeftAlone() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.appending("io.trialwatch")
     try "precious".write(toFile: path, atomically: false, encoding: .utf8)
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
@@ -63,7 +62,7 @@ import TrialTesting
     #expect(try String(contentsOfFile: path, encoding: .utf8) == "precious")
   }
 
-  @Test func aPathTooLongForASocketIsNamed() throws {
+  @Test func socketPath_ThatIsTooLong_IsNamed() throws {
     let path = "/tmp/" + String(repeating: "d", count: 200) + "/io.trialwatch"
     let error = try #require(throws: ControlServerError.self) {
       _ = try ControlServer(
@@ -73,10 +72,9 @@ import TrialTesting
     #expect(error.description.contains(path))
   }
 
-  @Test func anAdoptedListeningSocketIsServed() throws {
-    let directory = try makeTemporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let path = directory + "/activated"
+  @Test func listeningSocket_WhenAdopted_IsServed() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.appending("activated")
     // As the service manager would hand it over: already bound and listening.
     let fd = try ControlSocket.bind(path: path, group: nil, mode: 0o600)
     let logs = CapturedLogs()
@@ -94,10 +92,9 @@ import TrialTesting
     #expect(FileManager.default.fileExists(atPath: path))
   }
 
-  @Test func acceptedConnectionsAreNonBlockingAndCloseOnExec() throws {
-    let directory = try makeTemporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let path = directory + "/s"
+  @Test func acceptedConnection_IsNonBlockingAndCloseOnExec() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.appending("s")
     let listener = try ControlSocket.bind(path: path, group: nil, mode: 0o600)
     defer { close(listener) }
     #expect(ControlSocket.hasAccept4)
@@ -118,7 +115,7 @@ import TrialTesting
       ControlSocket.peerCredentials(accepted) == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()))
   }
 
-  @Test func adoptingSomethingThatIsNotAListeningSocketFails() throws {
+  @Test func adoption_OfWhatIsNotAListeningSocket_Fails() throws {
     var fds: [Int32] = [0, 0]
     #expect(pipe(&fds) == 0)
     defer {
@@ -148,7 +145,7 @@ import TrialTesting
     uid == 1000 ? [gid, 27, 990] : [gid]
   }
 
-  @Test func decisions() {
+  @Test func authorizer_ForEachKindOfCaller_Decides() {
     let authorizer = ControlAuthorizer(daemonUID: 500, controlGroup: 990, groupsOfUser: Self.groups)
     #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 0, gid: 0)) == .root)
     #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 500, gid: 500)) == .daemonUser)
@@ -157,13 +154,13 @@ import TrialTesting
     #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 1001, gid: 1001)) == .refused)
   }
 
-  @Test func withoutAControlGroupOnlyRootAndTheDaemonUserMayChange() {
+  @Test func authorizer_WithoutAControlGroup_LetsOnlyRootAndTheDaemonUserChange() {
     let authorizer = ControlAuthorizer(daemonUID: 500, controlGroup: nil, groupsOfUser: Self.groups)
     #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 1000, gid: 990)) == .refused)
     #expect(authorizer.mayChange(PeerCredentials(pid: 1, uid: 500, gid: 1)).permitted)
   }
 
-  @Test func theUserDatabaseKnowsRootAndNobody() {
+  @Test func groups_OfRootAndNobody_ComeFromTheUserDatabase() {
     #expect(ControlSocket.groups(ofUser: 0, primaryGroup: 0)?.contains(0) == true)
     #expect(ControlSocket.groups(ofUser: 65_534, primaryGroup: 65_534) == [65_534])
     #expect(ControlSocket.groups(ofUser: 3_999_999_999, primaryGroup: 1) == nil)
@@ -226,29 +223,17 @@ struct OtherUserTests {
   }
 
   func runAsNobody(_ path: String, _ calls: [[UInt8]]) throws -> Outcome {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
     let encoded =
       "[" + calls.map { String(decoding: $0.dropLast(), as: UTF8.self) }.joined(separator: ",") + "]"
-    process.arguments = [
-      "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c", Self.script, path,
-      encoded,
-    ]
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let lines = String(decoding: outputData, as: UTF8.self).split(separator: "\n")
+    let done = try ChildProcess.run(
+      .path("/usr/bin/python3"), ["-c", Self.script, path, encoded], as: .nobody)
+    let lines = done.output.split(separator: "\n")
     return Outcome(
-      status: process.terminationStatus, replies: try lines.map { try VarlinkReply(Array($0.utf8)) },
-      errorOutput: String(decoding: errorData, as: UTF8.self))
+      status: done.status.code, replies: try lines.map { try VarlinkReply(Array($0.utf8)) },
+      errorOutput: done.errors)
   }
 
-  @Test func nobodyMayReadButNotChange() throws {
+  @Test func nobody_OutsideTheControlGroup_MayReadButNotChange() throws {
     let fixture = try ControlFixture(group: 65_534, ids: [0x77, 0x78])
     let trial = try fixture.client().startTrial(StartTrialParameters(subject: "owned-by-root"))
     let outcome = try runAsNobody(
@@ -275,7 +260,7 @@ struct OtherUserTests {
     #expect(try fixture.client().listTrials().trials.map(\.subject) == ["owned-by-root"])
   }
 
-  @Test func membersOfTheControlGroupMayChange() throws {
+  @Test func member_OfTheControlGroup_MayChange() throws {
     var options = ControlServer.Options()
     options.controlGroup = 65_534
     let fixture = try ControlFixture(options: options, group: 65_534, ids: [0x99])
@@ -287,7 +272,7 @@ struct OtherUserTests {
     #expect(try outcome.replies[0].parameters(as: TrialReply.self).trial.id == TrialID(0x99))
   }
 
-  @Test func theSocketModeKeepsOthersOut() throws {
+  @Test func socketMode_ForOthers_KeepsThemOut() throws {
     let fixture = try ControlFixture(group: 0)
     let outcome = try runAsNobody(fixture.socketPath, [message("org.varlink.service.GetInfo")])
     #expect(outcome.status != 0)

@@ -11,7 +11,7 @@ import TrialDaemonTesting
 /// must not be able to tell them apart by error names, error parameters or reply fields.
 @Suite struct TrialsMethodTests {
   @Test(arguments: StoreKind.allCases)
-  func startTrialWithDurationAndReminders(store: StoreKind) throws {
+  func startTrial_WithDurationAndReminders_StartsIt(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [0xACE])
     let client = try fixture.client()
     let trial = try client.startTrial(
@@ -29,7 +29,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func startTrialDefaultsAndEndsAt(store: StoreKind) throws {
+  func startTrial_WithDefaultsOrEndsAt_StartsIt(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store)
     let client = try fixture.client()
     let defaulted = try client.startTrial(StartTrialParameters(subject: "default"))
@@ -44,7 +44,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func startTrialRefusesADuplicateSubject(store: StoreKind) throws {
+  func startTrial_OfAnActiveSubject_IsRefused(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [1, 2])
     let client = try fixture.client()
     _ = try client.startTrial(StartTrialParameters(subject: "acme-42"))
@@ -69,7 +69,7 @@ import TrialDaemonTesting
       (#"{"subject":"a","reminders":"1d"}"#, "reminders", "expected an array"),
       (#"{"subject":"a","endAt":"2030-01-01T00:00:00Z"}"#, "endAt", "not a parameter"),
     ])
-  func startTrialNamesTheInvalidParameter(
+  func startTrial_WithAnInvalidParameter_NamesIt(
     store: StoreKind, example: (parameters: String, parameter: String, problem: String)
   ) throws {
     let (parameters, parameter, problem) = example
@@ -85,7 +85,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func getTrialByIDAndSubject(store: StoreKind) throws {
+  func getTrial_ByIDOrSubject_FindsIt(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [0x42])
     let client = try fixture.client()
     let started = try client.startTrial(StartTrialParameters(subject: "acme-42"))
@@ -97,7 +97,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func getTrialErrors(store: StoreKind) throws {
+  func getTrial_OfWhatIsMissingOrInvalid_SaysWhy(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store)
     let client = try fixture.client()
     let byID = remoteError { _ = try client.getTrial(GetTrialParameters(id: TrialID(0xBEEF))) }
@@ -118,7 +118,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func listTrialsPagesByCursor(store: StoreKind) throws {
+  func listTrials_OfMoreThanAPage_PagesByCursor(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: Array(1...7))
     let client = try fixture.client()
     for index in 1...7 {
@@ -143,7 +143,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func listTrialsFilters(store: StoreKind) throws {
+  func listTrials_WithFilters_ListsTheMatches(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: Array(1...4))
     let client = try fixture.client()
     for index in 1...4 {
@@ -160,7 +160,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func listTrialsRejectsBadParameters(store: StoreKind) throws {
+  func listTrials_WithBadParameters_IsRefused(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store)
     let raw = try fixture.client()
     for (parameters, name) in [
@@ -175,7 +175,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func extendTrialByAndTo(store: StoreKind) throws {
+  func extendTrial_ByOrTo_MovesTheEnd(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [9])
     let client = try fixture.client()
     let trial = try client.startTrial(StartTrialParameters(subject: "acme", duration: Days(5)))
@@ -204,7 +204,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func endTrialAndTrialNotActive(store: StoreKind) throws {
+  func endTrial_OfAnActiveTrial_EndsItOnce(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [5, 2])
     let client = try fixture.client()
     let trial = try client.startTrial(StartTrialParameters(subject: "acme"))
@@ -239,7 +239,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func getPlanShowsPastAndFutureEvents(store: StoreKind) throws {
+  func getPlan_OfATrial_ShowsPastAndFutureEvents(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [3])
     let client = try fixture.client()
     let trial = try client.startTrial(
@@ -384,7 +384,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func simulateChangesNothing(store: StoreKind) throws {
+  func simulate_AnyTime_ChangesNothing(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [1, 2])
     let client = try fixture.client()
     _ = try client.startTrial(
@@ -408,7 +408,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func getStatusReportsCountsAndNextEvent(store: StoreKind) throws {
+  func getStatus_ReportsCountsAndTheNextEvent(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [1, 2, 3])
     let client = try fixture.client()
     _ = try client.startTrial(

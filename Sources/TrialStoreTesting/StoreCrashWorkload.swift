@@ -1,5 +1,6 @@
 import Foundation
 import TrialCore
+import TrialStore
 
 /// The workload of the store's crash test (`trialwatch-crashtest`): numbered batches, each
 /// one write transaction that delivers what earlier batches took, fires every event due,
