@@ -30,11 +30,11 @@ import TrialCore
     var getTrial = GetTrialParameters(id: id)
     getTrial.subject = "s"
     var extendTrial = ExtendTrialParameters(id: id, change: .by(Days(1)))
-    extendTrial.endsAt = Date()
+    extendTrial.endsAt = Date(timeIntervalSince1970: 1_750_000_000)
     let samples: [(String, MethodKind, any Encodable)] = [
       (
         Trials.startTrial.qualifiedName, Trials.startTrial.kind,
-        StartTrialParameters(subject: "s", duration: Days(1), endsAt: Date(), reminders: .default)
+        StartTrialParameters(subject: "s", duration: Days(1), endsAt: extendTrial.endsAt, reminders: .default)
       ),
       (Trials.getTrial.qualifiedName, Trials.getTrial.kind, getTrial),
       (

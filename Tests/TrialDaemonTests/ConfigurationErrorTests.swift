@@ -1,0 +1,324 @@
+import Foundation
+import Logging
+import Systemd
+import TestSupport
+import Testing
+import TrialCore
+
+@testable import TrialDaemon
+
+/// Every way a configuration can be wrong, each with its exact message.
+@Suite struct ConfigurationErrorTests {
+  /// Loads a main file holding `section` and `line` (at line 2) and returns its problems.
+  func problems(_ section: String, _ line: String) -> (LoadedConfiguration, [String]) {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[\(section)]\n\(line)\n")
+    let loaded = fixture.load()
+    return (
+      loaded,
+      loaded.diagnostics.map {
+        $0.description.replacingOccurrences(of: fixture.main, with: "trialwatch.conf")
+      }
+    )
+  }
+
+  struct BadValue: Sendable, CustomTestStringConvertible {
+    var section: String
+    var line: String
+    var message: String
+
+    init(_ section: String, _ line: String, _ message: String) {
+      self.section = section
+      self.line = line
+      self.message = message
+    }
+
+    var testDescription: String { "[\(section)] \(line)" }
+  }
+
+  static let badValues: [BadValue] = [
+    BadValue(
+      "Trials", "DefaultLength=5x",
+      #"invalid value "5x" for DefaultLength= in [Trials]: not a time span (like 5d, 36h, 90s or 1d 12h): "#
+        + #"unknown unit "x""#
+    ),
+    BadValue(
+      "Trials", "DefaultLength=0", #"invalid value "0" for DefaultLength= in [Trials]: must be longer than 0"#
+    ),
+    BadValue(
+      "Trials", "DefaultLength=five days",
+      #"invalid value "five days" for DefaultLength= in [Trials]: not a time span (like 5d, 36h, 90s or 1d "#
+        + #"12h): expected a number at "five""#
+    ),
+    BadValue(
+      "Trials", "DefaultReminders=3d,,1d",
+      #"invalid value "3d,,1d" for DefaultReminders= in [Trials]: empty reminder offset; expected time "#
+        + "spans separated by commas, or none"
+    ),
+    BadValue(
+      "Trials", "DefaultReminders=3d, soon",
+      #"invalid value "3d, soon" for DefaultReminders= in [Trials]: not a time span (like 5d, 36h, 90s or "#
+        + #"1d 12h): expected a number at "soon""#
+    ),
+    BadValue(
+      "Trials", "DefaultReminders=0",
+      #"invalid value "0" for DefaultReminders= in [Trials]: reminder offset 0 must be a positive span "#
+        + "before the end"
+    ),
+    BadValue(
+      "Trials", "DefaultReminders=" + thirtyThreeOffsets,
+      "invalid value \"" + thirtyThreeOffsets
+        + "\" for DefaultReminders= in [Trials]: at most 32 reminders per trial, got 33"
+    ),
+    BadValue(
+      "CatchUp", "LateReminders=sometimes",
+      #"invalid value "sometimes" for LateReminders= in [CatchUp]: expected latest, all or skip"#
+    ),
+    BadValue(
+      "CatchUp", "ReminderGrace=abc",
+      #"invalid value "abc" for ReminderGrace= in [CatchUp]: not a time span (like 5d, 36h, 90s or 1d 12h): "#
+        + #"expected a number at "abc""#
+    ),
+    BadValue(
+      "CatchUp", "LateThreshold=-1s",
+      #"invalid value "-1s" for LateThreshold= in [CatchUp]: not a time span (like 5d, 36h, 90s or 1d 12h): "#
+        + #"expected a number at "-1s""#
+    ),
+    BadValue(
+      "Daemon", "StateDirectory=var/lib/tw",
+      #"invalid value "var/lib/tw" for StateDirectory= in [Daemon]: must be an absolute path"#
+    ),
+    BadValue(
+      "Daemon", "Socket=tw.sock",
+      #"invalid value "tw.sock" for Socket= in [Daemon]: must be an absolute path"#),
+    BadValue(
+      "Daemon", "Socket=/run/" + String(repeating: "s", count: 103),
+      #"invalid value "/run/"# + String(repeating: "s", count: 103)
+        + #"" for Socket= in [Daemon]: longer than 107 bytes, the limit of a Unix socket address"#
+    ),
+    BadValue(
+      "Daemon", "ControlGroup=9 lives",
+      #"invalid value "9 lives" for ControlGroup= in [Daemon]: not a group name (a letter or "_", then "#
+        + #"letters, digits, "_", "-" or ".", at most 32) or a numeric group id"#
+    ),
+    BadValue(
+      "Daemon", "SocketGroup=read ers",
+      #"invalid value "read ers" for SocketGroup= in [Daemon]: not a group name (a letter or "_", then "#
+        + #"letters, digits, "_", "-" or ".", at most 32) or a numeric group id"#
+    ),
+    BadValue(
+      "Daemon", "ControlGroup=-wheel",
+      #"invalid value "-wheel" for ControlGroup= in [Daemon]: not a group name (a letter or "_", then "#
+        + #"letters, digits, "_", "-" or ".", at most 32) or a numeric group id"#
+    ),
+    BadValue(
+      "Daemon", "ControlGroup=4294967295",
+      #"invalid value "4294967295" for ControlGroup= in [Daemon]: group id out of range"#
+    ),
+    BadValue(
+      "Daemon", "MaxConnections=0",
+      #"invalid value "0" for MaxConnections= in [Daemon]: expected a whole number from 1 to 65536"#
+    ),
+    BadValue(
+      "Daemon", "MaxConnections=lots",
+      #"invalid value "lots" for MaxConnections= in [Daemon]: expected a whole number from 1 to 65536"#
+    ),
+    BadValue(
+      "Daemon", "MaxConnections=70000",
+      #"invalid value "70000" for MaxConnections= in [Daemon]: expected a whole number from 1 to 65536"#
+    ),
+    BadValue(
+      "Daemon", "IdleTimeout=0",
+      #"invalid value "0" for IdleTimeout= in [Daemon]: must be longer than 0 (use "infinity" for no "#
+        + "timeout)"
+    ),
+    BadValue(
+      "Daemon", "LogLevel=loud",
+      #"invalid value "loud" for LogLevel= in [Daemon]: expected one of emerg, alert, crit, err, warning, "#
+        + "notice, info, debug (or trace, error, critical)"
+    ),
+    BadValue(
+      "Daemon", "LogTarget=syslog",
+      #"invalid value "syslog" for LogTarget= in [Daemon]: expected auto, journal or console"#
+    ),
+  ]
+
+  @Test(arguments: badValues)
+  func value_ThatIsInvalid_IsAnErrorWithFileLineKeyAndReason(bad: BadValue) {
+    let (loaded, problems) = problems(bad.section, bad.line)
+    #expect(problems == ["trialwatch.conf:2: error: " + bad.message])
+    #expect(loaded.hasErrors)
+    // The invalid assignment is ignored: the value stays the default.
+    #expect(loaded.configuration == defaults)
+    #expect(loaded.checkReport.exitCode == 1)
+    #expect(!loaded.checkReport.text.contains("configuration OK"))
+  }
+
+  @Test func value_AtTheEdges_IsValid() {
+    for (section, line) in [
+      ("Daemon", "ControlGroup=1000"), ("Daemon", "ControlGroup=_tw-admins.x"), ("Daemon", "SocketGroup=0"),
+      ("Daemon", "MaxConnections=65536"),
+      ("Daemon", "LogLevel=err"), ("Daemon", "Socket=/" + String(repeating: "s", count: 106)),
+      ("CatchUp", "ReminderGrace=0"), ("CatchUp", "LateThreshold=0"), ("Trials", "DefaultReminders=none"),
+    ] {
+      #expect(problems(section, line).1 == [], "\(line)")
+    }
+  }
+
+  @Test func value_ThatIsInvalid_KeepsTheValueBeforeIt() {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[Trials]\nDefaultLength=9d\n")
+    let bad = fixture.dropIn("10-bad.conf", "[Trials]\nDefaultLength=nine days\n")
+    let loaded = fixture.load()
+    #expect(loaded.configuration.defaultLength == Days(9))
+    #expect(loaded.errors.map(\.file) == [bad])
+    #expect(loaded.errors.map(\.line) == [2])
+  }
+
+  @Test(arguments: [
+    ("[Trials", #"invalid section header "[Trials": missing "]""#),
+    ("[]", #"invalid section header "[]""#),
+    ("[a[b]", #"invalid section header "[a[b]""#),
+    ("DefaultLength", #"missing "=" in "DefaultLength": expected Key=Value"#),
+    ("=5d", #"missing key name before "=" in "=5d""#),
+  ])
+  func line_WithASyntaxError_IsAnError(line: String, message: String) {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[Trials]\n\(line)\n")
+    #expect(fixture.load().diagnostics.map(\.description) == ["\(fixture.main):2: error: \(message)"])
+  }
+
+  @Test func assignments_AfterABrokenHeader_AreDroppedQuietly() {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[Trials\nDefaultLength=9d\n[Daemon]\nMaxConnections=3\n")
+    let loaded = fixture.load()
+    #expect(loaded.diagnostics.count == 1)
+    #expect(loaded.configuration.defaultLength == Days(5))
+    #expect(loaded.configuration.maxConnections == 3)
+  }
+
+  @Test func sectionsAndKeys_ThatAreUnknown_AreWarnings() {
+    let fixture = ConfigurationFixture()
+    fixture.write(
+      "trialwatch.conf",
+      """
+      DefaultLength=3d
+      [Trials]
+      DefaultLenght=3d
+      defaultlength=3d
+      Socket=/run/x
+      [trials]
+      DefaultLength=4d
+      [Network]
+      Port=80
+      [Daemon]
+      MaxConnections=9
+      """)
+    let loaded = fixture.load()
+    let file = fixture.main
+    #expect(
+      loaded.diagnostics.map(\.description) == [
+        "\(file):1: warning: assignment DefaultLength= outside of any section, ignored (sections: [Trials], "
+          + "[CatchUp], [Daemon])",
+        "\(file):3: warning: unknown key \"DefaultLenght\" in [Trials], ignored",
+        "\(file):4: warning: unknown key \"defaultlength\" in [Trials], ignored (did you mean "
+          + "\"DefaultLength\"?)",
+        "\(file):5: warning: unknown key \"Socket\" in [Trials], ignored (Socket= belongs in [Daemon])",
+        "\(file):6: warning: unknown section [trials], its assignments are ignored (did you mean [Trials]?)",
+        "\(file):8: warning: unknown section [Network], its assignments are ignored",
+      ])
+    #expect(!loaded.hasErrors)
+    #expect(loaded.configuration.defaultLength == Days(5))
+    #expect(loaded.configuration.maxConnections == 9)
+    // Warnings alone pass the check; they are printed before the verdict.
+    #expect(loaded.checkReport.exitCode == 0)
+    #expect(
+      loaded.checkReport.text
+        == loaded.diagnostics.map { $0.description + "\n" }.joined() + "configuration OK\n")
+  }
+
+  @Test func reminders_NotShorterThanTheLength_AreWarnedAboutWhereSet() {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[Trials]\nDefaultReminders=7d, 5d, 1d\n")
+    let first = fixture.load()
+    #expect(
+      first.diagnostics.map(\.description) == [
+        "\(fixture.main):2: warning: reminders 1w, 5d are not shorter than DefaultLength=5d: trials of the "
+          + "default length start with them already due, and they are skipped"
+      ])
+    let shorter = fixture.dropIn("short.conf", "\n[Trials]\nDefaultLength=2d\nDefaultReminders=\n")
+    #expect(
+      fixture.load().diagnostics.map(\.description) == [
+        "\(shorter):3: warning: reminder 3d is not shorter than DefaultLength=2d: trials of the default "
+          + "length start with it already due, and it is skipped"
+      ])
+  }
+
+  @Test func mainFile_NamedOnTheCommandLine_MustExist() {
+    let fixture = ConfigurationFixture()
+    let loaded = ConfigurationLoader(mainFile: fixture.main, mainFileRequired: true, environment: [:]).load()
+    #expect(
+      loaded.diagnostics.map(\.description) == [
+        "\(fixture.main): error: cannot read: No such file or directory"
+      ])
+    #expect(loaded.checkReport.exitCode == 1)
+  }
+
+  @Test func mainFile_ThatCannotBeRead_IsAnError() throws {
+    let fixture = ConfigurationFixture()
+    try FileManager.default.createDirectory(atPath: fixture.main, withIntermediateDirectories: true)
+    #expect(
+      fixture.load().diagnostics.map(\.description) == [
+        "\(fixture.main): error: is a directory, not a configuration file"
+      ])
+
+    let other = ConfigurationFixture()
+    other.write("trialwatch.conf.d", "not a directory")
+    #expect(other.load().diagnostics.map(\.description) == ["\(other.dropIns): error: not a directory"])
+  }
+
+  @Test func dropInFiles_ThatCannotBeRead_AreReported() throws {
+    let fixture = ConfigurationFixture()
+    try FileManager.default.createDirectory(
+      atPath: fixture.dropIns + "/10-dir.conf", withIntermediateDirectories: true)
+    #expect(mkfifo(fixture.dropIns + "/20-fifo.conf", 0o600) == 0)
+    try FileManager.default.createSymbolicLink(
+      atPath: fixture.dropIns + "/30-dangling.conf", withDestinationPath: fixture.directory + "/nowhere")
+    try Data([0x5B, 0x54, 0x72, 0x69, 0x61, 0x6C, 0x73, 0x5D, 0x0A, 0xFF, 0xFE, 0x0A])
+      .write(to: URL(fileURLWithPath: fixture.dropIns + "/40-binary.conf"))
+    let loaded = fixture.load()
+    let d = fixture.dropIns
+    #expect(
+      loaded.diagnostics.map(\.description) == [
+        "\(d)/10-dir.conf: error: is a directory, not a configuration file",
+        "\(d)/20-fifo.conf: error: not a regular file",
+        "\(d)/30-dangling.conf: error: cannot read: No such file or directory",
+        "\(d)/40-binary.conf: error: not valid UTF-8 text",
+      ])
+    #expect(loaded.checkReport.exitCode == 1)
+    #expect(loaded.checkReport.text == loaded.diagnostics.map { $0.description + "\n" }.joined())
+  }
+
+  /// Permission errors, seen by an unprivileged child process (root reads everything).
+  @Test func filesAndDirectories_ThatAreUnreadable_AreErrors() async {
+    let fixture = ConfigurationFixture()
+    chmod(fixture.directory, 0o755)
+    let main = fixture.write("trialwatch.conf", "[Trials]\nDefaultLength=2d\n")
+    chmod(main, 0)
+    fixture.dropIn("a.conf", "")
+    chmod(fixture.dropIns, 0)
+    let dropIns = fixture.dropIns
+    await #expect(processExitsWith: .success) { [main = main as String, dropIns = dropIns as String] in
+      if geteuid() == 0 {
+        #expect(setgid(65_534) == 0)
+        #expect(setuid(65_534) == 0)
+      }
+      let loaded = ConfigurationLoader(mainFile: main, environment: [:]).load()
+      #expect(
+        loaded.diagnostics.map(\.description) == [
+          "\(main): error: cannot read: Permission denied",
+          "\(dropIns): error: cannot list drop-ins: Permission denied",
+        ], "\(loaded.diagnostics)")
+    }
+  }
+}
