@@ -226,12 +226,7 @@ public struct SimulateParameters: VarlinkParameters, Hashable {
     }
 
     public init(from decoder: any Decoder) throws {
-      let container = try decoder.singleValueContainer()
-      do {
-        try self.init(parsing: try container.decode(String.self))
-      } catch let error as WireProblem {
-        throw DecodingError.dataCorruptedError(in: container, debugDescription: error.problem)
-      }
+      self = try decoder.decodeText { try Target(parsing: $0) }
     }
 
     public func encode(to encoder: any Encoder) throws {

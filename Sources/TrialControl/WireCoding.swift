@@ -17,21 +17,29 @@ public enum WireCoding {
 
   public static func makeDecoder() -> JSONDecoder {
     let decoder = JSONDecoder()
-    decoder.dateDecodingStrategy = .custom { decoder in
-      let container = try decoder.singleValueContainer()
-      let text = try container.decode(String.self)
-      do {
-        return try RFC3339.parse(text)
-      } catch {
-        throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
-      }
-    }
+    decoder.dateDecodingStrategy = .custom { decoder in try decoder.decodeText { try RFC3339.parse($0) } }
     return decoder
   }
 
   /// The JSON text of `value`.
   public static func text(_ value: some Encodable) -> String {
     (try? makeEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+  }
+}
+
+extension Decoder {
+  /// A value written as a string, read with `parse`; what `parse` throws becomes a decoding
+  /// error at this value's path, in its own words.
+  func decodeText<T>(_ parse: (String) throws -> T) throws -> T {
+    let container = try singleValueContainer()
+    let text = try container.decode(String.self)
+    do {
+      return try parse(text)
+    } catch let problem as WireProblem {
+      throw DecodingError.dataCorruptedError(in: container, debugDescription: problem.problem)
+    } catch {
+      throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
+    }
   }
 }
 
@@ -53,13 +61,7 @@ public struct Span: Codable, Hashable, Sendable, CustomStringConvertible {
   public var description: String { TimeSpan.format(duration) }
 
   public init(from decoder: any Decoder) throws {
-    let container = try decoder.singleValueContainer()
-    let text = try container.decode(String.self)
-    do {
-      duration = try TimeSpan.parse(text)
-    } catch {
-      throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
-    }
+    duration = try decoder.decodeText { try TimeSpan.parse($0) }
   }
 
   public func encode(to encoder: any Encoder) throws {
@@ -77,13 +79,12 @@ public protocol WireText: Codable, CustomStringConvertible {
 
 extension WireText {
   public init(from decoder: any Decoder) throws {
-    let container = try decoder.singleValueContainer()
-    let text = try container.decode(String.self)
-    guard let value = Self(text) else {
-      throw DecodingError.dataCorruptedError(
-        in: container, debugDescription: "\"\(text)\" is not \(Self.wireName)")
+    self = try decoder.decodeText { text in
+      guard let value = Self(text) else {
+        throw WireProblem(path: [], problem: "\"\(text)\" is not \(Self.wireName)")
+      }
+      return value
     }
-    self = value
   }
 
   public func encode(to encoder: any Encoder) throws {
@@ -105,14 +106,13 @@ public protocol WireChoice: RawRepresentable, CaseIterable, Codable, Sendable wh
 
 extension WireChoice {
   public init(from decoder: any Decoder) throws {
-    let container = try decoder.singleValueContainer()
-    let text = try container.decode(String.self)
-    guard let value = Self(rawValue: text) else {
-      let allowed = Self.allCases.map(\.rawValue).joined(separator: ", ")
-      throw DecodingError.dataCorruptedError(
-        in: container, debugDescription: "\"\(text)\" is not one of: \(allowed)")
+    self = try decoder.decodeText { text in
+      guard let value = Self(rawValue: text) else {
+        let allowed = Self.allCases.map(\.rawValue).joined(separator: ", ")
+        throw WireProblem(path: [], problem: "\"\(text)\" is not one of: \(allowed)")
+      }
+      return value
     }
-    self = value
   }
 
   public func encode(to encoder: any Encoder) throws {
