@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import TestSupport
+import TrialCore
 
 #if canImport(Glibc)
   import Glibc
@@ -111,7 +112,7 @@ private func measureDaemon(executable: URL, identity: ControlClient.Identity?) t
     configuration: "[Daemon]\nSocketGroup=\(group)\nControlGroup=\(group)\n")
 
   // A thousand trials to look up.
-  var ids: [String] = []
+  var ids: [TrialID] = []
   do {
     let seeder = try RawVarlinkConnection(path: daemon.socketPath)
     for index in 0..<1000 {
@@ -120,7 +121,7 @@ private func measureDaemon(executable: URL, identity: ControlClient.Identity?) t
     }
   }
   let idsFile = directory.appendingPathComponent("ids")
-  try ids.joined(separator: "\n").write(to: idsFile, atomically: true, encoding: .utf8)
+  try ids.map(\.description).joined(separator: "\n").write(to: idsFile, atomically: true, encoding: .utf8)
 
   var figures: [ControlFigure] = []
   func run(_ scenario: ControlClient.Scenario, clients: Int, calls: Int, depth: Int = 1) throws

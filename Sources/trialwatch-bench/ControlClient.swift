@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import TestSupport
+import TrialCore
 
 #if canImport(Glibc)
   import Glibc
@@ -161,7 +162,12 @@ enum ControlClient {
       ids = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
       guard !ids.isEmpty else { throw BenchError("no trial ids in \(path)") }
     }
-    let lookups = ids.map(TrialsCalls.getTrial(id:))
+    let lookups = try ids.map { text in
+      guard let id = TrialID(text) else {
+        throw BenchError("\"\(text)\" in \(options.ids ?? "") is not a trial id")
+      }
+      return TrialsCalls.getTrial(id: id)
+    }
     if let identity = options.identity { try become(identity) }
 
     // Calls are encoded before any is made: the figures are the socket and the daemon.

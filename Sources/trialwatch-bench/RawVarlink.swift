@@ -1,5 +1,6 @@
 import Foundation
 import TrialControl
+import TrialCore
 
 #if canImport(Glibc)
   import Glibc
@@ -103,54 +104,30 @@ final class RawVarlinkConnection: @unchecked Sendable {
   }
 }
 
-/// Calls of io.trialwatch.Trials as raw Varlink messages, and what the bench reads from
-/// their replies.
+/// Calls of io.trialwatch.Trials as the bytes a client sends (through the methods'
+/// declarations and the wire coding), and what the bench reads from their replies.
 enum TrialsCalls {
-  static let interface = "io.trialwatch.Trials"
+  private static let encoder = WireCoding.makeEncoder()
 
   /// `GetTrial` of the trial `id`.
-  static func getTrial(id: String) -> [UInt8] {
-    encode(method: "GetTrial", parameters: ["id": id])
+  static func getTrial(id: TrialID) -> [UInt8] {
+    encoder.message(
+      OutgoingCall(method: Trials.getTrial.qualifiedName, parameters: GetTrialParameters(id: id)))
   }
 
   /// `StartTrial` of a 30-day trial for `subject`.
   static func startTrial(subject: String) -> [UInt8] {
-    encode(method: "StartTrial", parameters: ["subject": subject, "duration": "30d"])
+    encoder.message(
+      OutgoingCall(
+        method: Trials.startTrial.qualifiedName,
+        parameters: StartTrialParameters(subject: subject, duration: Days(30))))
   }
 
   /// The id of the trial in a reply of `StartTrial` or `GetTrial`.
-  static func trialID(inReply reply: [UInt8]) throws -> String {
-    let object = try? JSONSerialization.jsonObject(with: Data(reply)) as? [String: Any]
-    let parameters = object?["parameters"] as? [String: Any]
-    let trial = parameters?["trial"] as? [String: Any]
-    guard let id = trial?["id"] as? String else {
-      throw BenchError("no trial id in the reply \(String(decoding: reply, as: UTF8.self))")
+  static func trialID(inReply reply: [UInt8]) throws -> TrialID {
+    guard let trial = try? VarlinkReply(reply).parameters(as: TrialReply.self).trial else {
+      throw BenchError("no trial in the reply \(String(decoding: reply, as: UTF8.self))")
     }
-    return id
-  }
-
-  /// A call message and its NUL.
-  private static func encode(method: String, parameters: KeyValuePairs<String, String>) -> [UInt8] {
-    var text = #"{"method":"# + quoted("\(interface).\(method)") + #","parameters":{"#
-    for (index, (name, value)) in parameters.enumerated() {
-      if index > 0 { text += "," }
-      text += quoted(name) + ":" + quoted(value)
-    }
-    text += "}}"
-    return Array(text.utf8) + [0]
-  }
-
-  /// `text` as a JSON string.
-  private static func quoted(_ text: String) -> String {
-    var result = "\""
-    for scalar in text.unicodeScalars {
-      switch scalar {
-      case "\"": result += "\\\""
-      case "\\": result += "\\\\"
-      case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
-      default: result.unicodeScalars.append(scalar)
-      }
-    }
-    return result + "\""
+    return trial.id
   }
 }

@@ -152,10 +152,12 @@ final class ControlConnection: @unchecked Sendable {
   }
 
   private func perform(_ call: PreparedCall, slot: Int) {
+    // The router makes calls only of call routes, and streams only of stream routes.
+    guard case .call(let carryOut) = call.route.handler else { return }
     let change = call.route.kind == .change
     performingThread.store(UInt(pthread_self()), ordering: .relaxed)
     defer { performingThread.store(0, ordering: .relaxed) }
-    call.route.perform(call.parameters, server.router.encoder) { [self] result in
+    carryOut(call.parameters, server.router.encoder) { [self] result in
       let reply: [UInt8]
       switch result {
       case .success(let bytes): reply = bytes
@@ -256,9 +258,10 @@ final class ControlConnection: @unchecked Sendable {
   // MARK: Streams
 
   private func startStream(_ call: PreparedCall) {
+    guard case .stream(let open) = call.route.handler else { return }
     let relay = StreamRelay(connection: self, backlog: server.options.connection.watchBacklog)
-    server.watcherStarted()
-    stream = (relay, call.route.open(call.parameters, relay))
+    server.counters.watcherStarted()
+    stream = (relay, open(call.parameters, relay))
     logger.debug("watch started")
   }
 
@@ -267,7 +270,7 @@ final class ControlConnection: @unchecked Sendable {
     self.stream = nil
     stream.relay.stop()
     stream.cancel()
-    server.watcherEnded()
+    server.counters.watcherEnded()
   }
 
   /// A stream reply from the relay, on the connection's queue.

@@ -10,31 +10,32 @@ public struct Route: Sendable {
   let method: String
   let kind: MethodKind
   let parameterType: any VarlinkParameters.Type
-  /// Carries out a call; completes with the reply message (`OutgoingReply`) or the error.
-  private(set) var perform:
-    @Sendable (any VarlinkParameters, JSONEncoder, @escaping Completion<[UInt8]>) -> Void
-  /// Opens a stream; returns what ends it.
-  let open: @Sendable (any VarlinkParameters, any StreamTarget) -> @Sendable () -> Void
+  private(set) var handler: Handler
+
+  enum Handler: Sendable {
+    /// Carries out a call; completes with the reply message (`OutgoingReply`) or the error.
+    case call(@Sendable (any VarlinkParameters, JSONEncoder, @escaping Completion<[UInt8]>) -> Void)
+    /// Opens a stream; returns what ends it.
+    case stream(@Sendable (any VarlinkParameters, any StreamTarget) -> @Sendable () -> Void)
+  }
 
   /// A method answered once.
   public init<P, R>(
     _ method: VarlinkMethod<P, R>, _ handler: @escaping @Sendable (P, @escaping Completion<R>) -> Void
   ) {
+    precondition(method.kind != .stream, "\(method.qualifiedName) streams: route it with Route(stream:)")
     self.method = method.qualifiedName
     kind = method.kind
     parameterType = P.self
-    perform = { parameters, encoder, done in
-      handler(parameters as! P) { result in
-        // A trial's reply is hand-written (`FastPath`); everything else goes through Codable.
-        done(
-          result.map { reply in
-            (reply as? TrialReply).map(FastPath.message) ?? encoder.message(OutgoingReply(parameters: reply))
-          })
-      }
+    // A trial's reply is hand-written (`FastPath`); every other reply goes through Codable.
+    let encode: @Sendable (R, JSONEncoder) -> [UInt8]
+    if R.self == TrialReply.self {
+      encode = { reply, _ in FastPath.message(reply as! TrialReply) }
+    } else {
+      encode = { reply, encoder in encoder.message(OutgoingReply(parameters: reply)) }
     }
-    open = { _, target in
-      target.finish()
-      return {}
+    self.handler = .call { parameters, encoder, done in
+      handler(parameters as! P) { result in done(result.map { encode($0, encoder) }) }
     }
   }
 
@@ -47,8 +48,7 @@ public struct Route: Sendable {
     self.method = method.qualifiedName
     kind = .stream
     parameterType = P.self
-    perform = { _, _, done in done(.failure(.expectedMore())) }
-    open = { parameters, target in handler(parameters as! P, StreamSink(target)) }
+    self.handler = .stream { parameters, target in handler(parameters as! P, StreamSink(target)) }
   }
 }
 
@@ -59,9 +59,9 @@ extension Route {
   public func observed(starting: @escaping @Sendable () -> Void, taken: @escaping @Sendable () -> Void)
     -> Route
   {
+    guard case .call(let perform) = handler else { return self }
     var route = self
-    let perform = self.perform
-    route.perform = { parameters, encoder, done in
+    route.handler = .call { parameters, encoder, done in
       starting()
       perform(parameters, encoder, done)
       taken()

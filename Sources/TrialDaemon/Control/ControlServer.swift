@@ -182,49 +182,48 @@ public final class ControlServer: @unchecked Sendable {
     }
   }
 
-  /// Admits a connection within the limits, or refuses it. Who may change trials is decided
-  /// here only when a limit would refuse an ordinary user (the user database may be slow);
-  /// otherwise once, by the connection, as it opens.
+  /// Admits a connection within the limits, or refuses it. Whether the peer is privileged
+  /// (root, the daemon's user, the control group) is asked here only when an ordinary user
+  /// would be refused, since the user database may be slow; otherwise the connection decides
+  /// it once, as it opens.
   private func admit(_ fd: Int32) {
     let peer = ControlSocket.peerCredentials(fd)
-    var decision: Bool?
-    var refusal: Int?
-    while true {
-      let outcome: (ControlConnection?, Int?, needsDecision: Bool) = state.withLock { state in
-        guard !state.stopping else { return (nil, nil, false) }
-        let total = state.connections.count
-        let ofUser = peer.map { state.perUser[$0.uid, default: 0] } ?? 0
-        let ordinary =
-          total < options.maximumConnections - options.reservedConnections
-          && ofUser < options.maximumConnectionsPerUser
-        if !ordinary && decision == nil { return (nil, nil, true) }
-        guard ordinary || (decision == true && total < options.maximumConnections) else {
-          let limit =
-            total >= options.maximumConnections - options.reservedConnections
-            ? options.maximumConnections : options.maximumConnectionsPerUser
-          return (nil, limit, false)
-        }
-        state.nextID += 1
-        let connection = ControlConnection(
-          id: state.nextID, fd: fd, peer: peer, mayChange: decision, server: self)
-        state.connections[state.nextID] = connection
-        if let peer { state.perUser[peer.uid, default: 0] += 1 }
-        counters.connectionOpened()
-        return (connection, nil, false)
-      }
-      if outcome.needsDecision {
-        decision = peer.map { authorizer.mayChange($0).permitted } ?? false
-        continue
-      }
-      if let connection = outcome.0 { return connection.start() }
-      refusal = outcome.1
-      break
+    var privileged: Bool?
+    if state.withLock({ limitReached($0, peer, privileged: false) }) != nil {
+      privileged = peer.map { authorizer.mayChange($0).permitted } ?? false
     }
-    guard let refusal else {
-      ControlSocket.closeDescriptor(fd)
-      return
+    let admitted: Result<ControlConnection, Refusal>? = state.withLock { state in
+      guard !state.stopping else { return nil }
+      if let limit = limitReached(state, peer, privileged: privileged ?? false) {
+        return .failure(Refusal(limit))
+      }
+      state.nextID += 1
+      let connection = ControlConnection(
+        id: state.nextID, fd: fd, peer: peer, mayChange: privileged, server: self)
+      state.connections[state.nextID] = connection
+      if let peer { state.perUser[peer.uid, default: 0] += 1 }
+      counters.connectionOpened()
+      return .success(connection)
     }
-    refuse(fd, peer: peer, limit: refusal)
+    switch admitted {
+    case .success(let connection)?: connection.start()
+    case .failure(let refusal)?: refuse(fd, peer: peer, limit: refusal.limit)
+    case nil: ControlSocket.closeDescriptor(fd)
+    }
+  }
+
+  private struct Refusal: Error {
+    let limit: Int
+    init(_ limit: Int) { self.limit = limit }
+  }
+
+  /// The limit a new connection from `peer` would exceed, or nil.
+  private func limitReached(_ state: State, _ peer: PeerCredentials?, privileged: Bool) -> Int? {
+    let total = state.connections.count
+    if privileged { return total < options.maximumConnections ? nil : options.maximumConnections }
+    if total >= options.maximumConnections - options.reservedConnections { return options.maximumConnections }
+    let ofUser = peer.map { state.perUser[$0.uid, default: 0] } ?? 0
+    return ofUser < options.maximumConnectionsPerUser ? nil : options.maximumConnectionsPerUser
   }
 
   private func refuse(_ fd: Int32, peer: PeerCredentials?, limit: Int) {
@@ -263,14 +262,6 @@ public final class ControlServer: @unchecked Sendable {
     }
     counters.connectionClosed()
     finishStopIfDone()
-  }
-
-  func watcherStarted() {
-    counters.watcherStarted()
-  }
-
-  func watcherEnded() {
-    counters.watcherEnded()
   }
 
   private func listenerDidClose() {
