@@ -88,9 +88,21 @@ let package = Package(
       ]
     ),
 
+    // The man pages: trialwatchctl(1) and trialwatchd(8) from their command-line definitions,
+    // trialwatch.conf(5) from the configuration schema. Run by trialwatch-manual at release time.
+    .target(
+      name: "TrialManual",
+      dependencies: [
+        "TrialControl", "TrialCtl", "TrialDaemon",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ]
+    ),
+
     // Thin entry points.
     .executableTarget(name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore"]),
     .executableTarget(name: "trialwatchctl", dependencies: ["TrialCtl"]),
+    // Release tool: writes the man pages (logic in TrialManual).
+    .executableTarget(name: "trialwatch-manual", dependencies: ["TrialManual"]),
     // Test tool: the child process the crash test kills (logic in TrialStoreTesting).
     .executableTarget(name: "trialwatch-crashtest", dependencies: ["TrialStoreTesting"]),
     // Benchmarks: `make bench` prints every figure as `name: value unit`.
@@ -135,6 +147,10 @@ let package = Package(
         "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialCtl", "TrialDaemon",
         "TrialDaemonTesting", .product(name: "Logging", package: "swift-log"),
       ]
+    ),
+    .testTarget(
+      name: "TrialManualTests",
+      dependencies: ["TestSupport", "TrialControl", "TrialCtl", "TrialDaemon", "TrialManual"]
     ),
   ]
 )

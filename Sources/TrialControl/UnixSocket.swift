@@ -59,9 +59,15 @@ public enum UnixSocket {
     return fd
   }
 
-  /// Connects a blocking socket to `path`; returns the connected descriptor.
-  public static func connect(to path: String) throws(Failure) -> Int32 {
+  /// Connects a blocking socket to `path`; returns the connected descriptor. With `timeout`
+  /// (seconds), connecting to a listener whose backlog is full, and every later read and
+  /// write, fail with `EAGAIN` once it passes instead of waiting on.
+  public static func connect(to path: String, timeout: Double? = nil) throws(Failure) -> Int32 {
     let fd = try makeStreamSocket()
+    if let timeout {
+      setTimeout(fd, SO_SNDTIMEO, seconds: timeout)
+      setTimeout(fd, SO_RCVTIMEO, seconds: timeout)
+    }
     let result = try withAddress(path) { address, length in
       while true {
         let rc = systemConnect(fd, address, length)
@@ -101,8 +107,12 @@ public enum UnixSocket {
 
   /// Sets a receive timeout; reads then fail with `EAGAIN` when it passes.
   public static func setReceiveTimeout(_ fd: Int32, seconds: Double) {
+    setTimeout(fd, SO_RCVTIMEO, seconds: seconds)
+  }
+
+  private static func setTimeout(_ fd: Int32, _ option: Int32, seconds: Double) {
     var value = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6))
-    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    _ = setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
   }
 
   public static func closeSocket(_ fd: Int32) {

@@ -67,12 +67,13 @@ public final class VarlinkClient {
   private var readBuffer = [UInt8](repeating: 0, count: 65_536)
   private let encoder = WireCoding.makeEncoder()
 
-  /// Connects to the socket at `path`.
+  /// Connects to the socket at `path`. With `timeout` (seconds), neither connecting nor any
+  /// later read or write waits longer than that.
   /// - Throws: `VarlinkClientError` naming the path when nothing can be reached there.
-  public init(path: String) throws(VarlinkClientError) {
+  public init(path: String, timeout: Double? = nil) throws(VarlinkClientError) {
     self.path = path
     do {
-      fd = try UnixSocket.connect(to: path)
+      fd = try UnixSocket.connect(to: path, timeout: timeout)
     } catch {
       throw .cannotConnect(error, path: path)
     }

@@ -14,7 +14,8 @@ struct GlobalOptions: ParsableArguments {
     name: .long,
     help: ArgumentHelp(
       "The daemon's socket (default: $TRIALWATCH_SOCKET, else \(VarlinkInterfaces.defaultSocketPath)).",
-      valueName: "path"))
+      valueName: "path"),
+    completion: .file())
   var socket: String?
 
   @Flag(name: .long, help: "Print the daemon's replies as JSON, one object per line.")
@@ -76,7 +77,8 @@ struct Session {
 struct TrialArgument: ParsableArguments {
   @Argument(
     help: ArgumentHelp(
-      "A subject, or a trial id (16 hexadecimal digits); see --id and --subject.", valueName: "trial"))
+      "A subject, or a trial id (16 hexadecimal digits); see --id and --subject.", valueName: "trial"),
+    completion: TrialCompletion.kind)
   var trial: String
   @Flag(name: .customLong("id"), help: "Read the argument as a trial id.") var isID = false
   @Flag(name: .customLong("subject"), help: "Read the argument as a subject.") var isSubject = false
@@ -212,7 +214,8 @@ struct List: ParsableCommand, CtlCommand {
   @OptionGroup var global: GlobalOptions
   @Option(
     help: ArgumentHelp(
-      "Only trials in this state: active, expired, converted or cancelled.", valueName: "state"))
+      "Only trials in this state: active, expired, converted or cancelled.", valueName: "state"),
+    completion: .list(TrialState.allCases.map(\.rawValue)))
   var state: String?
   @Option(
     name: .customLong("expiring-within"),
@@ -299,7 +302,10 @@ struct End: ParsableCommand, CtlCommand {
 
   @OptionGroup var global: GlobalOptions
   @OptionGroup var trial: TrialArgument
-  @Option(help: ArgumentHelp("converted or cancelled.", valueName: "outcome")) var outcome: String
+  @Option(
+    help: ArgumentHelp("converted or cancelled.", valueName: "outcome"),
+    completion: .list(TrialOutcome.allCases.map(\.rawValue)))
+  var outcome: String
 
   func validate() throws {
     _ = try trialOutcome()

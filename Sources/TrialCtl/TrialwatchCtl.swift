@@ -49,6 +49,10 @@ public struct CtlEnvironment {
 
   /// The socket: `--socket`, else `TRIALWATCH_SOCKET`, else the systemd default.
   func socketPath(_ option: String?) -> String {
+    Self.socketPath(option, variables: variables)
+  }
+
+  static func socketPath(_ option: String?, variables: [String: String]) -> String {
     if let option, !option.isEmpty { return option }
     if let variable = variables["TRIALWATCH_SOCKET"], !variable.isEmpty { return variable }
     return VarlinkInterfaces.defaultSocketPath
@@ -56,7 +60,7 @@ public struct CtlEnvironment {
 }
 
 /// How `trialwatchctl` ends.
-public enum CtlExitCode: Int32, Sendable {
+public enum CtlExitCode: Int32, Sendable, CaseIterable {
   case success = 0
   case failure = 1
   case usage = 2

@@ -3,7 +3,8 @@
 # and compares the tree with the one README.md describes; checks that a second install
 # keeps a changed configuration, that another PREFIX reaches the units, that the binaries
 # need no Swift runtime libraries, that the units pass `systemd-analyze verify` and
-# `systemd-analyze security` (exposure at most 1.0), and what uninstall leaves.
+# `systemd-analyze security` (exposure at most 1.0), that `mandoc -T lint` finds nothing in the
+# man pages, that the shell completions parse and complete, and what uninstall leaves.
 #
 # Prints `PASS: <name>` or `FAIL: <name>: <why>` per check, then `N passed, N failed`.
 # Run it with `make install-check` (it needs the release build).
@@ -31,8 +32,10 @@ uninstall_from() {
 # The tree under a folder: one line per entry, "mode type path", sorted.
 tree() { (cd "$1" && find . -mindepth 1 -printf '%m %y %P\n' | sort -k3); }
 
-if [ ! -x .build-release/release/trialwatchd ] || [ ! -x .build-release/release/trialwatchctl ]; then
-  fail "release build" "no binaries in .build-release/release; run \`make install-check\`, which builds them"
+PAGES="man1/trialwatchctl.1 man5/trialwatch.conf.5 man8/trialwatchd.8"
+if [ ! -x .build-release/release/trialwatchd ] || [ ! -x .build-release/release/trialwatchctl ] \
+  || [ ! -f .build-release/man/trialwatchd.8 ]; then
+  fail "release build" "no binaries or pages in .build-release; run \`make install-check\`, which builds them"
   summary
   exit 1
 fi
@@ -50,8 +53,16 @@ EXPECTED=$TMP/expected.txt
 {
   for dir in etc etc/trialwatch etc/trialwatch/trialwatch.conf.d usr usr/bin usr/lib usr/lib/systemd \
     usr/lib/systemd/catalog usr/lib/systemd/system usr/lib/sysusers.d usr/share usr/share/doc \
-    usr/share/doc/trialwatch; do
+    usr/share/doc/trialwatch usr/share/man usr/share/man/man1 usr/share/man/man5 usr/share/man/man8 \
+    usr/share/bash-completion usr/share/bash-completion/completions usr/share/zsh \
+    usr/share/zsh/vendor-completions usr/share/fish usr/share/fish/vendor_completions.d; do
     echo "755 d $dir"
+  done
+  for page in $PAGES; do echo "644 f usr/share/man/$page"; done
+  for command in trialwatchctl trialwatchd; do
+    echo "644 f usr/share/bash-completion/completions/$command"
+    echo "644 f usr/share/zsh/vendor-completions/_$command"
+    echo "644 f usr/share/fish/vendor_completions.d/$command.fish"
   done
   echo "644 f etc/trialwatch/trialwatch.conf"
   echo "755 f usr/bin/trialwatchctl"
@@ -74,7 +85,13 @@ if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service
   && same systemd/trialwatch.sysusers "$A/usr/lib/sysusers.d/trialwatch.conf" \
   && same systemd/trialwatch.catalog "$A/usr/lib/systemd/catalog/trialwatch.catalog" \
   && same etc/trialwatch.conf "$A/etc/trialwatch/trialwatch.conf" \
-  && same .build-release/release/trialwatchd "$A/usr/bin/trialwatchd"; then
+  && same .build-release/release/trialwatchd "$A/usr/bin/trialwatchd" \
+  && same .build-release/man/trialwatchctl.1 "$A/usr/share/man/man1/trialwatchctl.1" \
+  && same .build-release/man/trialwatch.conf.5 "$A/usr/share/man/man5/trialwatch.conf.5" \
+  && same .build-release/man/trialwatchd.8 "$A/usr/share/man/man8/trialwatchd.8" \
+  && same .build-release/completions/trialwatchctl.bash "$A/usr/share/bash-completion/completions/trialwatchctl" \
+  && same .build-release/completions/trialwatchctl.zsh "$A/usr/share/zsh/vendor-completions/_trialwatchctl" \
+  && same .build-release/completions/trialwatchctl.fish "$A/usr/share/fish/vendor_completions.d/trialwatchctl.fish"; then
   pass "installed files are the sources (PREFIX=/usr: nothing substituted)"
 else
   fail "installed files are the sources (PREFIX=/usr: nothing substituted)" "an installed file differs"
@@ -121,6 +138,75 @@ else
   echo "note: no systemd-analyze here; the units are verified by make e2e"
 fi
 
+# --- Man pages and shell completions --------------------------------------------------------
+
+if command -v mandoc > /dev/null; then
+  for page in $PAGES; do
+    OUT=$(mandoc -T lint "$A/usr/share/man/$page" 2>&1)
+    if [ $? -eq 0 ] && [ -z "$OUT" ]; then
+      pass "mandoc -T lint finds nothing in $page"
+    else
+      fail "mandoc -T lint finds nothing in $page" "$(echo "$OUT" | head -n 5 | tr '\n' ' ')"
+    fi
+  done
+else
+  fail "mandoc -T lint finds nothing in the man pages" "no mandoc here (make deps installs it)"
+fi
+VERSION=$("$A/usr/bin/trialwatchd" --version)
+for page in $PAGES; do
+  MISSING=""
+  for section in NAME SYNOPSIS DESCRIPTION FILES "SEE ALSO"; do
+    grep -Eq "^\.SH \"?$section\"?\$" "$A/usr/share/man/$page" || MISSING="$MISSING $section"
+  done
+  case $page in *.1 | *.8) grep -q '^\.SH "EXIT STATUS"$' "$A/usr/share/man/$page" || MISSING="$MISSING EXIT-STATUS" ;; esac
+  grep -q "^\.TH .* \"trialwatch $VERSION\" " "$A/usr/share/man/$page" || MISSING="$MISSING version-$VERSION"
+  if [ -z "$MISSING" ]; then
+    pass "$page has its sections and names trialwatch $VERSION"
+  else
+    fail "$page has its sections and names trialwatch $VERSION" "missing:$MISSING"
+  fi
+done
+if ! command -v man > /dev/null; then
+  echo "note: no man here; mandoc checked the pages"
+elif MANPAGER=cat MANWIDTH=80 LC_ALL=C man -M "$A/usr/share/man" trialwatchd 2>&1 | grep -Eq '^ +trialwatchd +- +keeps trial'; then
+  pass "man trialwatchd shows the installed page"
+else
+  fail "man trialwatchd shows the installed page" "$(MANPAGER=cat man -M "$A/usr/share/man" trialwatchd 2>&1 | head -n 5 | tr '\n' ' ')"
+fi
+
+# Each completion script parses in its shell (zsh and fish where they are installed), and
+# bash's completes subcommands with the installed binary.
+for command in trialwatchctl trialwatchd; do
+  if OUT=$(bash -n "$A/usr/share/bash-completion/completions/$command" 2>&1); then
+    pass "bash -n accepts the bash completion of $command"
+  else
+    fail "bash -n accepts the bash completion of $command" "$(echo "$OUT" | head -n 3 | tr '\n' ' ')"
+  fi
+  if command -v zsh > /dev/null; then
+    if OUT=$(zsh -n "$A/usr/share/zsh/vendor-completions/_$command" 2>&1); then
+      pass "zsh -n accepts the zsh completion of $command"
+    else
+      fail "zsh -n accepts the zsh completion of $command" "$(echo "$OUT" | head -n 3 | tr '\n' ' ')"
+    fi
+  fi
+  if command -v fish > /dev/null; then
+    if OUT=$(fish --no-execute "$A/usr/share/fish/vendor_completions.d/$command.fish" 2>&1); then
+      pass "fish --no-execute accepts the fish completion of $command"
+    else
+      fail "fish --no-execute accepts the fish completion of $command" "$(echo "$OUT" | head -n 3 | tr '\n' ' ')"
+    fi
+  fi
+done
+# shellcheck disable=SC2016 # expanded by the inner bash
+COMPLETE='source "$1"; COMP_WORDS=("$2" st); COMP_CWORD=1; COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}
+  _trialwatchctl "$2" st "$2"; printf "%s\n" "${COMPREPLY[@]}"'
+OUT=$(bash -c "$COMPLETE" bash "$A/usr/share/bash-completion/completions/trialwatchctl" "$A/usr/bin/trialwatchctl" 2>&1)
+if [ "$OUT" = "$(printf 'start\nstatus')" ]; then
+  pass "bash completes trialwatchctl st to start and status"
+else
+  fail "bash completes trialwatchctl st to start and status" "got: $(echo "$OUT" | tr '\n' ' ')"
+fi
+
 # --- A second install keeps what the administrator changed ---------------------------------
 
 echo "# changed by the administrator" >> "$A/etc/trialwatch/trialwatch.conf"
@@ -142,10 +228,17 @@ if install_into "$B" PREFIX=/usr/local \
   && grep -q 'file:///usr/local/share/doc/trialwatch/' "$B/usr/local/lib/systemd/system/trialwatch.socket" \
   && [ -f "$B/usr/local/lib/sysusers.d/trialwatch.conf" ] \
   && [ -f "$B/usr/local/lib/systemd/catalog/trialwatch.catalog" ] \
-  && [ -f "$B/etc/trialwatch/trialwatch.conf" ] && [ ! -e "$B/usr/bin" ]; then
-  pass "PREFIX=/usr/local: paths substituted in the units, configuration still in /etc"
+  && [ -f "$B/etc/trialwatch/trialwatch.conf" ] && [ ! -e "$B/usr/bin" ] \
+  && grep -q '/usr/local/lib/systemd/system/trialwatch.service' "$B/usr/local/share/man/man8/trialwatchd.8" \
+  && grep -q '/usr/local/share/doc/trialwatch/README.md' "$B/usr/local/share/man/man8/trialwatchd.8" \
+  && ! grep -q '/usr/lib/' "$B/usr/local/share/man/man8/trialwatchd.8" \
+  && [ -f "$B/usr/local/share/man/man1/trialwatchctl.1" ] && [ -f "$B/usr/local/share/man/man5/trialwatch.conf.5" ] \
+  && [ -f "$B/usr/local/share/bash-completion/completions/trialwatchctl" ] \
+  && [ -f "$B/usr/local/share/zsh/vendor-completions/_trialwatchctl" ] \
+  && [ -f "$B/usr/local/share/fish/vendor_completions.d/trialwatchctl.fish" ]; then
+  pass "PREFIX=/usr/local: paths substituted in the units and pages, configuration still in /etc"
 else
-  fail "PREFIX=/usr/local: paths substituted in the units, configuration still in /etc" \
+  fail "PREFIX=/usr/local: paths substituted in the units and pages, configuration still in /etc" \
     "$(grep '^ExecStart' "$B/usr/local/lib/systemd/system/trialwatch.service" 2>&1)"
 fi
 

@@ -8,12 +8,18 @@ struct InvalidValue: Error {
 }
 
 /// One key of the configuration: where it lives, its default as written in the sample
-/// configuration, how a value is applied, and how an empty assignment resets it.
+/// configuration, what it means (trialwatch.conf(5) is generated from it), how a value is
+/// applied, and how an empty assignment resets it.
 struct ConfigurationKey: Sendable {
   var section: String
   var name: String
   /// The default as the sample configuration writes it (`#Key=default`).
   var defaultText: String
+  /// What a value is, in a word or two (`span`, `path`, `latest|all|skip`): the manual's
+  /// `Key=value`.
+  var valueName: String
+  /// What the key does, in sentences, as the manual prints it.
+  var meaning: String
   var apply: @Sendable (inout DaemonConfiguration, String) throws(InvalidValue) -> Void
   var reset: @Sendable (inout DaemonConfiguration, DaemonConfiguration) -> Void
 }
@@ -22,7 +28,9 @@ struct ConfigurationKey: Sendable {
 enum ConfigurationSchema {
   static let keys: [ConfigurationKey] = [
     ConfigurationKey(
-      section: "Trials", name: "DefaultLength", defaultText: "5d",
+      section: "Trials", name: "DefaultLength", defaultText: "5d", valueName: "span",
+      meaning:
+        "The length of a trial started without one (neither a duration nor an end time given).",
       apply: { config, value throws(InvalidValue) in
         let length = try span(value)
         guard length > .zero else { throw InvalidValue(reason: "must be longer than 0") }
@@ -30,11 +38,19 @@ enum ConfigurationSchema {
       },
       reset: { $0.defaultLength = $1.defaultLength }),
     ConfigurationKey(
-      section: "Trials", name: "DefaultReminders", defaultText: "3d, 1d",
+      section: "Trials", name: "DefaultReminders", defaultText: "3d, 1d", valueName: "span[, span...]",
+      meaning:
+        "The reminders of a trial started without its own: time spans before the trial's end, "
+        + "separated by commas, or \"none\" for no reminders.",
       apply: { config, value throws(InvalidValue) in config.defaultReminders = try reminders(value) },
       reset: { $0.defaultReminders = $1.defaultReminders }),
     ConfigurationKey(
-      section: "CatchUp", name: "LateReminders", defaultText: "latest",
+      section: "CatchUp", name: "LateReminders", defaultText: "latest", valueName: "latest|all|skip",
+      meaning:
+        "Which late reminders fire. \"latest\" fires only the most recent late reminder of each trial"
+        + " (none when its expiry fires at the same time) and skips the others; \"all\" fires every "
+        + "late reminder; \"skip\" skips the reminders later than ReminderGrace=. An expiry always "
+        + "fires. Skipped reminders are logged to the journal, never silently dropped.",
       apply: { config, value throws(InvalidValue) in
         guard let policy = CatchUpPolicy.LateReminders(rawValue: value) else {
           throw InvalidValue(reason: "expected latest, all or skip")
@@ -43,21 +59,34 @@ enum ConfigurationSchema {
       },
       reset: { $0.catchUp.reminders = $1.catchUp.reminders }),
     ConfigurationKey(
-      section: "CatchUp", name: "ReminderGrace", defaultText: "1h",
+      section: "CatchUp", name: "ReminderGrace", defaultText: "1h", valueName: "span",
+      meaning:
+        "How late a reminder may be and still fire under LateReminders=skip.",
       apply: { config, value throws(InvalidValue) in config.catchUp.grace = try span(value) },
       reset: { $0.catchUp.grace = $1.catchUp.grace }),
     ConfigurationKey(
-      section: "CatchUp", name: "LateThreshold", defaultText: "1s",
+      section: "CatchUp", name: "LateThreshold", defaultText: "1s", valueName: "span",
+      meaning:
+        "An event fired more than this after its due time counts as late: its journal entry says so, "
+        + "with its lateness.",
       apply: { config, value throws(InvalidValue) in
         config.catchUp.lateThreshold = try span(value)
       },
       reset: { $0.catchUp.lateThreshold = $1.catchUp.lateThreshold }),
     ConfigurationKey(
       section: "Daemon", name: "StateDirectory", defaultText: DaemonConfiguration.defaultStateDirectory,
+      valueName: "path",
+      meaning:
+        "Where the trial store lives, an absolute path. Without it, the directory systemd creates for"
+        + " the unit's StateDirectory= and passes as $STATE_DIRECTORY, else the default.",
       apply: { config, value throws(InvalidValue) in config.stateDirectory = try absolutePath(value) },
       reset: { $0.stateDirectory = $1.stateDirectory }),
     ConfigurationKey(
       section: "Daemon", name: "Socket", defaultText: DaemonConfiguration.defaultSocketPath,
+      valueName: "path",
+      meaning:
+        "The control socket the daemon binds when it is not socket-activated: an absolute path of at "
+        + "most \(maximumSocketPathLength) bytes. With trialwatch.socket, the socket unit's ListenStream= applies instead.",
       apply: { config, value throws(InvalidValue) in
         let path = try absolutePath(value)
         guard path.utf8.count <= maximumSocketPathLength else {
@@ -69,21 +98,42 @@ enum ConfigurationSchema {
       reset: { $0.socketPath = $1.socketPath }),
     ConfigurationKey(
       section: "Daemon", name: "SocketGroup", defaultText: DaemonConfiguration.defaultSocketGroup,
+      valueName: "group",
+      meaning:
+        "The group (a name or a numeric id) of the control socket when the daemon binds it itself, "
+        + "with mode 0660: its members may connect, and so read. Under socket activation, "
+        + "trialwatch.socket's SocketGroup= and SocketMode= apply instead.",
       apply: { config, value throws(InvalidValue) in config.socketGroup = try groupName(value) },
       reset: { $0.socketGroup = $1.socketGroup }),
     ConfigurationKey(
       section: "Daemon", name: "ControlGroup", defaultText: DaemonConfiguration.defaultControlGroup,
+      valueName: "group",
+      meaning:
+        "Members of this group (a name or a numeric id), root and the daemon's own user may start, "
+        + "extend and end trials through the control socket. Anyone who can reach the socket may read. "
+        + "An administrator who is not root joins both groups.",
       apply: { config, value throws(InvalidValue) in config.controlGroup = try groupName(value) },
       reset: { $0.controlGroup = $1.controlGroup }),
-    countKey("MaxConnections", \.maxConnections, DaemonConfiguration.defaultMaxConnections, minimum: 1),
+    countKey(
+      "MaxConnections", \.maxConnections, DaemonConfiguration.defaultMaxConnections, minimum: 1,
+      meaning: "Control connections open at the same time, from everyone (1 to 65536). A client beyond a "
+        + "limit is answered io.trialwatch.TooManyConnections and disconnected."),
     countKey(
       "MaxConnectionsPerUser", \.maxConnectionsPerUser, DaemonConfiguration.defaultMaxConnectionsPerUser,
-      minimum: 1),
+      minimum: 1,
+      meaning: "Connections open at the same time from one user (by uid), so that one user cannot lock out "
+        + "the others (1 to 65536). Root, the daemon's user and members of ControlGroup= are not held to it."),
     countKey(
-      "ReservedConnections", \.reservedConnections, DaemonConfiguration.defaultReservedConnections, minimum: 0
-    ),
+      "ReservedConnections", \.reservedConnections, DaemonConfiguration.defaultReservedConnections,
+      minimum: 0,
+      meaning: "Of MaxConnections=, how many only root, the daemon's user and members of ControlGroup= may "
+        + "use, so that they can always reach the daemon (0 to 65536). At most a quarter of "
+        + "MaxConnections= is reserved, whatever this says."),
     ConfigurationKey(
-      section: "Daemon", name: "IdleTimeout", defaultText: "5min",
+      section: "Daemon", name: "IdleTimeout", defaultText: "5min", valueName: "span|infinity",
+      meaning:
+        "A control connection that sends no request for this long, and watches nothing, is closed. "
+        + "\"infinity\" keeps idle connections open.",
       apply: { config, value throws(InvalidValue) in
         if value == "infinity" {
           config.idleTimeout = nil
@@ -93,11 +143,16 @@ enum ConfigurationSchema {
       },
       reset: { $0.idleTimeout = $1.idleTimeout }),
     ConfigurationKey(
-      section: "Daemon", name: "MessageTimeout", defaultText: "10s",
+      section: "Daemon", name: "MessageTimeout", defaultText: "10s", valueName: "span",
+      meaning:
+        "A client that has begun sending a message must finish it within this time, or it is answered"
+        + " io.trialwatch.InvalidMessage and disconnected.",
       apply: { config, value throws(InvalidValue) in config.messageTimeout = try positiveSpan(value) },
       reset: { $0.messageTimeout = $1.messageTimeout }),
     ConfigurationKey(
-      section: "Daemon", name: "LogLevel", defaultText: "info",
+      section: "Daemon", name: "LogLevel", defaultText: "info", valueName: "level",
+      meaning:
+        "The least severe messages logged: emerg, alert, crit, err, warning, notice, info or debug.",
       apply: { config, value throws(InvalidValue) in
         guard let level = logLevels[value] else {
           throw InvalidValue(
@@ -108,7 +163,11 @@ enum ConfigurationSchema {
       },
       reset: { $0.logLevel = $1.logLevel }),
     ConfigurationKey(
-      section: "Daemon", name: "LogTarget", defaultText: "auto",
+      section: "Daemon", name: "LogTarget", defaultText: "auto", valueName: "journal|console|auto",
+      meaning:
+        "Where logs go: \"journal\" (structured entries), \"console\" (readable lines on standard "
+        + "error) or \"auto\" (the journal when standard error is connected to it, as under systemd; "
+        + "standard error otherwise).",
       apply: { config, value throws(InvalidValue) in
         guard let target = LogTarget(rawValue: value) else {
           throw InvalidValue(reason: "expected auto, journal or console")
@@ -123,6 +182,18 @@ enum ConfigurationSchema {
     for key in keys where !seen.contains(key.section) { seen.append(key.section) }
     return seen
   }()
+
+  /// What each section is for, as the manual introduces it.
+  static let sectionSummaries: [String: String] = [
+    "Trials": "What a trial gets when the request that starts it leaves it out.",
+    "CatchUp":
+      "Events that fell due while the daemon was stopped, the machine was suspended or the clock was "
+      + "stepped forward fire as soon as the daemon runs again, marked late. An expiry always fires; "
+      + "late reminders follow LateReminders=.",
+    "Daemon":
+      "Where the daemon keeps its store and its control socket, who may use the socket, the limits on "
+      + "connections, and the logs.",
+  ]
 
   static func key(section: String, name: String) -> ConfigurationKey? {
     keys.first { $0.section == section && $0.name == name }
@@ -141,10 +212,10 @@ enum ConfigurationSchema {
   /// A `[Daemon]` key holding a whole number from `minimum` to 65536.
   private static func countKey(
     _ name: String, _ field: WritableKeyPath<DaemonConfiguration, Int> & Sendable, _ defaultValue: Int,
-    minimum: Int
+    minimum: Int, meaning: String
   ) -> ConfigurationKey {
     ConfigurationKey(
-      section: "Daemon", name: name, defaultText: String(defaultValue),
+      section: "Daemon", name: name, defaultText: String(defaultValue), valueName: "number", meaning: meaning,
       apply: { config, value throws(InvalidValue) in
         guard let count = Int(value), (minimum...65_536).contains(count) else {
           throw InvalidValue(reason: "expected a whole number from \(minimum) to 65536")

@@ -18,7 +18,7 @@ public struct TrialwatchdCommand: ParsableCommand {
       terminal they are logged to standard error.
 
       Configuration: /etc/trialwatch/trialwatch.conf and \
-      /etc/trialwatch/trialwatch.conf.d/*.conf (see trialwatch.conf in the sources).
+      /etc/trialwatch/trialwatch.conf.d/*.conf (see trialwatch.conf(5)).
 
       Exit status: 0 on a clean stop or a valid configuration (--check-config), 1 on a \
       failure to start or an invalid configuration, 64 on a usage error.

@@ -1,0 +1,162 @@
+import ArgumentParser
+import Foundation
+import TrialControl
+import TrialCtl
+import TrialDaemon
+
+/// A generated page: its name, section and man(7) source.
+public struct ManualPage: Hashable, Sendable {
+  public var name: String
+  public var section: Int
+  public var source: String
+
+  /// `trialwatchd.8`.
+  public var fileName: String { "\(name).\(section)" }
+}
+
+/// trialwatch's manual: `trialwatchctl(1)` and `trialwatchd(8)` from their command-line
+/// definitions (the JSON `--experimental-dump-help` prints, taken from the command types
+/// themselves), `trialwatch.conf(5)` from the configuration schema. What the definitions do
+/// not hold (environment, files, related pages) is written here, from the same constants the
+/// code uses.
+public enum TrialwatchManual {
+  public struct Failure: Error, CustomStringConvertible {
+    public var description: String
+  }
+
+  /// `trialwatch 0.1.0`: the source every page names.
+  public static var source: String { "trialwatch \(Daemon.version)" }
+
+  /// The three pages, dated `date` (YYYY-MM-DD).
+  public static func pages(date: String) throws -> [ManualPage] {
+    guard isDate(date) else { throw Failure(description: "\"\(date)\" is not a date as YYYY-MM-DD") }
+    return [
+      ManualPage(
+        name: "trialwatchctl", section: 1,
+        source: try commandPage(
+          TrialwatchCtl._dumpHelp(), section: 1, manual: "User Commands", date: date, extras: ctlExtras)),
+      ManualPage(
+        name: "trialwatch.conf", section: 5,
+        source: ConfigurationPage(
+          documentation: .current, date: date, source: source,
+          seeAlso: [
+            PageReference("trialwatchctl", 1), PageReference("systemd.syntax", 7),
+            PageReference("systemd.time", 7), PageReference("trialwatchd", 8),
+          ]
+        ).render()),
+      ManualPage(
+        name: "trialwatchd", section: 8,
+        source: try commandPage(
+          TrialwatchdCommand._dumpHelp(), section: 8, manual: "System Manager's Manual", date: date,
+          extras: daemonExtras)),
+    ]
+  }
+
+  /// Writes the pages into `directory` (made if missing); returns their paths.
+  @discardableResult
+  public static func write(date: String, to directory: String) throws -> [String] {
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    return try pages(date: date).map { page in
+      let path = directory + "/" + page.fileName
+      try page.source.write(toFile: path, atomically: true, encoding: .utf8)
+      return path
+    }
+  }
+
+  /// A command's page from its `--experimental-dump-help` JSON.
+  public static func commandPage(
+    _ dump: String, section: Int, manual: String, date: String, extras: PageExtras
+  )
+    throws -> String
+  {
+    let info: ToolInfo
+    do {
+      info = try ToolInfo(dump: dump)
+    } catch {
+      throw Failure(description: error.description)
+    }
+    return CommandPage(
+      command: info.command, section: section, manual: manual, date: date, source: source, extras: extras
+    ).render()
+  }
+
+  static func isDate(_ text: String) -> Bool {
+    let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+    return parts.map(\.count) == [4, 2, 2] && parts.allSatisfy { $0.allSatisfy(\.isASCII) && Int($0) != nil }
+      && (1...12).contains(Int(parts[1]) ?? 0) && (1...31).contains(Int(parts[2]) ?? 0)
+  }
+
+  // MARK: What the definitions do not say
+
+  static let socket = VarlinkInterfaces.defaultSocketPath
+  static let configuration = ConfigurationDocumentation.mainFile
+  static let dropIns = ConfigurationDocumentation.dropInDirectory
+
+  static let ctlExtras = PageExtras(
+    environment: [
+      .init(
+        "TRIALWATCH_SOCKET", "The daemon's socket when --socket is not given; without either, \(socket)."),
+      .init("TZ", "The time zone dates are shown in."),
+      .init(
+        "LC_ALL, LC_TIME, LANG",
+        "The locale dates are shown in: the first of them that is set. C and POSIX read as US English."),
+    ],
+    files: [
+      .init(
+        socket,
+        "The daemon's control socket, a Varlink socket: mode 0660, group trialwatch. Changing trials also "
+          + "needs root, the daemon's user or its control group (ControlGroup=, default trialwatch-admin).")
+    ],
+    seeAlso: [
+      PageReference("journalctl", 1), PageReference("systemctl", 1), PageReference("trialwatch.conf", 5),
+      PageReference("trialwatchd", 8),
+    ])
+
+  static let daemonExtras = PageExtras(
+    environment: [
+      .init(
+        "STATE_DIRECTORY",
+        "Set by systemd from the unit's StateDirectory=: where the store lives unless trialwatch.conf(5) "
+          + "says otherwise."),
+      .init(
+        "NOTIFY_SOCKET",
+        "Where the daemon sends its sd_notify(3) messages: READY=1 once the store is loaded and missed "
+          + "events have fired, STATUS= lines, WATCHDOG=1, RELOADING=1 and STOPPING=1. Without it, "
+          + "nothing is sent."),
+      .init(
+        "WATCHDOG_USEC, WATCHDOG_PID",
+        "The watchdog's interval (WatchdogSec=): the scheduler pings at half of it."),
+      .init(
+        "LISTEN_FDS, LISTEN_PID",
+        "Socket activation: the listening socket from trialwatch.socket. Without it, the daemon binds "
+          + "Socket= itself."),
+      .init(
+        "JOURNAL_STREAM",
+        "With LogTarget=auto, logs go to the journal when standard error is the stream this names, "
+          + "and to standard error as readable lines otherwise."),
+    ],
+    files: [
+      .init(configuration, "The configuration; see trialwatch.conf(5)."),
+      .init(dropIns + "/*.conf", "Drop-ins, read after it in the order of their names."),
+      .init(
+        DaemonConfiguration.defaultStateDirectory + "/",
+        "The trial store (StateDirectory=): LMDB's data.mdb and lock.mdb, and store.lock, held while a "
+          + "process has the store open."),
+      .init(socket, "The control socket (Socket=), from trialwatch.socket or bound by the daemon."),
+      .init("/usr/lib/systemd/system/trialwatch.service", "The service unit."),
+      .init("/usr/lib/systemd/system/trialwatch.socket", "The socket unit."),
+      .init(
+        "/usr/lib/sysusers.d/trialwatch.conf",
+        "The user trialwatch and the groups trialwatch and trialwatch-admin."),
+      .init(
+        "/usr/lib/systemd/catalog/trialwatch.catalog",
+        "What the daemon's journal entries mean, for journalctl -x."),
+      .init("/usr/share/doc/trialwatch/README.md", "The full documentation."),
+    ],
+    seeAlso: [
+      PageReference("journalctl", 1), PageReference("systemctl", 1), PageReference("trialwatchctl", 1),
+      PageReference("sd_notify", 3), PageReference("systemd.exec", 5), PageReference("systemd.service", 5),
+      PageReference("systemd.socket", 5), PageReference("systemd.unit", 5), PageReference("sysusers.d", 5),
+      PageReference("trialwatch.conf", 5),
+    ])
+}
