@@ -19,15 +19,20 @@
 #   make install-check  install into a temporary DESTDIR and check the tree, the man pages
 #                    (mandoc -T lint) and the completions (no root needed)
 #   make e2e         boot systemd in a container and test the installed service (root; else SKIP)
+#   make deb         release build, then the Debian package .build-deb/trialwatch_<version>_<arch>.deb
+#                    (debhelper), checked by lintian; DEB_VERSION=V builds it with another version
+#   make e2e-package boot systemd in a container and install, upgrade, remove and purge the package
 #
 SWIFT ?= swift
 # Debian packages the build needs (C libraries with their pkg-config files).
 # mandoc: `mandoc -T lint` checks the man pages (make install-check and the Swift tests).
-APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev mandoc
+APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev \
+  debhelper lintian mandoc
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 
-.PHONY: all build deps test bench soak run clean format lint release install install-files uninstall install-check e2e
+.PHONY: all build deps test bench soak run clean format lint release install install-files uninstall install-check e2e \
+  deb e2e-package
 
 all: build
 
@@ -60,6 +65,7 @@ test: deps lint
 	$(SWIFT) test --skip-build
 	$(MAKE) install-check
 	$(MAKE) e2e
+	$(MAKE) e2e-package
 
 # The sources swift-format keeps in shape (its rules: .swift-format).
 FORMATTED = Package.swift Sources Tests
@@ -90,7 +96,8 @@ run: deps
 	.build/debug/trialwatchd --config etc/trialwatch.conf --state-dir $(RUN_DIR)/state --socket $(RUN_DIR)/io.trialwatch
 
 clean:
-	rm -rf .build $(BENCH_SCRATCH) $(RELEASE_SCRATCH) $(E2E_SCRATCH)
+	rm -rf .build $(BENCH_SCRATCH) $(RELEASE_SCRATCH) $(E2E_SCRATCH) $(DEB_OUT)
+	debian/rules clean
 
 # --- Release build and installation -----------------------------------------------------------
 #
@@ -124,10 +131,13 @@ COMPLETED = trialwatchctl trialwatchd
 MAN_DATE ?= $(shell if [ -n "$$SOURCE_DATE_EPOCH" ]; then date -u -d "@$$SOURCE_DATE_EPOCH" +%F; \
   else git log -1 --format=%cs 2>/dev/null | grep . || date -u +%F; fi)
 
+# Linked with -z now (with the toolchain's default -z relro: full RELRO), as Debian's
+# hardening flags ask of packaged binaries.
+RELEASE_FLAGS = -c release --static-swift-stdlib --scratch-path $(RELEASE_SCRATCH) $(STRICT) -Xlinker -z -Xlinker now
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(RELEASE_SCRATCH) $(STRICT) --product trialwatchd
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(RELEASE_SCRATCH) $(STRICT) --product trialwatchctl
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(RELEASE_SCRATCH) $(STRICT) --product trialwatch-manual
+	$(SWIFT) build $(RELEASE_FLAGS) --product trialwatchd
+	$(SWIFT) build $(RELEASE_FLAGS) --product trialwatchctl
+	$(SWIFT) build $(RELEASE_FLAGS) --product trialwatch-manual
 	rm -rf $(MAN_SCRATCH) $(COMPLETION_SCRATCH)
 	$(RELEASE_BIN)/trialwatch-manual --date $(MAN_DATE) --output $(MAN_SCRATCH)
 	mkdir -p $(COMPLETION_SCRATCH)
@@ -229,3 +239,29 @@ install-check: release
 E2E_SCRATCH = .build-e2e
 e2e: release
 	E2E_SCRATCH=$(E2E_SCRATCH) Tests/e2e/e2e.sh
+
+# --- The Debian package -----------------------------------------------------------------------
+#
+# debian/rules (debhelper) packages what install-files installs, with the maintainer scripts
+# of a systemd service; README.md says what they do. The version is debian/changelog's, which
+# must be the daemon's own; DEB_VERSION=V overrides it (the upgrade test builds a lower one).
+DEB_OUT = .build-deb
+DEB_VERSION ?=
+deb: release
+	@changelog=$$(dpkg-parsechangelog -S Version); \
+	  daemon=$$($(RELEASE_BIN)/trialwatchd --version); \
+	  [ "$$changelog" = "$$daemon" ] || \
+	  { echo "error: debian/changelog says $$changelog, trialwatchd --version says $$daemon" >&2; exit 1; }
+	debian/rules clean
+	DEB_OUT=$(abspath $(DEB_OUT)) DEB_VERSION=$(DEB_VERSION) debian/rules binary
+	debian/rules clean
+	@deb=$(DEB_OUT)/trialwatch_$(or $(DEB_VERSION),$$(dpkg-parsechangelog -S Version))_$$(dpkg-architecture -qDEB_HOST_ARCH).deb; \
+	  echo "lintian $$deb"; \
+	  lintian --fail-on error --info $$deb || exit 1; \
+	  echo "built $$deb"
+
+# Boots systemd in a container and installs the package with apt: install, upgrade from a
+# lower version, remove, purge (root; else SKIP). Builds both packages first.
+e2e-package: deb
+	$(MAKE) --no-print-directory deb DEB_VERSION=0.0.1
+	E2E_SCRATCH=$(E2E_SCRATCH)-package DEB_OUT=$(DEB_OUT) Tests/e2e/package.sh

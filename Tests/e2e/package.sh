@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# End-to-end test of the Debian package under a real systemd.
+#
+# Boots Debian 12 (systemd 252) in a systemd-nspawn container (container.sh) with nothing of
+# trialwatch in it, and takes the package through its life as an operator would, with apt:
+# install the previous version's package (built from this tree with a lower version), upgrade
+# to this version's, remove, purge, and install again on the clean system. Checks that the
+# service runs after each install, that the upgrade restarts it and keeps every trial and the
+# local configuration, that remove stops it and keeps the store, and that purge removes the
+# store, the configuration and the user's files (and leaves files the operator added).
+#
+# Prints `PASS: <name>` or `FAIL: <name>: <why>` for every check, then `N passed, N failed`;
+# exits non-zero when a check failed. Without root, or where systemd-nspawn cannot run,
+# prints a SKIP line and exits 0.
+#
+# Run it with `make e2e-package` (it builds both packages). Environment: E2E_SCRATCH (work
+# folder, default .build-e2e-package), DEB_OUT (where the packages are, default .build-deb),
+# OLD_VERSION (the lower version, default 0.0.1), and those container.sh reads.
+
+set -uo pipefail
+
+cd "$(dirname "$0")/../.." || exit 1
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: e2e-package: needs root (systemd-nspawn); run as root to test the package"
+  exit 0
+fi
+REPO=$PWD
+SCRATCH=${E2E_SCRATCH:-.build-e2e-package}
+mkdir -p "$SCRATCH" || exit 1
+SCRATCH=$(cd "$SCRATCH" && pwd)
+NAME=trialwatch-package
+JOURNAL=$REPO/Tests/e2e/journal.py
+DEB_OUT=${DEB_OUT:-.build-deb}
+ARCH=$(dpkg-architecture -qDEB_HOST_ARCH)
+VERSION=$(dpkg-parsechangelog -S Version)
+OLD_VERSION=${OLD_VERSION:-0.0.1}
+NEW_DEB=trialwatch_${VERSION}_${ARCH}.deb
+OLD_DEB=trialwatch_${OLD_VERSION}_${ARCH}.deb
+
+START_NS=$(date +%s%N)
+# shellcheck source=checks.sh
+. "$REPO/Tests/e2e/checks.sh"
+# shellcheck source=container.sh
+. "$REPO/Tests/e2e/container.sh"
+
+for deb in "$NEW_DEB" "$OLD_DEB"; do
+  [ -s "$DEB_OUT/$deb" ] || abort "packages" "no $DEB_OUT/$deb; run \`make e2e-package\`, which builds it"
+done
+
+container_root
+mkdir -p "$ROOT/root/packages"
+cp "$DEB_OUT/$NEW_DEB" "$DEB_OUT/$OLD_DEB" "$ROOT/root/packages/" || abort "packages" "cannot copy them in"
+container_boot
+
+# apt_get ARGS...: apt-get in the container, as an operator runs it (no questions asked);
+# the output goes to $SCRATCH/apt.txt.
+apt_get() {
+  echo "# apt-get $*" >> "$SCRATCH/apt.txt"
+  ctt 120 sh -c 'cd /root/packages && DEBIAN_FRONTEND=noninteractive apt-get -y -q "$@"' _ "$@" \
+    >> "$SCRATCH/apt.txt" 2>&1
+}
+apt_tail() { tail -n 8 "$SCRATCH/apt.txt" | tr '\n' ' '; }
+show() { ct systemctl show -P "$1" trialwatch.service; }
+installed_version() { ct dpkg-query -W -f='${Status} ${Version}' trialwatch 2> /dev/null; }
+states() { ct systemctl is-active trialwatch.socket trialwatch.service | tr '\n' ' '; }
+enabled() { ct systemctl is-enabled trialwatch.socket trialwatch.service 2>&1 | tr '\n' ' '; }
+# A trial's id by its subject, asked of the daemon.
+trial_id() { ct trialwatchctl status "$1" --json | python3 "$JOURNAL" get trial.id; }
+
+# The checks after every install: the version is in place, both units are enabled and
+# running (Type=notify: active means READY=1), the socket answers.
+check_installed() {
+  local version=$1 what=$2
+  local status
+  status=$(installed_version)
+  if [ "$status" = "install ok installed $version" ] && [ "$(states)" = "active active " ] \
+    && [ "$(enabled)" = "enabled enabled " ] && ct trialwatchctl daemon-status > /dev/null 2>&1; then
+    pass "$what: trialwatch $version installed, socket and service enabled and running"
+  else
+    fail "$what: trialwatch $version installed, socket and service enabled and running" \
+      "dpkg: $status; active: $(states); enabled: $(enabled); $(apt_tail)"
+  fi
+}
+
+# --- Install (the previous version) ---------------------------------------------------------
+
+if apt_get install "./$OLD_DEB"; then
+  pass "apt install ./$OLD_DEB"
+else
+  fail "apt install ./$OLD_DEB" "$(apt_tail)"
+fi
+check_installed "$OLD_VERSION" "install"
+
+if ct getent passwd trialwatch > /dev/null && ct getent group trialwatch-admin > /dev/null \
+  && [ "$(ct stat -c '%U %a' /var/lib/trialwatch)" = "trialwatch 700" ]; then
+  pass "install: systemd-sysusers made the user and groups; the store is the user's, mode 0700"
+else
+  fail "install: systemd-sysusers made the user and groups; the store is the user's, mode 0700" \
+    "$(ct getent passwd trialwatch) $(ct stat -c '%U %a' /var/lib/trialwatch 2>&1)"
+fi
+
+# systemd's trigger on /usr/lib/systemd/catalog ran journalctl --update-catalog.
+if ct journalctl --list-catalog 2> /dev/null | grep -q 'e0431c29206b4f89b9db88d7e38907bc'; then
+  pass "install: the journal catalog knows trialwatch's messages"
+else
+  fail "install: the journal catalog knows trialwatch's messages" "no e0431c29... in journalctl --list-catalog"
+fi
+
+CONFFILES=$(ct dpkg-query -W -f='${Conffiles}' trialwatch)
+if echo "$CONFFILES" | grep -q '^ /etc/trialwatch/trialwatch.conf '; then
+  pass "install: /etc/trialwatch/trialwatch.conf is a conffile"
+else
+  fail "install: /etc/trialwatch/trialwatch.conf is a conffile" "conffiles: $(echo "$CONFFILES" | tr '\n' ' ')"
+fi
+
+# --- Upgrade: restarted, every trial and the local configuration kept -----------------------
+
+SUBJECTS="pkg-a pkg-b pkg-c"
+for subject in $SUBJECTS; do ct trialwatchctl start "$subject" --duration 30d > /dev/null; done
+IDS=$(for subject in $SUBJECTS; do trial_id "$subject"; done | tr '\n' ' ')
+ct sh -c 'printf "[Trials]\nDefaultLength=9d\n" > /etc/trialwatch/trialwatch.conf.d/local.conf'
+OLD_PID=$(show MainPID)
+
+if apt_get install "./$NEW_DEB"; then
+  pass "apt install ./$NEW_DEB (upgrade from $OLD_VERSION)"
+else
+  fail "apt install ./$NEW_DEB (upgrade from $OLD_VERSION)" "$(apt_tail)"
+fi
+check_installed "$VERSION" "upgrade"
+NEW_PID=$(show MainPID)
+if [ -n "$OLD_PID" ] && [ "$OLD_PID" != 0 ] && [ -n "$NEW_PID" ] && [ "$NEW_PID" != 0 ] \
+  && [ "$OLD_PID" != "$NEW_PID" ]; then
+  pass "upgrade: the service was restarted (PID $OLD_PID, then $NEW_PID)"
+else
+  fail "upgrade: the service was restarted" "PID before $OLD_PID, after $NEW_PID"
+fi
+AFTER=$(for subject in $SUBJECTS; do trial_id "$subject"; done | tr '\n' ' ')
+if [ -n "$IDS" ] && [ "$IDS" = "$AFTER" ] && [ "$(echo "$IDS" | wc -w)" = 3 ]; then
+  pass "upgrade: every trial kept ($IDS)"
+else
+  fail "upgrade: every trial kept" "before: $IDS; after: $AFTER"
+fi
+DAYS=$(ct trialwatchctl start pkg-d --json | python3 "$JOURNAL" get trial.daysLeft)
+if [ -n "$(ct cat /etc/trialwatch/trialwatch.conf.d/local.conf 2> /dev/null)" ] \
+  && awk -v d="${DAYS:-0}" 'BEGIN { exit !(d > 8.99 && d <= 9) }'; then
+  pass "upgrade: the local drop-in configuration kept and applied (DefaultLength=9d)"
+else
+  fail "upgrade: the local drop-in configuration kept and applied" "a new trial's days left: ${DAYS:-none}"
+fi
+
+# --- Remove: stopped, the store and the configuration kept ----------------------------------
+
+if apt_get remove trialwatch; then
+  pass "apt remove trialwatch"
+else
+  fail "apt remove trialwatch" "$(apt_tail)"
+fi
+STATUS=$(installed_version)
+ACTIVE=$(ct systemctl is-active trialwatch.service trialwatch.socket | tr '\n' ' ')
+if ! ct pgrep -x trialwatchd > /dev/null && ! ct test -e /usr/bin/trialwatchd \
+  && [ "$ACTIVE" != "active active " ] && [ "${STATUS#deinstall ok config-files}" != "$STATUS" ]; then
+  pass "remove: the daemon stopped, the binaries gone ($STATUS)"
+else
+  fail "remove: the daemon stopped, the binaries gone" "dpkg: $STATUS; units: $ACTIVE; $(ct pgrep -a trialwatchd)"
+fi
+if ct test -s /var/lib/trialwatch/data.mdb && ct test -e /etc/trialwatch/trialwatch.conf; then
+  pass "remove: the store and the configuration kept"
+else
+  fail "remove: the store and the configuration kept" "$(ct ls -la /var/lib/trialwatch /etc/trialwatch 2>&1 | tr '\n' ' ')"
+fi
+
+# --- Purge: the store and the user's files removed ------------------------------------------
+
+if apt_get purge trialwatch; then
+  pass "apt purge trialwatch"
+else
+  fail "apt purge trialwatch" "$(apt_tail)"
+fi
+LEFT=$(ct sh -c 'ls -d /var/lib/trialwatch /run/trialwatch /etc/trialwatch/trialwatch.conf 2> /dev/null
+  find / -xdev -user trialwatch 2> /dev/null')
+if [ -z "$LEFT" ] && [ -z "$(installed_version | grep ' installed')" ]; then
+  pass "purge: the store, the configuration and every file of the user trialwatch removed"
+else
+  fail "purge: the store, the configuration and every file of the user trialwatch removed" \
+    "left: $(echo "$LEFT" | tr '\n' ' ')"
+fi
+# A file the operator added is the operator's: dpkg leaves it, and its folder.
+if ct test -s /etc/trialwatch/trialwatch.conf.d/local.conf; then
+  pass "purge: the operator's own drop-in kept"
+else
+  fail "purge: the operator's own drop-in kept" "/etc/trialwatch/trialwatch.conf.d/local.conf is gone"
+fi
+ct rm -rf /etc/trialwatch
+
+# --- Install again on the clean system (this version) ---------------------------------------
+
+if apt_get install "./$NEW_DEB"; then
+  pass "apt install ./$NEW_DEB after the purge"
+else
+  fail "apt install ./$NEW_DEB after the purge" "$(apt_tail)"
+fi
+check_installed "$VERSION" "install after the purge"
+COUNT=$(ct trialwatchctl daemon-status --json | python3 "$JOURNAL" get trials.active)
+if [ "$COUNT" = 0 ]; then
+  pass "install after the purge: a new, empty store"
+else
+  fail "install after the purge: a new, empty store" "active trials: ${COUNT:-unknown}"
+fi
