@@ -145,6 +145,8 @@ release: deps
 	  $(RELEASE_BIN)/$$command --generate-completion-script $$shell > $(COMPLETION_SCRATCH)/$$command.$$shell \
 	  || exit 1; \
 	done; done
+	# bash sources completions: no #! line (lintian's bash-completion-with-hashbang).
+	sed -i '1{/^#!/d;}' $(COMPLETION_SCRATCH)/*.bash
 
 install: release
 	@$(MAKE) --no-print-directory install-files
