@@ -138,7 +138,7 @@ let package = Package(
       name: "TrialDaemonTests",
       dependencies: [
         "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialDaemonTesting",
-        "TrialStore", "Systemd", .product(name: "Logging", package: "swift-log"),
+        "TrialStore", "TrialStoreTesting", "Systemd", .product(name: "Logging", package: "swift-log"),
       ]
     ),
     .testTarget(

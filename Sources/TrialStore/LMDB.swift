@@ -79,20 +79,35 @@ private func buffer(_ value: MDB_val) -> UnsafeRawBufferPointer {
   UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
 }
 
-/// An LMDB environment kept in one directory: `data.mdb` (the store, mode 0600) and
-/// `lock.mdb` (LMDB's reader table), and `store.lock`. Opening takes an exclusive lock: a
-/// POSIX record lock on `store.lock` against other processes (such locks are not inherited
-/// by child processes, so spawning one never holds the store), and a registry of the
-/// directories this process has open against a second environment in the same process. So
-/// one environment writes at a time. Not thread-safe: the repository above serialises access.
+/// An LMDB environment: a store directory holding `data.mdb` (the store, mode 0600),
+/// `lock.mdb` (LMDB's reader table) and `store.lock`, or a single store file (a backup).
+///
+/// The one writer takes an exclusive lock: a POSIX record lock on `store.lock` against other
+/// processes (not inherited by child processes), and a registry of the directories this
+/// process has open against a second environment in the same process. A reader (backup,
+/// verification) never touches `store.lock`: it shares LMDB's lock file with the writer, as
+/// LMDB allows. A store file is read without any lock file. Not thread-safe: the types above
+/// serialise access.
 final class LMDBEnvironment {
   static let dataFileName = "data.mdb"
+  static let lockFileName = "lock.mdb"
+
+  /// How the environment is opened.
+  enum Mode: Equatable {
+    /// The one writer; creates a missing store when asked.
+    case writer(create: Bool)
+    /// Read-only, alongside the writer or without one, through LMDB's shared lock file.
+    case reader
+    /// One store file (a backup), read-only, with no lock file at all.
+    case file
+  }
 
   let directory: String
   let dataPath: String
+  let mode: Mode
   let maximumMapSize: Int
-  private(set) var mapSize: Int
-  private(set) var pageSize: Int
+  var mapSize: Int
+  var pageSize: Int
   /// How many times the map has grown since opening.
   private(set) var growthCount = 0
   private var env: OpaquePointer?
@@ -100,22 +115,22 @@ final class LMDBEnvironment {
   var directoryIdentity: OpenStores.Identity?
   private var openTransactions = 0
 
-  /// Opens (or, with `create`, creates) the environment in `directory`.
+  /// Opens (or, with `.writer(create: true)`, creates) the environment at `path`: the store
+  /// directory, or for `.file` the store file itself.
   ///
-  /// Before LMDB reads anything, an existing data file is checked: an empty one is refused
-  /// (LMDB would silently initialise it). After LMDB has read the header, the file must be
-  /// long enough to hold every page the header says is in use; a truncated file is refused
-  /// before any of its pages is touched. Nothing in the directory except `lock.mdb` is ever
-  /// written while opening an existing store.
-  init(directory: String, initialMapSize: Int, maximumMapSize: Int, maxDatabases: Int, create: Bool) throws {
-    self.directory = directory
-    self.dataPath = (directory as NSString).appendingPathComponent(Self.dataFileName)
+  /// Before LMDB reads anything, the data file is checked: an empty one is refused (LMDB
+  /// would silently initialise it). After LMDB has read the header, the file must hold every
+  /// page the header says is in use. Opening never writes to the data file.
+  init(_ path: String, mode: Mode, initialMapSize: Int, maximumMapSize: Int, maxDatabases: Int) throws {
+    self.mode = mode
+    self.directory = mode == .file ? (path as NSString).deletingLastPathComponent : path
+    self.dataPath = mode == .file ? path : (path as NSString).appendingPathComponent(Self.dataFileName)
     self.maximumMapSize = max(maximumMapSize, initialMapSize)
     self.pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
     self.mapSize = Self.roundUp(max(initialMapSize, 16 * pageSize), to: pageSize)
     do {
-      try prepareDirectory(create: create)
-      try checkDataFileBeforeOpening(create: create)
+      try prepareDirectory()
+      try checkDataFileBeforeOpening()
       try openEnvironment(maxDatabases: maxDatabases)
       try checkDataFileAfterOpening()
     } catch {
@@ -136,18 +151,7 @@ final class LMDBEnvironment {
       mdb_env_close(env)
       self.env = nil
     }
-    if lockFD >= 0 {
-      Glibc.close(lockFD)
-      lockFD = -1
-    }
-    if let directoryIdentity {
-      OpenStores.shared.remove(directoryIdentity)
-      self.directoryIdentity = nil
-    }
-  }
-
-  private static func roundUp(_ value: Int, to unit: Int) -> Int {
-    (value + unit - 1) / unit * unit
+    releaseDirectory()
   }
 
   private func openEnvironment(maxDatabases: Int) throws {
@@ -159,25 +163,21 @@ final class LMDBEnvironment {
     try checkError(mdb_env_set_mapsize(handle, mapSize), "setting the map size", path: dataPath)
     // MDB_NOTLS: read transactions belong to the transaction object, not the thread, since
     // a serial dispatch queue may run on any thread.
-    try checkError(
-      mdb_env_open(handle, directory, UInt32(MDB_NOTLS), 0o600), "opening the store", path: dataPath)
+    var flags = UInt32(MDB_NOTLS)
+    if mode == .reader { flags |= UInt32(MDB_RDONLY) }
+    if mode == .file { flags |= UInt32(MDB_RDONLY | MDB_NOLOCK | MDB_NOSUBDIR) }
+    let target = mode == .file ? dataPath : directory
+    try checkError(mdb_env_open(handle, target, flags, 0o600), "opening the store", path: dataPath)
     // This LMDB opens the data file without O_CLOEXEC: keep it out of child processes.
     var fd: Int32 = -1
     if mdb_env_get_fd(handle, &fd) == MDB_SUCCESS, fd >= 0 {
       _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC)
     }
-  }
-
-  private func checkDataFileAfterOpening() throws {
-    let info = try self.info()
-    pageSize = info.pageSize
-    mapSize = info.mapSize
-    let needed = (info.lastPage + 1) * info.pageSize
-    guard info.fileSize >= needed else {
-      throw StoreError(
-        .damaged, path: dataPath,
-        problem: "the store file is truncated: it has \(info.fileSize) bytes but its pages in use "
-          + "end at \(needed) bytes; it was left untouched")
+    // Reader slots of processes that died (a backup killed midway) would keep the writer from
+    // reusing pages: clear them.
+    if mode != .file {
+      var dead: Int32 = 0
+      _ = mdb_reader_check(handle, &dead)
     }
   }
 
@@ -269,15 +269,8 @@ final class LMDBEnvironment {
     openTransactions -= 1
   }
 
-  /// Grows the map ahead of a write when more than three quarters of it are in use, so
-  /// that most transactions never meet a full map.
-  private func growIfNearlyFull() throws {
-    let info = try self.info()
-    if (info.lastPage + 1) * info.pageSize > mapSize / 4 * 3 { try grow() }
-  }
-
   /// Doubles the map (up to `maximumMapSize`). Only between transactions.
-  private func grow() throws {
+  func grow() throws {
     guard let env else { throw closedError() }
     guard mapSize < maximumMapSize else {
       throw StoreError(
@@ -290,8 +283,12 @@ final class LMDBEnvironment {
     growthCount += 1
   }
 
-  // MARK: Memory
-
+  /// Writes a compacted copy of the store (free pages left out) to `fd`, from one read
+  /// snapshot: consistent while a writer goes on committing.
+  func copyCompacted(to fd: Int32) throws {
+    guard let env else { throw closedError() }
+    try checkError(mdb_env_copyfd2(env, fd, UInt32(MDB_CP_COMPACT)), "copying the store", path: dataPath)
+  }
 }
 
 /// One LMDB transaction. Buffers it returns point into the map and stay valid until the
@@ -353,13 +350,11 @@ final class LMDBTransaction {
     return LMDBDatabase(handle: dbi, name: name)
   }
 
-  /// How many entries the main database holds (named databases count as entries).
-  func mainEntryCount() throws -> Int {
+  /// The main database, whose keys name the named databases.
+  func mainDatabase() throws -> LMDBDatabase {
     var dbi: MDB_dbi = 0
     try check(mdb_dbi_open(try live(), nil, 0, &dbi), "opening the main database")
-    var st = MDB_stat()
-    try check(mdb_stat(try live(), dbi, &st), "counting the main database")
-    return st.ms_entries
+    return LMDBDatabase(handle: dbi, name: "main")
   }
 
   func get(_ db: LMDBDatabase, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {

@@ -79,7 +79,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
       directory: directory, initialMapSize: options.initialMapSize, maximumMapSize: options.maximumMapSize,
       maxDatabases: Databases.names.count, create: options.createIfMissing)
     do {
-      databases = try Self.openDatabases(environment)
+      databases = try Self.openDatabases(environment, create: true)
     } catch {
       environment.close()
       throw error
@@ -95,11 +95,13 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
     lock.withLock { environment.close() }
   }
 
-  private static func openDatabases(_ environment: LMDBEnvironment) throws -> Databases {
+  /// Opens the databases of an existing store, checking that it is a trialwatch store of a
+  /// schema this version reads; in an empty environment, creates them when `create` is set.
+  static func openDatabases(_ environment: LMDBEnvironment, create: Bool) throws -> Databases {
     let path = environment.dataPath
     let existing = try environment.read(keepDatabases: true) { txn -> Databases? in
       guard let meta = try txn.openDatabase("meta", create: false) else {
-        guard try txn.mainEntryCount() == 0 else {
+        guard try txn.entryCount(try txn.mainDatabase()) == 0, create else {
           throw StoreError(
             .damaged, path: path,
             problem: "an LMDB file, but not a trialwatch store (it has no \"meta\" database); "
@@ -268,18 +270,36 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   }
 
   public func statistics() throws -> StoreStatistics {
-    try lock.withLock {
-      let info = try environment.info()
-      return try environment.read { txn in
-        StoreStatistics(
-          trials: try txn.entryCount(databases.trials),
-          activeTrials: try StoreReadTransaction(txn, databases: databases, path: environment.dataPath)
-            .activeTrialCount(),
-          ledgerEntries: try txn.entryCount(databases.ledger),
-          outboxEntries: try txn.entryCount(databases.outbox),
-          fileSize: info.fileSize, mapSize: info.mapSize)
-      }
+    try lock.withLock { try Self.statistics(environment, databases) }
+  }
+
+  static func statistics(_ environment: LMDBEnvironment, _ databases: Databases) throws -> StoreStatistics {
+    let info = try environment.info()
+    return try environment.read { txn in
+      StoreStatistics(
+        trials: try txn.entryCount(databases.trials),
+        activeTrials: try StoreReadTransaction(txn, databases: databases, path: environment.dataPath)
+          .activeTrialCount(),
+        ledgerEntries: try txn.entryCount(databases.ledger),
+        outboxEntries: try txn.entryCount(databases.outbox),
+        fileSize: info.fileSize, mapSize: info.mapSize)
     }
+  }
+
+  // MARK: Backup
+
+  /// Writes a consistent, compacted copy of the store to `file` (see `LMDBStoreReader.backup(to:)`;
+  /// another process backs up a store trialwatchd has open that way). Writes wait meanwhile.
+  public func backup(to file: String) throws -> BackupReport {
+    try lock.withLock { try StoreBackup.write(to: file, from: environment) }
+  }
+
+  /// Runs `body` on the raw records (databases by name: `trials`, `subjects`, `ledger`,
+  /// `outbox`, `meta`, `main`), outside every rule of the repository: for tests that plant
+  /// damage (`StoreCorruption` in TrialStoreTesting).
+  @_spi(StoreTesting)
+  public func withRawRecords<R>(_ body: (RawStoreRecords) throws -> R) throws -> R {
+    try rawWrite { txn, databases in try body(RawStoreRecords(txn: txn, databases: databases)) }
   }
 }
 

@@ -82,7 +82,7 @@ enum StoreKeys {
       if let id = try? trialID(key) { return "trials/\(id)" }
     case "ledger", "outbox":
       if let parsed = try? ledgerKey(key) { return "\(database)/\(parsed.text)" }
-    case "subjects", "meta":
+    case "subjects", "meta", "main":
       return "\(database)/\"\(String(decoding: key, as: UTF8.self))\""
     default:
       break

@@ -8,7 +8,53 @@ import Foundation
 // LMDB: the directory, its lock, the data file's first checks, and mapped pages.
 
 extension LMDBEnvironment {
-  func prepareDirectory(create: Bool) throws {
+  convenience init(
+    directory: String, initialMapSize: Int, maximumMapSize: Int, maxDatabases: Int, create: Bool
+  )
+    throws
+  {
+    try self.init(
+      directory, mode: .writer(create: create), initialMapSize: initialMapSize,
+      maximumMapSize: maximumMapSize,
+      maxDatabases: maxDatabases)
+  }
+
+  static let storeLockFileName = "store.lock"
+
+  /// The writer: finds or creates the directory, then locks it exclusively. A reader: finds
+  /// the directory and the store file, and makes sure LMDB's lock file exists without ever
+  /// leaving it to root (see `StoreFiles.open`). A store file: nothing to do.
+  func prepareDirectory() throws {
+    switch mode {
+    case .file:
+      return
+    case .reader:
+      try findDirectory(create: false)
+      try checkDataFileBeforeOpening()
+      try register()
+      // LMDB would create a missing lock file itself, owned by whoever runs this.
+      let lockPath = (directory as NSString).appendingPathComponent(Self.lockFileName)
+      do {
+        Glibc.close(try StoreFiles.open(lockPath, creatingIn: directory))
+      } catch let error as StoreError where error.kind == .accessDenied && access(directory, W_OK) != 0 {
+        // A read-only directory: LMDB reads without a lock file.
+      }
+    case .writer(let create):
+      try findDirectory(create: create)
+      try register()
+      let lockPath = (directory as NSString).appendingPathComponent(Self.storeLockFileName)
+      lockFD = try StoreFiles.open(lockPath, creatingIn: directory)
+      guard try StoreFiles.lock(lockFD, exclusive: true, path: lockPath) else { throw inUse() }
+    }
+  }
+
+  private func inUse() -> StoreError {
+    StoreError(
+      .inUse, path: directory,
+      problem: "the store is already open (by another process, or another repository in this one)")
+  }
+
+  private func findDirectory(create: Bool) throws {
     var st = stat()
     if stat(directory, &st) != 0 {
       guard errno == ENOENT else {
@@ -26,35 +72,35 @@ extension LMDBEnvironment {
     } else if st.st_mode & S_IFMT != S_IFDIR {
       throw StoreError(.failure, path: directory, problem: "is not a directory (a store is a directory)")
     }
-    guard stat(directory, &st) == 0 else {
-      throw storeError(errno, "examining the store directory", path: directory)
-    }
-    let identity = OpenStores.Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
-    let inUse = StoreError(
-      .inUse, path: directory,
-      problem: "the store is already open (by another process, or another repository in this one)")
-    guard OpenStores.shared.insert(identity) else { throw inUse }
+  }
+
+  /// Enters the directory in this process's registry: LMDB must not have one environment
+  /// open twice in a process (closing the second would drop the first one's locks).
+  private func register() throws {
+    guard let identity = try OpenStores.shared.enter(directory) else { throw inUse() }
     directoryIdentity = identity
-    let lockPath = (directory as NSString).appendingPathComponent("store.lock")
-    let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw storeError(errno, "opening the store's lock file", path: lockPath) }
-    lockFD = fd
-    var lock = Glibc.flock()
-    lock.l_type = Int16(F_WRLCK)
-    lock.l_whence = Int16(SEEK_SET)
-    guard fcntl(fd, F_SETLK, &lock) == 0 else {
-      let code = errno
-      if code == EAGAIN || code == EACCES { throw inUse }
-      throw storeError(code, "locking the store", path: lockPath)
+  }
+
+  /// Releases the directory lock and the registry entry. Idempotent.
+  func releaseDirectory() {
+    if lockFD >= 0 {
+      Glibc.close(lockFD)
+      lockFD = -1
+    }
+    if let directoryIdentity {
+      OpenStores.shared.remove(directoryIdentity)
+      self.directoryIdentity = nil
     }
   }
 
-  func checkDataFileBeforeOpening(create: Bool) throws {
+  func checkDataFileBeforeOpening() throws {
     var st = stat()
     guard stat(dataPath, &st) == 0 else {
       guard errno == ENOENT else { throw storeError(errno, "examining the store file", path: dataPath) }
-      guard create else {
-        throw StoreError(.notFound, path: dataPath, problem: "no store here: the store file does not exist")
+      guard mode == .writer(create: true) else {
+        throw StoreError(
+          .notFound, path: dataPath,
+          problem: mode == .file ? "no such file" : "no store here: the store file does not exist")
       }
       return
     }
@@ -67,6 +113,30 @@ extension LMDBEnvironment {
         problem: "the store file is empty (0 bytes), so it is truncated or was never written; "
           + "it was left untouched (move it away to start a new store)")
     }
+  }
+
+  func checkDataFileAfterOpening() throws {
+    let info = try self.info()
+    pageSize = info.pageSize
+    mapSize = info.mapSize
+    let (pages, overflow) = (info.lastPage + 1).multipliedReportingOverflow(by: info.pageSize)
+    guard !overflow, info.fileSize >= pages else {
+      throw StoreError(
+        .damaged, path: dataPath,
+        problem: "the store file is truncated: it has \(info.fileSize) bytes but its pages in use "
+          + "end at \(overflow ? "more" : "\(pages)") bytes; it was left untouched")
+    }
+  }
+
+  static func roundUp(_ value: Int, to unit: Int) -> Int {
+    (value + unit - 1) / unit * unit
+  }
+
+  /// Grows the map ahead of a write when more than three quarters of it are in use, so
+  /// that most transactions never meet a full map.
+  func growIfNearlyFull() throws {
+    let info = try self.info()
+    if (info.lastPage + 1) * info.pageSize > mapSize / 4 * 3 { try grow() }
   }
 
   /// Drops the pages of the store file mapped into this process (after a full scan, they
@@ -122,6 +192,16 @@ final class OpenStores: @unchecked Sendable {
   private let lock = NSLock()
   private var open: Set<Identity> = []
 
+  /// Enters `directory`; nil when it is already open in this process.
+  func enter(_ directory: String) throws -> Identity? {
+    var st = stat()
+    guard stat(directory, &st) == 0 else {
+      throw storeError(errno, "examining the store directory", path: directory)
+    }
+    let identity = Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    return insert(identity) ? identity : nil
+  }
+
   /// False when the directory is already open.
   func insert(_ identity: Identity) -> Bool {
     lock.withLock { open.insert(identity).inserted }
@@ -129,5 +209,119 @@ final class OpenStores: @unchecked Sendable {
 
   func remove(_ identity: Identity) {
     _ = lock.withLock { open.remove(identity) }
+  }
+}
+
+/// The files of a store directory as the system sees them: opened and created so that none is
+/// ever left to root, locked with POSIX record locks.
+enum StoreFiles {
+  /// Opens `path` read-write and close-on-exec, creating it (mode 0600) when missing. A file
+  /// root creates gets the owner and group of `directory`: the store's files must stay
+  /// openable by the store's user (the daemon runs as `trialwatch`, a backup may run as root).
+  static func open(_ path: String, creatingIn directory: String) throws -> Int32 {
+    while true {
+      let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
+      if fd >= 0 { return fd }
+      guard errno == ENOENT else { throw storeError(errno, "opening the file", path: path) }
+      let created = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+      guard created >= 0 else {
+        if errno == EEXIST { continue }
+        throw storeError(errno, "creating the file", path: path)
+      }
+      do {
+        try giveToDirectoryOwner(created, directory: directory, path: path)
+      } catch {
+        unlink(path)
+        Glibc.close(created)
+        throw error
+      }
+      return created
+    }
+  }
+
+  /// Run as root, gives the file the owner and group of `directory` (as another user, a
+  /// file it creates can only be its own).
+  static func giveToDirectoryOwner(_ fd: Int32, directory: String, path: String) throws {
+    guard geteuid() == 0 else { return }
+    var st = stat()
+    guard stat(directory, &st) == 0 else {
+      throw storeError(errno, "examining the directory", path: directory)
+    }
+    guard fchown(fd, st.st_uid, st.st_gid) == 0 else {
+      throw storeError(errno, "giving the file the directory's owner", path: path)
+    }
+  }
+
+  /// Takes a POSIX record lock on bytes `start..<start+length` of the file (0 bytes: all of
+  /// it), without waiting: false when another process holds a conflicting lock.
+  static func lock(_ fd: Int32, exclusive: Bool, start: Int = 0, length: Int = 0, path: String) throws -> Bool
+  {
+    var lock = Glibc.flock()
+    lock.l_type = Int16(exclusive ? F_WRLCK : F_RDLCK)
+    lock.l_whence = Int16(SEEK_SET)
+    lock.l_start = start
+    lock.l_len = length
+    while fcntl(fd, F_SETLK, &lock) != 0 {
+      let code = errno
+      if code == EINTR { continue }
+      if code == EAGAIN || code == EACCES { return false }
+      throw storeError(code, "locking", path: path)
+    }
+    return true
+  }
+}
+
+/// Held while a restore replaces the store file: no process has the store open (neither
+/// trialwatchd, which holds `store.lock`, nor a backup or verification, which share LMDB's
+/// `lock.mdb`), and none opens it until `release()`: trialwatchd then fails to start as in
+/// use, and an LMDB reader waits.
+final class StoreExclusiveLock {
+  let directory: String
+  private var identity: OpenStores.Identity?
+  private var descriptors: [Int32] = []
+
+  init(directory: String) throws {
+    self.directory = directory
+    do {
+      guard let identity = try OpenStores.shared.enter(directory) else {
+        throw StoreError(.inUse, path: directory, problem: "the store is open in this process")
+      }
+      self.identity = identity
+      let storeLock = (directory as NSString).appendingPathComponent(LMDBEnvironment.storeLockFileName)
+      descriptors.append(try StoreFiles.open(storeLock, creatingIn: directory))
+      guard try StoreFiles.lock(descriptors[0], exclusive: true, path: storeLock) else {
+        throw StoreError(
+          .inUse, path: directory,
+          problem: "trialwatchd has the store open; stop trialwatch.service first "
+            + "(and trialwatch.socket, which would start it again)")
+      }
+      // LMDB holds a shared lock on the first byte of its lock file while an environment is open.
+      let lmdbLock = (directory as NSString).appendingPathComponent(LMDBEnvironment.lockFileName)
+      let fd = Glibc.open(lmdbLock, O_RDWR | O_CLOEXEC)
+      if fd < 0 && errno != ENOENT { throw storeError(errno, "opening LMDB's lock file", path: lmdbLock) }
+      if fd >= 0 {
+        descriptors.append(fd)
+        guard try StoreFiles.lock(fd, exclusive: true, length: 1, path: lmdbLock) else {
+          throw StoreError(
+            .inUse, path: directory,
+            problem: "another process is reading the store (a backup or a verification?); "
+              + "try again when it has finished")
+        }
+      }
+    } catch {
+      release()
+      throw error
+    }
+  }
+
+  deinit {
+    release()
+  }
+
+  func release() {
+    for fd in descriptors { Glibc.close(fd) }
+    descriptors = []
+    if let identity { OpenStores.shared.remove(identity) }
+    identity = nil
   }
 }

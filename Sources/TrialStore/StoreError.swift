@@ -11,6 +11,9 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     case newerSchema = "newer-schema"
     /// One record does not decode; the description names its key.
     case corruptRecord = "corrupt-record"
+    /// The records contradict each other (a verification found problems; the description
+    /// names the first ones).
+    case inconsistent
     /// Another process (or another repository in this one) has the store open.
     case inUse = "in-use"
     /// No store at the path, and creating one was not asked for.

@@ -34,11 +34,15 @@ final class Subject {
     }
   }
 
-  /// Closes and opens the file store again (the in-memory one stays as it is).
-  func reopen() throws {
-    guard let directory, let store = repository as? LMDBTrialRepository else { return }
+  /// Closes and opens the file store again (the in-memory one stays as it is); in between,
+  /// checks it as `trialwatchd --verify-store` does and returns what that found.
+  @discardableResult
+  func reopen() throws -> StoreCheckReport? {
+    guard let directory, let store = repository as? LMDBTrialRepository else { return nil }
     store.close()
+    let report = try LMDBStoreReader(directory: directory.appending("store")).verify()
     repository = try LMDBTrialRepository(directory: directory.appending("store"))
+    return report
   }
 }
 
@@ -347,7 +351,10 @@ final class Subject {
           return false
         }
       }
-      if step % 25 == 0 { try file.reopen() }
+      if step % 25 == 0, let report = try file.reopen() {
+        // Whatever the operations did, the store verifies clean.
+        #expect(report.isClean, "step \(step): \(report.problems.prefix(3))")
+      }
       let difference = try RepositorySnapshot(file.repository).difference(
         from: RepositorySnapshot(memory.repository))
       #expect(difference == nil, "step \(step)")

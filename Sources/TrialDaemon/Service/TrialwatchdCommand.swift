@@ -20,8 +20,20 @@ public struct TrialwatchdCommand: ParsableCommand {
       Configuration: /etc/trialwatch/trialwatch.conf and \
       /etc/trialwatch/trialwatch.conf.d/*.conf (see trialwatch.conf(5)).
 
-      Exit status: 0 on a clean stop or a valid configuration (--check-config), 1 on a \
-      failure to start or an invalid configuration, 64 on a usage error.
+      Store maintenance, each in a process of its own and run as root or as the store's \
+      user: --backup FILE writes a consistent, compacted copy of the store while the daemon \
+      runs; --verify-store checks the store (or a backup FILE) and lists each problem with \
+      its keys; --restore FILE puts a backup in place while the daemon is stopped (systemctl \
+      stop trialwatch.socket trialwatch.service), keeping the replaced store file beside it. \
+      After a restore, events that fell due since the backup fire late at the next start; \
+      events in the backup's ledger never fire again.
+
+      Exit status: 0 on a clean stop, a valid configuration (--check-config), a backup or \
+      restore done, or a store without problems (--verify-store); 1 on a failure to start, \
+      an invalid configuration, or a backup or restore that could not be done (no store, \
+      no permission, the store in use, no space); 2 when the store or the backup file is \
+      damaged, inconsistent, not a trialwatch store or of a newer version (--verify-store \
+      found problems, --restore refused the file); 64 on a usage error.
       """,
     version: Daemon.version)
 
@@ -39,7 +51,47 @@ public struct TrialwatchdCommand: ParsableCommand {
   @Flag(name: .long, help: "Check the configuration, print each problem or \"configuration OK\", and exit.")
   var checkConfig = false
 
+  @Option(
+    name: .long,
+    help: ArgumentHelp(
+      "Write a consistent, compacted copy of the store to FILE, print its size and counts, and exit. "
+        + "Works while the daemon runs; FILE appears only once complete.",
+      valueName: "FILE"))
+  var backup: String?
+
+  @Option(
+    name: .long,
+    help: ArgumentHelp(
+      "Replace the store with the backup FILE and exit. The daemon must be stopped; the replaced store "
+        + "file is kept beside it (the output says where). A damaged file, or one that is not a trialwatch "
+        + "store this version reads, is refused.",
+      valueName: "FILE"))
+  var restore: String?
+
+  @Flag(
+    name: .long,
+    help: ArgumentHelp(
+      "Check the store (or FILE, a backup) for damage and inconsistencies, print each problem with its keys "
+        + "and a summary, and exit: 0 without problems, 2 with. Read-only; works while the daemon runs."))
+  var verifyStore = false
+
+  @Argument(
+    help: ArgumentHelp(
+      "With --verify-store: a backup file (or a store directory) to check instead of the store.",
+      valueName: "FILE"))
+  var file: String?
+
   public init() {}
+
+  public mutating func validate() throws {
+    let modes = [checkConfig, backup != nil, restore != nil, verifyStore].filter { $0 }.count
+    guard modes <= 1 else {
+      throw ValidationError("--check-config, --backup, --restore and --verify-store exclude each other")
+    }
+    if let file, !verifyStore {
+      throw ValidationError("unexpected argument \"\(file)\": only --verify-store takes a FILE")
+    }
+  }
 
   public var options: DaemonOptions {
     DaemonOptions(configPath: config, stateDirectory: stateDir, socketPath: socket)
@@ -66,8 +118,33 @@ public struct TrialwatchdCommand: ParsableCommand {
       print(report.text)
       Glibc.exit(report.exitCode)
     }
+    if let status = command.runStoreCommand() { Glibc.exit(status) }
     let daemon = Daemon(options: command.options, openRepository: openRepository)
     for service in services { daemon.add(service) }
     daemon.run()
+  }
+}
+
+extension TrialwatchdCommand {
+  /// Runs `--backup`, `--restore` or `--verify-store`, if asked; returns the exit status.
+  func runStoreCommand() -> Int32? {
+    let commands = StoreCommands()
+    if verifyStore, let file { return commands.verify(directory: nil, path: file) }
+    guard verifyStore || backup != nil || restore != nil else { return nil }
+    // The configuration only says where the store is: --state-dir makes it unneeded.
+    var directory = stateDir ?? ""
+    if stateDir == nil {
+      let loaded = options.load()
+      for diagnostic in loaded.diagnostics { commands.errors("\(diagnostic)") }
+      if loaded.hasErrors {
+        commands.errors(
+          "the configuration has errors (trialwatchd --check-config lists them); give --state-dir")
+        return StoreCommands.ExitStatus.failure
+      }
+      directory = loaded.configuration.stateDirectory
+    }
+    if let backup { return commands.backup(directory: directory, to: backup) }
+    if let restore { return commands.restore(from: restore, into: directory, now: SystemWallClock().now()) }
+    return commands.verify(directory: directory)
   }
 }

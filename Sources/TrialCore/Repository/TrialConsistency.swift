@@ -1,0 +1,114 @@
+import Foundation
+
+/// What must hold between a trial and its ledger entries, whichever store keeps them. The
+/// store's verification (`trialwatchd --verify-store`) runs it for every trial it reads.
+///
+/// The pending events of an active trial are not stored: a restore plans every event of the
+/// current revision from the first one not in the ledger on. So the ledger must hold a prefix
+/// of the current revision's events, in due order, and never the expiry of an active trial
+/// (else the trial would never expire). An expired trial has its expiry fired in the ledger; a
+/// converted or cancelled one does not.
+public enum TrialConsistency {
+  /// One thing wrong: the event concerned, if any, and what, in words.
+  public struct Problem: Hashable, Sendable, CustomStringConvertible {
+    public var event: EventID?
+    public var message: String
+
+    public init(event: EventID? = nil, _ message: String) {
+      self.event = event
+      self.message = message
+    }
+
+    public var description: String { message }
+  }
+
+  /// The problems of `trial` with `ledger`, its ledger entries over all revisions.
+  public static func problems(of trial: Trial, ledger: [LedgerEntry]) -> [Problem] {
+    var problems: [Problem] = []
+    if let problem = Trial.validateSubject(trial.subject) {
+      problems.append(Problem("invalid subject: \(problem)"))
+    }
+    if trial.period.endDate <= trial.period.startDate {
+      problems.append(
+        Problem(
+          "it ends (\(RFC3339.format(trial.period.endDate))) before it starts "
+            + "(\(RFC3339.format(trial.period.startDate)))"))
+    }
+    if trial.isActive, let endedAt = trial.endedAt {
+      problems.append(Problem("it is active but has an end time (\(RFC3339.format(endedAt)))"))
+    } else if !trial.isActive, trial.endedAt == nil {
+      problems.append(Problem("it is \(trial.state.rawValue) but has no end time"))
+    }
+
+    let events = trial.events
+    var taken = [LedgerEntry?](repeating: nil, count: events.count)
+    for entry in ledger {
+      guard entry.event.trialID == trial.id else {
+        problems.append(Problem(event: entry.id, "the ledger entry \(entry.id) is not of trial \(trial.id)"))
+        continue
+      }
+      if entry.event.revision > trial.revision {
+        problems.append(
+          Problem(
+            event: entry.id,
+            "the ledger entry \(entry.id) is of revision \(entry.event.revision), after the trial's "
+              + "current revision \(trial.revision)"))
+      }
+      guard entry.event.revision == trial.revision else { continue }
+      guard let index = events.firstIndex(where: { $0.id == entry.id }) else {
+        problems.append(
+          Problem(
+            event: entry.id,
+            "the ledger entry \(entry.id) is not an event of the trial's current revision "
+              + "(reminders: \(trial.reminders))"))
+        continue
+      }
+      if entry.event.due != events[index].due {
+        problems.append(
+          Problem(
+            event: entry.id,
+            "the ledger entry \(entry.id) is due at \(RFC3339.format(entry.event.due)), but the trial's "
+              + "event is due at \(RFC3339.format(events[index].due))"))
+      }
+      taken[index] = entry
+    }
+
+    let expiry = events[events.count - 1]
+    let expiryEntry = taken[taken.count - 1]
+    switch trial.state {
+    case .active:
+      if expiryEntry != nil {
+        problems.append(
+          Problem(
+            event: expiry.id,
+            "the trial is active, but its expiry \(expiry.id) is in the ledger: it would never expire"))
+      } else if let missing = taken.firstIndex(where: { $0 == nil }),
+        let later = taken.indices.last(where: { taken[$0] != nil }), later > missing
+      {
+        problems.append(
+          Problem(
+            event: events[later].id,
+            "\(events[later].id) is in the ledger but the earlier \(events[missing].id) is not: "
+              + "a restore plans from \(events[missing].id) on"))
+      }
+    case .expired:
+      if let expiryEntry, expiryEntry.fired {
+        break
+      } else if expiryEntry != nil {
+        problems.append(
+          Problem(event: expiry.id, "the trial is expired, but its expiry \(expiry.id) was skipped"))
+      } else {
+        problems.append(
+          Problem(event: expiry.id, "the trial is expired, but its expiry \(expiry.id) is not in the ledger"))
+      }
+    case .converted, .cancelled:
+      if expiryEntry != nil {
+        problems.append(
+          Problem(
+            event: expiry.id,
+            "the trial is \(trial.state.rawValue), but its expiry \(expiry.id) is in the ledger"))
+      }
+    }
+    return problems
+  }
+}
