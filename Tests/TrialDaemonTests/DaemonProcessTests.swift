@@ -114,7 +114,7 @@ import TrialDaemonTesting
     let text = daemon.standardOutput
     #expect(daemon.waitForExit() == 0)
     #expect(text.contains("--check-config"))
-    #expect(text.contains("Exit status"))
+    #expect(text.contains("EXIT STATUS"))
   }
 
   @Test func sighup_AppliesAChangedConfiguration_AndKeepsTheRunningOneWhenInvalid() throws {

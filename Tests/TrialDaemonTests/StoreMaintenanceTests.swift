@@ -255,6 +255,9 @@ import TrialStoreTesting
     try FileManager.default.removeItem(atPath: state + "/lock.mdb")
     let sockets = scratch.appending("run")
     try FileManager.default.createDirectory(atPath: sockets, withIntermediateDirectories: true)
+    // Its mode explicitly: other tests bind sockets in this process meanwhile, under a
+    // narrower umask for a moment.
+    #expect(chmod(sockets, 0o755) == 0)
     for path in [state, sockets] + ["data.mdb", "store.lock"].map({ state + "/" + $0 }) {
       #expect(chown(path, 65534, 65534) == 0)
     }
@@ -276,13 +279,15 @@ import TrialStoreTesting
       environment: ChildProcess.environment(removing: ["NOTIFY_SOCKET", "JOURNAL_STREAM", "WATCHDOG_USEC"]),
       as: .nobody)
     var ready = false
+    var said: [String] = []
     while case .line(let line) = daemon.readLine(.errors, timeout: 30) {
+      said.append(line)
       if line.contains("ready") {
         ready = true
         break
       }
     }
-    #expect(ready, "the daemon, as the store's user, opened the restored store")
+    #expect(ready, "the daemon, as the store's user, opened the restored store: \(said)")
     daemon.signal(SIGTERM)
     #expect(daemon.wait() == .exited(0))
   }

@@ -80,13 +80,18 @@ import TrialDaemon
             $0.trimmingCharacters(in: CharacterSet(charactersIn: ",")) == argument.identity
           }
         }, "\(argument.identity)")
-      if argument.identity != "--help" {
+      if argument.kind == .positional {
+        let value = argument.valueName ?? ""
+        #expect(
+          synopsis.contains { $0.hasPrefix(".RI [ \(value)") || $0.hasPrefix(".I \(value)") },
+          "\(value) in SYNOPSIS")
+      } else if argument.identity != "--help" {
         #expect(
           synopsis.contains { $0.hasPrefix(".OP \(argument.identity)") }, "\(argument.identity) in SYNOPSIS")
       }
     }
     #expect(sections["COMMANDS"] == nil)
-    #expect(Pages.items(sections["EXIT STATUS"] ?? []).map(\.tag) == ["0", "1", "64"])
+    #expect(Pages.items(sections["EXIT STATUS"] ?? []).map(\.tag) == ["0", "1", "2", "64"])
   }
 
   @Test func pages_EveryLine_IsWhatMandocAccepts() throws {

@@ -6,7 +6,7 @@
 # install the previous version's package (built from this tree with a lower version), upgrade
 # to this version's, remove, purge, and install again on the clean system. Checks that the
 # service runs after each install, that the upgrade restarts it and keeps every trial and the
-# local configuration, that remove stops it and keeps the store, and that purge removes the
+# local configuration, that a backup taken beside the running service restores, that remove stops it and keeps the store, and that purge removes the
 # store, the configuration and the user's files (and leaves files the operator added).
 #
 # Prints `PASS: <name>` or `FAIL: <name>: <why>` for every check, then `N passed, N failed`;
@@ -113,6 +113,17 @@ else
   fail "install: /etc/trialwatch/trialwatch.conf is a conffile" "conffiles: $(echo "$CONFFILES" | tr '\n' ' ')"
 fi
 
+DOCS="/usr/share/man/man1/trialwatchctl.1.gz /usr/share/man/man5/trialwatch.conf.5.gz
+  /usr/share/man/man8/trialwatchd.8.gz /usr/share/bash-completion/completions/trialwatchctl
+  /usr/share/zsh/vendor-completions/_trialwatchctl /usr/share/fish/vendor_completions.d/trialwatchctl.fish"
+MISSING=$(for file in $DOCS; do ct test -s "$file" || echo "$file"; done)
+if [ -z "$MISSING" ]; then
+  pass "install: the man pages and the bash, zsh and fish completions are where man and the shells look"
+else
+  fail "install: the man pages and the bash, zsh and fish completions are where man and the shells look" \
+    "missing: $(echo "$MISSING" | tr '\n' ' ')"
+fi
+
 # --- Upgrade: restarted, every trial and the local configuration kept -----------------------
 
 SUBJECTS="pkg-a pkg-b pkg-c"
@@ -146,6 +157,44 @@ if [ -n "$(ct cat /etc/trialwatch/trialwatch.conf.d/local.conf 2> /dev/null)" ] 
   pass "upgrade: the local drop-in configuration kept and applied (DefaultLength=9d)"
 else
   fail "upgrade: the local drop-in configuration kept and applied" "a new trial's days left: ${DAYS:-none}"
+fi
+
+# --- Backup, verify and restore as an operator runs them --------------------------------------
+
+OUT=$(ct trialwatchd --backup /root/trials.backup 2>&1)
+RC=$?
+if [ $RC -eq 0 ] && ct test -s /root/trials.backup && [ "$(show ActiveState)" = active ]; then
+  pass "trialwatchd --backup beside the running service ($(echo "$OUT" | tail -n 1))"
+else
+  fail "trialwatchd --backup beside the running service" "exit $RC: $(echo "$OUT" | tr '\n' ' ')"
+fi
+OUT=$(ct trialwatchd --verify-store 2>&1)
+RC=$?
+if [ $RC -eq 0 ]; then
+  pass "trialwatchd --verify-store beside the running service ($(echo "$OUT" | tail -n 1))"
+else
+  fail "trialwatchd --verify-store beside the running service" "exit $RC: $(echo "$OUT" | tr '\n' ' ')"
+fi
+OUT=$(ct trialwatchd --restore /root/trials.backup 2>&1)
+RC=$?
+if [ $RC -eq 1 ] && echo "$OUT" | grep -q "stop" && [ "$(show ActiveState)" = active ]; then
+  pass "trialwatchd --restore is refused while the service runs (exit 1)"
+else
+  fail "trialwatchd --restore is refused while the service runs" "exit $RC: $(echo "$OUT" | tr '\n' ' ')"
+fi
+ct trialwatchctl start pkg-after-backup > /dev/null
+ct systemctl stop trialwatch.socket trialwatch.service
+OUT=$(ct trialwatchd --restore /root/trials.backup 2>&1)
+RC=$?
+ct systemctl start trialwatch.service
+OWNERS=$(ct find /var/lib/trialwatch -mindepth 1 ! -user trialwatch)
+RESTORED=$(for subject in $SUBJECTS; do trial_id "$subject"; done | tr '\n' ' ')
+if [ $RC -eq 0 ] && [ "$RESTORED" = "$IDS" ] && ! ct trialwatchctl status pkg-after-backup > /dev/null 2>&1 \
+  && [ -z "$OWNERS" ]; then
+  pass "trialwatchd --restore with the service stopped: the backup's trials back, the later one gone, the files the user's"
+else
+  fail "trialwatchd --restore with the service stopped" \
+    "exit $RC: $(echo "$OUT" | tr '\n' ' '); trials: $RESTORED; not the user's: $OWNERS"
 fi
 
 # --- Remove: stopped, the store and the configuration kept ----------------------------------

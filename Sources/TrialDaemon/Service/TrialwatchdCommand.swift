@@ -28,12 +28,11 @@ public struct TrialwatchdCommand: ParsableCommand {
       After a restore, events that fell due since the backup fire late at the next start; \
       events in the backup's ledger never fire again.
 
-      Exit status: 0 on a clean stop, a valid configuration (--check-config), a backup or \
-      restore done, or a store without problems (--verify-store); 1 on a failure to start, \
-      an invalid configuration, or a backup or restore that could not be done (no store, \
-      no permission, the store in use, no space); 2 when the store or the backup file is \
-      damaged, inconsistent, not a trialwatch store or of a newer version (--verify-store \
-      found problems, --restore refused the file); 64 on a usage error.
+      EXIT STATUS
+        0   a clean stop; a valid configuration (--check-config); a backup or restore done;       a store without problems (--verify-store)
+        1   a failure to start; an invalid configuration; a backup or restore that could not       be done (no store, no permission, the store in use, no space)
+        2   the store or the backup file is damaged, inconsistent, not a trialwatch store or       of a newer version (--verify-store found problems, --restore refused the file)
+        64  a usage error
       """,
     version: Daemon.version)
 
