@@ -9,12 +9,11 @@ import TrialCore
 /// the command line names (`--socket`, else `$TRIALWATCH_SOCKET`, else the default).
 ///
 /// Quiet and quick: when the daemon cannot be reached, refuses, or is slow, there are simply
-/// no candidates, after at most `timeout` per step and `budget` in all.
+/// no candidates, after at most `timeout` for connecting and for each page (no clock is read:
+/// the socket's own time-outs bound every wait, and `maximumTrials` the number of pages).
 public enum TrialCompletion {
   /// The longest wait for connecting, and for each reply.
   public static let timeout = 0.5
-  /// The longest all the pages together may take.
-  public static let budget: Duration = .seconds(1.5)
   /// At most this many trials are read.
   public static let maximumTrials = 10_000
 
@@ -38,7 +37,6 @@ public enum TrialCompletion {
     let activeOnly = command == "extend" || command == "end"
     let ids = words.contains("--id")
     let typed = unquoted(prefix)
-    let deadline = ContinuousClock.now + budget
     var found: [String] = []
     do {
       let client = try VarlinkClient(path: socket, timeout: timeout)
@@ -50,7 +48,7 @@ public enum TrialCompletion {
         read += page.trials.count
         found += page.trials.map { ids ? $0.id.description : $0.subject }.filter { $0.hasPrefix(typed) }
         parameters.after = page.next
-      } while parameters.after != nil && read < maximumTrials && ContinuousClock.now < deadline
+      } while parameters.after != nil && read < maximumTrials
     } catch {
       // No daemon, no permission, too slow: no candidates, and nothing printed.
       return []
