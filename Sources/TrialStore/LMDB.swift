@@ -397,6 +397,17 @@ final class LMDBTransaction {
     return try body(wrapper)
   }
 
+  /// Calls `body` with every record of `db`, in key order.
+  func forEach(_ db: LMDBDatabase, _ body: (LMDBCursor.Item) throws -> Void) throws {
+    try withCursor(db) { cursor in
+      var item = try cursor.first()
+      while let record = item {
+        try body(record)
+        item = try cursor.next()
+      }
+    }
+  }
+
   fileprivate func cursorCheck(_ rc: Int32, _ operation: @autoclosure () -> String) throws {
     try check(rc, operation())
   }

@@ -52,14 +52,8 @@ public struct RawStoreRecords {
 
   /// Every key of `database`, in order.
   public func keys(_ database: String) throws -> [[UInt8]] {
-    try txn.withCursor(try self.database(database)) { cursor in
-      var keys: [[UInt8]] = []
-      var item = try cursor.first()
-      while let (key, _) = item {
-        keys.append(Array(key))
-        item = try cursor.next()
-      }
-      return keys
-    }
+    var keys: [[UInt8]] = []
+    try txn.forEach(try self.database(database)) { key, _ in keys.append(Array(key)) }
+    return keys
   }
 }

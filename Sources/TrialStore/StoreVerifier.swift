@@ -126,50 +126,42 @@ final class StoreVerifier {
   /// Checks the meta records; returns the active-trial count they hold.
   private func checkMeta() throws -> Int {
     var active = 0
-    try txn.withCursor(databases.meta) { cursor in
-      var item = try cursor.first()
-      while let (key, value) = item {
-        switch String(decoding: key, as: UTF8.self) {
-        case LMDBTrialRepository.MetaKey.schema:
-          if value.count != 4 {
-            report.add("meta", key, "the schema version has \(value.count) bytes, not 4")
-          } else {
-            let schema = UInt32(littleEndian: value.loadUnaligned(as: UInt32.self))
-            if schema != LMDBTrialRepository.schemaVersion {
-              report.add("meta", key, "schema \(schema) is not one this version reads")
-            }
+    try txn.forEach(databases.meta) { key, value in
+      switch String(decoding: key, as: UTF8.self) {
+      case LMDBTrialRepository.MetaKey.schema:
+        if value.count != 4 {
+          report.add("meta", key, "the schema version has \(value.count) bytes, not 4")
+        } else {
+          let schema = UInt32(littleEndian: value.loadUnaligned(as: UInt32.self))
+          if schema != LMDBTrialRepository.schemaVersion {
+            report.add("meta", key, "schema \(schema) is not one this version reads")
           }
-        case LMDBTrialRepository.MetaKey.lastSeen:
-          var reader = ByteReader(value)
-          if let date = try? reader.date(), (try? reader.expectEnd()) != nil {
-            report.lastSeen = date
-          } else {
-            report.add("meta", key, "the last-seen wall time is unreadable (\(value.count) bytes)")
-          }
-        case LMDBTrialRepository.MetaKey.activeCount:
-          var reader = ByteReader(value)
-          if let count = try? reader.u64(), (try? reader.expectEnd()) != nil, count <= Int.max {
-            active = Int(count)
-          } else {
-            report.add("meta", key, "the active-trial count is unreadable (\(value.count) bytes)")
-          }
-        default:
-          report.add("meta", key, "a meta record this version of trialwatch does not know")
         }
-        item = try cursor.next()
+      case LMDBTrialRepository.MetaKey.lastSeen:
+        var reader = ByteReader(value)
+        if let date = try? reader.date(), (try? reader.expectEnd()) != nil {
+          report.lastSeen = date
+        } else {
+          report.add("meta", key, "the last-seen wall time is unreadable (\(value.count) bytes)")
+        }
+      case LMDBTrialRepository.MetaKey.activeCount:
+        var reader = ByteReader(value)
+        if let count = try? reader.u64(), (try? reader.expectEnd()) != nil, count <= Int.max {
+          active = Int(count)
+        } else {
+          report.add("meta", key, "the active-trial count is unreadable (\(value.count) bytes)")
+        }
+      default:
+        report.add("meta", key, "a meta record this version of trialwatch does not know")
       }
     }
     return active
   }
 
   private func checkDatabaseNames() throws {
-    try txn.withCursor(try txn.mainDatabase()) { cursor in
-      var item = try cursor.first()
-      while let (key, _) = item {
-        if !LMDBTrialRepository.Databases.names.contains(String(decoding: key, as: UTF8.self)) {
-          report.add("main", key, "a database that is not trialwatch's")
-        }
-        item = try cursor.next()
+    try txn.forEach(try txn.mainDatabase()) { key, _ in
+      if !LMDBTrialRepository.Databases.names.contains(String(decoding: key, as: UTF8.self)) {
+        report.add("main", key, "a database that is not trialwatch's")
       }
     }
   }
@@ -285,13 +277,9 @@ final class StoreVerifier {
   }
 
   private func checkSubjects() throws {
-    try txn.withCursor(databases.subjects) { cursor in
-      var item = try cursor.first()
-      while let (key, value) = item {
-        report.subjects += 1
-        try checkSubject(key: key, value: value)
-        item = try cursor.next()
-      }
+    try txn.forEach(databases.subjects) { key, value in
+      report.subjects += 1
+      try checkSubject(key: key, value: value)
     }
   }
 
@@ -320,13 +308,9 @@ final class StoreVerifier {
   }
 
   private func checkOutbox() throws {
-    try txn.withCursor(databases.outbox) { cursor in
-      var item = try cursor.first()
-      while let (key, value) = item {
-        report.outboxEntries += 1
-        try checkOutboxEntry(key: key, value: value)
-        item = try cursor.next()
-      }
+    try txn.forEach(databases.outbox) { key, value in
+      report.outboxEntries += 1
+      try checkOutboxEntry(key: key, value: value)
     }
   }
 

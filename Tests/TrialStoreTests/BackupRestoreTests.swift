@@ -221,12 +221,13 @@ import TrialTesting
       .path("/usr/bin/python3"),
       [
         "-c",
-        "import fcntl,sys,time; f=open(sys.argv[1],'r+b'); fcntl.lockf(f, fcntl.LOCK_SH, 1, 0); "
-          + "print('locked', flush=True); time.sleep(60)",
+        "import fcntl,sys; f=open(sys.argv[1],'r+b'); fcntl.lockf(f, fcntl.LOCK_SH, 1, 0); "
+          + "print('locked', flush=True); sys.stdin.read()",
         path + "/lock.mdb",
-      ])
+      ], input: .pipe)
+    // It holds the lock until its input is closed.
     defer {
-      reader.kill()
+      reader.closeInput()
       reader.wait()
     }
     #expect(reader.readLine(timeout: 30) == .line("locked"))
