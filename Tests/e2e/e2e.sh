@@ -137,7 +137,7 @@ pid1_debug off
 
 status_text() { ct systemctl status trialwatch.service --no-pager 2> /dev/null | sed -n 's/^ *Status: //p'; }
 OUT=$(status_text)
-if echo "$OUT" | grep -q '^"0 active trials'; then
+if grep -q '^"0 active trials' <<< "$OUT"; then
   pass "systemctl status shows STATUS= ($OUT)"
 else
   fail "systemctl status shows STATUS=" "Status line: ${OUT:-none}"
@@ -171,7 +171,7 @@ else
   fail "trialwatchctl start" "no trial id in the reply ($(ct trialwatchctl start e2e-gamma --duration 1h 2>&1))"
 fi
 
-live_status() { status_text | grep -q '^"2 active trials; next: e2e-'; }
+live_status() { grep -q '^"2 active trials; next: e2e-' <<< "$(status_text)"; }
 if poll 5 live_status; then
   pass "systemctl status shows the live STATUS= ($(status_text))"
 else
@@ -194,9 +194,9 @@ else
 fi
 
 OUT=$(ct journalctl -u trialwatch.service -x --no-pager TRIAL_ID="$A" 2>&1)
-if echo "$OUT" | grep -q "Subject: Trial e2e-alpha expired" \
-  && echo "$OUT" | grep -q "Subject: Trial e2e-alpha reminder" \
-  && echo "$OUT" | grep -q "Defined-By: trialwatch"; then
+if grep -q "Subject: Trial e2e-alpha expired" <<< "$OUT" \
+  && grep -q "Subject: Trial e2e-alpha reminder" <<< "$OUT" \
+  && grep -q "Defined-By: trialwatch" <<< "$OUT"; then
   pass "journalctl -x shows the catalog text"
 else
   fail "journalctl -x shows the catalog text" "$(echo "$OUT" | tail -n 5 | tr '\n' ' ')"
@@ -254,7 +254,7 @@ fi
 
 OUT=$(as e2e-reader start e2e-by-reader --duration 1h 2>&1)
 RC=$?
-if [ $RC -ne 0 ] && echo "$OUT" | grep -qi permission; then
+if [ $RC -ne 0 ] && grep -qi permission <<< "$OUT"; then
   pass "a member of trialwatch only is refused start (exit $RC: $OUT)"
 else
   fail "a member of trialwatch only is refused start" \
@@ -270,7 +270,7 @@ fi
 
 OUT=$(as e2e-outsider list 2>&1)
 RC=$?
-if [ $RC -ne 0 ] && echo "$OUT" | grep -qi permission; then
+if [ $RC -ne 0 ] && grep -qi permission <<< "$OUT"; then
   pass "a user outside the groups cannot connect (exit $RC)"
 else
   fail "a user outside the groups cannot connect" "exit $RC: $(echo "$OUT" | tr '\n' ' ')"

@@ -100,14 +100,16 @@ else
 fi
 
 # systemd's trigger on /usr/lib/systemd/catalog ran journalctl --update-catalog.
-if ct journalctl --list-catalog 2> /dev/null | grep -q 'e0431c29206b4f89b9db88d7e38907bc'; then
+# (Captured first: grep -q leaves early, and under pipefail journalctl's SIGPIPE would fail it.)
+CATALOG=$(ct journalctl --list-catalog 2> /dev/null)
+if grep -q 'e0431c29206b4f89b9db88d7e38907bc' <<< "$CATALOG"; then
   pass "install: the journal catalog knows trialwatch's messages"
 else
   fail "install: the journal catalog knows trialwatch's messages" "no e0431c29... in journalctl --list-catalog"
 fi
 
 CONFFILES=$(ct dpkg-query -W -f='${Conffiles}' trialwatch)
-if echo "$CONFFILES" | grep -q '^ /etc/trialwatch/trialwatch.conf '; then
+if grep -q '^ /etc/trialwatch/trialwatch.conf ' <<< "$CONFFILES"; then
   pass "install: /etc/trialwatch/trialwatch.conf is a conffile"
 else
   fail "install: /etc/trialwatch/trialwatch.conf is a conffile" "conffiles: $(echo "$CONFFILES" | tr '\n' ' ')"
@@ -177,7 +179,7 @@ else
 fi
 OUT=$(ct trialwatchd --restore /root/trials.backup 2>&1)
 RC=$?
-if [ $RC -eq 1 ] && echo "$OUT" | grep -q "stop" && [ "$(show ActiveState)" = active ]; then
+if [ $RC -eq 1 ] && grep -q "stop" <<< "$OUT" && [ "$(show ActiveState)" = active ]; then
   pass "trialwatchd --restore is refused while the service runs (exit 1)"
 else
   fail "trialwatchd --restore is refused while the service runs" "exit $RC: $(echo "$OUT" | tr '\n' ' ')"
