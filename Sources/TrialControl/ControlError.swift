@@ -19,11 +19,17 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public var problem: String?
     public var limit: Int?
     public var message: String?
+    public var cursor: String?
+    public var resumeAfter: String?
+    public var oldest: String?
+    public var last: String?
+    public var name: String?
 
     public init(
       id: String? = nil, subject: String? = nil, state: String? = nil, method: String? = nil, uid: Int? = nil,
       interface: String? = nil, parameter: String? = nil, problem: String? = nil, limit: Int? = nil,
-      message: String? = nil
+      message: String? = nil, cursor: String? = nil, resumeAfter: String? = nil, oldest: String? = nil,
+      last: String? = nil, name: String? = nil
     ) {
       self.id = id
       self.subject = subject
@@ -35,6 +41,11 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.problem = problem
       self.limit = limit
       self.message = message
+      self.cursor = cursor
+      self.resumeAfter = resumeAfter
+      self.oldest = oldest
+      self.last = last
+      self.name = name
     }
   }
 
@@ -57,6 +68,10 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let messageTooLarge = "io.trialwatch.MessageTooLarge"
     public static let tooManyConnections = "io.trialwatch.TooManyConnections"
     public static let internalError = "io.trialwatch.InternalError"
+    public static let eventsPruned = "io.trialwatch.EventsPruned"
+    public static let cursorNotFound = "io.trialwatch.CursorNotFound"
+    public static let consumerNotFound = "io.trialwatch.ConsumerNotFound"
+    public static let consumerExists = "io.trialwatch.ConsumerExists"
   }
 
   public static func interfaceNotFound(_ interface: String) -> Self {
@@ -118,6 +133,18 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self = .invalidParameter(name, problem: problem)
     case .idSpaceExhausted:
       self = .internalError(error.description)
+    case .cursorPruned(let cursor, let resumeAfter, let oldest):
+      self.init(
+        name: Name.eventsPruned,
+        parameters: Parameters(
+          cursor: cursor.description, resumeAfter: resumeAfter.description, oldest: oldest?.description))
+    case .cursorAhead(let cursor, let last):
+      self.init(
+        name: Name.cursorNotFound, parameters: Parameters(cursor: cursor.description, last: last.description))
+    case .consumerNotFound(let name):
+      self.init(name: Name.consumerNotFound, parameters: Parameters(name: name))
+    case .consumerExists(let name):
+      self.init(name: Name.consumerExists, parameters: Parameters(name: name))
     }
   }
 
@@ -148,6 +175,14 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     case Name.tooManyConnections:
       return "too many connections to the daemon (limit \(p.limit.map(String.init) ?? "?"))"
     case Name.internalError: return "internal error: \(p.message ?? "?")"
+    case Name.eventsPruned:
+      return "events after cursor \(p.cursor ?? "?") were pruned from the event log (the oldest kept is "
+        + "\(p.oldest ?? "none"); resume after \(p.resumeAfter ?? "?"))"
+    case Name.cursorNotFound:
+      return "cursor \(p.cursor ?? "?") lies beyond the newest event logged (\(p.last ?? "?")): "
+        + "it is not from this store's event log"
+    case Name.consumerNotFound: return "no consumer named \"\(p.name ?? "?")\""
+    case Name.consumerExists: return "a consumer named \"\(p.name ?? "?")\" already exists"
     default:
       let text = WireCoding.text(p)
       return text == "{}" ? name : "\(name) \(text)"

@@ -62,7 +62,16 @@ public enum Trials {
   public static let getPlan = VarlinkMethod<GetPlanParameters, EventsReply>(interface, "GetPlan")
   public static let simulate = VarlinkMethod<SimulateParameters, EventsReply>(interface, "Simulate")
   public static let getStatus = VarlinkMethod<NoParameters, GetStatusReply>(interface, "GetStatus")
-  public static let watch = VarlinkMethod<NoParameters, WatchReply>(interface, "Watch", .stream)
+  public static let watch = VarlinkMethod<WatchParameters, WatchReply>(interface, "Watch", .stream)
+  public static let getEventLog = VarlinkMethod<NoParameters, GetEventLogReply>(interface, "GetEventLog")
+  public static let createConsumer = VarlinkMethod<CreateConsumerParameters, ConsumerReply>(
+    interface, "CreateConsumer", .change)
+  public static let getConsumer = VarlinkMethod<ConsumerNameParameters, ConsumerReply>(interface, "GetConsumer")
+  public static let listConsumers = VarlinkMethod<NoParameters, ListConsumersReply>(interface, "ListConsumers")
+  public static let acknowledgeEvent = VarlinkMethod<AcknowledgeEventParameters, ConsumerReply>(
+    interface, "AcknowledgeEvent", .change)
+  public static let removeConsumer = VarlinkMethod<ConsumerNameParameters, EmptyReply>(
+    interface, "RemoveConsumer", .change)
 }
 
 /// The interfaces the daemon offers, with their definitions embedded from the `.varlink`

@@ -88,6 +88,10 @@ public struct EventObject: Codable, Hashable, Sendable {
   public var takenAt: Date?
   /// How late it was taken, when it was late.
   public var lateness: Span?
+  /// The trial's end in the event's revision.
+  public var endsAt: Date?
+  /// Its place in the event log (events taken; from Watch, always).
+  public var cursor: EventCursor?
 
   public init(
     id: EventID, subject: String? = nil, state: State, due: Date, reason: String? = nil,
@@ -106,6 +110,8 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.detail = detail
     self.takenAt = takenAt
     self.lateness = lateness.map(Span.init)
+    self.endsAt = id.kind.reminderOffset.map { due.adding($0) } ?? due
+    self.cursor = nil
   }
 
   /// An event not yet taken.
@@ -122,6 +128,12 @@ public struct EventObject: Codable, Hashable, Sendable {
       state: reason != nil ? .skipped : entry.isDelivered ? .delivered : .fired, due: entry.event.due,
       reason: reason?.code, detail: reason?.description, takenAt: entry.takenAt,
       lateness: entry.isLate ? entry.lateness : nil)
+  }
+
+  /// An event of the log, with its cursor.
+  public init(_ logged: LoggedEvent) {
+    self.init(logged.entry, subject: logged.subject)
+    cursor = logged.cursor
   }
 
   /// An event as the planner takes it (for Simulate): fired or skipped.

@@ -13,6 +13,10 @@ public final class InMemoryTrialRepository: TrialRepository {
     var ledgerByTrial: [TrialID: Set<EventID>] = [:]
     var outbox: Set<EventID> = []
     var lastSeen: Date?
+    /// The event log, in cursor order.
+    var events: [LoggedEvent] = []
+    var eventBounds = EventLogBounds()
+    var consumers: [String: ConsumerRecord] = [:]
   }
 
   private var state = State()
@@ -76,6 +80,24 @@ public final class InMemoryTrialRepository: TrialRepository {
 
     func lastSeenWallTime() throws -> Date? { state.lastSeen }
 
+    func eventLogBounds() throws -> EventLogBounds { state.eventBounds }
+
+    func scanEvents(after: EventCursor, _ body: (LoggedEvent) throws -> Bool) throws {
+      // Cursors are consecutive from the oldest kept: the first after `after` is found by index.
+      let start = Int(clamping: after.sequence) - Int(clamping: state.eventBounds.prunedThrough.sequence)
+      for event in state.events[max(0, min(start, state.events.count))...] {
+        guard try body(event) else { return }
+      }
+    }
+
+    func consumer(named name: String) throws -> ConsumerRecord? { state.consumers[name] }
+
+    func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws {
+      for name in state.consumers.keys.sorted() {
+        guard try body(state.consumers[name]!) else { return }
+      }
+    }
+
     func putTrial(_ trial: Trial) throws {
       state.trials[trial.id] = trial
       if trial.isActive { state.subjects[trial.subject] = trial.id }
@@ -92,6 +114,30 @@ public final class InMemoryTrialRepository: TrialRepository {
     }
 
     func setLastSeenWallTime(_ date: Date) throws { state.lastSeen = date }
+
+    func appendEvent(_ entry: LedgerEntry, subject: String) throws -> LoggedEvent {
+      var entry = entry
+      entry.deliveredAt = nil
+      let event = LoggedEvent(cursor: state.eventBounds.last.next, entry: entry, subject: subject)
+      state.events.append(event)
+      state.eventBounds.last = event.cursor
+      state.eventBounds.count += 1
+      return event
+    }
+
+    func pruneEvents(through: EventCursor) throws -> Int {
+      let count = state.events.prefix { $0.cursor <= through }.count
+      state.events.removeFirst(count)
+      state.eventBounds.count -= count
+      state.eventBounds.prunedThrough = max(state.eventBounds.prunedThrough, min(through, state.eventBounds.last))
+      return count
+    }
+
+    func putConsumer(_ consumer: ConsumerRecord) throws { state.consumers[consumer.name] = consumer }
+
+    func removeConsumer(named name: String) throws -> Bool {
+      state.consumers.removeValue(forKey: name) != nil
+    }
   }
 }
 

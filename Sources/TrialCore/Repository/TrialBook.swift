@@ -29,7 +29,7 @@ extension TrialRepository {
   }
 
   /// Records taken events exactly once, in one transaction (see `TrialBook.commit`).
-  public func commit(_ due: [DueEvent], now: Date) throws -> [LedgerEntry] {
+  public func commit(_ due: [DueEvent], now: Date) throws -> [LoggedEvent] {
     try write { txn in try TrialBook.commit(in: txn, due, now: now) }
   }
 
@@ -137,7 +137,7 @@ public enum TrialBook {
       id: id, subject: subject, period: TrialPeriod(startDate: now, endDate: endDate), reminders: reminders)
     try txn.putTrial(trial)
     let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtStart)
-    for event in skipped { try txn.putLedgerEntry(LedgerEntry(event, deliveredAt: now)) }
+    try recordSkipped(skipped, of: trial, in: txn, now: now)
     return (trial, skipped)
   }
 
@@ -152,7 +152,7 @@ public enum TrialBook {
     trial.reschedule(endDate: endDate)
     try txn.putTrial(trial)
     let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtExtension)
-    for event in skipped { try txn.putLedgerEntry(LedgerEntry(event, deliveredAt: now)) }
+    try recordSkipped(skipped, of: trial, in: txn, now: now)
     return (trial, skipped)
   }
 
@@ -168,19 +168,20 @@ public enum TrialBook {
     return trial
   }
 
-  /// Records taken events exactly once: each goes into the ledger and the outbox, and a
-  /// fired expiry moves its trial to `expired`. Events already in the ledger, or not of
-  /// their trial's current active revision, are left out. Also records `now` as the last
-  /// wall time seen. Returns the entries recorded, in order.
+  /// Records taken events exactly once: each goes into the ledger, the outbox and the event
+  /// log, and a fired expiry moves its trial to `expired`. Events already in the ledger, or
+  /// not of their trial's current active revision, are left out. Also records `now` as the
+  /// last wall time seen. Returns the events recorded, in the order given, with their cursors
+  /// (which follow that order).
   public static func commit(in txn: any TrialWriteTransaction, _ due: [DueEvent], now: Date) throws
-    -> [LedgerEntry]
+    -> [LoggedEvent]
   {
     // Applied in event-id order, which keeps each trial's events in due order and lets a
     // file store visit its pages in key order; returned in the order given.
     let order = due.indices.sorted {
       due[$0].event.id != due[$1].event.id ? due[$0].event.id < due[$1].event.id : $0 < $1
     }
-    var recorded = [LedgerEntry?](repeating: nil, count: due.count)
+    var recorded = [(LedgerEntry, String)?](repeating: nil, count: due.count)
     for index in order {
       let item = due[index]
       guard try txn.ledgerEntry(item.event.id) == nil,
@@ -194,10 +195,22 @@ public enum TrialBook {
         trial.endedAt = item.takenAt
         try txn.putTrial(trial)
       }
-      recorded[index] = entry
+      recorded[index] = (entry, trial.subject)
     }
     try txn.setLastSeenWallTime(now)
-    return recorded.compactMap { $0 }
+    return try recorded.compactMap { item in try item.map { try txn.appendEvent($0.0, subject: $0.1) } }
+  }
+
+  /// Records reminders skipped as a trial starts or moves: in the ledger as delivered (the
+  /// journal does not carry them) and in the event log.
+  static func recordSkipped(_ skipped: [DueEvent], of trial: Trial, in txn: any TrialWriteTransaction, now: Date)
+    throws
+  {
+    for event in skipped {
+      let entry = LedgerEntry(event, deliveredAt: now)
+      try txn.putLedgerEntry(entry)
+      _ = try txn.appendEvent(entry, subject: trial.subject)
+    }
   }
 
   static func skippedReminders(of trial: Trial, now: Date, reason: SkipReason) -> [DueEvent] {

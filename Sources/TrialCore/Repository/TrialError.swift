@@ -9,6 +9,12 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case notActive(TrialID, TrialState)
     case invalidParameter(name: String, problem: String)
     case idSpaceExhausted(attempts: Int)
+    /// The events after `cursor` are no longer all kept: the oldest kept follows `resumeAfter`.
+    case cursorPruned(cursor: EventCursor, resumeAfter: EventCursor, oldest: EventCursor?)
+    /// `cursor` lies beyond the newest event logged (`last`): it is not from this store's log.
+    case cursorAhead(cursor: EventCursor, last: EventCursor)
+    case consumerNotFound(name: String)
+    case consumerExists(name: String)
   }
 
   public var code: Code
@@ -39,6 +45,13 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case .notActive(let id, let state): "trial \(id) is not active (it is \(state.rawValue))"
     case .invalidParameter(let name, let problem): "invalid \(name): \(problem)"
     case .idSpaceExhausted(let attempts): "no unused trial id found after \(attempts) attempts"
+    case .cursorPruned(let cursor, let resumeAfter, let oldest):
+      "events after cursor \(cursor) were pruned from the event log; the oldest kept is "
+        + (oldest.map { "\($0)" } ?? "none") + " (resume after \(resumeAfter))"
+    case .cursorAhead(let cursor, let last):
+      "cursor \(cursor) lies beyond the newest event logged (\(last)): it is not from this store's log"
+    case .consumerNotFound(let name): "no consumer named \"\(name)\""
+    case .consumerExists(let name): "a consumer named \"\(name)\" already exists"
     }
   }
 }

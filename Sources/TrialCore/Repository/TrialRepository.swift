@@ -17,6 +17,13 @@ public protocol TrialReadTransaction {
   func scanOutbox(_ body: (LedgerEntry) throws -> Bool) throws
   /// The wall time the daemon last recorded, to notice a backward clock step across restarts.
   func lastSeenWallTime() throws -> Date?
+  /// Where the event log stands.
+  func eventLogBounds() throws -> EventLogBounds
+  /// Logged events after `after`, in cursor order, until `body` returns false.
+  func scanEvents(after: EventCursor, _ body: (LoggedEvent) throws -> Bool) throws
+  func consumer(named name: String) throws -> ConsumerRecord?
+  /// Every consumer, in name order, until `body` returns false.
+  func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws
 }
 
 /// Writes inside one transaction: all of them land, or none.
@@ -28,6 +35,16 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
   /// delivered one is removed from it.
   func putLedgerEntry(_ entry: LedgerEntry) throws
   func setLastSeenWallTime(_ date: Date) throws
+  /// Appends a taken event to the event log under the next cursor.
+  func appendEvent(_ entry: LedgerEntry, subject: String) throws -> LoggedEvent
+  /// Removes every logged event up to and including `through`, which becomes the log's
+  /// `prunedThrough` (never moving back). Returns how many were removed.
+  @discardableResult
+  func pruneEvents(through: EventCursor) throws -> Int
+  /// Inserts or replaces a consumer.
+  func putConsumer(_ consumer: ConsumerRecord) throws
+  /// Removes a consumer; false when there was none of that name.
+  func removeConsumer(named name: String) throws -> Bool
 }
 
 /// Where trials and the event ledger live. Implementations: the LMDB file store
