@@ -118,6 +118,14 @@ public final class VarlinkClient {
 
   /// The next message from the service, error replies included.
   public func receive() throws(VarlinkClientError) -> VarlinkReply {
+    // Without a descriptor to watch, the wait ends only with a message.
+    try receive(interruptedBy: nil)!
+  }
+
+  /// The next message from the service, or nil as soon as `interrupt` (the read end of a pipe
+  /// another thread writes to) can be read before a whole message has arrived: a wait for a
+  /// reply that a stop request can end. What was read of a message stays buffered.
+  public func receive(interruptedBy interrupt: Int32?) throws(VarlinkClientError) -> VarlinkReply? {
     while true {
       let frame: ArraySlice<UInt8>?
       do {
@@ -133,6 +141,7 @@ public final class VarlinkClient {
         }
       }
       guard fd >= 0 else { throw .closedByService(path: path) }
+      if let interrupt, !waitReadable(interrupt) { return nil }
       let result = readBuffer.withUnsafeMutableBytes { buffer in
         Result { () throws(UnixSocket.Failure) in try UnixSocket.read(fd, into: buffer) }
       }
@@ -150,6 +159,16 @@ public final class VarlinkClient {
       }
       readBuffer.withUnsafeBytes { frames.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
     }
+  }
+
+  /// Waits until the socket can be read (true) or `interrupt` can (false), whichever first.
+  private func waitReadable(_ interrupt: Int32) -> Bool {
+    var descriptors = [
+      pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: interrupt, events: Int16(POLLIN), revents: 0),
+    ]
+    while poll(&descriptors, 2, -1) < 0 && errno == EINTR {}
+    return descriptors[1].revents == 0
   }
 
   /// The reply's parameters as `R`, or the error it carries, thrown.
