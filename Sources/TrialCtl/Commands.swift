@@ -61,6 +61,11 @@ struct Session {
     }
   }
 
+  /// Calls a method without printing its reply, even with `--json`.
+  func quietly<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P) throws -> R {
+    try quietly { () throws(VarlinkClientError) in try client.call(method, parameters) }
+  }
+
   private func quietly<T>(_ body: () throws(VarlinkClientError) -> T) throws -> T {
     do {
       return try body()
@@ -122,6 +127,22 @@ enum Arguments {
     } catch let error as TimeSpan.ParseError {
       throw ValidationError("\(option): \(error.description) (use systemd's syntax, e.g. 5d, 36h, 1d 12h)")
     }
+  }
+
+  static func cursor(_ text: String, _ what: String) throws -> EventCursor {
+    guard let cursor = EventCursor(text) else {
+      throw ValidationError(
+        "\(what): \"\(text)\" is not an event cursor (16 hexadecimal digits, as watch and event-log print them)"
+      )
+    }
+    return cursor
+  }
+
+  static func consumerName(_ text: String) throws -> String {
+    if let problem = ConsumerRecord.validateName(text) {
+      throw ValidationError("NAME: the consumer name \"\(text)\" \(problem)")
+    }
+    return text
   }
 
   static func date(_ text: String, option: String) throws -> Date {
@@ -368,34 +389,6 @@ struct Simulate: ParsableCommand, CtlCommand {
     let reply = try session.call(Trials.simulate, SimulateParameters(at: target))
     if !session.json {
       session.presenter.present(simulation: reply.events, until: target.resolve(now: environment.clock.now()))
-    }
-  }
-}
-
-struct Watch: ParsableCommand, CtlCommand {
-  static let configuration = CommandConfiguration(
-    abstract: "Print events as they fire, until interrupted.",
-    discussion: "Example: trialwatchctl watch --json | jq .event.subject")
-
-  @OptionGroup var global: GlobalOptions
-
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
-    do {
-      try session.client.stream(Trials.watch, NoParameters()) { reply in
-        guard let event = reply.event else {
-          session.presenter.presentWatchStarted()
-          return true
-        }
-        if session.json {
-          environment.output.write(line: WireCoding.text(reply))
-        } else {
-          session.presenter.present(watchedEvent: event)
-        }
-        return true
-      }
-    } catch let error as VarlinkClientError {
-      throw CtlFailure(error)
     }
   }
 }

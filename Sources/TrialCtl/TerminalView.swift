@@ -78,6 +78,23 @@ public final class TerminalView: TrialPresenterOutput {
     writeDetails(viewModel.details)
   }
 
+  public func showDetails(_ viewModel: DetailsViewModel) {
+    output.write(line: viewModel.headline)
+    writeDetails(viewModel.details)
+  }
+
+  public func showConsumers(_ viewModel: ConsumerListViewModel) {
+    if viewModel.table.rows.isEmpty {
+      output.write(line: viewModel.emptyMessage)
+    } else {
+      writeTable(viewModel.table)
+    }
+  }
+
+  public func showMessage(_ text: String) {
+    output.write(line: text)
+  }
+
   public func showNotice(_ text: String) {
     notices.write(line: text)
   }

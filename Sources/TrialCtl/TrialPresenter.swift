@@ -101,6 +101,11 @@ public protocol TrialPresenterOutput: AnyObject {
   func showEvents(_ viewModel: EventListViewModel)
   func showEventLine(_ viewModel: EventLineViewModel)
   func showStatus(_ viewModel: StatusViewModel)
+  /// The event log, or one consumer: a headline and labelled values.
+  func showDetails(_ viewModel: DetailsViewModel)
+  func showConsumers(_ viewModel: ConsumerListViewModel)
+  /// A line of output that says what a command did, such as "Removed consumer mailer."
+  func showMessage(_ text: String)
   /// A short notice for the reader (on standard error), such as "watching for events".
   func showNotice(_ text: String)
 }
@@ -108,8 +113,8 @@ public protocol TrialPresenterOutput: AnyObject {
 /// Turns trials, events and daemon status into view models: days left rounded up, dates in
 /// the reader's time zone and locale, state words. The one place display formatting lives.
 public final class TrialPresenter {
-  private let output: any TrialPresenterOutput
-  private let clock: any WallClock
+  let output: any TrialPresenterOutput
+  let clock: any WallClock
   private let calendar: Calendar
   private let dateFormatter: DateFormatter
 
@@ -171,9 +176,11 @@ public final class TrialPresenter {
         emptyMessage: "Nothing would fire."))
   }
 
+  /// One line per event; with its cursor first when it has one (events of the log do).
   public func present(watchedEvent event: EventObject) {
     let subject = event.subject ?? event.trialId.description
     var line = "\(date(event.takenAt ?? event.due))  \(subject)  \(eventName(event))  \(eventState(event))"
+    if let cursor = event.cursor { line = "\(cursor)  " + line }
     if event.state == .skipped {
       line += " (\(reasonText(event)))"
     } else {
@@ -286,11 +293,11 @@ public final class TrialPresenter {
   }
 
   /// Uptime, lateness and time to go: `2h 13min` (`TimeSpan.Style.brief`).
-  private func brief(_ span: Duration) -> String {
+  func brief(_ span: Duration) -> String {
     TimeSpan.format(span, style: .brief)
   }
 
-  private func relative(_ date: Date, now: Date) -> String {
+  func relative(_ date: Date, now: Date) -> String {
     let span = date.duration(since: now)
     return span >= .zero ? "in \(brief(span))" : "overdue by \(brief(.zero - span))"
   }
@@ -299,14 +306,14 @@ public final class TrialPresenter {
     offsets.isEmpty ? "none" : offsets.map(TimeSpan.format).joined(separator: ", ") + " before the end"
   }
 
-  private func eventName(_ event: EventObject) -> String {
+  func eventName(_ event: EventObject) -> String {
     switch event.kind {
     case .expiry: "expiry"
     case .reminder: "reminder \(event.offset?.description ?? "?") before the end"
     }
   }
 
-  private func eventState(_ event: EventObject) -> String {
+  func eventState(_ event: EventObject) -> String {
     switch event.state {
     case .pending: "pending"
     case .fired: "fired"
@@ -324,11 +331,11 @@ public final class TrialPresenter {
     }
   }
 
-  private func lateText(_ event: EventObject) -> String {
+  func lateText(_ event: EventObject) -> String {
     event.lateness.map { ", late by \(brief($0.duration))" } ?? ""
   }
 
-  private func reasonText(_ event: EventObject) -> String {
+  func reasonText(_ event: EventObject) -> String {
     event.detail ?? event.reason ?? "no reason given"
   }
 

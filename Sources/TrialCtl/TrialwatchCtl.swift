@@ -106,7 +106,18 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
       return
     }
     switch remote.name {
-    case ControlError.Name.trialNotFound: self.init(remote.description, exitCode: .notFound)
+    case ControlError.Name.trialNotFound, ControlError.Name.consumerNotFound:
+      self.init(remote.description, exitCode: .notFound)
+    case ControlError.Name.cursorNotFound:
+      self.init(
+        remote.description
+          + "\nThe newest cursor is \(remote.parameters.last ?? "?"): trialwatchctl event-log",
+        exitCode: .notFound)
+    case ControlError.Name.eventsPruned:
+      let resume = remote.parameters.resumeAfter ?? "?"
+      self.init(
+        remote.description + "\nTo read from the oldest event kept, pass --after \(resume)",
+        exitCode: .failure)
     case ControlError.Name.permissionDenied: self.init(remote.description, exitCode: .permissionDenied)
     case ControlError.Name.invalidParameter: self.init(remote.description, exitCode: .usage)
     default: self.init(remote.description, exitCode: .failure)
@@ -118,11 +129,15 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
 public struct TrialwatchCtl: ParsableCommand {
   public static let configuration = CommandConfiguration(
     commandName: "trialwatchctl",
-    abstract: "Start, query, extend and end trials kept by the trialwatch daemon.",
+    abstract: "Start, query, extend and end trials kept by the trialwatch daemon, and act on their events.",
     discussion: """
       Talks to trialwatchd over its Varlink socket: --socket, else $TRIALWATCH_SOCKET, else \
       \(VarlinkInterfaces.defaultSocketPath). Reading needs access to the socket; starting, extending and \
-      ending trials also need root, the daemon's user or its control group.
+      ending trials, and creating, removing and acknowledging for consumers, also need root, the daemon's \
+      user or its control group.
+
+      Every event the daemon takes is logged with a cursor: watch --after resumes after one, and a \
+      consumer is a named position in the log that consume moves on as its command handles each event.
 
       Spans use systemd's syntax (5d, 36h, 1d 12h, 90s); times are RFC 3339 (2025-03-01T12:00:00Z). \
       Human output shows dates in your time zone (TZ) and locale; --json prints the daemon's replies, \
@@ -132,13 +147,13 @@ public struct TrialwatchCtl: ParsableCommand {
         0  success
         1  failure: the daemon refused the request (e.g. the trial has ended)
         2  usage: invalid arguments or parameters
-        3  not found: no such trial
+        3  not found: no such trial, consumer or cursor
         4  permission denied
         5  daemon unreachable (check: systemctl status trialwatch)
       """,
     subcommands: [
       Start.self, Status.self, List.self, Extend.self, End.self, Plan.self, Simulate.self, Watch.self,
-      DaemonStatus.self,
+      DaemonStatus.self, EventLog.self, Consumers.self, ConsumerCommand.self, Consume.self,
     ])
 
   public init() {}

@@ -150,6 +150,7 @@ struct CommandPage {
     let own = subcommand.displayedArguments.filter { !commonIdentities.contains($0.identity) }
     let positionals = own.filter { $0.kind == .positional }.map { argument in
       let name = Roff.italic(argument.valueName ?? "value") + (argument.isRepeating ? " ..." : "")
+      if argument.followsTerminator { return "\\-\\- " + name }
       return argument.isOptional ? "[" + name + "]" : name
     }
     page.item(([Roff.bold(subcommand.commandName)] + positionals).joined(separator: " "))
@@ -202,10 +203,20 @@ struct CommandPage {
   }
 
   /// The subcommands a page describes: not ArgumentParser's own `help`, which `-h, --help`
-  /// stands for.
+  /// stands for. A group of subcommands (`consumer`) is described as its members, each
+  /// named with the group's name first (`consumer create`).
   static func subcommands(of command: CommandInfo) -> [CommandInfo] {
-    command.displayedSubcommands.filter {
+    let own = command.displayedSubcommands.filter {
       !($0.commandName == "help" && $0.abstract == "Show subcommand help information.")
+    }
+    return own.flatMap { subcommand -> [CommandInfo] in
+      let members = subcommands(of: subcommand)
+      guard !members.isEmpty else { return [subcommand] }
+      return members.map { member in
+        var named = member
+        named.commandName = subcommand.commandName + " " + member.commandName
+        return named
+      }
     }
   }
 
@@ -215,6 +226,9 @@ struct CommandPage {
     let repeating = argument.isRepeating ? " ..." : ""
     switch argument.kind {
     case .positional:
+      if argument.followsTerminator {
+        return ".RI \"\\-\\- \" \(value)" + (repeating.isEmpty ? "" : " \"\(repeating)\"")
+      }
       return argument.isOptional ? ".RI [ \(value)\(repeating) ]" : ".I \(value)\(repeating)"
     case .flag:
       guard argument.identity != "--help" else { return nil }

@@ -70,6 +70,11 @@ public struct ArgumentInfo: Decodable, Hashable, Sendable {
   public var defaultValue: String?
   public var allValues: [String]?
   public var shouldDisplay: Bool?
+  /// `postTerminator` for the words after `--` (`consume NAME -- COMMAND ...`).
+  public var parsingStrategy: String?
+
+  /// Whether the argument is the words after `--`.
+  public var followsTerminator: Bool { parsingStrategy == "postTerminator" }
 
   /// What identifies the argument within its command: its preferred name, else its value name.
   public var identity: String { preferredName?.spelled ?? valueName ?? "" }

@@ -105,11 +105,19 @@ public enum TrialwatchManual {
       .init(
         socket,
         "The daemon's control socket, a Varlink socket: mode 0660, group trialwatch. Changing trials also "
-          + "needs root, the daemon's user or its control group (ControlGroup=, default trialwatch-admin).")
+          + "needs root, the daemon's user or its control group (ControlGroup=, default trialwatch-admin)."),
+      .init(
+        "/usr/lib/systemd/system/trialwatch-consumer@.service",
+        "The unit that runs consume for the consumer named by its instance, as the user "
+          + "trialwatch-consumer, with COMMAND= (and CONSUME_OPTIONS=) from the instance's configuration."),
+      .init(
+        "/etc/trialwatch/consumers/NAME.conf",
+        "The configuration of the consumer NAME for that unit; a commented sample is "
+          + "/usr/share/doc/trialwatch/examples/consumer.conf."),
     ],
     seeAlso: [
-      PageReference("journalctl", 1), PageReference("systemctl", 1), PageReference("trialwatch.conf", 5),
-      PageReference("trialwatchd", 8),
+      PageReference("journalctl", 1), PageReference("systemctl", 1), PageReference("systemd.exec", 5),
+      PageReference("trialwatch.conf", 5), PageReference("trialwatchd", 8),
     ])
 
   static let daemonExtras = PageExtras(

@@ -18,6 +18,9 @@ final class SpyOutput: TrialPresenterOutput {
   var eventLines: [EventLineViewModel] = []
   var statuses: [StatusViewModel] = []
   var notices: [String] = []
+  var details: [DetailsViewModel] = []
+  var consumerLists: [ConsumerListViewModel] = []
+  var messages: [String] = []
 
   func showTrial(_ viewModel: TrialViewModel) { trials.append(viewModel) }
   func showTrialList(_ viewModel: TrialListViewModel) { lists.append(viewModel) }
@@ -25,6 +28,9 @@ final class SpyOutput: TrialPresenterOutput {
   func showEventLine(_ viewModel: EventLineViewModel) { eventLines.append(viewModel) }
   func showStatus(_ viewModel: StatusViewModel) { statuses.append(viewModel) }
   func showNotice(_ text: String) { notices.append(text) }
+  func showDetails(_ viewModel: DetailsViewModel) { details.append(viewModel) }
+  func showConsumers(_ viewModel: ConsumerListViewModel) { consumerLists.append(viewModel) }
+  func showMessage(_ text: String) { messages.append(text) }
 }
 
 @Suite struct PresenterTests {

@@ -38,10 +38,17 @@ import TrialDaemon
     let commands = Pages.items(sections["COMMANDS"] ?? [])
     let outer = Pages.outerItems(sections["COMMANDS"] ?? [])
     let synopsis = sections["SYNOPSIS"] ?? []
-    let subcommands = info.command.displayedSubcommands.filter { $0.commandName != "help" }
-    #expect(subcommands.count == 9)
+    // The members of a group (consumer) are described one by one, as `consumer create`.
+    let subcommands = CommandPage.subcommands(of: info.command)
+    #expect(subcommands.count == 16)
     #expect(
-      outer.map { $0.tag.split(separator: " ").first.map(String.init) } == subcommands.map(\.commandName))
+      subcommands.filter { $0.commandName.hasPrefix("consumer ") }.map(\.commandName) == [
+        "consumer create", "consumer show", "consumer remove", "consumer ack",
+      ])
+    #expect(outer.count == subcommands.count)
+    for (item, subcommand) in zip(outer, subcommands) {
+      #expect(item.tag.hasPrefix(subcommand.commandName), "\(item.tag) describes \(subcommand.commandName)")
+    }
     for subcommand in subcommands {
       #expect(synopsis.contains(".B \(subcommand.commandName)"), "\(subcommand.commandName) in SYNOPSIS")
       for argument in subcommand.displayedArguments {
