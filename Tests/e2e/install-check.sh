@@ -51,9 +51,9 @@ fi
 
 EXPECTED=$TMP/expected.txt
 {
-  for dir in etc etc/trialwatch etc/trialwatch/trialwatch.conf.d usr usr/bin usr/lib usr/lib/systemd \
-    usr/lib/systemd/catalog usr/lib/systemd/system usr/lib/sysusers.d usr/share usr/share/doc \
-    usr/share/doc/trialwatch usr/share/man usr/share/man/man1 usr/share/man/man5 usr/share/man/man8 \
+  for dir in etc etc/trialwatch etc/trialwatch/trialwatch.conf.d etc/trialwatch/consumers usr usr/bin usr/lib \
+    usr/lib/systemd usr/lib/systemd/catalog usr/lib/systemd/system usr/lib/sysusers.d usr/share usr/share/doc \
+    usr/share/doc/trialwatch usr/share/doc/trialwatch/examples usr/share/man usr/share/man/man1 usr/share/man/man5 usr/share/man/man8 \
     usr/share/bash-completion usr/share/bash-completion/completions usr/share/zsh \
     usr/share/zsh/vendor-completions usr/share/fish usr/share/fish/vendor_completions.d; do
     echo "755 d $dir"
@@ -70,8 +70,10 @@ EXPECTED=$TMP/expected.txt
   echo "644 f usr/lib/systemd/catalog/trialwatch.catalog"
   echo "644 f usr/lib/systemd/system/trialwatch.service"
   echo "644 f usr/lib/systemd/system/trialwatch.socket"
+  echo "644 f usr/lib/systemd/system/trialwatch-consumer@.service"
   echo "644 f usr/lib/sysusers.d/trialwatch.conf"
   echo "644 f usr/share/doc/trialwatch/README.md"
+  echo "644 f usr/share/doc/trialwatch/examples/consumer.conf"
 } | sort -k3 > "$EXPECTED"
 if DIFF=$(diff "$EXPECTED" <(tree "$A")); then
   pass "installed tree and modes as documented"
@@ -82,6 +84,8 @@ fi
 same() { cmp -s "$1" "$2"; }
 if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service" \
   && same systemd/trialwatch.socket "$A/usr/lib/systemd/system/trialwatch.socket" \
+  && same systemd/trialwatch-consumer@.service "$A/usr/lib/systemd/system/trialwatch-consumer@.service" \
+  && same etc/consumer.conf "$A/usr/share/doc/trialwatch/examples/consumer.conf" \
   && same systemd/trialwatch.sysusers "$A/usr/lib/sysusers.d/trialwatch.conf" \
   && same systemd/trialwatch.catalog "$A/usr/lib/systemd/catalog/trialwatch.catalog" \
   && same etc/trialwatch.conf "$A/etc/trialwatch/trialwatch.conf" \
@@ -120,7 +124,13 @@ if command -v systemd-analyze > /dev/null; then
     sed "s|^ExecStart=/usr/bin/trialwatchd|ExecStart=$A/usr/bin/trialwatchd|" \
       "$A/usr/lib/systemd/system/$unit" > "$V/$unit"
   done
-  OUT=$(cd "$V" && systemd-analyze verify "$V/trialwatch.service" "$V/trialwatch.socket" 2>&1)
+  # An instance of the consumers' template, with its configuration in the verify folder.
+  echo "COMMAND='true'" > "$V/verify.conf"
+  sed -e "s|^ExecStart=/usr/bin/trialwatchctl|ExecStart=$A/usr/bin/trialwatchctl|" \
+    -e "s|^EnvironmentFile=/etc/trialwatch/consumers/%i.conf|EnvironmentFile=$V/%i.conf|" \
+    "$A/usr/lib/systemd/system/trialwatch-consumer@.service" > "$V/trialwatch-consumer@.service"
+  OUT=$(cd "$V" && systemd-analyze verify "$V/trialwatch.service" "$V/trialwatch.socket" \
+    "$V/trialwatch-consumer@verify.service" 2>&1)
   if [ $? -eq 0 ] && [ -z "$OUT" ]; then
     pass "systemd-analyze verify is clean"
   else
@@ -225,6 +235,8 @@ B=$TMP/local
 if install_into "$B" PREFIX=/usr/local \
   && [ -x "$B/usr/local/bin/trialwatchd" ] && [ -x "$B/usr/local/bin/trialwatchctl" ] \
   && grep -qx 'ExecStart=/usr/local/bin/trialwatchd' "$B/usr/local/lib/systemd/system/trialwatch.service" \
+  && grep -q '^ExecStart=/usr/local/bin/trialwatchctl consume ' \
+    "$B/usr/local/lib/systemd/system/trialwatch-consumer@.service" \
   && grep -q 'file:///usr/local/share/doc/trialwatch/' "$B/usr/local/lib/systemd/system/trialwatch.socket" \
   && [ -f "$B/usr/local/lib/sysusers.d/trialwatch.conf" ] \
   && [ -f "$B/usr/local/lib/systemd/catalog/trialwatch.catalog" ] \
