@@ -382,7 +382,7 @@ struct Watch: ParsableCommand, CtlCommand {
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
     do {
-      try session.client.stream(Trials.watch, NoParameters()) { reply in
+      try session.client.stream(Trials.watch, WatchParameters()) { reply in
         guard let event = reply.event else {
           session.presenter.presentWatchStarted()
           return true

@@ -55,6 +55,10 @@ public struct LoggedEvent: Hashable, Sendable {
   public var id: EventID { entry.id }
   public var event: TrialEvent { entry.event }
   public var fired: Bool { entry.fired }
+  public var outcome: LedgerEntry.Outcome { entry.outcome }
+  public var takenAt: Date { entry.takenAt }
+  public var isLate: Bool { entry.isLate }
+  public var lateness: Duration { entry.lateness }
   /// The end of the trial in the event's revision: the expiry's due time, or a reminder's
   /// due time plus its offset.
   public var trialEnd: Date {
