@@ -88,16 +88,21 @@ extension Engine {
   // MARK: Consumers
 
   /// Creates a consumer, durably.
-  public func createConsumer(named name: String, after: EventCursor?) throws -> (ConsumerRecord, EventCursor) {
+  public func createConsumer(named name: String, after: EventCursor?) throws -> (ConsumerRecord, EventCursor)
+  {
     let now = clock.now()
     return try repository.write { txn in
-      (try EventFeed.createConsumer(named: name, after: after, now: now, in: txn), try txn.eventLogBounds().last)
+      (
+        try EventFeed.createConsumer(named: name, after: after, now: now, in: txn),
+        try txn.eventLogBounds().last
+      )
     }
   }
 
   /// Moves a consumer's position forward, durably; then pruning may go on.
-  public func acknowledge(consumer name: String, through cursor: EventCursor) throws -> (ConsumerRecord, EventCursor)
-  {
+  public func acknowledge(consumer name: String, through cursor: EventCursor) throws -> (
+    ConsumerRecord, EventCursor
+  ) {
     let now = clock.now()
     let result = try repository.write { txn in
       (
@@ -119,7 +124,9 @@ extension Engine {
 
   public func consumer(named name: String) throws -> (ConsumerRecord, EventCursor) {
     try repository.read { txn in
-      guard let consumer = try txn.consumer(named: name) else { throw TrialError(.consumerNotFound(name: name)) }
+      guard let consumer = try txn.consumer(named: name) else {
+        throw TrialError(.consumerNotFound(name: name))
+      }
       return (consumer, try txn.eventLogBounds().last)
     }
   }

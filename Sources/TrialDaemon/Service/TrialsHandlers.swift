@@ -31,7 +31,10 @@ public final class TrialsHandlers: @unchecked Sendable {
     // Reads of the log for Watches happen on the engine's queue, like every read today.
     let read: @Sendable (EventCursor, Int) throws -> [LoggedEvent] = { after, limit in
       let result = queue.sync {
-        Bound(value: Result { try bound.value.repository.read { try EventFeed.events(after: after, limit: limit, in: $0) } })
+        Bound(
+          value: Result {
+            try bound.value.repository.read { try EventFeed.events(after: after, limit: limit, in: $0) }
+          })
       }
       return try result.value.get()
     }
@@ -97,7 +100,8 @@ public final class TrialsHandlers: @unchecked Sendable {
       Route(stream: Trials.watch) { p, sink in self.watchers.watch(after: p.after, sink) },
       Route(Trials.getEventLog) { _, done in
         self.read(done) { engine in
-          GetEventLogReply(log: EventLogObject(try engine.eventLogBounds(), retention: engine.settings.retention))
+          GetEventLogReply(
+            log: EventLogObject(try engine.eventLogBounds(), retention: engine.settings.retention))
         }
       },
       Route(Trials.getConsumer) { p, done in
