@@ -7,7 +7,9 @@ public enum EventFeed {
   /// - Throws: `TrialError` `.cursorPruned` when some were pruned, `.cursorAhead` for a
   ///   cursor beyond the newest event.
   @discardableResult
-  public static func checkCursor(_ after: EventCursor, in txn: any TrialReadTransaction) throws -> EventLogBounds {
+  public static func checkCursor(_ after: EventCursor, in txn: any TrialReadTransaction) throws
+    -> EventLogBounds
+  {
     let bounds = try txn.eventLogBounds()
     if after > bounds.last { throw TrialError(.cursorAhead(cursor: after, last: bounds.last)) }
     if after < bounds.prunedThrough {
@@ -55,7 +57,9 @@ public enum EventFeed {
   public static func acknowledge(
     consumer name: String, through cursor: EventCursor, now: Date, in txn: any TrialWriteTransaction
   ) throws -> ConsumerRecord {
-    guard var consumer = try txn.consumer(named: name) else { throw TrialError(.consumerNotFound(name: name)) }
+    guard var consumer = try txn.consumer(named: name) else {
+      throw TrialError(.consumerNotFound(name: name))
+    }
     let last = try txn.eventLogBounds().last
     guard cursor <= last else { throw TrialError(.cursorAhead(cursor: cursor, last: last)) }
     guard cursor > consumer.acknowledged else { return consumer }

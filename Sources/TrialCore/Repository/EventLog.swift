@@ -34,7 +34,8 @@ public struct EventCursor: Hashable, Comparable, Sendable, CustomStringConvertib
 
 extension UInt8 {
   fileprivate var isHexDigit: Bool {
-    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
+      || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
       || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
   }
 }
@@ -122,7 +123,8 @@ public struct ConsumerRecord: Hashable, Sendable {
 
 extension UInt8 {
   fileprivate var isASCIILetterOrDigit: Bool {
-    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self)
+    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
+      || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self)
       || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
   }
 }
