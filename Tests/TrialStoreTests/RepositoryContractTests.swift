@@ -115,7 +115,7 @@ final class Subject {
     #expect(trial.endedAt == late)
     #expect(try subject.repository.read { try $0.activeTrialID(subject: "acme-1") } == nil)
     let entries = try subject.repository.read { try $0.ledgerEntries(trial: started.trial.id) }
-    #expect(entries == recorded.sorted { $0.id < $1.id })
+    #expect(entries == recorded.map(\.entry).sorted { $0.id < $1.id })
     // Policy `latest`: the 3-day reminder is superseded, the expiry fires.
     #expect(entries.first?.outcome == .skipped(.supersededByExpiry))
     #expect(entries.last?.outcome == .fired)
@@ -145,7 +145,7 @@ final class Subject {
     let now = origin.addingTimeInterval(3 * day)
     let recorded = try subject.repository.commit(planner.takeDue(at: now), now: now).map(\.entry)
     #expect(recorded.count >= 4)
-    #expect(try subject.repository.outbox() == recorded.sorted { $0.id < $1.id })
+    #expect(try subject.repository.outbox() == recorded.map(\.entry).sorted { $0.id < $1.id })
     let delivered = Array(recorded.prefix(2).map(\.id))
     try subject.repository.markDelivered(delivered, at: now.addingTimeInterval(5))
     try subject.reopen()
@@ -256,10 +256,10 @@ final class Subject {
     let recorded = try subject.repository.commit(due, now: taken).map(\.entry)
     try subject.reopen()
     let read = try subject.repository.read { try $0.ledgerEntries(trial: started.trial.id) }
-    #expect(read == recorded)
+    #expect(read == recorded.map(\.entry))
     #expect(try subject.repository.read { try $0.trial(started.trial.id) } == started.trial)
-    for entry in recorded {
-      #expect(try subject.repository.read { try $0.ledgerEntry(entry.id) } == entry)
+    for event in recorded {
+      #expect(try subject.repository.read { try $0.ledgerEntry(event.id) } == event.entry)
     }
     // Skipped at start and at extension, delivered at once.
     let extended = try subject.repository.extendTrial(
