@@ -125,7 +125,9 @@ let package = Package(
     .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
     .testTarget(
       name: "TrialStoreTests",
-      dependencies: ["TestSupport", "TrialStore", "TrialStoreTesting", "TrialCore", "TrialTesting"]
+      dependencies: ["TestSupport", "TrialStore", "TrialStoreTesting", "TrialCore", "TrialTesting"],
+      // Stores written by earlier versions, for the tests of the upgrade (Fixtures/README.md).
+      resources: [.copy("Fixtures")]
     ),
     .testTarget(
       name: "SystemdTests",

@@ -66,8 +66,10 @@ public enum Trials {
   public static let getEventLog = VarlinkMethod<NoParameters, GetEventLogReply>(interface, "GetEventLog")
   public static let createConsumer = VarlinkMethod<CreateConsumerParameters, ConsumerReply>(
     interface, "CreateConsumer", .change)
-  public static let getConsumer = VarlinkMethod<ConsumerNameParameters, ConsumerReply>(interface, "GetConsumer")
-  public static let listConsumers = VarlinkMethod<NoParameters, ListConsumersReply>(interface, "ListConsumers")
+  public static let getConsumer = VarlinkMethod<ConsumerNameParameters, ConsumerReply>(
+    interface, "GetConsumer")
+  public static let listConsumers = VarlinkMethod<NoParameters, ListConsumersReply>(
+    interface, "ListConsumers")
   public static let acknowledgeEvent = VarlinkMethod<AcknowledgeEventParameters, ConsumerReply>(
     interface, "AcknowledgeEvent", .change)
   public static let removeConsumer = VarlinkMethod<ConsumerNameParameters, EmptyReply>(

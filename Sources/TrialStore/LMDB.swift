@@ -8,24 +8,10 @@ import Foundation
 // The one file that speaks to LMDB. Everything above it sees environments, transactions,
 // cursors and `StoreError`s, never LMDB's return codes or C types.
 
-/// Thrown by an operation that found the map full. The write loop of `LMDBEnvironment`
-/// catches it, grows the map and runs the transaction again: it never leaves this module.
-struct MapFullSignal: Error {}
-
 /// A named database (an ordered key-value table) inside an environment.
 struct LMDBDatabase: Sendable {
   fileprivate let handle: UInt32
   let name: String
-}
-
-/// Facts about the open store file.
-struct LMDBFileInfo: Sendable {
-  var mapSize: Int
-  var pageSize: Int
-  /// The highest page in use.
-  var lastPage: Int
-  var fileSize: Int
-  var lastTransaction: Int
 }
 
 /// Turns an LMDB or errno return code into a typed error. Success passes; `MDB_MAP_FULL`
@@ -39,6 +25,8 @@ private func checkError(_ rc: Int32, _ operation: @autoclosure () -> String, pat
 func storeError(_ rc: Int32, _ operation: String, path: String) -> StoreError {
   let message = String(cString: mdb_strerror(rc))
   switch rc {
+  // LMDB reports a short write as EIO: a write the full file system cut short.
+  case EIO where StoreFiles.fileSystemIsFull(path): fallthrough
   case ENOSPC, EDQUOT:
     return StoreError(
       .noSpace, path: path,
@@ -366,10 +354,19 @@ final class LMDBTransaction {
     return buffer(v)
   }
 
-  func put(_ db: LMDBDatabase, _ key: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer) throws {
+  /// Writes `data` under `key`; with `append`, a key after every key of `db` (else `.corruptRecord`).
+  func put(
+    _ db: LMDBDatabase, _ key: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer, append: Bool = false
+  ) throws {
     var k = value(key)
     var v = value(data)
-    try check(mdb_put(try live(), db.handle, &k, &v, 0), "writing to \"\(db.name)\"")
+    let rc = mdb_put(try live(), db.handle, &k, &v, append ? UInt32(MDB_APPEND) : 0)
+    if append && rc == MDB_KEYEXIST {
+      throw StoreError(
+        .corruptRecord, path: path,
+        problem: "cannot append to \"\(db.name)\": a record at or after the new key is already there")
+    }
+    try check(rc, "writing to \"\(db.name)\"")
   }
 
   /// Removes the key; false when it was not there.
@@ -445,4 +442,9 @@ final class LMDBCursor {
 
   /// The first entry whose key is at or after `key`.
   func seek(_ key: UnsafeRawBufferPointer) throws -> Item? { try move(MDB_SET_RANGE, key: key) }
+
+  /// Removes the entry the cursor is on; read on with `first()` or `seek(_:)`, not `next()`.
+  func deleteCurrent() throws {
+    try transaction.cursorCheck(mdb_cursor_del(handle, 0), "deleting from \"\(database.name)\"")
+  }
 }

@@ -8,10 +8,19 @@ public struct StoreStatistics: Hashable, Sendable {
   public var ledgerEntries: Int
   /// Entries taken but not yet delivered.
   public var outboxEntries: Int
+  /// Events kept in the event log.
+  public var loggedEvents: Int
+  /// The event log's newest cursor, and how far it has been pruned.
+  public var logLast: EventCursor
+  public var logPrunedThrough: EventCursor
+  /// Consumers of the event log.
+  public var consumers: Int
   /// Bytes of the store file.
   public var fileSize: Int
   /// Bytes of address space reserved for the file; grows on demand.
   public var mapSize: Int
+  /// The store's schema version (1 for a store of an earlier version read as it is).
+  public var schema: UInt32
 }
 
 /// The trial repository kept in an LMDB file store: one directory holding `data.mdb` (mode
@@ -37,8 +46,10 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
     }
   }
 
-  /// The schema this version writes and reads. A store with a higher one is refused.
-  public static let schemaVersion: UInt32 = 1
+  /// The schema this version writes and reads. A store with a higher one is refused; one
+  /// with a lower one is upgraded when opened for writing (see `upgrade`), and read as it is
+  /// by `LMDBStoreReader`.
+  public static let schemaVersion: UInt32 = 2
 
   struct Databases {
     var trials: LMDBDatabase
@@ -46,8 +57,13 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
     var ledger: LMDBDatabase
     var outbox: LMDBDatabase
     var meta: LMDBDatabase
+    /// The event log and its consumers; nil in a schema-1 store (opened read-only).
+    var events: LMDBDatabase?
+    var consumers: LMDBDatabase?
+    /// The schema of the store as opened.
+    var schema: UInt32
 
-    static let names = ["trials", "subjects", "ledger", "outbox", "meta"]
+    static let names = ["trials", "subjects", "ledger", "outbox", "meta", "events", "consumers"]
   }
 
   enum MetaKey {
@@ -55,6 +71,10 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
     static let lastSeen = "last-seen"
     /// How many trials are active (u64), kept in step by every write.
     static let activeCount = "active-trials"
+    /// The event log's newest cursor (u64; 0 before the first event).
+    static let logLast = "events-last"
+    /// Events up to this cursor have been pruned (u64; 0 for none).
+    static let logPrunedThrough = "events-pruned-through"
   }
 
   /// The store directory.
@@ -62,24 +82,40 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   /// The store file inside it.
   public var dataFilePath: String { environment.dataPath }
 
+  /// What opening the store upgraded (a store written by an earlier version): nil when it
+  /// was already of this version's schema.
+  public let upgrade: StoreUpgradeReport?
+  /// The schema the store had before this open upgraded it; nil when it was not upgraded.
+  public var upgradedFrom: UInt32? { upgrade?.fromSchema }
+
   private let environment: LMDBEnvironment
   private let databases: Databases
   private let lock = NSRecursiveLock()
   private var writing = false
 
   /// Opens the store in `directory`, creating it (directory mode 0700, file mode 0600) when
-  /// missing and `options.createIfMissing` is set.
+  /// missing and `options.createIfMissing` is set. A store of an earlier schema is upgraded
+  /// in place (see `StoreUpgrade`): a copy of its file is kept beside it first, named with the
+  /// time `clock` gives; `upgrade` tells what was done.
   /// - Throws: `StoreError`: `.damaged` for a truncated, empty or overwritten file, or one
   ///   that is not a trialwatch store; `.newerSchema` for a store written by a newer
   ///   version; `.inUse` when another process has it open; `.notFound`. The description
-  ///   names the file and the problem. A store that fails to open is never modified.
-  public init(directory: String, options: Options = Options()) throws {
+  ///   names the file and the problem. A store that fails to open is never modified (an
+  ///   upgrade that fails leaves it at its old schema).
+  public init(directory: String, options: Options = Options(), clock: any WallClock = SystemWallClock())
+    throws
+  {
     self.directory = directory
     environment = try LMDBEnvironment(
       directory: directory, initialMapSize: options.initialMapSize, maximumMapSize: options.maximumMapSize,
       maxDatabases: Databases.names.count, create: options.createIfMissing)
     do {
-      databases = try Self.openDatabases(environment, create: true)
+      let opened = try Self.openDatabases(environment, create: true)
+      if opened.schema < Self.schemaVersion {
+        (databases, upgrade) = try StoreUpgrade.run(environment, opened, now: clock.now())
+      } else {
+        (databases, upgrade) = (opened, nil)
+      }
     } catch {
       environment.close()
       throw error
@@ -127,7 +163,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
           problem: "written by a newer version of trialwatch (store schema \(schema); this version reads "
             + "up to \(schemaVersion)); it was left untouched")
       }
-      guard schema == schemaVersion else {
+      guard schema >= 1 else {
         throw StoreError(.damaged, path: path, problem: "unknown store schema \(schema)")
       }
       func open(_ name: String) throws -> LMDBDatabase {
@@ -136,9 +172,14 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
         }
         return db
       }
-      return Databases(
+      var databases = Databases(
         trials: try open("trials"), subjects: try open("subjects"), ledger: try open("ledger"),
-        outbox: try open("outbox"), meta: meta)
+        outbox: try open("outbox"), meta: meta, schema: schema)
+      if schema >= 2 {
+        databases.events = try open("events")
+        databases.consumers = try open("consumers")
+      }
+      return databases
     }
     if let existing { return existing }
     // A new store: create the databases and record the schema, in one transaction.
@@ -146,10 +187,11 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
       func create(_ name: String) throws -> LMDBDatabase { try txn.openDatabase(name, create: true)! }
       let databases = Databases(
         trials: try create("trials"), subjects: try create("subjects"), ledger: try create("ledger"),
-        outbox: try create("outbox"), meta: try create("meta"))
-      try Array(MetaKey.schema.utf8).withUnsafeBytes { key in
-        try withUnsafeBytes(of: schemaVersion.littleEndian) { try txn.put(databases.meta, key, $0) }
-      }
+        outbox: try create("outbox"), meta: try create("meta"), events: try create("events"),
+        consumers: try create("consumers"), schema: schemaVersion)
+      try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.schema, UInt32(schemaVersion))
+      try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.logLast, UInt64(0))
+      try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.logPrunedThrough, UInt64(0))
       return databases
     }
   }
@@ -276,13 +318,15 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   static func statistics(_ environment: LMDBEnvironment, _ databases: Databases) throws -> StoreStatistics {
     let info = try environment.info()
     return try environment.read { txn in
-      StoreStatistics(
-        trials: try txn.entryCount(databases.trials),
-        activeTrials: try StoreReadTransaction(txn, databases: databases, path: environment.dataPath)
-          .activeTrialCount(),
+      let transaction = StoreReadTransaction(txn, databases: databases, path: environment.dataPath)
+      let log = try transaction.eventLogBounds()
+      return StoreStatistics(
+        trials: try txn.entryCount(databases.trials), activeTrials: try transaction.activeTrialCount(),
         ledgerEntries: try txn.entryCount(databases.ledger),
         outboxEntries: try txn.entryCount(databases.outbox),
-        fileSize: info.fileSize, mapSize: info.mapSize)
+        loggedEvents: log.count, logLast: log.last, logPrunedThrough: log.prunedThrough,
+        consumers: try databases.consumers.map { try txn.entryCount($0) } ?? 0, fileSize: info.fileSize,
+        mapSize: info.mapSize, schema: databases.schema)
     }
   }
 
@@ -295,8 +339,8 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   }
 
   /// Runs `body` on the raw records (databases by name: `trials`, `subjects`, `ledger`,
-  /// `outbox`, `meta`, `main`), outside every rule of the repository: for tests that plant
-  /// damage (`StoreCorruption` in TrialStoreTesting).
+  /// `outbox`, `meta`, `events`, `consumers`, `main`), outside every rule of the repository:
+  /// for tests that plant damage (`StoreCorruption` in TrialStoreTesting).
   @_spi(StoreTesting)
   public func withRawRecords<R>(_ body: (RawStoreRecords) throws -> R) throws -> R {
     try rawWrite { txn, databases in try body(RawStoreRecords(txn: txn, databases: databases)) }

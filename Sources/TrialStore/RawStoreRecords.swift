@@ -23,15 +23,20 @@ public struct RawStoreRecords {
   let databases: LMDBTrialRepository.Databases
 
   private func database(_ name: String) throws -> LMDBDatabase {
-    switch name {
-    case "trials": databases.trials
-    case "subjects": databases.subjects
-    case "ledger": databases.ledger
-    case "outbox": databases.outbox
-    case "meta": databases.meta
-    case "main": try txn.mainDatabase()
-    default: throw StoreError(.misuse, path: "", problem: "no database \"\(name)\"")
-    }
+    let found: LMDBDatabase? =
+      switch name {
+      case "trials": databases.trials
+      case "subjects": databases.subjects
+      case "ledger": databases.ledger
+      case "outbox": databases.outbox
+      case "meta": databases.meta
+      case "events": databases.events
+      case "consumers": databases.consumers
+      case "main": try txn.mainDatabase()
+      default: nil
+      }
+    guard let found else { throw StoreError(.misuse, path: "", problem: "no database \"\(name)\"") }
+    return found
   }
 
   public func get(_ database: String, _ key: [UInt8]) throws -> [UInt8]? {

@@ -82,7 +82,9 @@ enum StoreKeys {
       if let id = try? trialID(key) { return "trials/\(id)" }
     case "ledger", "outbox":
       if let parsed = try? ledgerKey(key) { return "\(database)/\(parsed.text)" }
-    case "subjects", "meta", "main":
+    case "events":
+      if let cursor = try? eventCursor(key) { return "events/\(cursor)" }
+    case "subjects", "meta", "main", "consumers":
       return "\(database)/\"\(String(decoding: key, as: UTF8.self))\""
     default:
       break
@@ -239,7 +241,7 @@ final class RecordCodec {
     writer.bytes.append(contentsOf: subject)
   }
 
-  private static func checkVersion(_ version: UInt8, expected: UInt8) throws {
+  static func checkVersion(_ version: UInt8, expected: UInt8) throws {
     guard version == expected else {
       throw RecordProblem(
         "record version \(version) is not one this version of trialwatch reads (it reads \(expected))")
@@ -311,7 +313,7 @@ final class RecordCodec {
   //     3 superseded by reminder: u64 trial id, u32 revision, u8 kind, [f64 offset];
   //     5 beyond grace: f64 lateness, f64 grace (seconds).
 
-  private func encodeKind(_ kind: EventKind, into writer: inout ByteWriter) {
+  func encodeKind(_ kind: EventKind, into writer: inout ByteWriter) {
     switch kind {
     case .expiry:
       writer.u8(0)
@@ -321,7 +323,7 @@ final class RecordCodec {
     }
   }
 
-  private func decodeKind(_ reader: inout ByteReader) throws -> EventKind {
+  func decodeKind(_ reader: inout ByteReader) throws -> EventKind {
     switch try reader.u8() {
     case 0: return .expiry
     case 1:
@@ -332,24 +334,32 @@ final class RecordCodec {
 
   func encode(_ entry: LedgerEntry, into writer: inout ByteWriter) {
     writer.u8(Self.ledgerVersion)
-    let outcome: UInt8
-    switch entry.outcome {
-    case .fired: outcome = 0
-    case .skipped(.alreadyDueAtStart): outcome = 1
-    case .skipped(.alreadyDueAtExtension): outcome = 2
-    case .skipped(.supersededByReminder): outcome = 3
-    case .skipped(.supersededByExpiry): outcome = 4
-    case .skipped(.beyondGrace): outcome = 5
-    }
     let kind = entry.event.kind
     writer.u8(kind == .expiry ? 0 : 1)
-    writer.u8(outcome)
+    writer.u8(Self.outcomeCode(entry.outcome))
     writer.u8((entry.isLate ? 1 : 0) | (entry.deliveredAt == nil ? 0 : 2))
     if let offset = kind.reminderOffset { writer.reminderOffset(offset) }
     writer.date(entry.event.due)
     writer.date(entry.takenAt)
     if let delivered = entry.deliveredAt { writer.date(delivered) }
-    switch entry.outcome {
+    encodeOutcomePayload(entry.outcome, into: &writer)
+  }
+
+  static func outcomeCode(_ outcome: LedgerEntry.Outcome) -> UInt8 {
+    switch outcome {
+    case .fired: 0
+    case .skipped(.alreadyDueAtStart): 1
+    case .skipped(.alreadyDueAtExtension): 2
+    case .skipped(.supersededByReminder): 3
+    case .skipped(.supersededByExpiry): 4
+    case .skipped(.beyondGrace): 5
+    }
+  }
+
+  /// What follows the dates of a ledger or event record: the superseding event, or the
+  /// lateness and grace.
+  func encodeOutcomePayload(_ outcome: LedgerEntry.Outcome, into writer: inout ByteWriter) {
+    switch outcome {
     case .skipped(.supersededByReminder(let by)):
       writer.u64(by.trialID.rawValue)
       writer.u32(by.revision)
@@ -359,6 +369,26 @@ final class RecordCodec {
       writer.span(grace)
     default:
       break
+    }
+  }
+
+  func decodeOutcome(code: UInt8, _ reader: inout ByteReader) throws -> LedgerEntry.Outcome {
+    switch code {
+    case 0: return .fired
+    case 1: return .skipped(.alreadyDueAtStart)
+    case 2: return .skipped(.alreadyDueAtExtension)
+    case 3:
+      let trial = TrialID(try reader.u64())
+      let revision = try reader.u32()
+      let byKind = try decodeKind(&reader)
+      return .skipped(.supersededByReminder(EventID(trialID: trial, revision: revision, kind: byKind)))
+    case 4: return .skipped(.supersededByExpiry)
+    case 5:
+      let lateness = try reader.span()
+      let grace = try reader.span()
+      return .skipped(.beyondGrace(lateness: lateness, grace: grace))
+    default:
+      throw RecordProblem("unknown outcome \(code)")
     }
   }
 
@@ -385,24 +415,7 @@ final class RecordCodec {
     let due = try reader.date()
     let takenAt = try reader.date()
     let deliveredAt = flags & 2 != 0 ? try reader.date() : nil
-    let outcome: LedgerEntry.Outcome
-    switch outcomeCode {
-    case 0: outcome = .fired
-    case 1: outcome = .skipped(.alreadyDueAtStart)
-    case 2: outcome = .skipped(.alreadyDueAtExtension)
-    case 3:
-      let trial = TrialID(try reader.u64())
-      let revision = try reader.u32()
-      let byKind = try decodeKind(&reader)
-      outcome = .skipped(.supersededByReminder(EventID(trialID: trial, revision: revision, kind: byKind)))
-    case 4: outcome = .skipped(.supersededByExpiry)
-    case 5:
-      let lateness = try reader.span()
-      let grace = try reader.span()
-      outcome = .skipped(.beyondGrace(lateness: lateness, grace: grace))
-    default:
-      throw RecordProblem("unknown outcome \(outcomeCode)")
-    }
+    let outcome = try decodeOutcome(code: outcomeCode, &reader)
     try reader.expectEnd()
     return LedgerEntry(
       event: TrialEvent(id: id, due: due), outcome: outcome, takenAt: takenAt, isLate: flags & 1 != 0,

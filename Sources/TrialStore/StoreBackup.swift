@@ -30,6 +30,12 @@ enum StoreBackup {
           problem: "is inside the store directory; write the backup somewhere else (another disk, ideally)")
       }
     }
+    return try copy(to: target, from: environment)
+  }
+
+  /// Writes the compacted copy to `target` atomically, synced and read back, wherever
+  /// `target` is (an upgrade keeps one inside the store directory).
+  static func copy(to target: String, from environment: LMDBEnvironment) throws -> BackupReport {
     var report: BackupReport?
     try AtomicFile.write(target) { fd, temporary in
       do {

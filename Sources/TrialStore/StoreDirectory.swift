@@ -252,6 +252,16 @@ enum StoreFiles {
     }
   }
 
+  /// No block of the file system holding `path` is left to write (the store directory's, when
+  /// `path` is a store file).
+  static func fileSystemIsFull(_ path: String) -> Bool {
+    var info = statvfs()
+    guard statvfs(path, &info) == 0 || statvfs(AtomicFile.directory(of: path), &info) == 0 else {
+      return false
+    }
+    return info.f_bavail == 0
+  }
+
   /// Takes a POSIX record lock on bytes `start..<start+length` of the file (0 bytes: all of
   /// it), without waiting: false when another process holds a conflicting lock.
   static func lock(_ fd: Int32, exclusive: Bool, start: Int = 0, length: Int = 0, path: String) throws -> Bool

@@ -189,10 +189,7 @@ public enum StoreRestore {
   /// Links the current store file to `data.mdb.replaced-<UTC time>` (with `-2`, `-3`… when
   /// taken); returns that path.
   private static func keepAside(_ dataFile: String, now: Date) throws -> String {
-    let time = CivilTime(now)
-    let stamp = String(
-      format: "%04d%02d%02dT%02d%02d%02dZ", time.year, time.month, time.day, time.hour, time.minute,
-      time.second)
+    let stamp = utcStamp(now)
     var attempt = 1
     while true {
       let aside = dataFile + ".replaced-" + stamp + (attempt == 1 ? "" : "-\(attempt)")
@@ -200,6 +197,14 @@ public enum StoreRestore {
       guard errno == EEXIST else { throw storeError(errno, "keeping the replaced store file", path: aside) }
       attempt += 1
     }
+  }
+
+  /// `20250615T150640Z`: the UTC time in the names of the store files kept aside.
+  static func utcStamp(_ now: Date) -> String {
+    let time = CivilTime(now)
+    return String(
+      format: "%04d%02d%02dT%02d%02d%02dZ", time.year, time.month, time.day, time.hour, time.minute,
+      time.second)
   }
 
   /// Copies a restore killed midway left behind (the lock shows no restore is running).

@@ -18,6 +18,9 @@ class StoreReadTransaction: TrialReadTransaction {
   /// The trial read or written last in this transaction: firing reads a trial and then
   /// rewrites it, and the rewrite needs the old record again.
   var lastTrial: Trial?
+  /// The event log's newest cursor, read once per transaction; a write moves it as it
+  /// appends, and `finish` writes it.
+  var logLast: EventCursor?
 
   func trial(_ id: TrialID) throws -> Trial? {
     if let lastTrial, lastTrial.id == id { return lastTrial }
@@ -119,14 +122,25 @@ class StoreReadTransaction: TrialReadTransaction {
 
   /// The active-trial count kept in the meta database.
   func activeTrialCount() throws -> Int {
-    try Array(LMDBTrialRepository.MetaKey.activeCount.utf8).withUnsafeBytes { key in
+    let count = try metaU64(LMDBTrialRepository.MetaKey.activeCount)
+    guard count <= Int.max else {
+      throw StoreError(
+        .corruptRecord, path: path,
+        problem: "the record meta/\"\(LMDBTrialRepository.MetaKey.activeCount)\" is unreadable: "
+          + "the count is out of range")
+    }
+    return Int(count)
+  }
+
+  /// A u64 meta record; 0 when there is none.
+  func metaU64(_ name: String) throws -> UInt64 {
+    try Array(name.utf8).withUnsafeBytes { key in
       guard let value = try txn.get(databases.meta, key) else { return 0 }
       return try decoding(key, in: "meta", path: path) {
         var reader = ByteReader(value)
-        let count = try reader.u64()
+        let number = try reader.u64()
         try reader.expectEnd()
-        guard count <= Int.max else { throw RecordProblem("the count is out of range") }
-        return Int(count)
+        return number
       }
     }
   }
@@ -144,22 +158,34 @@ class StoreReadTransaction: TrialReadTransaction {
   }
 }
 
-/// A write transaction: every change to trials, the index, the ledger and the outbox.
+/// A write transaction: every change to trials, the index, the ledger, the outbox, the event
+/// log and the consumers.
 final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
-  private var writer = ByteWriter()
+  var writer = ByteWriter()
   /// Change of the active-trial count, written once by `finish`.
   private var activeDelta = 0
+  /// Events were appended: `logLast` is written by `finish`.
+  var logLastChanged = false
 
   /// Writes what the transaction accumulated; called once `body` has returned.
   func finish() throws {
+    if logLastChanged, let logLast {
+      try putMeta(LMDBTrialRepository.MetaKey.logLast, logLast.sequence)
+      logLastChanged = false
+    }
     guard activeDelta != 0 else { return }
     let count = max(0, try activeTrialCount() + activeDelta)
+    try putMeta(LMDBTrialRepository.MetaKey.activeCount, UInt64(count))
+    activeDelta = 0
+  }
+
+  /// Writes a u64 meta record.
+  func putMeta(_ name: String, _ value: UInt64) throws {
     writer.reset()
-    writer.u64(UInt64(count))
-    try Array(LMDBTrialRepository.MetaKey.activeCount.utf8).withUnsafeBytes { key in
+    writer.u64(value)
+    try Array(name.utf8).withUnsafeBytes { key in
       try writer.bytes.withUnsafeBytes { try txn.put(databases.meta, key, $0) }
     }
-    activeDelta = 0
   }
 
   /// Keeps the subject index in step with the in-memory semantics: a subject names its

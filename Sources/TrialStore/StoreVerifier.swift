@@ -3,8 +3,8 @@ import TrialCore
 
 /// One thing wrong in a store: where (the database and the key of the record) and what.
 public struct StoreProblem: Hashable, Sendable, CustomStringConvertible {
-  /// `trials`, `subjects`, `ledger`, `outbox`, `meta`, `main` (the databases themselves), or
-  /// `file` for the store file as a whole.
+  /// `trials`, `subjects`, `ledger`, `outbox`, `events`, `consumers`, `meta`, `main` (the
+  /// databases themselves), or `file` for the store file as a whole.
   public var database: String
   /// The record's key; empty for a problem of the file as a whole.
   public var key: [UInt8]
@@ -21,7 +21,8 @@ public struct StoreProblem: Hashable, Sendable, CustomStringConvertible {
   public var keyHex: String { hex(key) }
 
   /// The key as the store's messages name it: `trials/000000000000002a`,
-  /// `ledger/000000000000002a-r1-expiry`, `subjects/"acme-42"`.
+  /// `ledger/000000000000002a-r1-expiry`, `subjects/"acme-42"`, `events/0000000000000007`,
+  /// `consumers/"mailer"`.
   public var keyName: String {
     key.withUnsafeBytes { StoreKeys.describe($0, in: database) }
   }
@@ -54,6 +55,15 @@ public struct StoreCheckReport: Hashable, Sendable {
   public var subjects = 0
   public var ledgerEntries = 0
   public var outboxEntries = 0
+  /// Events kept in the event log, and its consumers.
+  public var loggedEvents = 0
+  public var consumers = 0
+  /// The log's newest cursor and how far it was pruned (`meta/events-last`,
+  /// `meta/events-pruned-through`).
+  public var logLast = EventCursor.origin
+  public var logPrunedThrough = EventCursor.origin
+  /// The store's schema (`meta/schema`); a schema-1 store has no event log yet.
+  public var schema: UInt32 = 0
   /// The wall time of the store's last commit (`meta/last-seen`).
   public var lastSeen: Date?
   /// The first `problemLimit` problems, in the order found.
@@ -67,11 +77,17 @@ public struct StoreCheckReport: Hashable, Sendable {
 
   public var isClean: Bool { problemCount == 0 }
 
-  /// `…/data.mdb: 1204 trials (17 active), 3480 ledger entries, 2 undelivered: no problems`
+  /// `…/data.mdb: 1204 trials (17 active), 3480 ledger entries, 2 undelivered, 3480 logged
+  /// events, 1 consumer: no problems`; for a store of an earlier schema, which trialwatchd
+  /// upgrades when it next opens it, the schema follows the counts.
   public var summary: String {
     let counts =
       "\(trials) trial\(trials == 1 ? "" : "s") (\(activeTrials) active), \(ledgerEntries) ledger "
-      + "entr\(ledgerEntries == 1 ? "y" : "ies"), \(outboxEntries) undelivered"
+      + "entr\(ledgerEntries == 1 ? "y" : "ies"), \(outboxEntries) undelivered, \(loggedEvents) logged "
+      + "event\(loggedEvents == 1 ? "" : "s"), \(consumers) consumer\(consumers == 1 ? "" : "s")"
+      + (schema > 0 && schema < LMDBTrialRepository.schemaVersion
+        ? "; store schema \(schema) (trialwatchd upgrades it to \(LMDBTrialRepository.schemaVersion) when it next "
+          + "opens it)" : "")
     guard !isClean else { return "\(path): \(counts): no problems" }
     let listed = problemCount > problems.count ? " (the first \(problems.count) listed)" : ""
     return "\(path): \(counts): \(problemCount) problem\(problemCount == 1 ? "" : "s")\(listed)"
@@ -89,13 +105,15 @@ public struct StoreCheckReport: Hashable, Sendable {
 /// in the subject index and its ledger lets a restore plan its pending events
 /// (`TrialConsistency`); every ledger entry belongs to a trial; every undelivered entry is in
 /// the outbox and every outbox entry is an undelivered ledger entry; every subject index
-/// entry names a trial of that subject; the meta records are sane and the active count right.
-/// Damage that LMDB meets (a broken page) ends the check with a problem of the file.
+/// entry names a trial of that subject; the meta records are sane and the active count right;
+/// the event log and its consumers agree with the ledger and the log's bounds (see
+/// `checkEventLog`). Damage that LMDB meets (a broken page) ends the check with a problem of
+/// the file.
 final class StoreVerifier {
-  private let txn: LMDBTransaction
-  private let databases: LMDBTrialRepository.Databases
-  private let codec = RecordCodec()
-  private(set) var report: StoreCheckReport
+  let txn: LMDBTransaction
+  let databases: LMDBTrialRepository.Databases
+  let codec = RecordCodec()
+  var report: StoreCheckReport
 
   init(_ txn: LMDBTransaction, databases: LMDBTrialRepository.Databases, path: String) {
     self.txn = txn
@@ -110,6 +128,8 @@ final class StoreVerifier {
       try checkTrialsAndLedger()
       try checkSubjects()
       try checkOutbox()
+      try checkEventLog()
+      try checkConsumers()
       if storedActive != report.activeTrials {
         report.add(
           "meta", Array(LMDBTrialRepository.MetaKey.activeCount.utf8),
@@ -133,7 +153,8 @@ final class StoreVerifier {
           report.add("meta", key, "the schema version has \(value.count) bytes, not 4")
         } else {
           let schema = UInt32(littleEndian: value.loadUnaligned(as: UInt32.self))
-          if schema != LMDBTrialRepository.schemaVersion {
+          report.schema = schema
+          if schema < 1 || schema > LMDBTrialRepository.schemaVersion {
             report.add("meta", key, "schema \(schema) is not one this version reads")
           }
         }
@@ -144,6 +165,8 @@ final class StoreVerifier {
         } else {
           report.add("meta", key, "the last-seen wall time is unreadable (\(value.count) bytes)")
         }
+      case LMDBTrialRepository.MetaKey.logLast, LMDBTrialRepository.MetaKey.logPrunedThrough:
+        checkLogBound(key: key, value: value)
       case LMDBTrialRepository.MetaKey.activeCount:
         var reader = ByteReader(value)
         if let count = try? reader.u64(), (try? reader.expectEnd()) != nil, count <= Int.max {

@@ -15,6 +15,9 @@ import TrialCore
 /// | 3 | `gamma` | expired: its expiry fired and delivered |
 /// | 4 | `delta` | cancelled |
 /// | 5 | `epsilon` | active, nothing taken yet |
+///
+/// Its event log holds the three reminders fired (cursors 1 to 3, in trial order), and one
+/// consumer, `mailer`, has acknowledged the first.
 public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvertible {
   case activeTrialMissingFromSubjectIndex
   case subjectIndexNamesMissingTrial
@@ -34,6 +37,17 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
   case wrongActiveCount
   case unknownMetaRecord
   case foreignDatabase
+  case unreadableEventRecord
+  case loggedEventNotInLedger
+  case loggedEventDiffersFromLedger
+  case eventLogGap
+  case eventAfterLastCursor
+  case eventAtOrBeforePrunedThrough
+  case eventLogLastCursorAhead
+  case unreadableLogBound
+  case unreadableConsumerRecord
+  case invalidConsumerName
+  case consumerAheadOfLog
 
   public var description: String { rawValue }
 
@@ -80,6 +94,10 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
     }
     let entries = try repository.commit(due, now: taken)
     try repository.markDelivered(entries.dropFirst().map(\.id), at: taken)
+    try repository.write { txn in
+      _ = try EventFeed.createConsumer(named: "mailer", after: EventCursor(0), now: taken, in: txn)
+      _ = try EventFeed.acknowledge(consumer: "mailer", through: EventCursor(1), now: taken, in: txn)
+    }
     return try repository.read { txn in try (1...5).map { try txn.trial(TrialID($0))! } }
   }
 
@@ -190,6 +208,90 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
     case .foreignDatabase:
       try raw { try $0.put("main", Array("other".utf8), [1]) }
       return [Expected(database: "main", key: Array("other".utf8), words: ["not trialwatch's"])]
+    default:
+      return try plantInLog(in: repository, epsilon: epsilon)
+    }
+  }
+
+  /// Damage to the event log, its bounds and its consumers.
+  private func plantInLog(in repository: LMDBTrialRepository, epsilon: Trial) throws -> [Expected] {
+    func raw(_ body: (RawStoreRecords) throws -> Void) throws {
+      try repository.withRawRecords { try body($0) }
+    }
+    let lastKey = Array("events-last".utf8)
+    let prunedKey = Array("events-pruned-through".utf8)
+    let mailer = Self.consumerKey("mailer")
+    switch self {
+    case .unreadableEventRecord:
+      try raw { try $0.put("events", Self.eventKey(2), [9, 0, 0, 0]) }
+      return [Expected(database: "events", key: Self.eventKey(2), words: ["unreadable", "record version 9"])]
+    case .loggedEventNotInLedger:
+      let event = epsilon.events[0]
+      try repository.write { txn in
+        _ = try txn.appendEvent(
+          LedgerEntry(event: event, outcome: .fired, takenAt: event.due, isLate: false), subject: "epsilon")
+      }
+      return [
+        Expected(database: "events", key: Self.eventKey(4), words: ["\(event.id)", "not in the ledger"])
+      ]
+    case .loggedEventDiffersFromLedger:
+      // Event record, version 1: byte 2 is the outcome, byte 3 the flags (bit 0: late).
+      try raw { records in
+        var record = try records.get("events", Self.eventKey(1))!
+        record[2] = 4  // skipped, superseded by the expiry
+        record[3] ^= 1
+        try records.put("events", Self.eventKey(1), record)
+      }
+      return [
+        Expected(
+          database: "events", key: Self.eventKey(1), words: ["is skipped", "ledger entry is fired", "late"])
+      ]
+    case .eventLogGap:
+      try raw { try $0.delete("events", Self.eventKey(2)) }
+      return [
+        Expected(
+          database: "events", key: Self.eventKey(3),
+          words: ["from 0000000000000001 to 0000000000000003", "0000000000000002", "missing"])
+      ]
+    case .eventAfterLastCursor:
+      try raw { records in
+        try records.put("events", Self.eventKey(9), try records.get("events", Self.eventKey(3))!)
+      }
+      return [Expected(database: "events", key: Self.eventKey(9), words: ["after the log's last cursor"])]
+    case .eventAtOrBeforePrunedThrough:
+      try raw { try $0.put("meta", prunedKey, Self.number(1)) }
+      return [
+        Expected(database: "events", key: Self.eventKey(1), words: ["pruned-through", "should be gone"])
+      ]
+    case .eventLogLastCursorAhead:
+      try raw { try $0.put("meta", lastKey, Self.number(5)) }
+      return [
+        Expected(
+          database: "meta", key: lastKey, words: ["0000000000000005", "newest event is 0000000000000003"])
+      ]
+    case .unreadableLogBound:
+      try raw { try $0.put("meta", prunedKey, [1, 2, 3]) }
+      return [Expected(database: "meta", key: prunedKey, words: ["pruned-through", "unreadable (3 bytes)"])]
+    case .unreadableConsumerRecord:
+      try raw { try $0.put("consumers", mailer, [1, 4]) }
+      return [Expected(database: "consumers", key: mailer, words: ["unreadable", "unknown flags 4"])]
+    case .invalidConsumerName:
+      let key = Self.consumerKey("-not a name")
+      try raw { records in try records.put("consumers", key, try records.get("consumers", mailer)!) }
+      return [Expected(database: "consumers", key: key, words: ["invalid consumer name", "letters"])]
+    case .consumerAheadOfLog:
+      try repository.write { txn in
+        var consumer = try txn.consumer(named: "mailer")!
+        consumer.acknowledged = EventCursor(7)
+        try txn.putConsumer(consumer)
+      }
+      return [
+        Expected(
+          database: "consumers", key: mailer,
+          words: ["0000000000000007", "after the event log's last cursor"])
+      ]
+    default:
+      preconditionFailure("\(self) is not damage to the event log")
     }
   }
 
@@ -199,6 +301,15 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
   }
 
   public static func subjectKey(_ subject: String) -> [UInt8] { Array(subject.utf8) }
+
+  public static func eventKey(_ cursor: UInt64) -> [UInt8] { trialKey(cursor) }
+
+  public static func consumerKey(_ name: String) -> [UInt8] { Array(name.utf8) }
+
+  /// A u64 meta value, little-endian.
+  public static func number(_ value: UInt64) -> [UInt8] {
+    withUnsafeBytes(of: value.littleEndian) { Array($0) }
+  }
 
   public static func ledgerKey(_ id: EventID) -> [UInt8] {
     let order = id.kind == .expiry ? UInt64.max : ~id.offsetMilliseconds

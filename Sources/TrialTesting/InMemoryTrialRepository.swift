@@ -129,7 +129,8 @@ public final class InMemoryTrialRepository: TrialRepository {
       let count = state.events.prefix { $0.cursor <= through }.count
       state.events.removeFirst(count)
       state.eventBounds.count -= count
-      state.eventBounds.prunedThrough = max(state.eventBounds.prunedThrough, min(through, state.eventBounds.last))
+      state.eventBounds.prunedThrough = max(
+        state.eventBounds.prunedThrough, min(through, state.eventBounds.last))
       return count
     }
 

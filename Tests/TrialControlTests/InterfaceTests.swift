@@ -46,7 +46,19 @@ import TrialCore
       (Trials.getPlan.qualifiedName, Trials.getPlan.kind, GetPlanParameters(id: id)),
       (Trials.simulate.qualifiedName, Trials.simulate.kind, SimulateParameters(at: .fromNow(.days(1)))),
       (Trials.getStatus.qualifiedName, Trials.getStatus.kind, NoParameters()),
-      (Trials.watch.qualifiedName, Trials.watch.kind, NoParameters()),
+      (Trials.watch.qualifiedName, Trials.watch.kind, WatchParameters(after: EventCursor(7))),
+      (Trials.getEventLog.qualifiedName, Trials.getEventLog.kind, NoParameters()),
+      (
+        Trials.createConsumer.qualifiedName, Trials.createConsumer.kind,
+        CreateConsumerParameters(name: "mail", after: EventCursor(7))
+      ),
+      (Trials.getConsumer.qualifiedName, Trials.getConsumer.kind, ConsumerNameParameters(name: "mail")),
+      (Trials.listConsumers.qualifiedName, Trials.listConsumers.kind, NoParameters()),
+      (
+        Trials.acknowledgeEvent.qualifiedName, Trials.acknowledgeEvent.kind,
+        AcknowledgeEventParameters(consumer: "mail", cursor: EventCursor(7))
+      ),
+      (Trials.removeConsumer.qualifiedName, Trials.removeConsumer.kind, ConsumerNameParameters(name: "mail")),
       (VarlinkService.getInfo.qualifiedName, VarlinkService.getInfo.kind, NoParameters()),
       (
         VarlinkService.getInterfaceDescription.qualifiedName, VarlinkService.getInterfaceDescription.kind,
@@ -63,7 +75,7 @@ import TrialCore
       Trials.startTrial.kind == .change && Trials.extendTrial.kind == .change
         && Trials.endTrial.kind == .change)
     #expect(Trials.watch.kind == .stream)
-    #expect(samples.filter { $0.1 == .change }.count == 3)
+    #expect(samples.filter { $0.1 == .change }.count == 6)
   }
 
   @Test func parameterNames_OfAMethod_AreReadFromItsDeclaration() {

@@ -94,4 +94,26 @@ import TrialCore
         "it is cancelled but has no end time"
       ])
   }
+
+  @Test func problemsOfLogged_AnEventAsInTheLedger_AreNone() {
+    let event = trial().events[0]
+    var logged = LoggedEvent(cursor: EventCursor(1), entry: entry(event), subject: "acme-42")
+    logged.entry.deliveredAt = nil
+    #expect(TrialConsistency.problems(ofLogged: logged, ledger: entry(event)).isEmpty)
+  }
+
+  @Test func problemsOfLogged_MissingOrTakenOtherwise_NameTheEvent() {
+    let event = trial().events[0]
+    let logged = LoggedEvent(cursor: EventCursor(7), entry: entry(event), subject: "acme-42")
+    let missing = TrialConsistency.problems(ofLogged: logged, ledger: nil)
+    #expect(missing.map(\.event) == [event.id])
+    #expect(missing.first?.message.contains("not in the ledger") == true)
+    var other = entry(event, .skipped(.supersededByExpiry))
+    other.takenAt = event.due.addingTimeInterval(60)
+    other.isLate = true
+    let messages = TrialConsistency.problems(ofLogged: logged, ledger: other).map(\.message)
+    #expect(messages.count == 2)
+    #expect(messages.first?.contains("is fired, but its ledger entry is skipped (") == true)
+    #expect(messages.last?.hasSuffix("differs from its ledger entry in: taken at, late") == true)
+  }
 }

@@ -225,8 +225,9 @@ import TrialStoreTesting
       lines.contains {
         $0.hasPrefix("problem: subjects/\"ghost\" (key 67686f7374): names trial 0000000000000063")
       })
-    #expect(
-      lines.last == "\(state)/data.mdb: 5 trials (3 active), 3 ledger entries, 0 undelivered: 2 problems")
+    let summary =
+      "5 trials (3 active), 3 ledger entries, 0 undelivered, 3 logged events, 1 consumer: 2 problems"
+    #expect(lines.last.map(String.init) == "\(state)/data.mdb: \(summary)")
   }
 
   @Test func storeCommands_MissingStoreOrUsage_ExitWith1Or64() throws {

@@ -57,8 +57,25 @@ import TrialTesting
     try StoreCorruption.makeFixture(store)
     let report = try store.backup(to: directory.appending("copy"))
     #expect(report.statistics.trials == 5)
+    #expect(report.statistics.loggedEvents == 3 && report.statistics.consumers == 1)
+    #expect(report.statistics.schema == LMDBTrialRepository.schemaVersion)
     #expect(try LMDBStoreReader(file: report.file).verify().isClean)
     #expect(try RepositorySnapshot(store).trials.count == 5, "the repository stays usable")
+    // The log, its bounds and the consumers come along, and come back with a restore.
+    _ = try store.write { try $0.pruneEvents(through: EventCursor(1)) }
+    let expected = try RepositorySnapshot(store)
+    _ = try store.backup(to: directory.appending("copy"))
+    #expect(try RepositorySnapshot(LMDBStoreReader(file: directory.appending("copy"))) == expected)
+    _ = try StoreRestore.restore(
+      backup: directory.appending("copy"), into: directory.appending("restored"), now: StoreCorruption.origin)
+    let restored = try LMDBTrialRepository(directory: directory.appending("restored"))
+    #expect(restored.upgrade == nil)
+    #expect(try RepositorySnapshot(restored).difference(from: expected) == nil)
+    #expect(expected.events.map(\.cursor.sequence) == [2, 3])
+    #expect(expected.consumers.map(\.name) == ["mailer"])
+    let next = try fireExpiries(
+      restored, at: [StoreCorruption.origin.addingTimeInterval(9 * 86_400)], firstID: 50)
+    #expect(next.map(\.cursor) == [EventCursor(4)])
   }
 
   @Test func backup_IntoAMissingDirectory_FailsAndWritesNothing() throws {

@@ -105,7 +105,7 @@ final class Subject {
     let late = origin.addingTimeInterval(6 * day)
     let due = planner.takeDue(at: late)
     #expect(due.count == 3)
-    let recorded = try subject.repository.commit(due, now: late)
+    let recorded = try subject.repository.commit(due, now: late).map(\.entry)
     #expect(recorded.map(\.id) == due.map(\.event.id))
     try subject.reopen()
     // The same events again: nothing is recorded twice.
@@ -115,7 +115,7 @@ final class Subject {
     #expect(trial.endedAt == late)
     #expect(try subject.repository.read { try $0.activeTrialID(subject: "acme-1") } == nil)
     let entries = try subject.repository.read { try $0.ledgerEntries(trial: started.trial.id) }
-    #expect(entries == recorded.sorted { $0.id < $1.id })
+    #expect(entries == recorded.map(\.entry).sorted { $0.id < $1.id })
     // Policy `latest`: the 3-day reminder is superseded, the expiry fires.
     #expect(entries.first?.outcome == .skipped(.supersededByExpiry))
     #expect(entries.last?.outcome == .fired)
@@ -143,9 +143,9 @@ final class Subject {
     var planner = Planner(policy: CatchUpPolicy(reminders: .all))
     for trial in trials { planner.add(trial, now: origin) }
     let now = origin.addingTimeInterval(3 * day)
-    let recorded = try subject.repository.commit(planner.takeDue(at: now), now: now)
+    let recorded = try subject.repository.commit(planner.takeDue(at: now), now: now).map(\.entry)
     #expect(recorded.count >= 4)
-    #expect(try subject.repository.outbox() == recorded.sorted { $0.id < $1.id })
+    #expect(try subject.repository.outbox() == recorded.map(\.entry).sorted { $0.id < $1.id })
     let delivered = Array(recorded.prefix(2).map(\.id))
     try subject.repository.markDelivered(delivered, at: now.addingTimeInterval(5))
     try subject.reopen()
@@ -253,13 +253,13 @@ final class Subject {
       .skip(.beyondGrace(lateness: .milliseconds(12_500), grace: .hours(1))), .fire,
     ]
     let due = zip(events, reasons).map { DueEvent(event: $0, takenAt: taken, disposition: $1, isLate: true) }
-    let recorded = try subject.repository.commit(due, now: taken)
+    let recorded = try subject.repository.commit(due, now: taken).map(\.entry)
     try subject.reopen()
     let read = try subject.repository.read { try $0.ledgerEntries(trial: started.trial.id) }
-    #expect(read == recorded)
+    #expect(read == recorded.map(\.entry))
     #expect(try subject.repository.read { try $0.trial(started.trial.id) } == started.trial)
-    for entry in recorded {
-      #expect(try subject.repository.read { try $0.ledgerEntry(entry.id) } == entry)
+    for event in recorded {
+      #expect(try subject.repository.read { try $0.ledgerEntry(event.id) } == event.entry)
     }
     // Skipped at start and at extension, delivered at once.
     let extended = try subject.repository.extendTrial(

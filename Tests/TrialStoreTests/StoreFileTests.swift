@@ -21,10 +21,10 @@ import TrialTesting
     let now = origin.addingTimeInterval(4 * day)
     let due = planner.takeDue(at: now)
     // Starts, ends and a burst of due events, in one transaction.
-    let recorded = try store.write { txn -> [LedgerEntry] in
+    let recorded = try store.write { txn -> [LoggedEvent] in
       _ = try TrialBook.endTrial(in: txn, trials[0].id, outcome: .converted, now: now)
       _ = try startBatchTrials(txn, count: 500, firstID: 10_000, now: now)
-      return try TrialBook.commit(in: txn, due, now: now)
+      return try TrialBook.commit(in: txn, due, now: now).map(\.entry)
     }
     store.close()
     let reopened = try LMDBTrialRepository(directory: directory.appending("store"))

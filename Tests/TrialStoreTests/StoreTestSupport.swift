@@ -21,34 +21,67 @@ struct RepositorySnapshot: Equatable {
   var outbox: [EventID] = []
   var lastSeen: Date?
   var activeByIndex: [String: TrialID] = [:]
+  /// The event log (whole, unless `fromBatch` is given), its bounds, and its consumers.
+  var events: [LoggedEvent] = []
+  var logBounds = EventLogBounds()
+  var consumers: [ConsumerRecord] = []
 
   /// With `fromBatch`, only the trials of the crash workload's batches from that one on,
-  /// and the whole outbox.
+  /// the whole outbox, and of the log only its bounds.
   init(_ repository: any TrialRepository, fromBatch: Int? = nil) throws {
+    self = try repository.read { try RepositorySnapshot(txn: $0, fromBatch: fromBatch) }
+  }
+
+  /// What a read-only reader of a store (a backup, a store of an earlier schema) holds.
+  init(_ reader: LMDBStoreReader) throws {
+    self = try reader.read { try RepositorySnapshot(txn: $0, fromBatch: nil) }
+  }
+
+  private init(txn: any TrialReadTransaction, fromBatch: Int?) throws {
     let after = fromBatch.map {
       TrialID(StoreCrashWorkload.trialID(batch: max($0, 1), index: 0).rawValue - 1)
     }
-    try repository.read { txn in
-      try txn.scanTrials(after: after) { trial in
-        trials.append(trial)
-        return true
-      }
-      for trial in trials {
-        ledger += try txn.ledgerEntries(trial: trial.id)
-        if trial.isActive, let id = try txn.activeTrialID(subject: trial.subject) {
-          activeByIndex[trial.subject] = id
-        }
-      }
-      try txn.scanOutbox {
-        outbox.append($0.id)
-        return true
-      }
-      lastSeen = try txn.lastSeenWallTime()
+    try txn.scanTrials(after: after) { trial in
+      trials.append(trial)
+      return true
     }
+    for trial in trials {
+      ledger += try txn.ledgerEntries(trial: trial.id)
+      if trial.isActive, let id = try txn.activeTrialID(subject: trial.subject) {
+        activeByIndex[trial.subject] = id
+      }
+    }
+    try txn.scanOutbox {
+      outbox.append($0.id)
+      return true
+    }
+    lastSeen = try txn.lastSeenWallTime()
+    logBounds = try txn.eventLogBounds()
+    if fromBatch == nil {
+      try txn.scanEvents(after: .origin) {
+        events.append($0)
+        return true
+      }
+    }
+    consumers = try EventFeed.consumers(in: txn)
   }
 }
 
 extension RepositorySnapshot {
+  /// The same, with the events taken at one instant in event-id order under the same cursors:
+  /// simultaneous events are logged in the planner's order, which a planner rebuilt by a
+  /// restore may have otherwise.
+  func normalizingLogOrder() -> RepositorySnapshot {
+    var copy = self
+    let sorted = events.sorted {
+      $0.entry.takenAt != $1.entry.takenAt ? $0.entry.takenAt < $1.entry.takenAt : $0.id < $1.id
+    }
+    copy.events = zip(events, sorted).map {
+      LoggedEvent(cursor: $0.cursor, entry: $1.entry, subject: $1.subject)
+    }
+    return copy
+  }
+
   /// The first difference from `other`, in a line; nil when equal.
   func difference(from other: RepositorySnapshot) -> String? {
     func first<T: Equatable>(_ name: String, _ mine: [T], _ theirs: [T]) -> String? {
@@ -64,6 +97,9 @@ extension RepositorySnapshot {
       ?? (lastSeen != other.lastSeen
         ? "last seen: \(String(describing: lastSeen)) ≠ \(String(describing: other.lastSeen))" : nil)
       ?? (activeByIndex != other.activeByIndex ? "subject index differs" : nil)
+      ?? first("events", events, other.events)
+      ?? (logBounds != other.logBounds ? "log bounds: \(logBounds) ≠ \(other.logBounds)" : nil)
+      ?? first("consumers", consumers, other.consumers)
   }
 }
 

@@ -29,7 +29,14 @@ import TrialTesting
     #expect(report.ledgerEntries == 3)
     #expect(report.outboxEntries == 1)
     #expect(report.lastSeen != nil)
-    #expect(report.summary.hasSuffix("5 trials (3 active), 3 ledger entries, 1 undelivered: no problems"))
+    #expect(report.loggedEvents == 3)
+    #expect(report.consumers == 1)
+    #expect(report.logLast == EventCursor(3))
+    #expect(report.logPrunedThrough == .origin)
+    #expect(report.schema == LMDBTrialRepository.schemaVersion)
+    #expect(
+      report.summary.hasSuffix(
+        "5 trials (3 active), 3 ledger entries, 1 undelivered, 3 logged events, 1 consumer: no problems"))
     #expect(report.summary.hasPrefix(reader.dataFilePath))
   }
 

@@ -191,9 +191,9 @@ struct TrialBookTests {
     let recorded = try repository.commit(due, now: days(6))
     #expect(recorded.map(\.id) == trial.events.map(\.id))
     #expect(
-      recorded.map(\.outcome) == [.skipped(.supersededByExpiry), .skipped(.supersededByExpiry), .fired])
-    #expect(recorded.last?.lateness == .days(1))
-    #expect(recorded.last?.isLate == true)
+      recorded.map(\.entry.outcome) == [.skipped(.supersededByExpiry), .skipped(.supersededByExpiry), .fired])
+    #expect(recorded.last?.entry.lateness == .days(1))
+    #expect(recorded.last?.entry.isLate == true)
     let expired = try #require(try stored(trial.id))
     #expect(expired.state == .expired)
     #expect(expired.endedAt == days(6))

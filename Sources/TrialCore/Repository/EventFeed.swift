@@ -7,7 +7,9 @@ public enum EventFeed {
   /// - Throws: `TrialError` `.cursorPruned` when some were pruned, `.cursorAhead` for a
   ///   cursor beyond the newest event.
   @discardableResult
-  public static func checkCursor(_ after: EventCursor, in txn: any TrialReadTransaction) throws -> EventLogBounds {
+  public static func checkCursor(_ after: EventCursor, in txn: any TrialReadTransaction) throws
+    -> EventLogBounds
+  {
     let bounds = try txn.eventLogBounds()
     if after > bounds.last { throw TrialError(.cursorAhead(cursor: after, last: bounds.last)) }
     if after < bounds.prunedThrough {
@@ -55,7 +57,9 @@ public enum EventFeed {
   public static func acknowledge(
     consumer name: String, through cursor: EventCursor, now: Date, in txn: any TrialWriteTransaction
   ) throws -> ConsumerRecord {
-    guard var consumer = try txn.consumer(named: name) else { throw TrialError(.consumerNotFound(name: name)) }
+    guard var consumer = try txn.consumer(named: name) else {
+      throw TrialError(.consumerNotFound(name: name))
+    }
     let last = try txn.eventLogBounds().last
     guard cursor <= last else { throw TrialError(.cursorAhead(cursor: cursor, last: last)) }
     guard cursor > consumer.acknowledged else { return consumer }
@@ -102,7 +106,9 @@ public enum EventFeed {
     var consumers = try self.consumers(in: txn)
     let held = consumers.map(\.acknowledged).min()
     let ageCutoff = now.adding(.zero - retention.age)
-    let capCutoff = retention.cap.map { now.adding(.zero - $0) }
+    // The cap is never shorter than the retention itself.
+    let capSpan = retention.cap.map { max($0, retention.age) }
+    let capCutoff = capSpan.map { now.adding(.zero - $0) }
     var through: EventCursor?
     var examined = 0
     try txn.scanEvents(after: bounds.prunedThrough) { event in
@@ -112,7 +118,7 @@ public enum EventFeed {
         return false
       }
       if let held, event.cursor > held {
-        guard let capCutoff, let cap = retention.cap else { return false }
+        guard let capCutoff, let cap = capSpan else { return false }
         guard taken <= capCutoff else {
           step.nextAt = taken.adding(cap)
           return false

@@ -34,7 +34,8 @@ public struct EventCursor: Hashable, Comparable, Sendable, CustomStringConvertib
 
 extension UInt8 {
   fileprivate var isHexDigit: Bool {
-    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
+      || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
       || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
   }
 }
@@ -55,6 +56,10 @@ public struct LoggedEvent: Hashable, Sendable {
   public var id: EventID { entry.id }
   public var event: TrialEvent { entry.event }
   public var fired: Bool { entry.fired }
+  public var outcome: LedgerEntry.Outcome { entry.outcome }
+  public var takenAt: Date { entry.takenAt }
+  public var isLate: Bool { entry.isLate }
+  public var lateness: Duration { entry.lateness }
   /// The end of the trial in the event's revision: the expiry's due time, or a reminder's
   /// due time plus its offset.
   public var trialEnd: Date {
@@ -122,7 +127,8 @@ public struct ConsumerRecord: Hashable, Sendable {
 
 extension UInt8 {
   fileprivate var isASCIILetterOrDigit: Bool {
-    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self)
+    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
+      || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self)
       || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
   }
 }

@@ -203,7 +203,9 @@ public enum TrialBook {
 
   /// Records reminders skipped as a trial starts or moves: in the ledger as delivered (the
   /// journal does not carry them) and in the event log.
-  static func recordSkipped(_ skipped: [DueEvent], of trial: Trial, in txn: any TrialWriteTransaction, now: Date)
+  static func recordSkipped(
+    _ skipped: [DueEvent], of trial: Trial, in txn: any TrialWriteTransaction, now: Date
+  )
     throws
   {
     for event in skipped {

@@ -111,4 +111,40 @@ public enum TrialConsistency {
     }
     return problems
   }
+
+  /// The problems of a logged event with the ledger's entry of the same event (nil when the
+  /// ledger has none): every event logged was taken, so the ledger holds it, taken the same
+  /// way at the same time.
+  public static func problems(ofLogged event: LoggedEvent, ledger entry: LedgerEntry?) -> [Problem] {
+    guard let entry else {
+      return [Problem(event: event.id, "the logged event \(event.id) is not in the ledger")]
+    }
+    var problems: [Problem] = []
+    if entry.outcome != event.entry.outcome {
+      problems.append(
+        Problem(
+          event: event.id,
+          "the logged event \(event.id) is \(describe(event.entry.outcome)), but its ledger entry is "
+            + describe(entry.outcome)))
+    }
+    var differences: [String] = []
+    if entry.event.due != event.event.due { differences.append("due") }
+    if entry.takenAt != event.entry.takenAt { differences.append("taken at") }
+    if entry.isLate != event.entry.isLate { differences.append("late") }
+    if !differences.isEmpty {
+      problems.append(
+        Problem(
+          event: event.id,
+          "the logged event \(event.id) differs from its ledger entry in: "
+            + differences.joined(separator: ", ")))
+    }
+    return problems
+  }
+
+  private static func describe(_ outcome: LedgerEntry.Outcome) -> String {
+    switch outcome {
+    case .fired: "fired"
+    case .skipped(let reason): "skipped (\(reason))"
+    }
+  }
 }

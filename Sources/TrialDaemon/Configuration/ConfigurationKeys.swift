@@ -74,6 +74,30 @@ enum ConfigurationSchema {
       },
       reset: { $0.catchUp.lateThreshold = $1.catchUp.lateThreshold }),
     ConfigurationKey(
+      section: "Events", name: "Retention", defaultText: "90d", valueName: "span",
+      meaning:
+        "How long the event log keeps an event (counted from when it was taken) once every consumer "
+        + "has acknowledged it. Pruning runs in small steps and never holds up firing.",
+      apply: { config, value throws(InvalidValue) in
+        config.retention.age = try positiveSpan(value, infinity: false)
+      },
+      reset: { $0.retention.age = $1.retention.age }),
+    ConfigurationKey(
+      section: "Events", name: "MaxRetention", defaultText: "365d", valueName: "span|infinity",
+      meaning:
+        "How long the event log keeps an event that a consumer has not acknowledged. Past it, the "
+        + "event is pruned anyway: the consumer's position moves past it, and the events it lost are "
+        + "logged and counted in its status. \"infinity\" keeps them until every consumer has "
+        + "acknowledged them. Never shorter than Retention=.",
+      apply: { config, value throws(InvalidValue) in
+        if value == "infinity" {
+          config.retention.cap = nil
+          return
+        }
+        config.retention.cap = try positiveSpan(value, infinity: true)
+      },
+      reset: { $0.retention.cap = $1.retention.cap }),
+    ConfigurationKey(
       section: "Daemon", name: "StateDirectory", defaultText: DaemonConfiguration.defaultStateDirectory,
       valueName: "path",
       meaning:
@@ -190,6 +214,9 @@ enum ConfigurationSchema {
       "Events that fell due while the daemon was stopped, the machine was suspended or the clock was "
       + "stepped forward fire as soon as the daemon runs again, marked late. An expiry always fires; "
       + "late reminders follow LateReminders=.",
+    "Events":
+      "The event log keeps every event taken, fired or skipped, for Watch with a cursor and for "
+      + "consumers (see trialwatchctl(1), consume). These keys say how long.",
     "Daemon":
       "Where the daemon keeps its store and its control socket, who may use the socket, the limits on "
       + "connections, and the logs.",

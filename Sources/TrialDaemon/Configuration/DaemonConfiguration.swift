@@ -27,6 +27,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   // [CatchUp]
   /// `LateReminders=`, `ReminderGrace=`, `LateThreshold=`.
   public var catchUp = CatchUpPolicy()
+  /// `[Events] Retention=` and `MaxRetention=`.
+  public var retention = EventRetention()
 
   // [Daemon]
   /// `StateDirectory=`: where the store lives. Default: the first path of

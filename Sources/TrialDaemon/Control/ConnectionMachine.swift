@@ -79,6 +79,8 @@ struct ConnectionMachine<Call> {
   /// A call is with a handler or waits for one.
   var isBusy: Bool { !owed.isEmpty || held != nil }
   var pendingOutput: Int { output.count - outputStart }
+  /// Stream replies queued and not yet written.
+  var unwrittenStreamReplies: Int { streamReplyEnds.count - streamHead }
   /// The bytes still to write.
   var unwrittenOutput: ArraySlice<UInt8> { output[outputStart...] }
   /// The client's input is no longer wanted (it ended, or the connection finishes).
@@ -152,6 +154,15 @@ struct ConnectionMachine<Call> {
         log: (.warning, "disconnecting a watcher that fell behind (backlog \(limits.watchBacklog) events)"))
     }
     return []
+  }
+
+  /// The stream's source ended it with an error: the error is the last reply, and the
+  /// connection closes once it is written.
+  mutating func streamFailed(_ error: ControlError) -> [Action] {
+    guard !isClosed, isStreaming else { return [] }
+    isStreaming = false
+    append(errorReply(error))
+    return [.stopStream] + finishAfterFlush()
   }
 
   /// The stream's source ended it (the daemon is stopping).

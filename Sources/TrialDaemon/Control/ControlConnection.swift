@@ -112,6 +112,7 @@ final class ControlConnection: @unchecked Sendable {
         }
       }
       writeOutput()
+      stream?.relay.update(unwritten: machine.unwrittenStreamReplies)
     } while !pending.isEmpty
     guard !closed else { return }
     if machine.stopsReading {
@@ -288,5 +289,9 @@ final class ControlConnection: @unchecked Sendable {
 
   func streamEnded() {
     run(machine.streamEnded())
+  }
+
+  func streamFailed(_ error: ControlError) {
+    run(machine.streamFailed(error))
   }
 }

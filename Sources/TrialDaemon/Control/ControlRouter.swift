@@ -76,6 +76,17 @@ public protocol StreamTarget: Sendable {
   func send(_ encode: @escaping @Sendable (JSONEncoder) -> [UInt8])
   /// No more replies (the daemon is stopping).
   func finish()
+  /// Ends the stream with an error reply; the connection closes once it is written.
+  func fail(_ error: ControlError)
+  /// Replies sent and not yet written to the client's socket.
+  var unwritten: Int { get }
+  /// The most replies that may wait unwritten.
+  var capacity: Int { get }
+  /// Runs `body` once, on the stream's queue, when at most half of `capacity` replies are
+  /// unwritten (at once if that is so now).
+  func whenDrained(_ body: @escaping @Sendable () -> Void)
+  /// Runs `body` on the stream's queue (the connection's), where replies are ordered.
+  func perform(_ body: @escaping @Sendable () -> Void)
 }
 
 /// Where a streaming handler sends its replies.
@@ -92,6 +103,21 @@ public struct StreamSink<R: Encodable & Sendable>: Sendable {
 
   public func finish() {
     target.finish()
+  }
+
+  public func fail(_ error: ControlError) {
+    target.fail(error)
+  }
+
+  public var unwritten: Int { target.unwritten }
+  public var capacity: Int { target.capacity }
+
+  public func whenDrained(_ body: @escaping @Sendable () -> Void) {
+    target.whenDrained(body)
+  }
+
+  public func perform(_ body: @escaping @Sendable () -> Void) {
+    target.perform(body)
   }
 }
 

@@ -27,24 +27,30 @@ public final class Engine {
   public let repository: any TrialRepository
   public private(set) var settings: EngineSettings
   public private(set) var planner: Planner
-  private let scheduler: any WakeScheduler
+  let scheduler: any WakeScheduler
   private let ids: any TrialIDGenerator
   private var sinks: [any EventSink]
   public weak var observer: (any EngineObserver)?
-  private let logger: Logger
+  let logger: Logger
 
   private var wake: (any ScheduledWake)?
   private var armedDeadline: Date?
-  private var watchdogWake: (any ScheduledWake)?
-  private var statusWake: (any ScheduledWake)?
-  private var lastStatusUptime: TimeInterval?
-  private var lastStatus: String?
+  var watchdogWake: (any ScheduledWake)?
+  var statusWake: (any ScheduledWake)?
+  var lastStatusUptime: TimeInterval?
+  var lastStatus: String?
   private var retryWake: (any ScheduledWake)?
   private var flushWake: (any ScheduledWake)?
   private var pendingCommands: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)] = []
   private var reference: (wall: Date, uptime: TimeInterval)?
-  private var stopped = false
+  private(set) var stopped = false
   private var deliveryBacklog = false
+  /// Told of every event logged, in cursor order.
+  var logObservers: [any EventLogObserver] = []
+  /// The newest event handed to the log observers.
+  public internal(set) var publishedThrough = EventCursor.origin
+  var pruneWake: (any ScheduledWake)?
+  var pruneAt: Date?
 
   /// Trials by state, kept current as trials start, end and expire.
   public private(set) var counts: [TrialState: Int] = [:]
@@ -116,10 +122,13 @@ public final class Engine {
       logger.notice("delivering events taken before the last stop", metadata: ["count": "\(outbox.count)"])
       deliver(outbox)
     }
+    let log = try repository.read { try $0.eventLogBounds() }
+    publishedThrough = log.last
     report.caughtUp = fireDue(at: now)
     report.activeTrials = counts[.active, default: 0]
     reference = (now, scheduler.monotonicNow)
     scheduleWatchdog()
+    if log.count > 0 { schedulePrune(at: now) }
     publishStatus(force: true)
     return report
   }
@@ -127,9 +136,11 @@ public final class Engine {
   /// Applies new settings (after a reload). The catch-up policy and defaults apply from now on.
   public func reload(_ newSettings: EngineSettings) {
     let watchdogChanged = newSettings.watchdogInterval != settings.watchdogInterval
+    let retentionChanged = newSettings.retention != settings.retention
     settings = newSettings
     planner.policy = newSettings.policy
     if watchdogChanged { scheduleWatchdog() }
+    if retentionChanged { schedulePrune(at: clock.now()) }
     publishStatus(force: true)
   }
 
@@ -138,7 +149,7 @@ public final class Engine {
     guard !stopped else { return }
     flushCommands()
     stopped = true
-    for item in [wake, watchdogWake, statusWake, retryWake, flushWake] { item?.cancel() }
+    for item in [wake, watchdogWake, statusWake, retryWake, flushWake, pruneWake] { item?.cancel() }
     wake = nil
     try? repository.write { try $0.setLastSeenWallTime(clock.now()) }
   }
@@ -179,9 +190,9 @@ public final class Engine {
   private func fireDue(at now: Date) -> Int {
     let due = planner.takeDue(at: now)
     if !due.isEmpty {
-      let entries: [LedgerEntry]
+      let logged: [LoggedEvent]
       do {
-        entries = try repository.commit(due, now: now)
+        logged = try repository.commit(due, now: now)
       } catch {
         logger.error(
           "could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
@@ -193,6 +204,7 @@ public final class Engine {
         scheduleRetry()
         return 0
       }
+      let entries = logged.map(\.entry)
       for entry in entries {
         if entry.fired { firedCount += 1 } else { skippedCount += 1 }
         if entry.fired, entry.event.kind == .expiry {
@@ -200,6 +212,7 @@ public final class Engine {
           counts[.expired, default: 0] += 1
         }
       }
+      published(logged)
       deliver(entries)
       publishStatus()
     }
@@ -288,59 +301,6 @@ public final class Engine {
   /// When the timer is armed for; nil when nothing is pending.
   public var nextWake: Date? { wake == nil ? nil : armedDeadline }
 
-  // MARK: Watchdog and status
-
-  private func scheduleWatchdog() {
-    watchdogWake?.cancel()
-    watchdogWake = nil
-    guard let interval = settings.watchdogInterval, interval > .zero, !stopped else { return }
-    watchdogWake = scheduler.schedule(after: interval.timeInterval, label: "watchdog") { [weak self] in
-      guard let self else { return }
-      self.observer?.engineWatchdogPing()
-      self.publishStatus()
-      self.scheduleWatchdog()
-    }
-  }
-
-  /// The status line: `3 active trials; next: acme-42 expires in 2h 13min` (the time to go
-  /// in `TimeSpan.Style.brief`).
-  public func statusLine() -> String {
-    let active = counts[.active, default: 0]
-    var line = "\(active) active trial\(active == 1 ? "" : "s")"
-    guard let next = planner.nextEvent else { return line + "; nothing scheduled" }
-    let subject = (try? repository.read { try $0.trial(next.trialID) })??.subject ?? "\(next.trialID)"
-    let left = next.due.duration(since: clock.now())
-    let when = left <= .zero ? "now" : "in " + TimeSpan.format(left, style: .brief)
-    switch next.kind {
-    case .expiry: line += "; next: \(subject) expires \(when)"
-    case .reminder: line += "; next: \(subject) reminder \(when)"
-    }
-    return line
-  }
-
-  /// Publishes the status at most once per `statusInterval` (monotonic time).
-  private func publishStatus(force: Bool = false) {
-    guard !stopped, observer != nil else { return }
-    let uptime = scheduler.monotonicNow
-    let statusInterval = settings.statusInterval.timeInterval
-    if !force, let last = lastStatusUptime, uptime - last < statusInterval {
-      guard statusWake == nil else { return }
-      statusWake = scheduler.schedule(after: statusInterval - (uptime - last), label: "status") {
-        [weak self] in
-        self?.statusWake = nil
-        self?.publishStatus(force: true)
-      }
-      return
-    }
-    statusWake?.cancel()
-    statusWake = nil
-    lastStatusUptime = uptime
-    let line = statusLine()
-    guard line != lastStatus else { return }
-    lastStatus = line
-    observer?.engineStatusChanged(line)
-  }
-
   // MARK: Commands (group commit)
 
   /// Queues a change. Changes queued before the engine's context next runs are committed
@@ -404,6 +364,8 @@ public final class Engine {
         counts[done.trial.state, default: 0] += 1
       }
     }
+    let skipped = results.contains { (try? $0.get().skipped.isEmpty) == false }
+    if skipped { publishLogTail() }
     arm()
     publishStatus()
     for ((_, completion), result) in zip(batch, results) { completion(result) }

@@ -8,6 +8,12 @@ public protocol EventSink: AnyObject {
   func deliver(_ entry: LedgerEntry, trial: Trial) throws
 }
 
+/// Told of every event the engine logs (fired or skipped), once committed, in cursor order
+/// and without gaps: the running Watches are fed from here.
+public protocol EventLogObserver: AnyObject {
+  func eventsLogged(_ events: [LoggedEvent])
+}
+
 /// What the engine tells its host (the systemd notifier, the log) as it runs.
 public protocol EngineObserver: AnyObject {
   /// The one-line status changed (rate-limited by the engine).
@@ -31,12 +37,16 @@ public struct EngineSettings: Hashable, Sendable {
   public var stepTolerance: Duration
   /// Delay before retrying a failed commit or delivery.
   public var retryDelay: Duration
+  /// How long the event log keeps events.
+  public var retention: EventRetention
+  /// The most events one pruning step removes (each step is one short transaction).
+  public var pruneBatch: Int
 
   public init(
     defaultLength: Days = .defaultTrialLength, defaultReminders: ReminderSchedule = .default,
     policy: CatchUpPolicy = CatchUpPolicy(), watchdogInterval: Duration? = nil,
     statusInterval: Duration = .milliseconds(250), stepTolerance: Duration = .seconds(1),
-    retryDelay: Duration = .seconds(1)
+    retryDelay: Duration = .seconds(1), retention: EventRetention = EventRetention(), pruneBatch: Int = 1_000
   ) {
     self.defaultLength = defaultLength
     self.defaultReminders = defaultReminders
@@ -45,5 +55,7 @@ public struct EngineSettings: Hashable, Sendable {
     self.statusInterval = statusInterval
     self.stepTolerance = stepTolerance
     self.retryDelay = retryDelay
+    self.retention = retention
+    self.pruneBatch = pruneBatch
   }
 }

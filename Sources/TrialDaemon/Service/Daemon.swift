@@ -184,7 +184,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     let watchdog = (try? SystemdNotifier.watchdogInterval())?.map { $0 / 2 }
     return EngineSettings(
       defaultLength: configuration.defaultLength, defaultReminders: configuration.defaultReminders,
-      policy: configuration.catchUp, watchdogInterval: watchdog)
+      policy: configuration.catchUp, watchdogInterval: watchdog, retention: configuration.retention)
   }
 
   /// The default trial settings clients see (for the control server).

@@ -196,7 +196,11 @@ public struct StoreCommands {
   static func counts(_ statistics: StoreStatistics) -> String {
     "\(statistics.trials) trial\(statistics.trials == 1 ? "" : "s") (\(statistics.activeTrials) active), "
       + "\(statistics.ledgerEntries) ledger entr\(statistics.ledgerEntries == 1 ? "y" : "ies"), "
-      + "\(statistics.outboxEntries) undelivered"
+      + "\(statistics.outboxEntries) undelivered, \(statistics.loggedEvents) logged "
+      + "event\(statistics.loggedEvents == 1 ? "" : "s"), \(statistics.consumers) "
+      + "consumer\(statistics.consumers == 1 ? "" : "s")"
+      + (statistics.schema < LMDBTrialRepository.schemaVersion
+        ? " (store schema \(statistics.schema): trialwatchd upgrades it at its next start)" : "")
   }
 
   static func size(_ bytes: Int) -> String {

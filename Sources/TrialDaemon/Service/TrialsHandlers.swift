@@ -14,7 +14,7 @@ public final class TrialsHandlers: @unchecked Sendable {
   private let startedAt: Date
   private let version: String
   private let storeBytes: @Sendable () -> Int?
-  private let watchers = WatcherHub()
+  private let watchers: FeedHub
   /// Connections and watchers, shared with the control server.
   public let counters = ControlCounters()
 
@@ -22,12 +22,25 @@ public final class TrialsHandlers: @unchecked Sendable {
     engine: Engine, queue: DispatchQueue, startedAt: Date, version: String,
     storeBytes: @escaping @Sendable () -> Int? = { nil }
   ) {
+    let bound = Bound(value: engine)
     self.engine = engine
     self.queue = queue
     self.startedAt = startedAt
     self.version = version
     self.storeBytes = storeBytes
-    queue.sync { engine.addSink(watchers) }
+    // Reads of the log for Watches happen on the engine's queue, like every read today.
+    let read: @Sendable (EventCursor, Int) throws -> [LoggedEvent] = { after, limit in
+      let result = queue.sync {
+        Bound(
+          value: Result {
+            try bound.value.repository.read { try EventFeed.events(after: after, limit: limit, in: $0) }
+          })
+      }
+      return try result.value.get()
+    }
+    watchers = queue.sync { FeedHub(last: engine.publishedThrough, read: read) }
+    let hub = watchers
+    queue.sync { engine.addLogObserver(hub) }
   }
 
   /// Every method of `io.trialwatch.Trials`, with its handler.
@@ -84,7 +97,43 @@ public final class TrialsHandlers: @unchecked Sendable {
             watchers: self.counters.watchers)
         }
       },
-      Route(stream: Trials.watch) { _, sink in self.watchers.watch(sink) },
+      Route(stream: Trials.watch) { p, sink in self.watchers.watch(after: p.after, sink) },
+      Route(Trials.getEventLog) { _, done in
+        self.read(done) { engine in
+          GetEventLogReply(
+            log: EventLogObject(try engine.eventLogBounds(), retention: engine.settings.retention))
+        }
+      },
+      Route(Trials.getConsumer) { p, done in
+        self.read(done) { engine in
+          let (consumer, last) = try engine.consumer(named: p.name)
+          return ConsumerReply(consumer: ConsumerObject(consumer, last: last))
+        }
+      },
+      Route(Trials.listConsumers) { _, done in
+        self.read(done) { engine in
+          let (consumers, last) = try engine.consumers()
+          return ListConsumersReply(consumers: consumers.map { ConsumerObject($0, last: last) })
+        }
+      },
+      Route(Trials.createConsumer) { p, done in
+        self.write(done) { engine in
+          let (consumer, last) = try engine.createConsumer(named: p.name, after: p.after)
+          return ConsumerReply(consumer: ConsumerObject(consumer, last: last))
+        }
+      },
+      Route(Trials.acknowledgeEvent) { p, done in
+        self.write(done) { engine in
+          let (consumer, last) = try engine.acknowledge(consumer: p.consumer, through: p.cursor)
+          return ConsumerReply(consumer: ConsumerObject(consumer, last: last))
+        }
+      },
+      Route(Trials.removeConsumer) { p, done in
+        self.write(done) { engine in
+          try engine.removeConsumer(named: p.name)
+          return EmptyReply()
+        }
+      },
     ]
   }
 
@@ -102,6 +151,12 @@ public final class TrialsHandlers: @unchecked Sendable {
     let bound = Bound(value: body)
     let result = queue.sync { [engine] in Bound(value: Self.result { try bound.value(engine) }) }
     done(result.value)
+  }
+
+  /// A change outside the trials' group commit (consumers), on the engine's queue.
+  private func write<R>(_ done: @escaping Completion<R>, _ body: @escaping (Engine) throws -> R) {
+    let bound = Bound(value: (engine, body))
+    queue.async { done(Self.result { try bound.value.1(bound.value.0) }) }
   }
 
   private func change(_ command: TrialCommand, _ done: @escaping Completion<TrialReply>) {
@@ -124,38 +179,6 @@ public final class TrialsHandlers: @unchecked Sendable {
     } catch {
       return .failure(.internalError("\(error)"))
     }
-  }
-}
-
-/// Hands every delivered event to the running Watches. Never throws and never blocks: each
-/// watcher's connection buffers, and cuts off a watcher that falls behind.
-final class WatcherHub: EventSink, Sendable {
-  private let sinks = Mutex<[UInt64: StreamSink<WatchReply>]>([:])
-  private let nextKey = Atomic<UInt64>(0)
-
-  /// Starts a Watch: its first reply says it is in place; every event follows until the
-  /// returned closure is called.
-  func watch(_ sink: StreamSink<WatchReply>) -> @Sendable () -> Void {
-    let key = nextKey.add(1, ordering: .relaxed).newValue
-    sinks.withLock { $0[key] = sink }
-    sink.send(WatchReply(event: nil))
-    return { [weak self] in _ = self?.sinks.withLock { $0.removeValue(forKey: key) } }
-  }
-
-  func deliver(_ entry: LedgerEntry, trial: Trial) {
-    let current = sinks.withLock { Array($0.values) }
-    guard !current.isEmpty else { return }
-    let reply = WatchReply(event: EventObject(entry, subject: trial.subject))
-    for sink in current { sink.send(reply) }
-  }
-
-  /// Ends every Watch (the daemon is stopping).
-  func finishAll() {
-    let all = sinks.withLock { sinks in
-      defer { sinks.removeAll() }
-      return Array(sinks.values)
-    }
-    for sink in all { sink.finish() }
   }
 }
 

@@ -369,7 +369,14 @@ import TrialDaemonTesting
     for _ in 0..<3 {
       if let event = try watcher.receive().parameters(as: WatchReply.self).event { events.append(event) }
     }
-    #expect(events == taken)
+    // The same events as delivered to the journal, each with its place in the log.
+    #expect(events.map(\.cursor) == [1, 2, 3].map { EventCursor($0) })
+    #expect(
+      events.map { event -> EventObject in
+        var copy = event
+        copy.cursor = nil
+        return copy
+      } == taken)
     #expect(events.map(\.kind) == [.reminder, .reminder, .expiry])
     #expect(events.map(\.state) == [.skipped, .skipped, .fired])
     #expect(events.map(\.reason) == ["superseded-by-expiry", "superseded-by-expiry", nil])

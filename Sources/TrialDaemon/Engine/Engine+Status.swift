@@ -1,0 +1,57 @@
+import Foundation
+import TrialCore
+
+extension Engine {
+  // MARK: Watchdog and status
+
+  func scheduleWatchdog() {
+    watchdogWake?.cancel()
+    watchdogWake = nil
+    guard let interval = settings.watchdogInterval, interval > .zero, !stopped else { return }
+    watchdogWake = scheduler.schedule(after: interval.timeInterval, label: "watchdog") { [weak self] in
+      guard let self else { return }
+      self.observer?.engineWatchdogPing()
+      self.publishStatus()
+      self.scheduleWatchdog()
+    }
+  }
+
+  /// The status line: `3 active trials; next: acme-42 expires in 2h 13min` (the time to go
+  /// in `TimeSpan.Style.brief`).
+  public func statusLine() -> String {
+    let active = counts[.active, default: 0]
+    var line = "\(active) active trial\(active == 1 ? "" : "s")"
+    guard let next = planner.nextEvent else { return line + "; nothing scheduled" }
+    let subject = (try? repository.read { try $0.trial(next.trialID) })??.subject ?? "\(next.trialID)"
+    let left = next.due.duration(since: clock.now())
+    let when = left <= .zero ? "now" : "in " + TimeSpan.format(left, style: .brief)
+    switch next.kind {
+    case .expiry: line += "; next: \(subject) expires \(when)"
+    case .reminder: line += "; next: \(subject) reminder \(when)"
+    }
+    return line
+  }
+
+  /// Publishes the status at most once per `statusInterval` (monotonic time).
+  func publishStatus(force: Bool = false) {
+    guard !stopped, observer != nil else { return }
+    let uptime = scheduler.monotonicNow
+    let statusInterval = settings.statusInterval.timeInterval
+    if !force, let last = lastStatusUptime, uptime - last < statusInterval {
+      guard statusWake == nil else { return }
+      statusWake = scheduler.schedule(after: statusInterval - (uptime - last), label: "status") {
+        [weak self] in
+        self?.statusWake = nil
+        self?.publishStatus(force: true)
+      }
+      return
+    }
+    statusWake?.cancel()
+    statusWake = nil
+    lastStatusUptime = uptime
+    let line = statusLine()
+    guard line != lastStatus else { return }
+    lastStatus = line
+    observer?.engineStatusChanged(line)
+  }
+}

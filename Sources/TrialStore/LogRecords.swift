@@ -1,0 +1,132 @@
+import Foundation
+import TrialCore
+
+// Keys and records of the event log and its consumers (schema 2; layout: README.md, "The
+// trial store"), in the conventions of Records.swift.
+
+extension StoreKeys {
+  /// An event's key in `events`: its cursor, 8 bytes big-endian, so that the log is in
+  /// cursor order.
+  @inline(__always)
+  static func withEventKey<R>(_ cursor: EventCursor, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows
+    -> R
+  {
+    try withUnsafeBytes(of: cursor.sequence.bigEndian, body)
+  }
+
+  static func eventCursor(_ key: UnsafeRawBufferPointer) throws -> EventCursor {
+    guard key.count == 8 else { throw RecordProblem("an event key has \(key.count) bytes, not 8") }
+    return EventCursor(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
+  }
+
+  /// A consumer's key in `consumers`: its name, UTF-8 (1 to 100 bytes, as
+  /// `ConsumerRecord.validateName` allows; a name LMDB cannot take as a key is refused).
+  static func withConsumerKey<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+    guard !name.isEmpty, name.utf8.count <= 511 else {
+      throw TrialError.invalid("name", ConsumerRecord.validateName(name) ?? "cannot name a consumer")
+    }
+    var name = name
+    return try name.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+  }
+
+  /// The name a consumer key holds.
+  static func consumerName(_ key: UnsafeRawBufferPointer) throws -> String {
+    guard let name = String(validating: key, as: UTF8.self) else {
+      throw RecordProblem("the consumer's name is not valid UTF-8")
+    }
+    return name
+  }
+}
+
+extension RecordCodec {
+  static let eventVersion: UInt8 = 1
+  static let consumerVersion: UInt8 = 1
+
+  // MARK: Logged events
+
+  // Version 1 (the cursor is the key; the delivery time is not kept, the ledger has it):
+  //   u8 version, u8 kind (0 expiry, 1 reminder), u8 outcome, u8 flags (bit 0: late),
+  //   u64 trial id, u32 revision, [f64 reminder offset (days)], date due, date taken,
+  //   outcome payload (as in a ledger entry), u8 subject length, subject bytes (UTF-8).
+
+  func encodeEvent(_ entry: LedgerEntry, subject: String, into writer: inout ByteWriter) throws {
+    let subjectBytes = subject.utf8
+    guard subjectBytes.count <= 255 else { throw RecordProblem("the subject is longer than 255 bytes") }
+    let id = entry.id
+    writer.u8(Self.eventVersion)
+    writer.u8(id.kind == .expiry ? 0 : 1)
+    writer.u8(Self.outcomeCode(entry.outcome))
+    writer.u8(entry.isLate ? 1 : 0)
+    writer.u64(id.trialID.rawValue)
+    writer.u32(id.revision)
+    if let offset = id.kind.reminderOffset { writer.reminderOffset(offset) }
+    writer.date(entry.event.due)
+    writer.date(entry.takenAt)
+    encodeOutcomePayload(entry.outcome, into: &writer)
+    writer.u8(UInt8(subjectBytes.count))
+    writer.bytes.append(contentsOf: subjectBytes)
+  }
+
+  func decodeEvent(_ value: UnsafeRawBufferPointer, cursor: EventCursor) throws -> LoggedEvent {
+    var reader = ByteReader(value)
+    try Self.checkVersion(try reader.u8(), expected: Self.eventVersion)
+    let kindCode = try reader.u8()
+    let outcomeCode = try reader.u8()
+    let flags = try reader.u8()
+    guard flags & ~1 == 0 else { throw RecordProblem("unknown flags \(flags)") }
+    let trial = TrialID(try reader.u64())
+    let revision = try reader.u32()
+    let kind: EventKind
+    switch kindCode {
+    case 0: kind = .expiry
+    case 1: kind = .reminder(before: try reader.reminderOffset())
+    default: throw RecordProblem("unknown event kind \(kindCode)")
+    }
+    let due = try reader.date()
+    let takenAt = try reader.date()
+    let outcome = try decodeOutcome(code: outcomeCode, &reader)
+    let subjectBytes = try reader.bytes(Int(try reader.u8()))
+    try reader.expectEnd()
+    guard let subject = String(validating: subjectBytes, as: UTF8.self) else {
+      throw RecordProblem("the subject is not valid UTF-8")
+    }
+    let entry = LedgerEntry(
+      event: TrialEvent(id: EventID(trialID: trial, revision: revision, kind: kind), due: due),
+      outcome: outcome,
+      takenAt: takenAt, isLate: flags & 1 != 0)
+    return LoggedEvent(cursor: cursor, entry: entry, subject: subject)
+  }
+
+  // MARK: Consumers
+
+  // Version 1 (the name is the key):
+  //   u8 version, u8 flags (bit 0: acknowledged-at present, bit 1: lost-at present),
+  //   u64 acknowledged cursor, date created, [date acknowledged-at], u64 lost, [date lost-at].
+
+  func encode(_ consumer: ConsumerRecord, into writer: inout ByteWriter) {
+    writer.u8(Self.consumerVersion)
+    writer.u8((consumer.acknowledgedAt == nil ? 0 : 1) | (consumer.lostAt == nil ? 0 : 2))
+    writer.u64(consumer.acknowledged.sequence)
+    writer.date(consumer.createdAt)
+    if let acknowledgedAt = consumer.acknowledgedAt { writer.date(acknowledgedAt) }
+    writer.u64(consumer.lost)
+    if let lostAt = consumer.lostAt { writer.date(lostAt) }
+  }
+
+  func decodeConsumer(_ value: UnsafeRawBufferPointer, name: String) throws -> ConsumerRecord {
+    var reader = ByteReader(value)
+    try Self.checkVersion(try reader.u8(), expected: Self.consumerVersion)
+    let flags = try reader.u8()
+    guard flags & ~3 == 0 else { throw RecordProblem("unknown flags \(flags)") }
+    let acknowledged = EventCursor(try reader.u64())
+    let createdAt = try reader.date()
+    let acknowledgedAt = flags & 1 != 0 ? try reader.date() : nil
+    let lost = try reader.u64()
+    let lostAt = flags & 2 != 0 ? try reader.date() : nil
+    try reader.expectEnd()
+    return ConsumerRecord(
+      name: name, acknowledged: acknowledged, createdAt: createdAt, acknowledgedAt: acknowledgedAt,
+      lost: lost,
+      lostAt: lostAt)
+  }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import TrialCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What opening a store of an earlier schema did to it.
+public struct StoreUpgradeReport: Hashable, Sendable {
+  /// The schema the store had, and the one it has now.
+  public var fromSchema: UInt32
+  public var toSchema: UInt32
+  /// The copy of the store file as it was, kept beside it (`data.mdb.schema1-<UTC time>`).
+  public var keptCopy: String
+  /// Ledger entries written to the new event log.
+  public var backfilledEvents: Int
+}
+
+/// Brings a store written by an earlier version to this version's schema, when the one writer
+/// opens it. First a compacted copy of the file is written beside it, atomically and synced
+/// (`data.mdb.schema<N>-<UTC time>`); then one write transaction makes every change, so the
+/// store is either upgraded whole or left at its old schema.
+///
+/// Schema 1 → 2: creates `events` and `consumers`, writes every ledger entry to the event log
+/// (ordered by when it was taken, then by event id, with the subject of its trial; cursors
+/// from 1), sets `events-last` and `events-pruned-through`, then the schema.
+enum StoreUpgrade {
+  static func run(
+    _ environment: LMDBEnvironment, _ databases: LMDBTrialRepository.Databases, now: Date
+  ) throws -> (LMDBTrialRepository.Databases, StoreUpgradeReport) {
+    let from = databases.schema
+    let copy = try keepCopy(environment, databases, now: now)
+    var backfilled = 0
+    let upgraded = try environment.write { txn -> LMDBTrialRepository.Databases in
+      var upgraded = databases
+      let events = try txn.openDatabase("events", create: true)!
+      let consumers = try txn.openDatabase("consumers", create: true)!
+      guard try txn.entryCount(events) == 0, try txn.entryCount(consumers) == 0 else {
+        throw StoreError(
+          .damaged, path: environment.dataPath,
+          problem: "a store of schema \(from) already has an event log; it was left at schema \(from)")
+      }
+      let logged = try ledgerInTakenOrder(txn, databases, path: environment.dataPath)
+      let codec = RecordCodec()
+      var writer = ByteWriter()
+      for (index, item) in logged.enumerated() {
+        writer.reset()
+        do {
+          try codec.encodeEvent(item.entry, subject: item.subject, into: &writer)
+        } catch let problem as RecordProblem {
+          throw StoreError(
+            .corruptRecord, path: environment.dataPath,
+            problem: "the ledger entry \(item.entry.id) cannot be logged: \(problem.message)")
+        }
+        try StoreKeys.withEventKey(EventCursor(UInt64(index + 1))) { key in
+          try writer.bytes.withUnsafeBytes { try txn.put(events, key, $0, append: true) }
+        }
+      }
+      backfilled = logged.count
+      try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.logLast, UInt64(logged.count))
+      try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.logPrunedThrough, UInt64(0))
+      try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.schema, LMDBTrialRepository.schemaVersion)
+      upgraded.events = events
+      upgraded.consumers = consumers
+      upgraded.schema = LMDBTrialRepository.schemaVersion
+      return upgraded
+    }
+    let report = StoreUpgradeReport(
+      fromSchema: from, toSchema: LMDBTrialRepository.schemaVersion, keptCopy: copy,
+      backfilledEvents: backfilled)
+    return (upgraded, report)
+  }
+
+  /// Every ledger entry with its trial's subject, ordered by when it was taken, then by event
+  /// id. An entry whose trial is missing (a damaged store; verification names it) is logged
+  /// with an empty subject.
+  private static func ledgerInTakenOrder(
+    _ txn: LMDBTransaction, _ databases: LMDBTrialRepository.Databases, path: String
+  ) throws -> [(entry: LedgerEntry, subject: String)] {
+    let reader = StoreReadTransaction(txn, databases: databases, path: path)
+    var logged: [(entry: LedgerEntry, subject: String)] = []
+    logged.reserveCapacity(try txn.entryCount(databases.ledger))
+    var subject: (trial: TrialID, subject: String)?
+    try txn.forEach(databases.ledger) { key, value in
+      let entry = try reader.decodeEntry(key: key, value: value)
+      let trial = entry.event.trialID
+      if subject?.trial != trial { subject = (trial, try reader.trial(trial)?.subject ?? "") }
+      logged.append((entry, subject!.subject))
+    }
+    logged.sort {
+      $0.entry.takenAt != $1.entry.takenAt ? $0.entry.takenAt < $1.entry.takenAt : $0.entry.id < $1.entry.id
+    }
+    return logged
+  }
+
+  /// Writes a compacted copy of the store file beside it, as `data.mdb.schema<N>-<UTC time>`
+  /// (`-2`, `-3`… when taken), atomically and synced; returns its path.
+  private static func keepCopy(
+    _ environment: LMDBEnvironment, _ databases: LMDBTrialRepository.Databases, now: Date
+  ) throws -> String {
+    let schema = databases.schema
+    let base = environment.dataPath + ".schema\(schema)-" + StoreRestore.utcStamp(now)
+    var attempt = 1
+    var target = base
+    while FileManager.default.fileExists(atPath: target) {
+      attempt += 1
+      target = base + "-\(attempt)"
+    }
+    do {
+      let copy = try StoreBackup.copy(to: target, from: environment).statistics
+      let store = try LMDBTrialRepository.statistics(environment, databases)
+      guard
+        (copy.trials, copy.ledgerEntries, copy.outboxEntries) == (
+          store.trials, store.ledgerEntries, store.outboxEntries
+        )
+      else {
+        throw StoreError(
+          .failure, path: target,
+          problem: "the copy holds \(copy.trials) trials and \(copy.ledgerEntries) ledger entries, the store "
+            + "\(store.trials) and \(store.ledgerEntries)")
+      }
+    } catch let error as StoreError {
+      throw StoreError(
+        error.kind, path: error.path,
+        problem: "\(error.problem) (keeping a copy of the store before upgrading it from schema \(schema); "
+          + "the store was not changed)")
+    }
+    return target
+  }
+
+  /// Writes a meta record: a number, little-endian.
+  static func putMeta(
+    _ txn: LMDBTransaction, _ meta: LMDBDatabase, _ name: String, _ value: some FixedWidthInteger
+  ) throws {
+    try Array(name.utf8).withUnsafeBytes { key in
+      try withUnsafeBytes(of: value.littleEndian) { try txn.put(meta, key, $0) }
+    }
+  }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import TrialCore
+
+// The verification of the event log and its consumers (schema 2).
+
+extension StoreVerifier {
+  /// Reads `meta/events-last` or `meta/events-pruned-through` into the report.
+  func checkLogBound(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    let name = String(decoding: key, as: UTF8.self)
+    var reader = ByteReader(value)
+    guard let number = try? reader.u64(), (try? reader.expectEnd()) != nil else {
+      report.add("meta", key, "the event log's \(Self.boundName(name)) is unreadable (\(value.count) bytes)")
+      return
+    }
+    if name == LMDBTrialRepository.MetaKey.logLast {
+      report.logLast = EventCursor(number)
+    } else {
+      report.logPrunedThrough = EventCursor(number)
+    }
+  }
+
+  private static func boundName(_ key: String) -> String {
+    key == LMDBTrialRepository.MetaKey.logLast ? "last cursor" : "pruned-through cursor"
+  }
+
+  /// The log holds the events after `events-pruned-through` up to `events-last`, under
+  /// consecutive cursors; each record decodes, and each event is in the ledger, taken the
+  /// same way (`TrialConsistency.problems(ofLogged:ledger:)`).
+  func checkEventLog() throws {
+    guard let events = databases.events else { return }
+    let last = report.logLast
+    let pruned = report.logPrunedThrough
+    let lastKey = Array(LMDBTrialRepository.MetaKey.logLast.utf8)
+    if pruned > last {
+      report.add(
+        "meta", Array(LMDBTrialRepository.MetaKey.logPrunedThrough.utf8),
+        "the event log is pruned through \(pruned), after its last cursor \(last)")
+    }
+    var expected = pruned.next
+    var newest: EventCursor?
+    try txn.forEach(events) { key, value in
+      report.loggedEvents += 1
+      guard let cursor = try? StoreKeys.eventCursor(key) else {
+        report.add("events", key, "an event key has \(key.count) bytes, not 8")
+        return
+      }
+      if cursor <= pruned {
+        report.add(
+          "events", key,
+          "the event is at or before the log's pruned-through cursor \(pruned): it should be gone")
+      } else if cursor > last {
+        report.add(
+          "events", key,
+          "the event is after the log's last cursor \(last) (meta/\"events-last\"): the next event would "
+            + "not be appended after it")
+      } else {
+        if cursor != expected {
+          report.add(
+            "events", key,
+            "the log goes from \(EventCursor(expected.sequence - 1)) to \(cursor): the events from \(expected) "
+              + "to \(EventCursor(cursor.sequence - 1)) are missing")
+        }
+        expected = cursor.next
+        newest = cursor
+      }
+      let event: LoggedEvent
+      do {
+        event = try codec.decodeEvent(value, cursor: cursor)
+      } catch let problem as RecordProblem {
+        report.add("events", key, "the record is unreadable: \(problem.message)")
+        return
+      }
+      let entry = try StoreKeys.withLedgerKey(event.id) { ledgerKey in
+        try txn.get(databases.ledger, ledgerKey).map { value in
+          try? codec.decodeLedgerEntry(value, key: try StoreKeys.ledgerKey(ledgerKey))
+        }
+      }
+      // An unreadable ledger entry is reported by the pass over the ledger.
+      if case .some(.none) = entry { return }
+      for problem in TrialConsistency.problems(ofLogged: event, ledger: entry ?? nil) {
+        report.add("events", key, problem.message)
+      }
+    }
+    if last > pruned, newest != last {
+      report.add(
+        "meta", lastKey,
+        "the event log's last cursor is \(last), but "
+          + (newest.map { "its newest event is \($0)" } ?? "it holds no event after \(pruned)"))
+    }
+  }
+
+  /// Each consumer has a valid name, a record that decodes, and a position within the log.
+  func checkConsumers() throws {
+    guard let consumers = databases.consumers else { return }
+    try txn.forEach(consumers) { key, value in
+      report.consumers += 1
+      guard let name = try? StoreKeys.consumerName(key) else {
+        report.add("consumers", key, "the consumer's name is not valid UTF-8")
+        return
+      }
+      if let problem = ConsumerRecord.validateName(name) {
+        report.add("consumers", key, "invalid consumer name: it \(problem)")
+      }
+      let consumer: ConsumerRecord
+      do {
+        consumer = try codec.decodeConsumer(value, name: name)
+      } catch let problem as RecordProblem {
+        report.add("consumers", key, "the record is unreadable: \(problem.message)")
+        return
+      }
+      if consumer.acknowledged > report.logLast {
+        report.add(
+          "consumers", key,
+          "its position \(consumer.acknowledged) is after the event log's last cursor \(report.logLast)")
+      }
+    }
+  }
+}
