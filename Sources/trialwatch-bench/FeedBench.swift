@@ -13,7 +13,8 @@ import TrialStore
 ///
 /// `TRIALWATCH_BENCH_FEED_EVENTS` changes the 1,000,000 (the figure names stay the same).
 func runFeedBench() throws {
-  let count = ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_FEED_EVENTS"].flatMap(Int.init) ?? 1_000_000
+  let count =
+    ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_FEED_EVENTS"].flatMap(Int.init) ?? 1_000_000
   let scratch = try TemporaryDirectory("bench-feed")
   let directory = scratch.url.appendingPathComponent("store").path
   do {
@@ -50,7 +51,9 @@ func runFeedBench() throws {
   var received = -1
   let elapsed = try measure {
     try watcher.send(
-      Array(#"{"method":"io.trialwatch.Trials.Watch","parameters":{"after":"0000000000000000"},"more":true}"#.utf8)
+      Array(
+        #"{"method":"io.trialwatch.Trials.Watch","parameters":{"after":"0000000000000000"},"more":true}"#.utf8
+      )
         + [0])
     while received < watched {
       _ = try watcher.receive()

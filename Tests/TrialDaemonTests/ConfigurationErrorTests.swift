@@ -219,7 +219,7 @@ import TrialCore
     #expect(
       loaded.diagnostics.map(\.description) == [
         "\(file):1: warning: assignment DefaultLength= outside of any section, ignored (sections: [Trials], "
-          + "[CatchUp], [Daemon])",
+          + "[CatchUp], [Events], [Daemon])",
         "\(file):3: warning: unknown key \"DefaultLenght\" in [Trials], ignored",
         "\(file):4: warning: unknown key \"defaultlength\" in [Trials], ignored (did you mean "
           + "\"DefaultLength\"?)",

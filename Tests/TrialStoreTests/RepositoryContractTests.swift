@@ -105,7 +105,7 @@ final class Subject {
     let late = origin.addingTimeInterval(6 * day)
     let due = planner.takeDue(at: late)
     #expect(due.count == 3)
-    let recorded = try subject.repository.commit(due, now: late).map(\.entry)
+    let recorded = try subject.repository.commit(due, now: late)
     #expect(recorded.map(\.id) == due.map(\.event.id))
     try subject.reopen()
     // The same events again: nothing is recorded twice.
@@ -143,7 +143,7 @@ final class Subject {
     var planner = Planner(policy: CatchUpPolicy(reminders: .all))
     for trial in trials { planner.add(trial, now: origin) }
     let now = origin.addingTimeInterval(3 * day)
-    let recorded = try subject.repository.commit(planner.takeDue(at: now), now: now).map(\.entry)
+    let recorded = try subject.repository.commit(planner.takeDue(at: now), now: now)
     #expect(recorded.count >= 4)
     #expect(try subject.repository.outbox() == recorded.map(\.entry).sorted { $0.id < $1.id })
     let delivered = Array(recorded.prefix(2).map(\.id))
@@ -253,7 +253,7 @@ final class Subject {
       .skip(.beyondGrace(lateness: .milliseconds(12_500), grace: .hours(1))), .fire,
     ]
     let due = zip(events, reasons).map { DueEvent(event: $0, takenAt: taken, disposition: $1, isLate: true) }
-    let recorded = try subject.repository.commit(due, now: taken).map(\.entry)
+    let recorded = try subject.repository.commit(due, now: taken)
     try subject.reopen()
     let read = try subject.repository.read { try $0.ledgerEntries(trial: started.trial.id) }
     #expect(read == recorded.map(\.entry))

@@ -24,7 +24,7 @@ import TrialTesting
     let recorded = try store.write { txn -> [LoggedEvent] in
       _ = try TrialBook.endTrial(in: txn, trials[0].id, outcome: .converted, now: now)
       _ = try startBatchTrials(txn, count: 500, firstID: 10_000, now: now)
-      return try TrialBook.commit(in: txn, due, now: now).map(\.entry)
+      return try TrialBook.commit(in: txn, due, now: now)
     }
     store.close()
     let reopened = try LMDBTrialRepository(directory: directory.appending("store"))

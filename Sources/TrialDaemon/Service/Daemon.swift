@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Systemd
 import TrialCore
+import TrialStore
 
 #if canImport(Glibc)
   import Glibc
@@ -137,6 +138,14 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       repository = try openRepository(directory)
     } catch {
       throw DaemonStartError("cannot open the store: \(error)", errno: EIO)
+    }
+    if let upgrade = (repository as? LMDBTrialRepository)?.upgrade {
+      logger.notice(
+        "store upgraded",
+        metadata: [
+          "from_schema": "\(upgrade.fromSchema)", "to_schema": "\(upgrade.toSchema)",
+          "kept_copy": "\(upgrade.keptCopy)", "events_logged": "\(upgrade.backfilledEvents)",
+        ])
     }
 
     let scheduler = DispatchWakeScheduler(queue: queue)

@@ -36,7 +36,7 @@ import TrialDaemonTesting
   private func range(_ bounds: ClosedRange<UInt64>) -> [EventCursor] { bounds.map { EventCursor($0) } }
 
   @Test(arguments: StoreKind.allCases)
-  func watchAfter_ReplaysTheLog_ThenGoesOnLive_WithNoGapAndNoRepeat(store: StoreKind) throws {
+  func watchAfterACursor_ReplaysTheLogThenGoesLive_WithNoGapAndNoRepeat(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: Array(1...8))
     let client = try fixture.client()
     try startTrials(client, count: 5)
@@ -76,7 +76,7 @@ import TrialDaemonTesting
     #expect(received == range(1...600))
   }
 
-  @Test func watchAfter_ABadCursor_IsRefused_NamingWhy() throws {
+  @Test func watchAfter_ABadCursor_IsRefusedNamingWhy() throws {
     let fixture = try ControlFixture(ids: [1])
     let client = try fixture.client()
     try startTrials(client, count: 1)
@@ -108,7 +108,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func consumers_AreKept_Acknowledged_Listed_AndRemoved(store: StoreKind) throws {
+  func consumers_OverTheSocket_AreKeptAcknowledgedListedAndRemoved(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [1, 2, 3])
     let client = try fixture.client()
     try startTrials(client, count: 2)
