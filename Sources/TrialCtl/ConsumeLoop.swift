@@ -245,6 +245,7 @@ public final class ConsumeLoop {
     unacknowledged = nil
     var position = consumer.acknowledged
     let stream = try link.watch(after: position)
+    log("consumer \(name): handling the events after \(position)")
     while true {
       guard let event = try stream.next() else { return }
       onStreaming()

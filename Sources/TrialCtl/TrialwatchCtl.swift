@@ -111,7 +111,7 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
     case ControlError.Name.cursorNotFound:
       self.init(
         remote.description
-          + "\nThe newest cursor is \(remote.parameters.last ?? "?"): trialwatchctl event-log",
+          + "\nThe event log's cursors: trialwatchctl event-log",
         exitCode: .notFound)
     case ControlError.Name.eventsPruned:
       let resume = remote.parameters.resumeAfter ?? "?"

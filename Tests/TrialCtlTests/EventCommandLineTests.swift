@@ -29,7 +29,8 @@ import TrialDaemonTesting
   func usage_OfEventCommandsWithInvalidArguments_ExitsWith2BeforeConnecting(arguments: [String]) throws {
     // Before `--`, after which every word is the command's.
     var words = arguments
-    words.insert(contentsOf: ["--socket", "/nonexistent/socket"], at: words.firstIndex(of: "--") ?? words.count)
+    words.insert(
+      contentsOf: ["--socket", "/nonexistent/socket"], at: words.firstIndex(of: "--") ?? words.count)
     let run = try Ctl.run(words)
     #expect(run.status == 2, "\(arguments): \(run.errors)")
     #expect(!run.errors.contains("cannot connect"), "\(arguments): \(run.errors)")
