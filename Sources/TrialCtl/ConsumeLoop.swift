@@ -185,12 +185,17 @@ public final class ConsumeLoop {
     while !waiting.isStopping {
       let failure: LinkFailure
       do {
-        try follow(onStreaming: { reconnect.reset() })
+        try follow(onStreaming: {
+          reconnect.reset()
+          prunedBefore = false
+        })
         return .stopped
       } catch {
         failure = error
       }
       link.reset()
+      // A refused acknowledgement is not sent again: the event runs again instead.
+      if case .refused = failure { unacknowledged = nil }
       if let ending = fatal(failure) { return ending }
       if case .refused(let error) = failure, error.name == ControlError.Name.eventsPruned {
         log(
@@ -255,11 +260,13 @@ public final class ConsumeLoop {
       }
       // Replays never go back; an event at or before the position was handled.
       guard cursor > position else { continue }
-      guard handle(event, cursor: cursor) else { return }
+      guard !waiting.isStopping, handle(event, cursor: cursor) else { return }
       unacknowledged = cursor
       let after = try link.acknowledge(cursor, consumer: name)
       unacknowledged = nil
-      position = max(cursor, after.acknowledged)
+      // Not the daemon's position, which may have passed events pruned meanwhile that the
+      // stream still brings: they are handled too.
+      position = cursor
       acknowledged(after)
       noteLost(after)
       if waiting.isStopping { return }

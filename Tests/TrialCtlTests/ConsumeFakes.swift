@@ -53,6 +53,8 @@ final class FakeDaemon: ConsumerLink {
   var breakBefore: [EventCursor] = []
   /// The acknowledgement of these cursors fails (once per entry) before it reaches the daemon.
   var failAcknowledgement: [EventCursor] = []
+  /// The acknowledgement of these cursors is refused (once per entry) with CursorNotFound.
+  var refuseAcknowledgement: [EventCursor] = []
   /// The next calls fail this many times as if nothing listened.
   var unreachable = 0
   /// Called when the stream has handed over every event: the test's stop request.
@@ -118,6 +120,12 @@ final class FakeDaemon: ConsumerLink {
     if let index = failAcknowledgement.firstIndex(of: cursor) {
       failAcknowledgement.remove(at: index)
       throw .unavailable("connection to /fake failed: read: Connection reset by peer")
+    }
+    if let index = refuseAcknowledgement.firstIndex(of: cursor) {
+      refuseAcknowledgement.remove(at: index)
+      throw .refused(
+        ControlError(
+          name: ControlError.Name.cursorNotFound, parameters: .init(cursor: cursor.description, last: "?")))
     }
     var record = try record(name)
     acknowledgements.append(cursor)

@@ -177,6 +177,16 @@ import TrialCtl
     #expect(daemon.watches == [.origin, EventCursor(2)])
   }
 
+  @Test func refusedAcknowledgement_IsNotSentAgain_TheEventRunsAgainInstead() {
+    daemon.refuseAcknowledgement = [EventCursor(2)]
+    let (_, logs, _) = run()
+    #expect(command.runs.map(\.cursor) == [1, 2, 2, 3, 4, 5].map(EventCursor.init))
+    #expect(daemon.acknowledgements == cursors)
+    #expect(clock.waits == [.seconds(1)])
+    #expect(
+      logs.first?.hasPrefix("cursor 0000000000000002 lies beyond the newest event logged") == true, "\(logs)")
+  }
+
   @Test func missingConsumer_WithoutCreate_FailsNamingTheWayToCreateIt() {
     daemon.consumers = [:]
     let (ending, _, _) = run()
