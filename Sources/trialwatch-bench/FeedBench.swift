@@ -10,6 +10,11 @@ import TrialStore
 ///                               cursor and consumers read from)
 ///     feed_watch_replay_rate    events a second a client receives from Watch(after:) over the
 ///                               socket, from a daemon of its own with 200,000 logged
+///     consume_due_to_command_p50 / _p99
+///                               from an event's due time to the start of the command that
+///                               `trialwatchctl consume` runs for it (500 expiries, 20 ms apart)
+///     consume_probe_start_p50   the start-up of that command alone (`trialwatch-consume-probe`,
+///                               which reads the clock first thing), included in the above
 ///
 /// `TRIALWATCH_BENCH_FEED_EVENTS` changes the 1,000,000 (the figure names stay the same).
 func runFeedBench() throws {
@@ -62,6 +67,75 @@ func runFeedBench() throws {
   }
   report("feed_watch_replay_rate", Double(watched) / elapsed, "events/s", digits: 0)
   try daemon.stop()
+
+  try runConsumeFigures(in: scratch.url.appendingPathComponent("consume"))
+}
+
+/// Due time to command start through a real daemon and a real `trialwatchctl consume`: the
+/// probe command sends its start time back on a datagram socket.
+private func runConsumeFigures(in directory: URL) throws {
+  try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+  let probes = try UnixDatagramSocket(path: directory.appendingPathComponent("probe.sock").path)
+  let probe = BuiltProducts.path("trialwatch-consume-probe")
+  let environment = ChildProcess.environment(adding: ["TRIALWATCH_PROBE_SOCKET": probes.path])
+  let clock = SystemWallClock()
+
+  // The probe's own start-up, for reference.
+  var starts = Latencies()
+  for _ in 0..<50 {
+    var variables = environment
+    let launched = clock.now()
+    variables["EVENT_DUE"] = String(launched.timeIntervalSince1970)
+    let child = try ChildProcess(.path(probe), environment: variables)
+    guard let (_, started) = try probeReading(probes) else { throw BenchError("the probe sent nothing") }
+    starts.record(seconds: started - launched.timeIntervalSince1970)
+    _ = child.wait()
+  }
+  starts.reportFigures(p50: "consume_probe_start_p50")
+
+  let daemon = try DaemonProcess(
+    executable: DaemonProcess.builtExecutable, directory: directory, configuration: "")
+  let client = try RawVarlinkConnection(path: daemon.socketPath)
+  _ = try client.call(
+    Array(#"{"method":"io.trialwatch.Trials.CreateConsumer","parameters":{"name":"bench"}}"#.utf8) + [0])
+  let consumer = try ChildProcess(
+    .product("trialwatchctl"), ["--socket", daemon.socketPath, "consume", "bench", "--", probe],
+    environment: environment)
+  let count = 500
+  let first = clock.now().addingTimeInterval(2)
+  var calls: [UInt8] = []
+  for index in 0..<count {
+    let end = RFC3339.format(first.addingTimeInterval(Double(index) * 0.020))
+    calls +=
+      Array(
+        (#"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"consume-\#(index)","#
+          + #""endsAt":"\#(end)","reminders":[]}}"#).utf8) + [0]
+  }
+  try client.send(calls)
+  for _ in 0..<count { try client.receiveReply() }
+  var latencies = Latencies()
+  for _ in 0..<count {
+    guard let (due, started) = try probeReading(probes, timeout: 30) else {
+      throw BenchError("the consumer's commands stopped coming")
+    }
+    latencies.record(seconds: started - due)
+  }
+  latencies.reportFigures(p50: "consume_due_to_command_p50", p99: "consume_due_to_command_p99")
+  consumer.signal(SIGTERM)
+  _ = consumer.wait()
+  try daemon.stop()
+}
+
+/// One datagram of the probe: the due time (RFC 3339, or seconds) and its start, in seconds
+/// since 1970.
+private func probeReading(_ socket: UnixDatagramSocket, timeout: TimeInterval = 10) throws -> (
+  Double, Double
+)? {
+  guard let text = try socket.receiveText(timeout: timeout) else { return nil }
+  let parts = text.split(separator: " ")
+  guard parts.count == 2, let started = Double(parts[1]) else { throw BenchError("probe sent \"\(text)\"") }
+  if let seconds = Double(parts[0]) { return (seconds, started) }
+  return (try RFC3339.parse(String(parts[0])).timeIntervalSince1970, started)
 }
 
 /// Logs `count` fired expiries of as many expired trials, as firing would leave them

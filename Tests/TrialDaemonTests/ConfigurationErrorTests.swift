@@ -141,6 +141,26 @@ import TrialCore
       "Daemon", "LogTarget=syslog",
       #"invalid value "syslog" for LogTarget= in [Daemon]: expected auto, journal or console"#
     ),
+    BadValue(
+      "Journal", "RateLimitIntervalSec=half a minute",
+      #"invalid value "half a minute" for RateLimitIntervalSec= in [Journal]: not a time span (like 5d, "#
+        + #"36h, 90s or 1d 12h): expected a number at "half""#
+    ),
+    BadValue(
+      "Journal", "RateLimitBurst=lots",
+      #"invalid value "lots" for RateLimitBurst= in [Journal]: expected a whole number from 0 to 1000000, "#
+        + "or infinity"
+    ),
+    BadValue(
+      "Journal", "RateLimitBurst=-1",
+      #"invalid value "-1" for RateLimitBurst= in [Journal]: expected a whole number from 0 to 1000000, "#
+        + "or infinity"
+    ),
+    BadValue(
+      "Journal", "RateLimitBurst=1000001",
+      #"invalid value "1000001" for RateLimitBurst= in [Journal]: expected a whole number from 0 to "#
+        + "1000000, or infinity"
+    ),
   ]
 
   @Test(arguments: badValues)
@@ -160,6 +180,8 @@ import TrialCore
       ("Daemon", "MaxConnections=65536"),
       ("Daemon", "LogLevel=err"), ("Daemon", "Socket=/" + String(repeating: "s", count: 106)),
       ("CatchUp", "ReminderGrace=0"), ("CatchUp", "LateThreshold=0"), ("Trials", "DefaultReminders=none"),
+      ("Journal", "RateLimitBurst=1"), ("Journal", "RateLimitBurst=1000000"), ("Journal", "RateLimitBurst=0"),
+      ("Journal", "RateLimitIntervalSec=1us"),
     ] {
       #expect(problems(section, line).1 == [], "\(line)")
     }
@@ -219,7 +241,7 @@ import TrialCore
     #expect(
       loaded.diagnostics.map(\.description) == [
         "\(file):1: warning: assignment DefaultLength= outside of any section, ignored (sections: [Trials], "
-          + "[CatchUp], [Events], [Daemon])",
+          + "[CatchUp], [Events], [Daemon], [Journal])",
         "\(file):3: warning: unknown key \"DefaultLenght\" in [Trials], ignored",
         "\(file):4: warning: unknown key \"defaultlength\" in [Trials], ignored (did you mean "
           + "\"DefaultLength\"?)",

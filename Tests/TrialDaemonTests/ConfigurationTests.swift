@@ -65,6 +65,9 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
     #expect(defaults.messageTimeout == .seconds(10))
     #expect(defaults.logLevel == .info)
     #expect(defaults.logTarget == .auto)
+    #expect(defaults.journalRateLimitInterval == .seconds(30))
+    #expect(defaults.journalRateLimitBurst == 9000)
+    #expect(defaults.journalRateLimit == JournalPace.Limit(interval: .seconds(30), burst: 9000))
   }
 
   @Test func stateDirectory_ByDefault_IsSystemdsStateDirectory() {
@@ -104,6 +107,10 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
       IdleTimeout=infinity
       LogLevel=debug
       LogTarget=journal
+
+      [Journal]
+      RateLimitIntervalSec=1min
+      RateLimitBurst=20000
       """)
     let loaded = fixture.load()
     #expect(loaded.diagnostics == [])
@@ -119,8 +126,33 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
     expected.idleTimeout = nil
     expected.logLevel = .debug
     expected.logTarget = .journal
+    expected.journalRateLimitInterval = .seconds(60)
+    expected.journalRateLimitBurst = 20000
     #expect(loaded.configuration == expected)
+    #expect(loaded.configuration.journalRateLimit == JournalPace.Limit(interval: .seconds(60), burst: 20000))
     #expect(loaded.files == [fixture.main])
+  }
+
+  @Test(
+    arguments: [
+      ("RateLimitBurst=0", nil, nil), ("RateLimitBurst=infinity", nil, nil),
+      ("RateLimitIntervalSec=0", .zero, 9000),
+    ] as [(String, Duration?, Int?)])
+  func journalPace_TurnedOff_HasNoLimit(line: String, interval: Duration?, burst: Int?) {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[Journal]\n\(line)\n")
+    let loaded = fixture.load()
+    #expect(loaded.diagnostics == [])
+    #expect(loaded.configuration.journalRateLimit == nil)
+    #expect(loaded.configuration.journalRateLimitInterval == interval ?? .seconds(30))
+    #expect(loaded.configuration.journalRateLimitBurst == burst)
+  }
+
+  @Test func journalPace_ResetByAnEmptyAssignment_IsTheDefault() {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[Journal]\nRateLimitBurst=infinity\nRateLimitIntervalSec=5s\n")
+    fixture.dropIn("50-pace.conf", "[Journal]\nRateLimitBurst=\nRateLimitIntervalSec=\n")
+    #expect(fixture.load().configuration.journalRateLimit == defaults.journalRateLimit)
   }
 
   @Test func parse_OfSystemdsSyntax_ReadsEveryForm() {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrialControl
+import TrialCore
 import TrialDaemonTesting
 
 #if canImport(Glibc)
@@ -144,5 +145,55 @@ import TrialDaemonTesting
     daemon.signal(SIGTERM)
     #expect(daemon.waitForExit() == 0)
     #expect(daemon.standardError.contains("configuration not reloaded"))
+  }
+}
+
+/// The event log through the real daemon: a store of the version before the log upgraded at
+/// start, and Watch with a cursor resuming across a kill.
+@Suite struct DaemonEventLogTests {
+  /// Every event a Watch after `after` replays, until `count` came.
+  private func replay(_ socket: String, after: String, count: Int) throws -> [EventObject] {
+    let client = try VarlinkClient(path: socket, timeout: 10)
+    try client.sendBytes(message("io.trialwatch.Trials.Watch", #"{"after":"\#(after)"}"#, more: true))
+    var events: [EventObject] = []
+    while events.count < count {
+      if let event = try client.receive().parameters(as: WatchReply.self).event { events.append(event) }
+    }
+    return events
+  }
+
+  @Test func storeOfTheVersionBefore_IsUpgradedAtStart_AndItsEventsReplayAfterAKill() throws {
+    // The old store's events were taken months ago: a long retention keeps them.
+    let daemon = try DaemonProcess(config: "[Events]\nRetention=3650d\n")
+    let state = daemon.directory.url.appendingPathComponent("state")
+    try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+    try FileManager.default.copyItem(
+      atPath: RepositoryFile.path("Tests/TrialStoreTests/Fixtures/schema1/data.mdb"),
+      toPath: state.appendingPathComponent("data.mdb").path)
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let kept = try FileManager.default.contentsOfDirectory(atPath: state.path)
+    #expect(kept.contains { $0.hasPrefix("data.mdb.schema1-") })
+
+    // The 13 ledger entries of the old store come first, then what fired at start.
+    let client = try VarlinkClient(path: daemon.socketPath, timeout: 10)
+    let log = try client.call(Trials.getEventLog).log
+    #expect(log.events >= 13 && log.start == .origin)
+    let all = try replay(daemon.socketPath, after: "0000000000000000", count: log.events)
+    #expect(all.map(\.cursor) == (1...UInt64(log.events)).map { EventCursor($0) })
+    #expect(Set(all.prefix(13).compactMap(\.subject)).isSuperset(of: ["expired-2", "extended-6", "late-7"]))
+
+    // Killed, started again: the log is as it was, and a Watch resumes after any cursor.
+    daemon.child?.kill()
+    _ = daemon.waitForExit()
+    #expect(daemon.standardError.contains("store upgraded"))
+    let again = try DaemonProcess(config: "[Events]\nRetention=3650d\n", directory: daemon.directory)
+    try again.start()
+    #expect(again.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let resumed = try replay(again.socketPath, after: "0000000000000005", count: log.events - 5)
+    #expect(resumed == Array(all.dropFirst(5)))
+    again.signal(SIGTERM)
+    #expect(again.waitForExit() == 0)
+    #expect(!again.standardError.contains("store upgraded"), "upgraded once")
   }
 }

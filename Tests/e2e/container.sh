@@ -35,14 +35,15 @@ abort() {
 }
 elapsed() { echo $((($(date +%s%N) - START_NS) / 1000000000)); }
 
-# poll SECONDS COMMAND...: runs COMMAND every 0.2 s until it succeeds or SECONDS have passed.
+# poll SECONDS COMMAND...: runs COMMAND every 0.2 s ($POLL_INTERVAL s when set) until it
+# succeeds or SECONDS have passed.
 poll() {
   local deadline=$(($(date +%s%N) + $1 * 1000000000))
   shift
   while :; do
     "$@" && return 0
     [ "$(date +%s%N)" -ge "$deadline" ] && return 1
-    sleep 0.2
+    sleep "${POLL_INTERVAL:-0.2}"
   done
 }
 

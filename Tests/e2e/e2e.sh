@@ -6,7 +6,8 @@
 # Type=notify start-up, live STATUS=, journal entries of reminders and expiries (exactly once,
 # with their MESSAGE_ID, fields and catalog text), reload, catch-up after downtime, the
 # watchdog, socket activation, who may read and who may change trials, a consumer's unit
-# running a command per event, and a clean stop.
+# running a command per event, a burst of expiries beyond journald's rate limit (every one
+# in the journal, once), and a clean stop.
 #
 # Prints `PASS: <name>` or `FAIL: <name>: <why>` for every check, then `N passed, N failed`;
 # exits non-zero when a check failed. Without root, or where systemd-nspawn cannot run,
@@ -18,7 +19,9 @@
 #
 # Environment: E2E_SCRATCH (work folder), E2E_MIRROR (Debian mirror; default: the first
 # bookworm entry of the host's apt sources), E2E_KEEP=1 (keep the container's root file
-# system), E2E_VERBOSE=1 (echo every command run in the container).
+# system), E2E_VERBOSE=1 (echo every command run in the container), E2E_BURST=N (trials in the
+# burst, default 40000), E2E_BURST_UNPACED=1 (turn the daemon's pacing off for the burst, to
+# see what journald drops without it: the burst check then fails).
 
 set -uo pipefail
 
@@ -33,6 +36,7 @@ mkdir -p "$SCRATCH" || exit 1
 SCRATCH=$(cd "$SCRATCH" && pwd)
 NAME=trialwatch-e2e
 JOURNAL=$REPO/Tests/e2e/journal.py
+BURST_CLIENT=$REPO/Tests/e2e/burst.py
 BIN=$REPO/.build-release/release
 
 START_NS=$(date +%s%N)
@@ -456,6 +460,76 @@ else
 fi
 ct systemctl reset-failed trialwatch-consumer@empty.service > /dev/null 2>&1
 ct systemctl stop trialwatch-consumer@empty.service > /dev/null 2>&1
+# --- A burst of expiries beyond journald's rate limit ---------------------------------------
+
+# journald drops what a unit logs beyond its rate limit: 10000 entries in 30 s, the burst
+# multiplied by (log2(free bytes) - 16) / 4 when more than 1 MB is free. The journal's free space
+# is at most 4 GiB (SystemMaxUse=), so at most 37500 entries a window get through unpaced. BURST
+# trials expire in the same second; the daemon sends 9000 entries in any 30 s ([Journal] defaults)
+# and every expiry must reach the journal, once, without journald suppressing any of the unit's
+# messages. The trials are started from the host through the container's socket, pipelined.
+# systemd hands the unit's LogRateLimit*= to journald as links in /run/systemd/units.
+LIMIT=$(ct readlink /run/systemd/units/log-rate-limit-interval:trialwatch.service \
+  /run/systemd/units/log-rate-limit-burst:trialwatch.service 2>&1 | tr '\n' ' ')
+if [ "$LIMIT" = "30000000 10000 " ]; then
+  pass "journald has the unit's rate limit (LogRateLimitIntervalSec=30s, LogRateLimitBurst=10000)"
+else
+  fail "journald has the unit's rate limit" "/run/systemd/units says: $LIMIT"
+fi
+
+BURST=${E2E_BURST:-40000}
+PACE_BURST=9000
+PACE_WINDOW=30
+BURST_NAME="a burst of $BURST expiries in one second: each in the journal once, nothing suppressed"
+SOCK=/proc/$CPID/root/run/trialwatch/io.trialwatch
+if [ "${E2E_BURST_UNPACED:-}" = 1 ]; then
+  ct sh -c 'mkdir -p /etc/trialwatch/trialwatch.conf.d &&
+    printf "[Journal]\nRateLimitBurst=infinity\n" > /etc/trialwatch/trialwatch.conf.d/50-e2e-unpaced.conf'
+  ct systemctl reload trialwatch.service
+  note "burst: pacing turned off (E2E_BURST_UNPACED=1)"
+fi
+C=$(cursor_now)
+BURST_START_NS=$(date +%s%N)
+EXPIRED_BEFORE=$(python3 "$BURST_CLIENT" expired "$SOCK")
+# The common end leaves time to start them all (over 2000 a second here).
+ENDS_S=$((BURST_START_NS / 1000000000 + 10 + BURST / 2000))
+ENDS=$(date -u -d "@$ENDS_S" +%Y-%m-%dT%H:%M:%SZ)
+OUT=$(python3 "$BURST_CLIENT" start "$SOCK" e2e-burst "$BURST" "$ENDS" 2>&1)
+RC=$?
+all_expired() { [ "$(python3 "$BURST_CLIENT" expired "$SOCK" 2> /dev/null)" = $((EXPIRED_BEFORE + BURST)) ]; }
+BURST_J=$SCRATCH/burst.json
+burst_fetch() {
+  jfetch "$BURST_J" -u trialwatch.service --after-cursor="$C" \
+    --output-fields=MESSAGE_ID,EVENT_ID,EVENT_KIND,TRIAL_SUBJECT,PRIORITY
+}
+burst_there() { burst_fetch && python3 "$JOURNAL" burst "$BURST_J" e2e-burst "$BURST" --wait > /dev/null; }
+# Delivery takes one window per PACE_BURST entries after the first: allow one more, and a minute.
+DEADLINE=$(((BURST + PACE_BURST - 1) / PACE_BURST * PACE_WINDOW + 60))
+# Unpaced, what journald drops never comes: a window and a half is enough to see it.
+[ "${E2E_BURST_UNPACED:-}" = 1 ] && DEADLINE=$((PACE_WINDOW * 3 / 2))
+if [ $RC -ne 0 ]; then
+  fail "$BURST_NAME" "starting the trials: $(echo "$OUT" | tr '\n' ' ')"
+elif ! poll $((ENDS_S - $(date +%s) + 60)) all_expired; then
+  fail "$BURST_NAME" "$OUT; only $(($(python3 "$BURST_CLIENT" expired "$SOCK") - EXPIRED_BEFORE)) expired"
+else
+  EXPIRED_S=$(($(date +%s) - ENDS_S))
+  POLL_INTERVAL=5 poll "$DEADLINE" burst_there
+  DELIVERED_S=$(($(date +%s) - ENDS_S))
+  burst_fetch
+  SUPPRESSED=$(ct journalctl --after-cursor="$C" --no-pager -o cat 2> /dev/null \
+    | grep -E 'Suppressed [0-9]+ messages from trialwatch' | head -n 3)
+  if ! WHY=$(python3 "$JOURNAL" burst "$BURST_J" e2e-burst "$BURST"); then
+    fail "$BURST_NAME" "$(echo "$WHY" | tr '\n' ';') after ${DELIVERED_S} s; journald: ${SUPPRESSED:-nothing suppressed}"
+  elif [ -n "$SUPPRESSED" ]; then
+    fail "$BURST_NAME" "journald: $(echo "$SUPPRESSED" | tr '\n' ';')"
+  else
+    pass "$BURST_NAME ($OUT; expired ${EXPIRED_S} s after the end, all in the journal ${DELIVERED_S} s after it)"
+  fi
+fi
+if [ "${E2E_BURST_UNPACED:-}" = 1 ]; then
+  ct rm -f /etc/trialwatch/trialwatch.conf.d/50-e2e-unpaced.conf
+  ct systemctl reload trialwatch.service
+fi
 
 # --- Clean stop -----------------------------------------------------------------------------
 

@@ -12,6 +12,11 @@ printed on standard output, one per line, for the FAIL line's reason.
                                   ontime); reminders are counted per trial.
                                   --wait: only whether every one is there yet
   duplicates FILE                 no event id fired more than once
+  burst FILE PREFIX COUNT [--wait]
+                                  the trials whose subjects start with PREFIX-
+                                  have COUNT expiry entries in all, each event
+                                  id once. --wait: only whether COUNT are there
+                                  (prints how many)
   before FILE REGEX_A REGEX_B     the first MESSAGE matching A comes before
                                   the first matching B
   has FILE REGEX                  some MESSAGE matches
@@ -142,6 +147,29 @@ def duplicates(path):
     return 1 if twice else 0
 
 
+def burst(path, prefix, count, wait):
+    seen = {}
+    problems = []
+    for entry in fired_events(path):
+        if not entry.get("TRIAL_SUBJECT", "").startswith(prefix + "-"):
+            continue
+        event = entry["EVENT_ID"]
+        seen[event] = seen.get(event, 0) + 1
+        if entry.get("EVENT_KIND") != "expiry" and len(problems) < 10:
+            problems.append(f"{event}: EVENT_KIND={entry.get('EVENT_KIND')}, expected expiry")
+    if wait:
+        print(len(seen))
+        return 0 if len(seen) >= count else 1
+    if len(seen) != count:
+        problems.append(f"{len(seen)} expiries of {prefix}-* in the journal, expected {count}")
+    twice = [event for event, n in seen.items() if n > 1]
+    if twice:
+        problems.append(f"{len(twice)} events more than once, e.g. {twice[0]} {seen[twice[0]]} times")
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
 def first_index(all_entries, pattern):
     regex = re.compile(pattern)
     for index, entry in enumerate(all_entries):
@@ -213,6 +241,10 @@ def main(argv):
         return expect(args[0], args[1:], wait)
     if command == "duplicates":
         return duplicates(args[0])
+    if command == "burst":
+        wait = "--wait" in args
+        args = [a for a in args if a != "--wait"]
+        return burst(args[0], args[1], int(args[2]), wait)
     if command == "before":
         return before(args[0], args[1], args[2])
     if command == "has":

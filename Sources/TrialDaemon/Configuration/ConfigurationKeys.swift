@@ -199,6 +199,34 @@ enum ConfigurationSchema {
         config.logTarget = target
       },
       reset: { $0.logTarget = $1.logTarget }),
+    ConfigurationKey(
+      section: "Journal", name: "RateLimitIntervalSec", defaultText: "30s", valueName: "span",
+      meaning:
+        "The window of RateLimitBurst=: in any span of this length, wherever it begins, the daemon "
+        + "sends at most RateLimitBurst= event entries to the journal. 0 turns pacing off.",
+      apply: { config, value throws(InvalidValue) in config.journalRateLimitInterval = try span(value) },
+      reset: { $0.journalRateLimitInterval = $1.journalRateLimitInterval }),
+    ConfigurationKey(
+      section: "Journal", name: "RateLimitBurst",
+      defaultText: String(DaemonConfiguration.defaultJournalRateLimitBurst), valueName: "number|infinity",
+      meaning:
+        "Event entries sent to the journal within RateLimitIntervalSec=, at most; the others wait in "
+        + "the store and follow, in order, as the window allows. Keep it under the limit journald "
+        + "applies to the unit (trialwatch.service sets LogRateLimitBurst=10000 per 30s), with room for "
+        + "the daemon's own log lines. 0 or \"infinity\" turns pacing off (up to "
+        + "\(DaemonConfiguration.maximumJournalRateLimitBurst)).",
+      apply: { config, value throws(InvalidValue) in
+        if value == "infinity" || value == "0" {
+          config.journalRateLimitBurst = nil
+          return
+        }
+        let maximum = DaemonConfiguration.maximumJournalRateLimitBurst
+        guard let burst = Int(value), (1...maximum).contains(burst) else {
+          throw InvalidValue(reason: "expected a whole number from 0 to \(maximum), or infinity")
+        }
+        config.journalRateLimitBurst = burst
+      },
+      reset: { $0.journalRateLimitBurst = $1.journalRateLimitBurst }),
   ]
 
   static let sections: [String] = {
@@ -220,6 +248,10 @@ enum ConfigurationSchema {
     "Daemon":
       "Where the daemon keeps its store and its control socket, who may use the socket, the limits on "
       + "connections, and the logs.",
+    "Journal":
+      "The pace of event entries: journald drops what a unit writes beyond its rate limit, so the daemon "
+      + "sends no more than this and keeps the rest in its store until the window allows. Every "
+      + "event reaches the journal, once, in the order taken.",
   ]
 
   static func key(section: String, name: String) -> ConfigurationKey? {

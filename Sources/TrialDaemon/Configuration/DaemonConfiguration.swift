@@ -17,6 +17,11 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public static let defaultReservedConnections = 64
   public static let defaultIdleTimeout: Duration = .seconds(300)
   public static let defaultMessageTimeout: Duration = .seconds(10)
+  // journald's default window, and its default burst (10000) less room for the daemon's own
+  // log lines and the datagrams journald has yet to read.
+  public static let defaultJournalRateLimitInterval: Duration = .seconds(30)
+  public static let defaultJournalRateLimitBurst = 9000
+  public static let maximumJournalRateLimitBurst = 1_000_000
 
   // [Trials]
   /// `DefaultLength=`: the length of a trial started without one.
@@ -68,6 +73,19 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var logLevel: Logger.Level = .info
   /// `LogTarget=`: where logs go.
   public var logTarget: LogTarget = .auto
+
+  // [Journal]
+  /// `RateLimitIntervalSec=`: the window of the journal's pace; zero turns pacing off.
+  public var journalRateLimitInterval: Duration = DaemonConfiguration.defaultJournalRateLimitInterval
+  /// `RateLimitBurst=`: event entries sent to the journal in any window; nil (`0`,
+  /// `infinity`) turns pacing off.
+  public var journalRateLimitBurst: Int? = DaemonConfiguration.defaultJournalRateLimitBurst
+
+  /// The pace of event entries, or nil when either key turns it off.
+  public var journalRateLimit: JournalPace.Limit? {
+    guard let burst = journalRateLimitBurst, journalRateLimitInterval > .zero else { return nil }
+    return JournalPace.Limit(interval: journalRateLimitInterval, burst: burst)
+  }
 
   /// The defaults. `environment` supplies `STATE_DIRECTORY`.
   public init(environment: [String: String] = ProcessInfo.processInfo.environment) {

@@ -29,7 +29,8 @@ public final class Engine {
   public private(set) var planner: Planner
   let scheduler: any WakeScheduler
   private let ids: any TrialIDGenerator
-  private var sinks: [any EventSink]
+  /// The sinks, and the events held back from them (journald's rate limit, a failing sink).
+  let delivery: DeliveryQueue
   public weak var observer: (any EngineObserver)?
   let logger: Logger
 
@@ -44,7 +45,6 @@ public final class Engine {
   private var pendingCommands: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)] = []
   private var reference: (wall: Date, uptime: TimeInterval)?
   private(set) var stopped = false
-  private var deliveryBacklog = false
   /// Told of every event logged, in cursor order.
   var logObservers: [any EventLogObserver] = []
   /// The newest event handed to the log observers.
@@ -67,7 +67,7 @@ public final class Engine {
     self.scheduler = scheduler
     self.settings = settings
     self.ids = ids
-    self.sinks = sinks
+    self.delivery = DeliveryQueue(repository: repository, scheduler: scheduler, sinks: sinks, logger: logger)
     self.logger = logger
     self.planner = Planner(policy: settings.policy)
   }
@@ -75,7 +75,7 @@ public final class Engine {
   public var clock: any WallClock { scheduler.clock }
 
   public func addSink(_ sink: any EventSink) {
-    sinks.append(sink)
+    delivery.add(sink)
   }
 
   // MARK: Life cycle
@@ -150,6 +150,7 @@ public final class Engine {
     flushCommands()
     stopped = true
     for item in [wake, watchdogWake, statusWake, retryWake, flushWake, pruneWake] { item?.cancel() }
+    delivery.stop()
     wake = nil
     try? repository.write { try $0.setLastSeenWallTime(clock.now()) }
   }
@@ -236,36 +237,18 @@ public final class Engine {
     }
   }
 
+  /// Hands taken entries to the sinks, in order, behind any held back (see `DeliveryQueue`).
   private func deliver(_ entries: [LedgerEntry]) {
-    guard !entries.isEmpty else { return }
-    var delivered: [EventID] = []
-    delivered.reserveCapacity(entries.count)
-    var failed = false
-    do {
-      let trials = try repository.read { txn in try entries.map { try txn.trial($0.event.trialID) } }
-      for (entry, trial) in zip(entries, trials) {
-        guard let trial else {
-          delivered.append(entry.id)
-          continue
-        }
-        do {
-          for sink in sinks { try sink.deliver(entry, trial: trial) }
-          delivered.append(entry.id)
-        } catch {
-          failed = true
-          logger.error("could not deliver event", metadata: ["event": "\(entry.id)", "error": "\(error)"])
-        }
-      }
-      try repository.markDelivered(delivered, at: clock.now())
-    } catch {
-      failed = true
-      logger.error("could not record delivery; will deliver again", metadata: ["error": "\(error)"])
-    }
-    if failed {
-      deliveryBacklog = true
-      scheduleRetry()
-    }
+    delivery.deliver(entries, retryDelay: settings.retryDelay)
   }
+
+  /// Delivers held events now, without waiting for their wake (the pace changed).
+  public func resumeDelivery() {
+    delivery.resumeNow()
+  }
+
+  /// Events taken but waiting for the sinks: journald's rate limit, or a failing sink.
+  public var heldEvents: Int { delivery.heldCount }
 
   private func scheduleRetry() {
     guard retryWake == nil, !stopped else { return }
@@ -273,10 +256,6 @@ public final class Engine {
       guard let self else { return }
       self.retryWake = nil
       self.armedDeadline = nil
-      if self.deliveryBacklog {
-        self.deliveryBacklog = false
-        if let outbox = try? self.repository.outbox() { self.deliver(outbox) }
-      }
       self.wakeUp()
     }
   }

@@ -3,7 +3,9 @@ import TrialCore
 
 /// Where taken events go once they are committed: the journal, watchers, hooks.
 /// A sink that throws leaves the entry in the outbox; it is delivered again later, with
-/// the same event id.
+/// the same event id, and the entries taken after it wait behind it, in order. A sink that
+/// throws `DeliveryDeferred` is asked again at the time it names; any other error, after
+/// `EngineSettings.retryDelay`.
 public protocol EventSink: AnyObject {
   func deliver(_ entry: LedgerEntry, trial: Trial) throws
 }
@@ -12,6 +14,21 @@ public protocol EventSink: AnyObject {
 /// and without gaps: the running Watches are fed from here.
 public protocol EventLogObserver: AnyObject {
   func eventsLogged(_ events: [LoggedEvent])
+}
+
+/// A sink's "not now": it took nothing, and can take the entry from `until` on (monotonic
+/// time, as `WakeScheduler.monotonicNow`), e.g. when journald's rate limit allows.
+public struct DeliveryDeferred: Error, Hashable, Sendable, CustomStringConvertible {
+  public var until: TimeInterval
+  /// Why, in words: `at most 9000 journal entries per 30s`.
+  public var reason: String
+
+  public init(until: TimeInterval, reason: String) {
+    self.until = until
+    self.reason = reason
+  }
+
+  public var description: String { "deferred: \(reason)" }
 }
 
 /// What the engine tells its host (the systemd notifier, the log) as it runs.

@@ -72,6 +72,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   private var configuration = DaemonConfiguration()
   private var engine: Engine?
   private var journalSink: JournalEventSink?
+  private var destination = JournalDestination.standardError
   private var clockSteps: ClockStepWatcher?
   private var services: [any DaemonService] = []
 
@@ -115,7 +116,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     let loaded = options.load()
     configuration = loaded.configuration
     logLevel.level = configuration.logLevel
-    let destination = SystemdLogging.bootstrap(
+    destination = SystemdLogging.bootstrap(
       identifier: "trialwatchd", target: configuration.logTarget, level: logLevel)
     logger = Logger(label: "trialwatchd")
     for diagnostic in loaded.warnings { logger.warning("\(diagnostic)") }
@@ -149,8 +150,20 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     }
 
     let scheduler = DispatchWakeScheduler(queue: queue)
-    let sink = JournalEventSink(destination: destination, logger: Logger(label: "trialwatchd.events"))
+    let sink = JournalEventSink(
+      destination: destination, limit: journalLimit(configuration), monotonicNow: { scheduler.monotonicNow },
+      logger: Logger(label: "trialwatchd.events"))
     journalSink = sink
+    // A run that left events undelivered may have stopped in the middle of a burst.
+    let undelivered = try? repository.read { txn in
+      var found = false
+      try txn.scanOutbox { _ in
+        found = true
+        return false
+      }
+      return found
+    }
+    if undelivered ?? true { sink.assumeFullWindow() }
     let engine = Engine(
       repository: repository, scheduler: scheduler, settings: engineSettings(configuration), sinks: [sink],
       logger: Logger(label: "trialwatchd.engine"))
@@ -186,7 +199,18 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     // Signals sent from here on wait, blocked, until `run()` takes them.
     let status = queue.sync { engine.statusLine() }
     _ = try? notifier.send(.ready, .status(status))
-    logger.notice("ready", metadata: ["status": "\(status)"])
+    logger.notice(
+      "ready",
+      metadata: [
+        "status": "\(status)", "journal_pace": "\(journalLimit(configuration).map { "\($0)" } ?? "off")",
+      ])
+  }
+
+  /// The pace of event entries: the configured one where they reach journald (its socket, or
+  /// standard error connected to it), none on a terminal.
+  private func journalLimit(_ configuration: DaemonConfiguration) -> JournalPace.Limit? {
+    guard destination == .journal || JournalDestination.isJournalStream(STDERR_FILENO) else { return nil }
+    return configuration.journalRateLimit
   }
 
   private func engineSettings(_ configuration: DaemonConfiguration) -> EngineSettings {
@@ -216,6 +240,8 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       configuration = next
       logLevel.level = next.logLevel
       engine?.reload(engineSettings(next))
+      journalSink?.setLimit(journalLimit(next))
+      engine?.resumeDelivery()
       for service in services { service.reload(configuration: next) }
       logger.notice("configuration reloaded")
     }

@@ -5,18 +5,49 @@ import TrialCore
 
 /// Delivers each taken event as one structured journal entry (`EventJournalEntry`), or,
 /// when the daemon logs to a terminal, as one readable log line.
+///
+/// Paced under journald's rate limit (`JournalPace`): an entry beyond the limit is not sent
+/// but deferred (`DeliveryDeferred`) until the window allows it; it waits in the store's
+/// outbox meanwhile. A failed send throws, sending nothing, and the entry waits the same way.
+/// Runs on the engine's context.
 public final class JournalEventSink: EventSink {
   private let destination: JournalDestination
   private let journal: any JournalSink
   private let logger: Logger
+  private let monotonicNow: () -> TimeInterval
+  public private(set) var pace: JournalPace
 
-  public init(destination: JournalDestination, journal: any JournalSink = SystemdJournal(), logger: Logger) {
+  /// `monotonicNow` is the engine's monotonic time (`WakeScheduler.monotonicNow`); `limit`,
+  /// when given, paces the entries.
+  public init(
+    destination: JournalDestination, journal: any JournalSink = SystemdJournal(),
+    limit: JournalPace.Limit? = nil, monotonicNow: @escaping () -> TimeInterval, logger: Logger
+  ) {
     self.destination = destination
     self.journal = journal
+    self.monotonicNow = monotonicNow
+    self.pace = JournalPace(limit)
     self.logger = logger
   }
 
+  /// Paces from now on with `limit` (nil: no pacing), counting what was already sent.
+  public func setLimit(_ limit: JournalPace.Limit?) {
+    guard limit != pace.limit else { return }
+    pace.reconfigure(limit)
+  }
+
+  /// Counts a whole burst as sent just now. For a start after a run that left events
+  /// undelivered: it may have stopped in the middle of a burst, in a window journald still
+  /// counts, so the first entries wait for the next window.
+  public func assumeFullWindow() {
+    pace.fill(at: monotonicNow())
+  }
+
   public func deliver(_ entry: LedgerEntry, trial: Trial) throws {
+    let now = monotonicNow()
+    if let next = pace.nextSlot(at: now), let limit = pace.limit {
+      throw DeliveryDeferred(until: next, reason: "at most \(limit) to the journal")
+    }
     let fields = EventJournalEntry.fields(for: entry, trial: trial)
     switch destination {
     case .journal:
@@ -27,9 +58,10 @@ public final class JournalEventSink: EventSink {
         "\(message)",
         metadata: ["event": "\(entry.id)", "kind": "\(entry.event.kind.name)", "late": "\(entry.isLate)"])
     }
+    pace.record(at: now)
   }
 
-  /// Reports a wall-clock step the same way.
+  /// Reports a wall-clock step the same way. Never held back (one entry per step), but counted.
   public func clockStepped(from: Date, to: Date) {
     let fields = EventJournalEntry.clockStep(from: from, to: to)
     switch destination {
@@ -38,5 +70,6 @@ public final class JournalEventSink: EventSink {
     case .standardError:
       logger.notice("\(fields.first { $0.name == "MESSAGE" }?.value ?? "wall clock stepped")")
     }
+    pace.record(at: monotonicNow())
   }
 }
