@@ -99,7 +99,7 @@ private func runConsumeFigures(in directory: URL) throws {
   _ = try client.call(
     Array(#"{"method":"io.trialwatch.Trials.CreateConsumer","parameters":{"name":"bench"}}"#.utf8) + [0])
   let consumer = try ChildProcess(
-    .product("trialwatchctl"), ["--socket", daemon.socketPath, "consume", "bench", "--", probe],
+    .product("trialwatchctl"), ["consume", "bench", "--socket", daemon.socketPath, "--", probe],
     environment: environment)
   let count = 500
   let first = clock.now().addingTimeInterval(2)
