@@ -86,6 +86,15 @@ public final class VarlinkClient {
   /// The connected descriptor, for tests that need to poll it; -1 once closed.
   public var fileDescriptor: Int32 { fd }
 
+  /// Whether a reply has arrived, whole or in part, that `receive` has not returned yet: then
+  /// `receive` does not wait long.
+  public var hasReplyArriving: Bool {
+    if frames.hasPartialMessage { return true }
+    guard fd >= 0 else { return false }
+    var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    return poll(&descriptor, 1, 0) > 0
+  }
+
   public func close() {
     if fd >= 0 { UnixSocket.closeSocket(fd) }
     fd = -1

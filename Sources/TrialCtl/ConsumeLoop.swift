@@ -30,7 +30,11 @@ public protocol ConsumerLink: AnyObject {
   func consumer(named name: String) throws(LinkFailure) -> ConsumerObject
   func createConsumer(_ parameters: CreateConsumerParameters) throws(LinkFailure) -> ConsumerObject
   func eventLog() throws(LinkFailure) -> EventLogObject
-  func acknowledge(_ cursor: EventCursor, consumer: String) throws(LinkFailure) -> ConsumerObject
+  /// Sends AcknowledgeEvent without waiting for its reply, so that the next event's command
+  /// can run while the daemon records it.
+  func sendAcknowledgement(_ cursor: EventCursor, consumer: String) throws(LinkFailure)
+  /// The reply to the acknowledgement sent last.
+  func acknowledgementReply() throws(LinkFailure) -> ConsumerObject
   /// Starts a Watch of every event logged after `cursor`, then live.
   func watch(after cursor: EventCursor) throws(LinkFailure) -> any EventStream
   /// Drops the connections after a failure; the next call connects again.
@@ -39,8 +43,9 @@ public protocol ConsumerLink: AnyObject {
 
 /// The events of a Watch, in log order.
 public protocol EventStream: AnyObject {
-  /// The next event; nil once a stop was asked for.
-  func next() throws(LinkFailure) -> EventObject?
+  /// The next event; nil once a stop was asked for. `beforeWaiting` is called once, before
+  /// the wait, when no event has arrived yet.
+  func next(beforeWaiting: () throws(LinkFailure) -> Void) throws(LinkFailure) -> EventObject?
 }
 
 /// How one run of the command for an event ended.
@@ -157,8 +162,12 @@ public final class ConsumeLoop {
   private let acknowledged: (ConsumerObject) -> Void
   /// The `lost` count last read, to notice new losses.
   private var lost: Int?
-  /// An event whose command succeeded but whose acknowledgement did not reach the daemon.
+  /// The last event whose command succeeded, until the daemon's reply to its
+  /// acknowledgement arrives: acknowledged again after a failure, if the daemon's position
+  /// is still before it.
   private var unacknowledged: EventCursor?
+  /// The acknowledgement sent whose reply is still to be read.
+  private var inFlight: EventCursor?
   /// Set once the consumer was read or created.
   private var known = false
 
@@ -194,6 +203,7 @@ public final class ConsumeLoop {
         failure = error
       }
       link.reset()
+      inFlight = nil
       // A refused acknowledgement is not sent again: the event runs again instead.
       if case .refused = failure { unacknowledged = nil }
       if let ending = fatal(failure) { return ending }
@@ -242,17 +252,23 @@ public final class ConsumeLoop {
   /// Reads the consumer's position, watches from there and handles each event; returns
   /// only on a stop request, throws when the daemon fails or refuses.
   private func follow(onStreaming: () -> Void) throws(LinkFailure) {
-    var consumer = try position()
-    if let cursor = unacknowledged, cursor > consumer.acknowledged {
-      consumer = try link.acknowledge(cursor, consumer: name)
-      acknowledged(consumer)
+    var position = try position().acknowledged
+    if let cursor = unacknowledged, cursor > position {
+      try link.sendAcknowledgement(cursor, consumer: name)
+      inFlight = cursor
+      try settle()
+      position = cursor
     }
     unacknowledged = nil
-    var position = consumer.acknowledged
     let stream = try link.watch(after: position)
     log("consumer \(name): handling the events after \(position)")
     while true {
-      guard let event = try stream.next() else { return }
+      // The last acknowledgement's reply is read before waiting for another event, or once
+      // the next event's command has run.
+      guard let event = try stream.next(beforeWaiting: settle) else {
+        try settle()
+        return
+      }
       onStreaming()
       guard let cursor = event.cursor else {
         log("event \(event.id) came without a cursor; ignored")
@@ -260,17 +276,33 @@ public final class ConsumeLoop {
       }
       // Replays never go back; an event at or before the position was handled.
       guard cursor > position else { continue }
-      guard !waiting.isStopping, handle(event, cursor: cursor) else { return }
+      guard !waiting.isStopping, handle(event, cursor: cursor) else {
+        try settle()
+        return
+      }
+      // Handled: from now on it is acknowledged again after a failure, if need be.
       unacknowledged = cursor
-      let after = try link.acknowledge(cursor, consumer: name)
-      unacknowledged = nil
+      try settle()
+      try link.sendAcknowledgement(cursor, consumer: name)
+      inFlight = cursor
       // Not the daemon's position, which may have passed events pruned meanwhile that the
       // stream still brings: they are handled too.
       position = cursor
-      acknowledged(after)
-      noteLost(after)
-      if waiting.isStopping { return }
+      if waiting.isStopping {
+        try settle()
+        return
+      }
     }
+  }
+
+  /// Reads the reply to the acknowledgement in flight, if there is one.
+  private func settle() throws(LinkFailure) {
+    guard let cursor = inFlight else { return }
+    let after = try link.acknowledgementReply()
+    inFlight = nil
+    if unacknowledged == cursor { unacknowledged = nil }
+    acknowledged(after)
+    noteLost(after)
   }
 
   /// The consumer as the daemon keeps it (created first with `--create`).

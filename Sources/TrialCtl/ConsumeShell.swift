@@ -104,8 +104,23 @@ public final class DaemonConsumerLink: ConsumerLink {
     try call(Trials.getEventLog, NoParameters()).log
   }
 
-  public func acknowledge(_ cursor: EventCursor, consumer: String) throws(LinkFailure) -> ConsumerObject {
-    try call(Trials.acknowledgeEvent, AcknowledgeEventParameters(consumer: consumer, cursor: cursor)).consumer
+  public func sendAcknowledgement(_ cursor: EventCursor, consumer: String) throws(LinkFailure) {
+    let parameters = AcknowledgeEventParameters(consumer: consumer, cursor: cursor)
+    do throws(VarlinkClientError) {
+      try callClient().send(
+        OutgoingCall(method: Trials.acknowledgeEvent.qualifiedName, parameters: parameters))
+    } catch {
+      throw dropCalls(error)
+    }
+  }
+
+  public func acknowledgementReply() throws(LinkFailure) -> ConsumerObject {
+    do throws(VarlinkClientError) {
+      let client = try callClient()
+      return try client.decode(try client.receive(), as: ConsumerReply.self).consumer
+    } catch {
+      throw dropCalls(error)
+    }
   }
 
   public func watch(after cursor: EventCursor) throws(LinkFailure) -> any EventStream {
@@ -132,22 +147,28 @@ public final class DaemonConsumerLink: ConsumerLink {
 
   private func call<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P) throws(LinkFailure) -> R {
     do throws(VarlinkClientError) {
-      let client: VarlinkClient
-      if let calls {
-        client = calls
-      } else {
-        client = try VarlinkClient(path: path, timeout: Self.callTimeout)
-        calls = client
-      }
-      return try client.call(method, parameters)
+      return try callClient().call(method, parameters)
     } catch {
-      // A reply with an error leaves the connection usable; anything else does not.
-      if error.kind != .remote {
-        calls?.close()
-        calls = nil
-      }
-      throw Self.failure(error)
+      throw dropCalls(error)
     }
+  }
+
+  /// The connection for calls, connected first if need be.
+  private func callClient() throws(VarlinkClientError) -> VarlinkClient {
+    if let calls { return calls }
+    let client = try VarlinkClient(path: path, timeout: Self.callTimeout)
+    calls = client
+    return client
+  }
+
+  /// The failure `error` means; the connection is dropped unless it carried a reply with an
+  /// error, which leaves it usable.
+  private func dropCalls(_ error: VarlinkClientError) -> LinkFailure {
+    if error.kind != .remote {
+      calls?.close()
+      calls = nil
+    }
+    return Self.failure(error)
   }
 
   static func failure(_ error: VarlinkClientError) -> LinkFailure {
@@ -169,9 +190,14 @@ final class DaemonEventStream: EventStream {
     self.interrupt = interrupt
   }
 
-  func next() throws(LinkFailure) -> EventObject? {
+  func next(beforeWaiting: () throws(LinkFailure) -> Void) throws(LinkFailure) -> EventObject? {
+    var waited = false
     do {
       while true {
+        if !waited && !client.hasReplyArriving {
+          waited = true
+          try beforeWaiting()
+        }
         guard let reply = try client.receive(interruptedBy: interrupt) else { return nil }
         let watched = try client.decode(reply, as: WatchReply.self)
         if let event = watched.event { return event }

@@ -53,6 +53,9 @@ final class FakeDaemon: ConsumerLink {
   var breakBefore: [EventCursor] = []
   /// The acknowledgement of these cursors fails (once per entry) before it reaches the daemon.
   var failAcknowledgement: [EventCursor] = []
+  /// The acknowledgement of these cursors reaches the daemon, its reply does not (once per
+  /// entry).
+  var loseReply: [EventCursor] = []
   /// The acknowledgement of these cursors is refused (once per entry) with CursorNotFound.
   var refuseAcknowledgement: [EventCursor] = []
   /// The next calls fail this many times as if nothing listened.
@@ -115,24 +118,44 @@ final class FakeDaemon: ConsumerLink {
       EventLogBounds(last: last, prunedThrough: prunedThrough, count: kept), retention: EventRetention())
   }
 
-  func acknowledge(_ cursor: EventCursor, consumer name: String) throws(LinkFailure) -> ConsumerObject {
+  /// The reply to the acknowledgement sent last.
+  private var reply: Result<ConsumerObject, LinkFailure>?
+
+  func sendAcknowledgement(_ cursor: EventCursor, consumer name: String) throws(LinkFailure) {
     try reach()
     if let index = failAcknowledgement.firstIndex(of: cursor) {
       failAcknowledgement.remove(at: index)
-      throw .unavailable("connection to /fake failed: read: Connection reset by peer")
+      throw .unavailable("connection to /fake failed: write: Broken pipe")
     }
     if let index = refuseAcknowledgement.firstIndex(of: cursor) {
       refuseAcknowledgement.remove(at: index)
-      throw .refused(
-        ControlError(
-          name: ControlError.Name.cursorNotFound, parameters: .init(cursor: cursor.description, last: "?")))
+      reply = .failure(
+        .refused(
+          ControlError(
+            name: ControlError.Name.cursorNotFound, parameters: .init(cursor: cursor.description, last: "?")))
+      )
+      return
     }
-    var record = try record(name)
-    acknowledgements.append(cursor)
-    record.acknowledged = max(record.acknowledged, cursor)
-    record.acknowledgedAt = Date(timeIntervalSince1970: 1_750_000_000 + clock.now.timeInterval)
-    consumers[name] = record
-    return ConsumerObject(record, last: last)
+    do {
+      var record = try record(name)
+      acknowledgements.append(cursor)
+      record.acknowledged = max(record.acknowledged, cursor)
+      record.acknowledgedAt = Date(timeIntervalSince1970: 1_750_000_000 + clock.now.timeInterval)
+      consumers[name] = record
+      reply = .success(ConsumerObject(record, last: last))
+    } catch {
+      reply = .failure(error)
+    }
+    if let index = loseReply.firstIndex(of: cursor) {
+      loseReply.remove(at: index)
+      reply = .failure(.unavailable("connection to /fake failed: read: Connection reset by peer"))
+    }
+  }
+
+  func acknowledgementReply() throws(LinkFailure) -> ConsumerObject {
+    guard let reply else { throw .unavailable("no acknowledgement in flight") }
+    self.reply = nil
+    return try reply.get()
   }
 
   func watch(after cursor: EventCursor) throws(LinkFailure) -> any EventStream {
@@ -155,7 +178,10 @@ final class FakeDaemon: ConsumerLink {
     return FakeStream(daemon: self, pending: events.filter { $0.cursor! > cursor })
   }
 
-  func reset() { resets += 1 }
+  func reset() {
+    resets += 1
+    reply = nil
+  }
 
   final class FakeStream: EventStream {
     let daemon: FakeDaemon
@@ -167,9 +193,10 @@ final class FakeDaemon: ConsumerLink {
       self.pending = pending
     }
 
-    func next() throws(LinkFailure) -> EventObject? {
+    func next(beforeWaiting: () throws(LinkFailure) -> Void) throws(LinkFailure) -> EventObject? {
       guard !daemon.clock.isStopping else { return nil }
       guard let event = pending.first else {
+        try beforeWaiting()
         daemon.whenIdle()
         return nil
       }

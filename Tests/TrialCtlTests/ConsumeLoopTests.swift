@@ -177,10 +177,21 @@ import TrialCtl
     #expect(daemon.watches == [.origin, EventCursor(2)])
   }
 
+  @Test func lostAcknowledgementReply_IsNotSentAgain_NorItsEventRunAgain() {
+    daemon.loseReply = [EventCursor(2)]
+    let (_, _, acknowledged) = run()
+    // The reply is read once the next event's command has run.
+    #expect(command.runs.map(\.cursor) == cursors)
+    #expect(daemon.acknowledgements == cursors, "each acknowledged once")
+    #expect(acknowledged.map(\.acknowledged) == [1, 3, 4, 5].map(EventCursor.init))
+    #expect(daemon.watches == [.origin, EventCursor(3)])
+  }
+
   @Test func refusedAcknowledgement_IsNotSentAgain_TheEventRunsAgainInstead() {
     daemon.refuseAcknowledgement = [EventCursor(2)]
     let (_, logs, _) = run()
-    #expect(command.runs.map(\.cursor) == [1, 2, 2, 3, 4, 5].map(EventCursor.init))
+    // The refusal is read once the next event's command has run: both run again.
+    #expect(command.runs.map(\.cursor) == [1, 2, 3, 2, 3, 4, 5].map(EventCursor.init))
     #expect(daemon.acknowledgements == cursors)
     #expect(clock.waits == [.seconds(1)])
     #expect(
@@ -217,13 +228,14 @@ import TrialCtl
   }
 
   @Test func removedConsumer_WhileConsuming_EndsWithNotFound() {
-    // Removed by an operator once event 2 is acknowledged; the reconnection finds it gone.
+    // Removed by an operator once event 1 is acknowledged: event 2's acknowledgement is
+    // refused, and the reconnection finds it gone.
     daemon.breakBefore = [EventCursor(3)]
     let daemon = daemon
     let loop = ConsumeLoop(
       settings: Self.settings(), link: daemon, runner: command, waiting: clock, log: { _ in },
       acknowledged: { consumer in
-        if consumer.acknowledged == EventCursor(2) { daemon.consumers = [:] }
+        if consumer.acknowledged == EventCursor(1) { daemon.consumers = [:] }
       })
     #expect(
       loop.run()
