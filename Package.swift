@@ -105,8 +105,6 @@ let package = Package(
     .executableTarget(name: "trialwatch-manual", dependencies: ["TrialManual"]),
     // Test tool: the child process the crash test kills (logic in TrialStoreTesting).
     .executableTarget(name: "trialwatch-crashtest", dependencies: ["TrialStoreTesting"]),
-    // Bench tool: the command a consumer runs per event in the consume figures.
-    .executableTarget(name: "trialwatch-consume-probe", dependencies: ["TrialCore"]),
     // Benchmarks: `make bench` prints every figure as `name: value unit`.
     .executableTarget(
       name: "trialwatch-bench",

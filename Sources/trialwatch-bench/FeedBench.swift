@@ -3,6 +3,10 @@ import TestSupport
 import TrialCore
 import TrialStore
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The event log's figures, on real files:
 ///
 ///     feed_replay_rate          events a second read back from the log of the file store,
@@ -13,8 +17,8 @@ import TrialStore
 ///     consume_due_to_command_p50 / _p99
 ///                               from an event's due time to the start of the command that
 ///                               `trialwatchctl consume` runs for it (500 expiries, 20 ms apart)
-///     consume_probe_start_p50   the start-up of that command alone (`trialwatch-consume-probe`,
-///                               which reads the clock first thing), included in the above
+///     consume_probe_start_p50   the start-up of that command alone (bash, which reads
+///                               `$EPOCHREALTIME` as it runs it), included in the above
 ///
 /// `TRIALWATCH_BENCH_FEED_EVENTS` changes the 1,000,000 (the figure names stay the same).
 func runFeedBench() throws {
@@ -50,8 +54,10 @@ func runFeedBench() throws {
     try logEvents(watched, in: repository)
     repository.close()
   }
+  // The events were taken at a fixed instant months ago: a retention that keeps them.
   let daemon = try DaemonProcess(
-    executable: DaemonProcess.builtExecutable, directory: daemonDirectory, configuration: "")
+    executable: DaemonProcess.builtExecutable, directory: daemonDirectory,
+    configuration: "[Events]\nRetention=3650d\n")
   let watcher = try RawVarlinkConnection(path: daemon.socketPath)
   var received = -1
   let elapsed = try measure {
@@ -72,22 +78,23 @@ func runFeedBench() throws {
 }
 
 /// Due time to command start through a real daemon and a real `trialwatchctl consume`: the
-/// probe command sends its start time back on a datagram socket.
+/// command is bash, which writes the event's due time and its own start (`$EPOCHREALTIME`,
+/// read by bash as it runs the command) to a FIFO the bench reads.
 private func runConsumeFigures(in directory: URL) throws {
   try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-  let probes = try UnixDatagramSocket(path: directory.appendingPathComponent("probe.sock").path)
-  let probe = BuiltProducts.path("trialwatch-consume-probe")
-  let environment = ChildProcess.environment(adding: ["TRIALWATCH_PROBE_SOCKET": probes.path])
+  let probes = try ProbeFIFO(path: directory.appendingPathComponent("probe.fifo").path)
+  let probe = ["/bin/bash", "-c", #"printf '%s %s\n' "$EVENT_DUE" "$EPOCHREALTIME" > "$TRIALWATCH_PROBE""#]
+  let environment = ChildProcess.environment(adding: ["TRIALWATCH_PROBE": probes.path])
   let clock = SystemWallClock()
 
-  // The probe's own start-up, for reference.
+  // The command's own start-up, for reference.
   var starts = Latencies()
   for _ in 0..<50 {
     var variables = environment
     let launched = clock.now()
     variables["EVENT_DUE"] = String(launched.timeIntervalSince1970)
-    let child = try ChildProcess(.path(probe), environment: variables)
-    guard let (_, started) = try probeReading(probes) else { throw BenchError("the probe sent nothing") }
+    let child = try ChildProcess(.path(probe[0]), Array(probe.dropFirst()), environment: variables)
+    guard let (_, started) = try probes.reading() else { throw BenchError("the probe sent nothing") }
     starts.record(seconds: started - launched.timeIntervalSince1970)
     _ = child.wait()
   }
@@ -99,7 +106,7 @@ private func runConsumeFigures(in directory: URL) throws {
   _ = try client.call(
     Array(#"{"method":"io.trialwatch.Trials.CreateConsumer","parameters":{"name":"bench"}}"#.utf8) + [0])
   let consumer = try ChildProcess(
-    .product("trialwatchctl"), ["consume", "bench", "--socket", daemon.socketPath, "--", probe],
+    .product("trialwatchctl"), ["consume", "bench", "--socket", daemon.socketPath, "--"] + probe,
     environment: environment)
   let count = 500
   let first = clock.now().addingTimeInterval(2)
@@ -115,7 +122,7 @@ private func runConsumeFigures(in directory: URL) throws {
   for _ in 0..<count { try client.receiveReply() }
   var latencies = Latencies()
   for _ in 0..<count {
-    guard let (due, started) = try probeReading(probes, timeout: 30) else {
+    guard let (due, started) = try probes.reading(timeout: 30) else {
       throw BenchError("the consumer's commands stopped coming")
     }
     latencies.record(seconds: started - due)
@@ -126,16 +133,44 @@ private func runConsumeFigures(in directory: URL) throws {
   try daemon.stop()
 }
 
-/// One datagram of the probe: the due time (RFC 3339, or seconds) and its start, in seconds
-/// since 1970.
-private func probeReading(_ socket: UnixDatagramSocket, timeout: TimeInterval = 10) throws -> (
-  Double, Double
-)? {
-  guard let text = try socket.receiveText(timeout: timeout) else { return nil }
-  let parts = text.split(separator: " ")
-  guard parts.count == 2, let started = Double(parts[1]) else { throw BenchError("probe sent \"\(text)\"") }
-  if let seconds = Double(parts[0]) { return (seconds, started) }
-  return (try RFC3339.parse(String(parts[0])).timeIntervalSince1970, started)
+/// The FIFO the probe command writes one line to per run: `<due> <start>`, the due time in
+/// RFC 3339 or seconds, the start in seconds since 1970. Opened read-write, so that it never
+/// reads an end while no command has it open.
+private final class ProbeFIFO {
+  let path: String
+  private let fd: Int32
+  private var pending: [UInt8] = []
+
+  init(path: String) throws {
+    guard mkfifo(path, 0o600) == 0 else { throw BenchError("mkfifo \(path): errno \(errno)") }
+    self.path = path
+    fd = open(path, O_RDWR | O_CLOEXEC)
+    guard fd >= 0 else { throw BenchError("open \(path): errno \(errno)") }
+  }
+
+  deinit { close(fd) }
+
+  /// The next line's two times; nil when none came within `timeout` seconds.
+  func reading(timeout: TimeInterval = 10) throws -> (Double, Double)? {
+    while true {
+      if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+        let text = String(decoding: pending[..<newline], as: UTF8.self)
+        pending.removeSubrange(...newline)
+        let parts = text.split(separator: " ")
+        guard parts.count == 2, let started = Double(parts[1]) else {
+          throw BenchError("the probe wrote \"\(text)\"")
+        }
+        if let seconds = Double(parts[0]) { return (seconds, started) }
+        return (try RFC3339.parse(String(parts[0])).timeIntervalSince1970, started)
+      }
+      var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      guard poll(&poller, 1, Int32(timeout * 1000)) > 0 else { return nil }
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      let count = read(fd, &buffer, buffer.count)
+      guard count > 0 else { throw BenchError("reading \(path): errno \(errno)") }
+      pending += buffer[..<count]
+    }
+  }
 }
 
 /// Logs `count` fired expiries of as many expired trials, as firing would leave them

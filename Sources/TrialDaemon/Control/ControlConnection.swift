@@ -280,6 +280,14 @@ final class ControlConnection: @unchecked Sendable {
     run(machine.streamReply(encode(server.router.encoder), now: Self.now()))
   }
 
+  /// Stream replies from the relay, on the connection's queue, written together.
+  func streamReplies(_ encodes: [@Sendable (JSONEncoder) -> [UInt8]]) {
+    guard !closed, stream != nil else { return }
+    var actions: [ConnectionMachine<PreparedCall>.Action] = []
+    for encode in encodes { actions += machine.streamReply(encode(server.router.encoder), now: Self.now()) }
+    run(actions)
+  }
+
   func streamOverflowed(backlog: Int) {
     run(
       machine.close(

@@ -74,6 +74,8 @@ extension Route {
 /// thread that sends them.
 public protocol StreamTarget: Sendable {
   func send(_ encode: @escaping @Sendable (JSONEncoder) -> [UInt8])
+  /// Several replies in one hand-off, written together.
+  func send(all encodes: [@Sendable (JSONEncoder) -> [UInt8]])
   /// No more replies (the daemon is stopping).
   func finish()
   /// Ends the stream with an error reply; the connection closes once it is written.
@@ -99,6 +101,12 @@ public struct StreamSink<R: Encodable & Sendable>: Sendable {
 
   public func send(_ reply: R) {
     target.send { $0.message(OutgoingReply(parameters: reply, continues: true)) }
+  }
+
+  /// Several replies in one hand-off, written together.
+  public func send(_ replies: [R]) {
+    target.send(
+      all: replies.map { reply in { $0.message(OutgoingReply(parameters: reply, continues: true)) } })
   }
 
   public func finish() {

@@ -54,6 +54,30 @@ final class StreamRelay: StreamTarget, Sendable {
     }
   }
 
+  func send(all encodes: [@Sendable (JSONEncoder) -> [UInt8]]) {
+    guard !encodes.isEmpty else { return }
+    let overflow: Bool? = counts.withLock { counts in
+      if counts.stopped { return nil }
+      counts.waiting += encodes.count
+      if counts.waiting > capacity { counts.stopped = true }
+      return counts.stopped
+    }
+    switch overflow {
+    case nil: return
+    case true?:
+      let backlog = self.capacity
+      queue.async { [weak connection] in connection?.streamOverflowed(backlog: backlog) }
+    case false?:
+      queue.async { [self] in
+        counts.withLock {
+          $0.waiting -= encodes.count
+          $0.queued += encodes.count
+        }
+        connection?.streamReplies(encodes)
+      }
+    }
+  }
+
   /// The connection's count of replies not yet written (on its queue): wakes a source
   /// waiting for room.
   func update(unwritten queued: Int) {

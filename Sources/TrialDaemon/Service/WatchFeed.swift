@@ -109,7 +109,7 @@ final class FeedWatch: @unchecked Sendable {
     let fresh = events.drop { $0.cursor <= position }
     guard let first = fresh.first else { return }
     if first.cursor == position.next && sink.unwritten + fresh.count <= sink.capacity {
-      for event in fresh { sink.send(WatchReply(event: EventObject(event))) }
+      sink.send(fresh.map { WatchReply(event: EventObject($0)) })
       position = last
     } else {
       pump()
@@ -136,7 +136,7 @@ final class FeedWatch: @unchecked Sendable {
         return fail(error)
       }
       guard let last = events.last else { break }
-      for event in events { sink.send(WatchReply(event: EventObject(event))) }
+      sink.send(events.map { WatchReply(event: EventObject($0)) })
       position = last.cursor
       if position > known { known = position }
     }

@@ -371,12 +371,7 @@ import TrialDaemonTesting
     }
     // The same events as delivered to the journal, each with its place in the log.
     #expect(events.map(\.cursor) == [1, 2, 3].map { EventCursor($0) })
-    #expect(
-      events.map { event -> EventObject in
-        var copy = event
-        copy.cursor = nil
-        return copy
-      } == taken)
+    #expect(events.map(\.id) == taken.map(\.id) && events.map(\.takenAt) == taken.map(\.takenAt))
     #expect(events.map(\.kind) == [.reminder, .reminder, .expiry])
     #expect(events.map(\.state) == [.skipped, .skipped, .fired])
     #expect(events.map(\.reason) == ["superseded-by-expiry", "superseded-by-expiry", nil])
