@@ -190,25 +190,36 @@ final class OpenStores: @unchecked Sendable {
 
   static let shared = OpenStores()
   private let lock = NSLock()
-  private var open: Set<Identity> = []
+  /// The open directories, with the path each was opened by.
+  private var open: [Identity: String] = [:]
 
   /// Enters `directory`; nil when it is already open in this process.
   func enter(_ directory: String) throws -> Identity? {
-    var st = stat()
-    guard stat(directory, &st) == 0 else {
+    guard let identity = Self.identity(of: directory) else {
       throw storeError(errno, "examining the store directory", path: directory)
     }
-    let identity = Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
-    return insert(identity) ? identity : nil
+    return insert(identity, path: directory) ? identity : nil
   }
 
-  /// False when the directory is already open.
-  func insert(_ identity: Identity) -> Bool {
-    lock.withLock { open.insert(identity).inserted }
+  private static func identity(of path: String) -> Identity? {
+    var st = stat()
+    guard stat(path, &st) == 0 else { return nil }
+    return Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+  }
+
+  /// False when the directory is already open. An entry whose directory no longer has that
+  /// identity (it was removed while open, and the system gave its inode to a new directory)
+  /// does not count.
+  func insert(_ identity: Identity, path: String) -> Bool {
+    lock.withLock {
+      if let registered = open[identity], Self.identity(of: registered) == identity { return false }
+      open[identity] = path
+      return true
+    }
   }
 
   func remove(_ identity: Identity) {
-    _ = lock.withLock { open.remove(identity) }
+    _ = lock.withLock { open.removeValue(forKey: identity) }
   }
 }
 

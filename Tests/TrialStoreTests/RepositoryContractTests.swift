@@ -40,7 +40,10 @@ final class Subject {
   func reopen() throws -> StoreCheckReport? {
     guard let directory, let store = repository as? LMDBTrialRepository else { return nil }
     store.close()
-    let report = try LMDBStoreReader(directory: directory.appending("store")).verify()
+    // The reader is closed (its registration released) before the store opens again.
+    let reader = try LMDBStoreReader(directory: directory.appending("store"))
+    let report = try reader.verify()
+    reader.close()
     repository = try LMDBTrialRepository(directory: directory.appending("store"))
     return report
   }
