@@ -274,12 +274,6 @@ final class ControlConnection: @unchecked Sendable {
     server.counters.watcherEnded()
   }
 
-  /// A stream reply from the relay, on the connection's queue.
-  func streamReply(_ encode: (JSONEncoder) -> [UInt8]) {
-    guard !closed, stream != nil else { return }
-    run(machine.streamReply(encode(server.router.encoder), now: Self.now()))
-  }
-
   /// Stream replies from the relay, on the connection's queue, written together.
   func streamReplies(_ encodes: [@Sendable (JSONEncoder) -> [UInt8]]) {
     guard !closed, stream != nil else { return }

@@ -32,26 +32,7 @@ final class StreamRelay: StreamTarget, Sendable {
   var unwritten: Int { counts.withLock { $0.waiting + $0.queued } }
 
   func send(_ encode: @escaping @Sendable (JSONEncoder) -> [UInt8]) {
-    let overflow: Bool? = counts.withLock { counts in
-      if counts.stopped { return nil }
-      counts.waiting += 1
-      if counts.waiting > capacity { counts.stopped = true }
-      return counts.stopped
-    }
-    switch overflow {
-    case nil: return
-    case true?:
-      let backlog = self.capacity
-      queue.async { [weak connection] in connection?.streamOverflowed(backlog: backlog) }
-    case false?:
-      queue.async { [self] in
-        counts.withLock {
-          $0.waiting -= 1
-          $0.queued += 1
-        }
-        connection?.streamReply(encode)
-      }
-    }
+    send(all: [encode])
   }
 
   func send(all encodes: [@Sendable (JSONEncoder) -> [UInt8]]) {

@@ -21,7 +21,11 @@ extension Engine {
       publishLogTail()
       return
     }
-    publishedThrough = last.cursor
+    handOver(events, through: last.cursor)
+  }
+
+  private func handOver(_ events: [LoggedEvent], through last: EventCursor) {
+    publishedThrough = last
     for observer in logObservers { observer.eventsLogged(events) }
     schedulePrune(at: clock.now().adding(settings.retention.age))
   }
@@ -33,9 +37,7 @@ extension Engine {
         try EventFeed.events(after: publishedThrough, limit: Int.max, in: txn)
       }
       guard let last = events.last else { return }
-      publishedThrough = last.cursor
-      for observer in logObservers { observer.eventsLogged(events) }
-      schedulePrune(at: clock.now().adding(settings.retention.age))
+      handOver(events, through: last.cursor)
     } catch {
       logger.error("could not read the event log", metadata: ["error": "\(error)"])
     }
