@@ -498,8 +498,11 @@ OUT=$(python3 "$BURST_CLIENT" start "$SOCK" e2e-burst "$BURST" "$ENDS" 2>&1)
 RC=$?
 all_expired() { [ "$(python3 "$BURST_CLIENT" expired "$SOCK" 2> /dev/null)" = $((EXPIRED_BEFORE + BURST)) ]; }
 BURST_J=$SCRATCH/burst.json
+# The unit's whole journal, not --after-cursor: with a match (-u), journalctl skips the first
+# matching entry after a cursor whose own entry does not match, which loses the burst's first
+# expiry whenever the cursor's entry came from another unit. The subjects are the burst's own.
 burst_fetch() {
-  jfetch "$BURST_J" -u trialwatch.service --after-cursor="$C" \
+  jfetch "$BURST_J" -u trialwatch.service \
     --output-fields=MESSAGE_ID,EVENT_ID,EVENT_KIND,TRIAL_SUBJECT,PRIORITY
 }
 burst_there() { burst_fetch && python3 "$JOURNAL" burst "$BURST_J" e2e-burst "$BURST" --wait > /dev/null; }
