@@ -110,7 +110,7 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.detail = detail
     self.takenAt = takenAt
     self.lateness = lateness.map(Span.init)
-    self.endsAt = id.kind.reminderOffset.map { due.adding($0) } ?? due
+    self.endsAt = TrialEvent(id: id, due: due).trialEnd
     self.cursor = nil
   }
 

@@ -52,21 +52,13 @@ public final class TerminalView: TrialPresenterOutput {
   }
 
   public func showTrialList(_ viewModel: TrialListViewModel) {
-    if viewModel.table.rows.isEmpty {
-      output.write(line: viewModel.emptyMessage)
-    } else {
-      writeTable(viewModel.table)
-    }
+    writeTable(viewModel.table, orIfEmpty: viewModel.emptyMessage)
     if let continuation = viewModel.continuation { notices.write(line: continuation) }
   }
 
   public func showEvents(_ viewModel: EventListViewModel) {
     output.write(line: viewModel.title)
-    if viewModel.table.rows.isEmpty {
-      output.write(line: viewModel.emptyMessage)
-    } else {
-      writeTable(viewModel.table)
-    }
+    writeTable(viewModel.table, orIfEmpty: viewModel.emptyMessage)
   }
 
   public func showEventLine(_ viewModel: EventLineViewModel) {
@@ -84,11 +76,7 @@ public final class TerminalView: TrialPresenterOutput {
   }
 
   public func showConsumers(_ viewModel: ConsumerListViewModel) {
-    if viewModel.table.rows.isEmpty {
-      output.write(line: viewModel.emptyMessage)
-    } else {
-      writeTable(viewModel.table)
-    }
+    writeTable(viewModel.table, orIfEmpty: viewModel.emptyMessage)
   }
 
   public func showMessage(_ text: String) {
@@ -103,6 +91,15 @@ public final class TerminalView: TrialPresenterOutput {
     let width = details.map(\.label.count).max() ?? 0
     for detail in details {
       output.write(line: "  " + pad(detail.label, to: width) + "  " + detail.value)
+    }
+  }
+
+  /// The table, or the message when it has no rows.
+  private func writeTable(_ table: TableViewModel, orIfEmpty message: String) {
+    if table.rows.isEmpty {
+      output.write(line: message)
+    } else {
+      writeTable(table)
     }
   }
 

@@ -63,13 +63,8 @@ extension StoreVerifier {
         expected = cursor.next
         newest = cursor
       }
-      let event: LoggedEvent
-      do {
-        event = try codec.decodeEvent(value, cursor: cursor)
-      } catch let problem as RecordProblem {
-        report.add("events", key, "the record is unreadable: \(problem.message)")
-        return
-      }
+      guard let event = try readable("events", key, { try codec.decodeEvent(value, cursor: cursor) })
+      else { return }
       let entry = try StoreKeys.withLedgerKey(event.id) { ledgerKey in
         try txn.get(databases.ledger, ledgerKey).map { value in
           try? codec.decodeLedgerEntry(value, key: try StoreKeys.ledgerKey(ledgerKey))
@@ -101,13 +96,8 @@ extension StoreVerifier {
       if let problem = ConsumerRecord.validateName(name) {
         report.add("consumers", key, "invalid consumer name: it \(problem)")
       }
-      let consumer: ConsumerRecord
-      do {
-        consumer = try codec.decodeConsumer(value, name: name)
-      } catch let problem as RecordProblem {
-        report.add("consumers", key, "the record is unreadable: \(problem.message)")
-        return
-      }
+      guard let consumer = try readable("consumers", key, { try codec.decodeConsumer(value, name: name) })
+      else { return }
       if consumer.acknowledged > report.logLast {
         report.add(
           "consumers", key,

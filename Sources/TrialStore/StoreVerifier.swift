@@ -228,15 +228,25 @@ final class StoreVerifier {
             continue
           }
           let ledgerEntries = try entries(upTo: id.rawValue)
-          do {
-            try check(try codec.decodeTrial(value, id: id), key: key, ledger: ledgerEntries)
-          } catch let problem as RecordProblem {
-            report.add("trials", key, "the record is unreadable: \(problem.message)")
+          if let trial = try readable("trials", key, { try codec.decodeTrial(value, id: id) }) {
+            try check(trial, key: key, ledger: ledgerEntries)
           }
           trialItem = try trials.next()
         }
         _ = try entries(upTo: nil)
       }
+    }
+  }
+
+  /// The record `decode` reads, or nil once it is reported unreadable under `database`.
+  func readable<Record>(
+    _ database: String, _ key: UnsafeRawBufferPointer, _ decode: () throws -> Record
+  ) throws -> Record? {
+    do {
+      return try decode()
+    } catch let problem as RecordProblem {
+      report.add(database, key, "the record is unreadable: \(problem.message)")
+      return nil
     }
   }
 
@@ -249,13 +259,8 @@ final class StoreVerifier {
   )
     throws -> LedgerEntry?
   {
-    let entry: LedgerEntry
-    do {
-      entry = try codec.decodeLedgerEntry(value, key: parsed)
-    } catch let problem as RecordProblem {
-      report.add("ledger", key, "the record is unreadable: \(problem.message)")
-      return nil
-    }
+    guard let entry = try readable("ledger", key, { try codec.decodeLedgerEntry(value, key: parsed) })
+    else { return nil }
     if !entry.isDelivered, try txn.get(databases.outbox, key) == nil {
       report.add(
         "ledger", key, "the entry is not delivered, but it is not in the outbox: it would never be delivered")

@@ -99,4 +99,7 @@ public struct TrialEvent: Hashable, Sendable {
   public var trialID: TrialID { id.trialID }
   public var kind: EventKind { id.kind }
   public var revision: UInt32 { id.revision }
+  /// The end of the trial in the event's revision: the expiry's due time, or a reminder's
+  /// due time plus its offset.
+  public var trialEnd: Date { kind.reminderOffset.map { due.adding($0) } ?? due }
 }

@@ -60,11 +60,7 @@ public struct LoggedEvent: Hashable, Sendable {
   public var takenAt: Date { entry.takenAt }
   public var isLate: Bool { entry.isLate }
   public var lateness: Duration { entry.lateness }
-  /// The end of the trial in the event's revision: the expiry's due time, or a reminder's
-  /// due time plus its offset.
-  public var trialEnd: Date {
-    entry.event.kind.reminderOffset.map { entry.event.due.adding($0) } ?? entry.event.due
-  }
+  public var trialEnd: Date { entry.event.trialEnd }
 }
 
 /// Where the log stands: the cursor of the newest event, and how far it has been pruned.

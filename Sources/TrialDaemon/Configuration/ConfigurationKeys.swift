@@ -82,21 +82,13 @@ enum ConfigurationSchema {
         config.retention.age = try positiveSpan(value, infinity: false)
       },
       reset: { $0.retention.age = $1.retention.age }),
-    ConfigurationKey(
-      section: "Events", name: "MaxRetention", defaultText: "365d", valueName: "span|infinity",
+    spanOrInfinityKey(
+      section: "Events", name: "MaxRetention", \.retention.cap, defaultText: "365d",
       meaning:
         "How long the event log keeps an event that a consumer has not acknowledged. Past it, the "
         + "event is pruned anyway: the consumer's position moves past it, and the events it lost are "
         + "logged and counted in its status. \"infinity\" keeps them until every consumer has "
-        + "acknowledged them. Never shorter than Retention=.",
-      apply: { config, value throws(InvalidValue) in
-        if value == "infinity" {
-          config.retention.cap = nil
-          return
-        }
-        config.retention.cap = try positiveSpan(value, infinity: true)
-      },
-      reset: { $0.retention.cap = $1.retention.cap }),
+        + "acknowledged them. Never shorter than Retention=."),
     ConfigurationKey(
       section: "Daemon", name: "StateDirectory", defaultText: DaemonConfiguration.defaultStateDirectory,
       valueName: "path",
@@ -153,19 +145,11 @@ enum ConfigurationSchema {
       meaning: "Of MaxConnections=, how many only root, the daemon's user and members of ControlGroup= may "
         + "use, so that they can always reach the daemon (0 to 65536). At most a quarter of "
         + "MaxConnections= is reserved, whatever this says."),
-    ConfigurationKey(
-      section: "Daemon", name: "IdleTimeout", defaultText: "5min", valueName: "span|infinity",
+    spanOrInfinityKey(
+      section: "Daemon", name: "IdleTimeout", \.idleTimeout, defaultText: "5min",
       meaning:
         "A control connection that sends no request for this long, and watches nothing, is closed. "
-        + "\"infinity\" keeps idle connections open.",
-      apply: { config, value throws(InvalidValue) in
-        if value == "infinity" {
-          config.idleTimeout = nil
-          return
-        }
-        config.idleTimeout = try positiveSpan(value, infinity: true)
-      },
-      reset: { $0.idleTimeout = $1.idleTimeout }),
+        + "\"infinity\" keeps idle connections open."),
     ConfigurationKey(
       section: "Daemon", name: "MessageTimeout", defaultText: "10s", valueName: "span",
       meaning:
@@ -280,6 +264,19 @@ enum ConfigurationSchema {
           throw InvalidValue(reason: "expected a whole number from \(minimum) to 65536")
         }
         config[keyPath: field] = count
+      },
+      reset: { $0[keyPath: field] = $1[keyPath: field] })
+  }
+
+  /// A key holding a span longer than 0, or "infinity" for none.
+  private static func spanOrInfinityKey(
+    section: String, name: String, _ field: WritableKeyPath<DaemonConfiguration, Duration?> & Sendable,
+    defaultText: String, meaning: String
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      section: section, name: name, defaultText: defaultText, valueName: "span|infinity", meaning: meaning,
+      apply: { config, value throws(InvalidValue) in
+        config[keyPath: field] = value == "infinity" ? nil : try positiveSpan(value, infinity: true)
       },
       reset: { $0[keyPath: field] = $1[keyPath: field] })
   }
