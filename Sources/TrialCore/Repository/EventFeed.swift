@@ -24,6 +24,7 @@ public enum EventFeed {
     -> [LoggedEvent]
   {
     try checkCursor(after, in: txn)
+    guard limit > 0 else { return [] }
     var events: [LoggedEvent] = []
     events.reserveCapacity(min(limit, 1024))
     try txn.scanEvents(after: after) { event in

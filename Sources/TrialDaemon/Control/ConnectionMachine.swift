@@ -144,7 +144,7 @@ struct ConnectionMachine<Call> {
   }
 
   /// One reply of the running stream.
-  mutating func streamReply(_ bytes: [UInt8], now: Duration) -> [Action] {
+  mutating func streamReply(_ bytes: [UInt8]) -> [Action] {
     guard !isClosed, isStreaming else { return [] }
     append(bytes)
     streamReplyEnds.append(bytesQueued)

@@ -278,7 +278,7 @@ final class ControlConnection: @unchecked Sendable {
   func streamReplies(_ encodes: [@Sendable (JSONEncoder) -> [UInt8]]) {
     guard !closed, stream != nil else { return }
     var actions: [ConnectionMachine<PreparedCall>.Action] = []
-    for encode in encodes { actions += machine.streamReply(encode(server.router.encoder), now: Self.now()) }
+    for encode in encodes { actions += machine.streamReply(encode(server.router.encoder)) }
     run(actions)
   }
 

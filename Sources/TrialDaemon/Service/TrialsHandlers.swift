@@ -38,9 +38,12 @@ public final class TrialsHandlers: @unchecked Sendable {
       }
       return try result.value.get()
     }
-    watchers = queue.sync { FeedHub(last: engine.publishedThrough, read: read) }
-    let hub = watchers
-    queue.sync { engine.addLogObserver(hub) }
+    // One step on the queue, so that no event is logged between reading `last` and observing.
+    watchers = queue.sync {
+      let hub = FeedHub(last: engine.publishedThrough, read: read)
+      engine.addLogObserver(hub)
+      return hub
+    }
   }
 
   /// Every method of `io.trialwatch.Trials`, with its handler.
@@ -172,12 +175,20 @@ public final class TrialsHandlers: @unchecked Sendable {
   private static func result<T>(_ body: () throws -> T) -> Result<T, ControlError> {
     do {
       return .success(try body())
-    } catch let error as ControlError {
-      return .failure(error)
-    } catch let error as TrialError {
-      return .failure(ControlError(error))
     } catch {
-      return .failure(.internalError("\(error)"))
+      return .failure(ControlError(answering: error))
+    }
+  }
+}
+
+extension ControlError {
+  /// Any error as the one a client receives: a `ControlError` as it is, a `TrialError` as its
+  /// reply, anything else as an internal error whose message is `context` and the error.
+  init(answering error: any Error, context: String = "") {
+    switch error {
+    case let error as ControlError: self = error
+    case let error as TrialError: self.init(error)
+    default: self = .internalError("\(context)\(error)")
     }
   }
 }

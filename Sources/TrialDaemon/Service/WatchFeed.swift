@@ -30,7 +30,10 @@ final class FeedHub: EventLogObserver, Sendable {
       state.last = last.cursor
       return Array(state.watches.values)
     }
-    for watch in watches { watch.offer(events) }
+    guard !watches.isEmpty else { return }
+    // Converted once for every Watch.
+    let replies = events.map { WatchReply(event: EventObject($0)) }
+    for watch in watches { watch.offer(events, replies) }
   }
 
   /// Starts a Watch: after `after` when given, else after the newest event. Returns what
@@ -97,19 +100,19 @@ final class FeedWatch: @unchecked Sendable {
     pump()
   }
 
-  /// Events just logged, from the hub (handed over on any thread).
-  func offer(_ events: [LoggedEvent]) {
-    sink.perform { self.take(events) }
+  /// Events just logged, with their replies, from the hub (handed over on any thread).
+  func offer(_ events: [LoggedEvent], _ replies: [WatchReply]) {
+    sink.perform { self.take(events, replies) }
   }
 
-  private func take(_ events: [LoggedEvent]) {
+  private func take(_ events: [LoggedEvent], _ replies: [WatchReply]) {
     guard let last = events.last?.cursor, !failed else { return }
     if last > known { known = last }
     guard started, !waitingForRoom else { return }
     let fresh = events.drop { $0.cursor <= position }
     guard let first = fresh.first else { return }
     if first.cursor == position.next && sink.unwritten + fresh.count <= sink.capacity {
-      sink.send(fresh.map { WatchReply(event: EventObject($0)) })
+      sink.send(Array(replies[fresh.indices]))
       position = last
     } else {
       pump()
@@ -144,10 +147,6 @@ final class FeedWatch: @unchecked Sendable {
 
   private func fail(_ error: any Error) {
     failed = true
-    switch error {
-    case let error as TrialError: sink.fail(ControlError(error))
-    case let error as ControlError: sink.fail(error)
-    default: sink.fail(.internalError("could not read the event log: \(error)"))
-    }
+    sink.fail(ControlError(answering: error, context: "could not read the event log: "))
   }
 }

@@ -172,7 +172,7 @@ import TrialControl
     let next = machine.finished(slot: calls[0].1, reply: Self.reply("a"), change: true, now: .zero)
     #expect(next.contains { if case .startStream("watch") = $0 { true } else { false } })
     #expect(machine.isStreaming && machine.deadline == nil)
-    _ = machine.streamReply(Self.reply("event"), now: .zero)
+    _ = machine.streamReply(Self.reply("event"))
     #expect(Self.written(&machine).0 == "reply:a|reply:event|")
   }
 
@@ -183,12 +183,12 @@ import TrialControl
     _ = machine.received(Self.bytes("watch"), now: .zero)
     // A watcher that reads keeps up however many events come.
     for index in 0..<10 {
-      #expect(machine.streamReply(Self.reply("\(index)"), now: .zero).isEmpty)
+      #expect(machine.streamReply(Self.reply("\(index)")).isEmpty)
       _ = Self.written(&machine)
     }
     // One that stops reading is disconnected when the fourth event would queue.
-    for index in 0..<3 { #expect(machine.streamReply(Self.reply("late-\(index)"), now: .zero).isEmpty) }
-    let cut = machine.streamReply(Self.reply("one-too-many"), now: .zero)
+    for index in 0..<3 { #expect(machine.streamReply(Self.reply("late-\(index)")).isEmpty) }
+    let cut = machine.streamReply(Self.reply("one-too-many"))
     #expect(
       cut.contains { if case .log(.warning, let text) = $0 { text.contains("fell behind") } else { false } })
     #expect(cut.contains { if case .stopStream = $0 { true } else { false } })
@@ -200,11 +200,11 @@ import TrialControl
     limits.watchBacklog = 2
     var machine = Self.machine(limits)
     _ = machine.received(Self.bytes("watch"), now: .zero)
-    _ = machine.streamReply(Self.reply("1"), now: .zero)
-    _ = machine.streamReply(Self.reply("2"), now: .zero)
+    _ = machine.streamReply(Self.reply("1"))
+    _ = machine.streamReply(Self.reply("2"))
     // Half of the first reply is written: both are still queued.
     _ = machine.wrote(3, now: .zero)
-    #expect(Self.closed(machine.streamReply(Self.reply("3"), now: .zero)) != nil)
+    #expect(Self.closed(machine.streamReply(Self.reply("3"))) != nil)
   }
 
   @Test func call_DuringAWatch_ClosesTheConnection() {
