@@ -10,17 +10,19 @@ extension TrialRepository {
   public func startTrial(
     subject: String, endDate: Date, reminders: ReminderSchedule, now: Date, ids: any TrialIDGenerator
   ) throws -> (trial: Trial, skipped: [DueEvent]) {
-    try write { txn in
+    let started = try write { txn in
       try TrialBook.startTrial(
         in: txn, subject: subject, endDate: endDate, reminders: reminders, now: now, ids: ids)
     }
+    return (started.trial, started.skipped)
   }
 
   /// Moves an active trial's end to `endDate`, starting a new revision.
   public func extendTrial(_ id: TrialID, to endDate: Date, now: Date) throws -> (
     trial: Trial, skipped: [DueEvent]
   ) {
-    try write { txn in try TrialBook.extendTrial(in: txn, id, to: endDate, now: now) }
+    let extended = try write { txn in try TrialBook.extendTrial(in: txn, id, to: endDate, now: now) }
+    return (extended.trial, extended.skipped)
   }
 
   /// Ends an active trial early: converted or cancelled. Its pending events never fire.
@@ -112,11 +114,12 @@ public enum TrialBook {
   public static let idAttempts = 64
 
   /// Starts a trial: validates, refuses a subject that already has an active trial, takes
-  /// ids from `ids` until one is unused, and records reminders already due as skipped.
+  /// ids from `ids` until one is unused, and records reminders already due as skipped
+  /// (`logged`: as the event log holds them).
   public static func startTrial(
     in txn: any TrialWriteTransaction, subject: String, endDate: Date, reminders: ReminderSchedule,
     now: Date, ids: any TrialIDGenerator
-  ) throws -> (trial: Trial, skipped: [DueEvent]) {
+  ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     if let problem = Trial.validateSubject(subject) { throw TrialError.invalid("subject", problem) }
     guard endDate > now else {
       throw TrialError.invalid("endsAt", "the end must lie in the future")
@@ -137,23 +140,21 @@ public enum TrialBook {
       id: id, subject: subject, period: TrialPeriod(startDate: now, endDate: endDate), reminders: reminders)
     try txn.putTrial(trial)
     let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtStart)
-    try recordSkipped(skipped, of: trial, in: txn, now: now)
-    return (trial, skipped)
+    return (trial, skipped, try recordSkipped(skipped, of: trial, in: txn, now: now))
   }
 
   /// Moves an active trial's end, starting a new revision; reminders of the new revision
-  /// already due are recorded as skipped.
+  /// already due are recorded as skipped (`logged`: as the event log holds them).
   public static func extendTrial(
     in txn: any TrialWriteTransaction, _ id: TrialID, to endDate: Date, now: Date
-  ) throws -> (trial: Trial, skipped: [DueEvent]) {
+  ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
     guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
     guard endDate > now else { throw TrialError.invalid("endsAt", "the new end must lie in the future") }
     trial.reschedule(endDate: endDate)
     try txn.putTrial(trial)
     let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtExtension)
-    try recordSkipped(skipped, of: trial, in: txn, now: now)
-    return (trial, skipped)
+    return (trial, skipped, try recordSkipped(skipped, of: trial, in: txn, now: now))
   }
 
   /// Ends an active trial early: converted or cancelled.
@@ -202,16 +203,14 @@ public enum TrialBook {
   }
 
   /// Records reminders skipped as a trial starts or moves: in the ledger as delivered (the
-  /// journal does not carry them) and in the event log.
+  /// journal does not carry them) and in the event log. Returns them as logged.
   static func recordSkipped(
     _ skipped: [DueEvent], of trial: Trial, in txn: any TrialWriteTransaction, now: Date
-  )
-    throws
-  {
-    for event in skipped {
+  ) throws -> [LoggedEvent] {
+    try skipped.map { event in
       let entry = LedgerEntry(event, deliveredAt: now)
       try txn.putLedgerEntry(entry)
-      _ = try txn.appendEvent(entry, subject: trial.subject)
+      return try txn.appendEvent(entry, subject: trial.subject)
     }
   }
 

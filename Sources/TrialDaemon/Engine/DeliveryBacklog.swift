@@ -18,7 +18,6 @@ struct DeliveryBacklog {
 
   private var ids: [EventID] = []
   private var head = 0
-  private var members: Set<EventID> = []
   /// The one wake that resumes delivery; nil when nothing is held.
   var wake: (any ScheduledWake)?
   /// Since when (monotonic seconds) delivery is held, and why; nil when it runs.
@@ -29,11 +28,10 @@ struct DeliveryBacklog {
 
   var isHolding: Bool { heldSince != nil }
   var count: Int { ids.count - head }
-  var isEmpty: Bool { count == 0 }
 
-  /// Puts events at the end, leaving out those already waiting.
+  /// Puts events at the end.
   mutating func append<S: Sequence>(_ newIDs: S) where S.Element == EventID {
-    for id in newIDs where members.insert(id).inserted { ids.append(id) }
+    ids.append(contentsOf: newIDs)
   }
 
   /// Up to `limit` waiting events after the oldest `offset`, without taking them.
@@ -45,7 +43,6 @@ struct DeliveryBacklog {
   /// Takes the oldest `n` events off: `delivered` of them reached the sinks, the others were
   /// gone from the store's outbox.
   mutating func removeFirst(_ n: Int, delivered: Int) {
-    for id in ids[head..<head + n] { members.remove(id) }
     head += n
     self.delivered += delivered
     if head > 4096, head * 2 > ids.count {
@@ -75,7 +72,6 @@ struct DeliveryBacklog {
     delivered = 0
     ids = []
     head = 0
-    members = []
     return outcome
   }
 }

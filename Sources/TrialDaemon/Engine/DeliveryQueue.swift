@@ -16,7 +16,7 @@ final class DeliveryQueue {
   private let repository: any TrialRepository
   private let scheduler: any WakeScheduler
   private let logger: Logger
-  private(set) var sinks: [any EventSink]
+  private var sinks: [any EventSink]
   private var backlog = DeliveryBacklog()
   private var retryDelay: Duration = .seconds(1)
   private var stopped = false
@@ -148,39 +148,39 @@ final class DeliveryQueue {
     let now = scheduler.monotonicNow
     let until: TimeInterval
     let cause: DeliveryBacklog.Cause
+    // What is logged: at `level` when the hold is news, with `detail` added to the metadata.
+    let level: Logger.Level
+    let message: Logger.Message
+    let detail: (key: String, value: String)
     switch stop {
     case .deferred(let deferral):
       until = deferral.until
       cause = .deferred(deferral.reason)
-    case .sinkFailed:
+      level = .notice
+      message = "holding events back from the journal"
+      detail = ("reason", "\(deferral.reason)")
+    case .sinkFailed(let error):
       until = now + retryDelay.timeInterval
       cause = .sinkFailed
-    case .storeFailed:
+      level = .error
+      message = "could not deliver events; keeping them in the outbox"
+      detail = ("error", "\(error)")
+    case .storeFailed(let error):
       until = now + retryDelay.timeInterval
       cause = .storeFailed
+      level = .error
+      message = "could not read or record deliveries; will deliver again"
+      detail = ("error", "\(error)")
     }
     // Never sooner than a millisecond: a sink that keeps naming the past cannot spin.
     let delay = max(until - now, 0.001)
     backlog.wake?.cancel()
     backlog.wake = scheduler.schedule(after: delay, label: "deliver") { [weak self] in self?.resume() }
     let news = backlog.hold(since: now, cause: cause)
-    var metadata: Logger.Metadata = [
+    let metadata: Logger.Metadata = [
       "held": "\(backlog.count)", "resume_in": "\(TimeSpan.format(.seconds(delay), style: .brief))",
+      detail.key: "\(detail.value)",
     ]
-    switch stop {
-    case .deferred(let deferral):
-      metadata["reason"] = "\(deferral.reason)"
-      logger.log(level: news ? .notice : .debug, "holding events back from the journal", metadata: metadata)
-    case .sinkFailed(let error):
-      metadata["error"] = "\(error)"
-      logger.log(
-        level: news ? .error : .debug, "could not deliver events; keeping them in the outbox",
-        metadata: metadata)
-    case .storeFailed(let error):
-      metadata["error"] = "\(error)"
-      logger.log(
-        level: news ? .error : .debug, "could not read or record deliveries; will deliver again",
-        metadata: metadata)
-    }
+    logger.log(level: news ? level : .debug, message, metadata: metadata)
   }
 }

@@ -100,7 +100,11 @@ public final class Engine {
 
   /// Loads the store, delivers what a previous run left undelivered, fires what fell due
   /// while the daemon was down, and arms the timer. The daemon sends `READY=1` after this.
-  public func start(progress: (Int) -> Void = { _ in }) throws -> StartReport {
+  /// `beforeRedelivery` is called, before they are delivered, when a previous run left
+  /// events undelivered.
+  public func start(progress: (Int) -> Void = { _ in }, beforeRedelivery: () -> Void = {}) throws
+    -> StartReport
+  {
     var report = StartReport()
     let now = clock.now()
     if let lastSeen = try repository.read({ try $0.lastSeenWallTime() }),
@@ -119,6 +123,7 @@ public final class Engine {
     let outbox = try repository.outbox()
     report.redelivered = outbox.count
     if !outbox.isEmpty {
+      beforeRedelivery()
       logger.notice("delivering events taken before the last stop", metadata: ["count": "\(outbox.count)"])
       deliver(outbox)
     }
@@ -315,15 +320,21 @@ public final class Engine {
     guard !batch.isEmpty else { return }
     let now = clock.now()
     var results: [Result<CommandResult, any Error>] = []
+    // The reminders skipped as trials start or move, as the event log holds them.
+    var logged: [LoggedEvent] = []
     do {
-      results = try repository.write { txn in
-        try batch.map { command, _ in
+      (results, logged) = try repository.write { txn in
+        var logged: [LoggedEvent] = []
+        let results = try batch.map { command, _ -> Result<CommandResult, any Error> in
           do {
-            return .success(try apply(command, in: txn, now: now))
+            let (result, events) = try apply(command, in: txn, now: now)
+            logged += events
+            return .success(result)
           } catch let error as TrialError {
             return .failure(error)
           }
         }
+        return (results, logged)
       }
     } catch {
       logger.error("could not commit changes", metadata: ["error": "\(error)", "count": "\(batch.count)"])
@@ -343,15 +354,15 @@ public final class Engine {
         counts[done.trial.state, default: 0] += 1
       }
     }
-    let skipped = results.contains { (try? $0.get().skipped.isEmpty) == false }
-    if skipped { publishLogTail() }
+    published(logged)
     arm()
     publishStatus()
     for ((_, completion), result) in zip(batch, results) { completion(result) }
   }
 
+  /// Carries out one command; returns its result and the events it logged.
   private func apply(_ command: TrialCommand, in txn: any TrialWriteTransaction, now: Date) throws
-    -> CommandResult
+    -> (CommandResult, [LoggedEvent])
   {
     switch command {
     case .start(let subject, let length, let endsAt, let reminders):
@@ -366,7 +377,7 @@ public final class Engine {
       let started = try TrialBook.startTrial(
         in: txn, subject: subject, endDate: end, reminders: reminders ?? settings.defaultReminders, now: now,
         ids: ids)
-      return CommandResult(trial: started.trial, skipped: started.skipped)
+      return (CommandResult(trial: started.trial, skipped: started.skipped), started.logged)
     case .extend(let id, let by, let endsAt):
       guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
       let end: Date
@@ -379,10 +390,10 @@ public final class Engine {
         throw TrialError.invalid("by", "give either by or endsAt")
       }
       let extended = try TrialBook.extendTrial(in: txn, id, to: end, now: now)
-      return CommandResult(trial: extended.trial, skipped: extended.skipped)
+      return (CommandResult(trial: extended.trial, skipped: extended.skipped), extended.logged)
     case .end(let id, let outcome):
       let trial = try TrialBook.endTrial(in: txn, id, outcome: outcome, now: now)
-      return CommandResult(trial: trial, skipped: [])
+      return (CommandResult(trial: trial, skipped: []), [])
     }
   }
 }

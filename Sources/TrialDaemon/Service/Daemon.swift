@@ -154,16 +154,6 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       destination: destination, limit: journalLimit(configuration), monotonicNow: { scheduler.monotonicNow },
       logger: Logger(label: "trialwatchd.events"))
     journalSink = sink
-    // A run that left events undelivered may have stopped in the middle of a burst.
-    let undelivered = try? repository.read { txn in
-      var found = false
-      try txn.scanOutbox { _ in
-        found = true
-        return false
-      }
-      return found
-    }
-    if undelivered ?? true { sink.assumeFullWindow() }
     let engine = Engine(
       repository: repository, scheduler: scheduler, settings: engineSettings(configuration), sinks: [sink],
       logger: Logger(label: "trialwatchd.engine"))
@@ -171,11 +161,14 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     self.engine = engine
 
     let report = try queue.sync {
-      try engine.start { read in
-        // A large store: ask systemd for more start-up time as the load goes on.
-        _ = try? self.notifier.send(
-          .status("loading store: \(read) trials read"), .extendTimeoutUsec(30_000_000))
-      }
+      try engine.start(
+        progress: { read in
+          // A large store: ask systemd for more start-up time as the load goes on.
+          _ = try? self.notifier.send(
+            .status("loading store: \(read) trials read"), .extendTimeoutUsec(30_000_000))
+        },
+        // A run that left events undelivered may have stopped in the middle of a burst.
+        beforeRedelivery: { sink.assumeFullWindow() })
     }
     logger.notice(
       "store loaded",

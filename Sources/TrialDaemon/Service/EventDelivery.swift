@@ -15,7 +15,7 @@ public final class JournalEventSink: EventSink {
   private let journal: any JournalSink
   private let logger: Logger
   private let monotonicNow: () -> TimeInterval
-  public private(set) var pace: JournalPace
+  private var pace: JournalPace
 
   /// `monotonicNow` is the engine's monotonic time (`WakeScheduler.monotonicNow`); `limit`,
   /// when given, paces the entries.
