@@ -67,7 +67,7 @@ func runFeedBench() throws {
       )
         + [0])
     while received < watched {
-      _ = try watcher.receive()
+      try watcher.receiveReply()
       received += 1
     }
   }

@@ -45,15 +45,6 @@ final class RawVarlinkConnection: @unchecked Sendable {
     }
   }
 
-  /// Takes the next reply (without the NUL); fails if it is an error.
-  func receive() throws -> ArraySlice<UInt8> {
-    let reply = try nextReply()
-    if Self.isError(buffer[reply]) {
-      throw BenchError("the daemon answered with an error: \(String(decoding: buffer[reply], as: UTF8.self))")
-    }
-    return buffer[reply]
-  }
-
   /// Sends `call` and returns its reply (without the NUL); fails if the reply is an error.
   func call(_ call: [UInt8]) throws -> [UInt8] {
     try send(call)
