@@ -118,7 +118,6 @@ final class LMDBEnvironment {
     self.mapSize = Self.roundUp(max(initialMapSize, 16 * pageSize), to: pageSize)
     do {
       try prepareDirectory()
-      try checkDataFileBeforeOpening()
       try openEnvironment(maxDatabases: maxDatabases)
       try checkDataFileAfterOpening()
     } catch {

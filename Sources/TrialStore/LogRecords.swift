@@ -54,7 +54,7 @@ extension RecordCodec {
     guard subjectBytes.count <= 255 else { throw RecordProblem("the subject is longer than 255 bytes") }
     let id = entry.id
     writer.u8(Self.eventVersion)
-    writer.u8(id.kind == .expiry ? 0 : 1)
+    writer.u8(Self.kindCode(id.kind))
     writer.u8(Self.outcomeCode(entry.outcome))
     writer.u8(entry.isLate ? 1 : 0)
     writer.u64(id.trialID.rawValue)
@@ -76,12 +76,7 @@ extension RecordCodec {
     guard flags & ~1 == 0 else { throw RecordProblem("unknown flags \(flags)") }
     let trial = TrialID(try reader.u64())
     let revision = try reader.u32()
-    let kind: EventKind
-    switch kindCode {
-    case 0: kind = .expiry
-    case 1: kind = .reminder(before: try reader.reminderOffset())
-    default: throw RecordProblem("unknown event kind \(kindCode)")
-    }
+    let kind = try decodeKind(code: kindCode, &reader)
     let due = try reader.date()
     let takenAt = try reader.date()
     let outcome = try decodeOutcome(code: outcomeCode, &reader)

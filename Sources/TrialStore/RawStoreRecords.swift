@@ -54,11 +54,4 @@ public struct RawStoreRecords {
   public func delete(_ database: String, _ key: [UInt8]) throws -> Bool {
     try key.withUnsafeBytes { try txn.delete(try self.database(database), $0) }
   }
-
-  /// Every key of `database`, in order.
-  public func keys(_ database: String) throws -> [[UInt8]] {
-    var keys: [[UInt8]] = []
-    try txn.forEach(try self.database(database)) { key, _ in keys.append(Array(key)) }
-    return keys
-  }
 }

@@ -313,29 +313,29 @@ final class RecordCodec {
   //     3 superseded by reminder: u64 trial id, u32 revision, u8 kind, [f64 offset];
   //     5 beyond grace: f64 lateness, f64 grace (seconds).
 
-  func encodeKind(_ kind: EventKind, into writer: inout ByteWriter) {
-    switch kind {
-    case .expiry:
-      writer.u8(0)
-    case .reminder(let offset):
-      writer.u8(1)
-      writer.reminderOffset(offset)
+  /// An event kind's code (a reminder's offset goes where the record puts it).
+  static func kindCode(_ kind: EventKind) -> UInt8 {
+    kind == .expiry ? 0 : 1
+  }
+
+  /// The kind whose code was read; a reminder's offset is read from `reader`.
+  func decodeKind(code: UInt8, _ reader: inout ByteReader) throws -> EventKind {
+    switch code {
+    case 0: return .expiry
+    case 1: return .reminder(before: try reader.reminderOffset())
+    default: throw RecordProblem("unknown event kind \(code)")
     }
   }
 
-  func decodeKind(_ reader: inout ByteReader) throws -> EventKind {
-    switch try reader.u8() {
-    case 0: return .expiry
-    case 1:
-      return .reminder(before: try reader.reminderOffset())
-    case let other: throw RecordProblem("unknown event kind \(other)")
-    }
+  private func encodeKind(_ kind: EventKind, into writer: inout ByteWriter) {
+    writer.u8(Self.kindCode(kind))
+    if let offset = kind.reminderOffset { writer.reminderOffset(offset) }
   }
 
   func encode(_ entry: LedgerEntry, into writer: inout ByteWriter) {
     writer.u8(Self.ledgerVersion)
     let kind = entry.event.kind
-    writer.u8(kind == .expiry ? 0 : 1)
+    writer.u8(Self.kindCode(kind))
     writer.u8(Self.outcomeCode(entry.outcome))
     writer.u8((entry.isLate ? 1 : 0) | (entry.deliveredAt == nil ? 0 : 2))
     if let offset = kind.reminderOffset { writer.reminderOffset(offset) }
@@ -380,7 +380,8 @@ final class RecordCodec {
     case 3:
       let trial = TrialID(try reader.u64())
       let revision = try reader.u32()
-      let byKind = try decodeKind(&reader)
+      let byKindCode = try reader.u8()
+      let byKind = try decodeKind(code: byKindCode, &reader)
       return .skipped(.supersededByReminder(EventID(trialID: trial, revision: revision, kind: byKind)))
     case 4: return .skipped(.supersededByExpiry)
     case 5:
@@ -399,15 +400,7 @@ final class RecordCodec {
     let outcomeCode = try reader.u8()
     let flags = try reader.u8()
     guard flags & ~3 == 0 else { throw RecordProblem("unknown flags \(flags)") }
-    let kind: EventKind
-    switch kindCode {
-    case 0:
-      kind = .expiry
-    case 1:
-      kind = .reminder(before: try reader.reminderOffset())
-    default:
-      throw RecordProblem("unknown event kind \(kindCode)")
-    }
+    let kind = try decodeKind(code: kindCode, &reader)
     let id = EventID(trialID: TrialID(key.trial), revision: key.revision, kind: kind)
     guard StoreKeys.order(of: id) == key.order else {
       throw RecordProblem("the event in the record does not match its key")

@@ -45,7 +45,6 @@ enum StoreBackup {
           .noSpace, path: target,
           problem: "no space left on the device while writing the backup; nothing was written")
       }
-      guard fsync(fd) == 0 else { throw storeError(errno, "syncing the backup", path: temporary) }
       // Read back what was written: a store file this version opens, and its counts.
       let copy = try LMDBStoreReader(file: temporary)
       defer { copy.close() }

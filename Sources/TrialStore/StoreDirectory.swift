@@ -21,13 +21,14 @@ extension LMDBEnvironment {
 
   static let storeLockFileName = "store.lock"
 
-  /// The writer: finds or creates the directory, then locks it exclusively. A reader: finds
-  /// the directory and the store file, and makes sure LMDB's lock file exists without ever
-  /// leaving it to root (see `StoreFiles.open`). A store file: nothing to do.
+  /// The writer: finds or creates the directory, locks it exclusively, then checks the store
+  /// file. A reader: finds the directory and checks the store file, then makes sure LMDB's
+  /// lock file exists without ever leaving it to root (see `StoreFiles.open`). A store file:
+  /// checks it. (See `checkDataFileBeforeOpening`.)
   func prepareDirectory() throws {
     switch mode {
     case .file:
-      return
+      try checkDataFileBeforeOpening()
     case .reader:
       try findDirectory(create: false)
       try checkDataFileBeforeOpening()
@@ -45,6 +46,7 @@ extension LMDBEnvironment {
       let lockPath = (directory as NSString).appendingPathComponent(Self.storeLockFileName)
       lockFD = try StoreFiles.open(lockPath, creatingIn: directory)
       guard try StoreFiles.lock(lockFD, exclusive: true, path: lockPath) else { throw inUse() }
+      try checkDataFileBeforeOpening()
     }
   }
 

@@ -63,6 +63,22 @@ extension StoreReadTransaction {
   }
 }
 
+extension RecordCodec {
+  /// Encodes the event (in `writer`) and puts it under `cursor`, at the end of `events`
+  /// (LMDB's append: no search down the tree). A subject the record cannot hold throws a
+  /// `RecordProblem`.
+  func putEvent(
+    _ entry: LedgerEntry, subject: String, at cursor: EventCursor, in events: LMDBDatabase,
+    _ txn: LMDBTransaction, writer: inout ByteWriter
+  ) throws {
+    writer.reset()
+    try encodeEvent(entry, subject: subject, into: &writer)
+    try StoreKeys.withEventKey(cursor) { key in
+      try writer.bytes.withUnsafeBytes { try txn.put(events, key, $0, append: true) }
+    }
+  }
+}
+
 extension StoreWriteTransaction {
   /// The databases of schema 2, which every store opened for writing has.
   private func logDatabases() throws -> (events: LMDBDatabase, consumers: LMDBDatabase) {
@@ -82,14 +98,10 @@ extension StoreWriteTransaction {
       throw StoreError(.tooLarge, path: path, problem: "the event log has used every cursor")
     }
     let cursor = last.next
-    writer.reset()
     do {
-      try codec.encodeEvent(entry, subject: subject, into: &writer)
+      try codec.putEvent(entry, subject: subject, at: cursor, in: events, txn, writer: &writer)
     } catch let problem as RecordProblem {
       throw TrialError.invalid("subject", problem.message)
-    }
-    try StoreKeys.withEventKey(cursor) { key in
-      try writer.bytes.withUnsafeBytes { try txn.put(events, key, $0, append: true) }
     }
     logLast = cursor
     logLastChanged = true

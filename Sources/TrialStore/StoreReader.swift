@@ -46,12 +46,11 @@ public final class LMDBStoreReader {
       throw storeError(errno, "examining the path", path: path)
     }
     if st.st_mode & S_IFMT == S_IFDIR { return try LMDBStoreReader(directory: path) }
-    let directory = (path as NSString).deletingLastPathComponent
+    let directory = AtomicFile.directory(of: path)
     if (path as NSString).lastPathComponent == LMDBEnvironment.dataFileName,
-      FileManager.default.fileExists(
-        atPath: (directory.isEmpty ? "." : directory) + "/" + LMDBEnvironment.storeLockFileName)
+      FileManager.default.fileExists(atPath: directory + "/" + LMDBEnvironment.storeLockFileName)
     {
-      return try LMDBStoreReader(directory: directory.isEmpty ? "." : directory)
+      return try LMDBStoreReader(directory: directory)
     }
     return try LMDBStoreReader(file: path)
   }

@@ -181,11 +181,7 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
 
   /// Writes a u64 meta record.
   func putMeta(_ name: String, _ value: UInt64) throws {
-    writer.reset()
-    writer.u64(value)
-    try Array(name.utf8).withUnsafeBytes { key in
-      try writer.bytes.withUnsafeBytes { try txn.put(databases.meta, key, $0) }
-    }
+    try StoreUpgrade.putMeta(txn, databases.meta, name, value)
   }
 
   /// Keeps the subject index in step with the in-memory semantics: a subject names its

@@ -44,16 +44,14 @@ enum StoreUpgrade {
       let codec = RecordCodec()
       var writer = ByteWriter()
       for (index, item) in logged.enumerated() {
-        writer.reset()
         do {
-          try codec.encodeEvent(item.entry, subject: item.subject, into: &writer)
+          try codec.putEvent(
+            item.entry, subject: item.subject, at: EventCursor(UInt64(index + 1)), in: events, txn,
+            writer: &writer)
         } catch let problem as RecordProblem {
           throw StoreError(
             .corruptRecord, path: environment.dataPath,
             problem: "the ledger entry \(item.entry.id) cannot be logged: \(problem.message)")
-        }
-        try StoreKeys.withEventKey(EventCursor(UInt64(index + 1))) { key in
-          try writer.bytes.withUnsafeBytes { try txn.put(events, key, $0, append: true) }
         }
       }
       backfilled = logged.count
@@ -80,12 +78,10 @@ enum StoreUpgrade {
     let reader = StoreReadTransaction(txn, databases: databases, path: path)
     var logged: [(entry: LedgerEntry, subject: String)] = []
     logged.reserveCapacity(try txn.entryCount(databases.ledger))
-    var subject: (trial: TrialID, subject: String)?
     try txn.forEach(databases.ledger) { key, value in
       let entry = try reader.decodeEntry(key: key, value: value)
-      let trial = entry.event.trialID
-      if subject?.trial != trial { subject = (trial, try reader.trial(trial)?.subject ?? "") }
-      logged.append((entry, subject!.subject))
+      // The reader keeps the trial read last: a trial's entries are together in the ledger.
+      logged.append((entry, try reader.trial(entry.event.trialID)?.subject ?? ""))
     }
     logged.sort {
       $0.entry.takenAt != $1.entry.takenAt ? $0.entry.takenAt < $1.entry.takenAt : $0.entry.id < $1.entry.id

@@ -66,7 +66,7 @@ public enum BadBackup: String, CaseIterable, Sendable, CustomStringConvertible {
         try StoreFileDamage.flipPage(file, page: report.bytes / 4096 / 2)
       }
     case .lmdbStoreOfAnotherProgram:
-      try StoreFileDamage.makeForeignStore(in: store)
+      try makeForeignLMDBStore(directory: store)
       try FileManager.default.copyItem(atPath: store + "/data.mdb", toPath: file)
     case .newerSchema:
       let repository = try LMDBTrialRepository(directory: store)

@@ -70,7 +70,7 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
   /// Fills an empty store with the five trials above; returns them.
   @discardableResult
   public static func makeFixture(_ repository: any TrialRepository) throws -> [Trial] {
-    let ids = CountingIDs()
+    let ids = OfferedIDs((1...5).map(TrialID.init))
     func start(
       _ txn: any TrialWriteTransaction, _ subject: String, days: Double, _ reminders: ReminderSchedule
     )
@@ -318,16 +318,6 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
   }
 }
 
-/// Ids 1, 2, 3… in order.
-private final class CountingIDs: TrialIDGenerator {
-  private var last: UInt64 = 0
-
-  func nextID() -> TrialID {
-    last += 1
-    return TrialID(last)
-  }
-}
-
 /// Damage to a store file's bytes, as a disk or a careless copy may do it.
 public enum StoreFileDamage {
   /// Keeps the first `count` bytes.
@@ -364,10 +354,5 @@ public enum StoreFileDamage {
         "meta", Array("schema".utf8),
         withUnsafeBytes(of: (LMDBTrialRepository.schemaVersion + 1).littleEndian) { Array($0) })
     }
-  }
-
-  /// An LMDB store of another program in `directory`.
-  public static func makeForeignStore(in directory: String) throws {
-    try makeForeignLMDBStore(directory: directory)
   }
 }

@@ -119,7 +119,7 @@ public enum StoreCrashWorkload {
 }
 
 /// Offers the given ids in order, then the last one again.
-private final class OfferedIDs: TrialIDGenerator {
+final class OfferedIDs: TrialIDGenerator {
   private var ids: [TrialID]
   private var next = 0
 

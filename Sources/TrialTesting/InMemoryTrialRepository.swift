@@ -15,8 +15,14 @@ public final class InMemoryTrialRepository: TrialRepository {
     var lastSeen: Date?
     /// The event log, in cursor order.
     var events: [LoggedEvent] = []
-    var eventBounds = EventLogBounds()
+    /// The log's newest cursor, and the one it is pruned through.
+    var eventsLast = EventCursor.origin
+    var eventsPrunedThrough = EventCursor.origin
     var consumers: [String: ConsumerRecord] = [:]
+
+    var eventBounds: EventLogBounds {
+      EventLogBounds(last: eventsLast, prunedThrough: eventsPrunedThrough, count: events.count)
+    }
   }
 
   private var state = State()
@@ -84,7 +90,7 @@ public final class InMemoryTrialRepository: TrialRepository {
 
     func scanEvents(after: EventCursor, _ body: (LoggedEvent) throws -> Bool) throws {
       // Cursors are consecutive from the oldest kept: the first after `after` is found by index.
-      let start = Int(clamping: after.sequence) - Int(clamping: state.eventBounds.prunedThrough.sequence)
+      let start = Int(clamping: after.sequence) - Int(clamping: state.eventsPrunedThrough.sequence)
       for event in state.events[max(0, min(start, state.events.count))...] {
         guard try body(event) else { return }
       }
@@ -118,19 +124,16 @@ public final class InMemoryTrialRepository: TrialRepository {
     func appendEvent(_ entry: LedgerEntry, subject: String) throws -> LoggedEvent {
       var entry = entry
       entry.deliveredAt = nil
-      let event = LoggedEvent(cursor: state.eventBounds.last.next, entry: entry, subject: subject)
+      let event = LoggedEvent(cursor: state.eventsLast.next, entry: entry, subject: subject)
       state.events.append(event)
-      state.eventBounds.last = event.cursor
-      state.eventBounds.count += 1
+      state.eventsLast = event.cursor
       return event
     }
 
     func pruneEvents(through: EventCursor) throws -> Int {
       let count = state.events.prefix { $0.cursor <= through }.count
       state.events.removeFirst(count)
-      state.eventBounds.count -= count
-      state.eventBounds.prunedThrough = max(
-        state.eventBounds.prunedThrough, min(through, state.eventBounds.last))
+      state.eventsPrunedThrough = max(state.eventsPrunedThrough, min(through, state.eventsLast))
       return count
     }
 

@@ -4,7 +4,7 @@ import Testing
 import TrialCore
 import TrialTesting
 
-@testable import TrialStore
+@testable @_spi(StoreTesting) import TrialStore
 
 #if canImport(Glibc)
   import Glibc
@@ -309,15 +309,7 @@ func startBatchTrials(_ txn: any TrialWriteTransaction, count: Int, firstID: UIn
   @Test func lmdbFileOfAnotherProgram_IsRefused() throws {
     let directory = try TemporaryDirectory()
     let path = directory.appending("store")
-    let environment = try LMDBEnvironment(
-      directory: path, initialMapSize: 1 << 20, maximumMapSize: 1 << 20, maxDatabases: 2, create: true)
-    try environment.write { txn in
-      let other = try txn.openDatabase("other", create: true)!
-      try Array("key".utf8).withUnsafeBytes { key in
-        try Array("value".utf8).withUnsafeBytes { try txn.put(other, key, $0) }
-      }
-    }
-    environment.close()
+    try makeForeignLMDBStore(directory: path)
     try expectRefused(path, kind: .damaged, mentioning: ["not a trialwatch store"])
   }
 

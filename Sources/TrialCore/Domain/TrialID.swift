@@ -8,19 +8,36 @@ public struct TrialID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
   /// Parses the 16-hex-digit form (shorter forms are accepted and zero-extended).
   public init?(_ text: some StringProtocol) {
-    guard (1...16).contains(text.count), let value = UInt64(text, radix: 16),
-      text.allSatisfy({ $0.isHexDigit })
-    else { return nil }
+    guard let value = SixteenHexDigits.value(text, digits: 1...16) else { return nil }
     self.rawValue = value
   }
 
-  public var description: String {
-    let hex = String(rawValue, radix: 16)
-    return String(repeating: "0", count: 16 - hex.count) + hex
-  }
+  public var description: String { SixteenHexDigits.text(rawValue) }
 
   public static func < (lhs: TrialID, rhs: TrialID) -> Bool {
     lhs.rawValue < rhs.rawValue
+  }
+}
+
+/// The written form of trial ids and event cursors: 16 hexadecimal digits.
+enum SixteenHexDigits {
+  /// `value` as 16 lower-case digits, zero-padded.
+  static func text(_ value: UInt64) -> String {
+    let digits = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - digits.count) + digits
+  }
+
+  /// The value of `text` when it is as many ASCII hexadecimal digits (either case) as
+  /// `digits` allows.
+  static func value(_ text: some StringProtocol, digits: ClosedRange<Int>) -> UInt64? {
+    guard digits.contains(text.utf8.count), text.utf8.allSatisfy(isDigit) else { return nil }
+    return UInt64(text, radix: 16)
+  }
+
+  private static func isDigit(_ byte: UInt8) -> Bool {
+    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+      || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+      || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
   }
 }
 

@@ -15,29 +15,17 @@ public struct EventCursor: Hashable, Comparable, Sendable, CustomStringConvertib
   public static let origin = EventCursor(0)
 
   /// `0000000000000000`.
-  public var description: String {
-    let digits = String(sequence, radix: 16)
-    return String(repeating: "0", count: 16 - digits.count) + digits
-  }
+  public var description: String { SixteenHexDigits.text(sequence) }
 
   /// Parses exactly 16 hexadecimal digits.
   public init?(_ text: some StringProtocol) {
-    guard text.utf8.count == 16, text.utf8.allSatisfy(\.isHexDigit), let value = UInt64(text, radix: 16)
-    else { return nil }
+    guard let value = SixteenHexDigits.value(text, digits: 16...16) else { return nil }
     self.init(value)
   }
 
   public var next: EventCursor { EventCursor(sequence &+ 1) }
 
   public static func < (a: EventCursor, b: EventCursor) -> Bool { a.sequence < b.sequence }
-}
-
-extension UInt8 {
-  fileprivate var isHexDigit: Bool {
-    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
-      || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
-      || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
-  }
 }
 
 /// One event of the log: a taken event (fired or skipped), its cursor, and the subject of
