@@ -210,13 +210,13 @@ install-files:
 # when it differs from the sample; the store in /var/lib/trialwatch and the users always stay.
 uninstall:
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
-	  echo "systemctl disable --now trialwatch.socket trialwatch.service 'trialwatch-consumer@*.service'"; \
+	  echo "systemctl disable --now trialwatch.socket trialwatch.service"; \
 	  systemctl disable --now trialwatch.socket trialwatch.service 2>/dev/null || true; \
+	  echo "systemctl stop 'trialwatch-consumer@*.service'"; \
 	  systemctl stop 'trialwatch-consumer@*.service' 2>/dev/null || true; \
 	fi
 	rm -f $(DESTDIR)$(BINDIR)/trialwatchd $(DESTDIR)$(BINDIR)/trialwatchctl \
-	  $(DESTDIR)$(UNITDIR)/trialwatch.service $(DESTDIR)$(UNITDIR)/trialwatch.socket \
-	  $(DESTDIR)$(UNITDIR)/trialwatch-consumer@.service \
+	  $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) \
 	  $(DESTDIR)$(SYSUSERSDIR)/trialwatch.conf $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
 	for page in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
 	for command in $(COMPLETED); do \

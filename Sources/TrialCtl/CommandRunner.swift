@@ -33,7 +33,7 @@ public enum EventEnvironment {
     variables["EVENT_DUE"] = RFC3339.format(event.due)
     variables["EVENT_TAKEN"] = event.takenAt.map(RFC3339.format) ?? ""
     variables["EVENT_LATENESS"] = event.lateness?.description ?? ""
-    variables["EVENT_LATENESS_USEC"] = String(event.lateness.map { microseconds($0.duration) } ?? 0)
+    variables["EVENT_LATENESS_USEC"] = String(event.lateness?.duration.roundedMicroseconds ?? 0)
     variables["EVENT_OFFSET"] = event.offset?.description ?? ""
     variables["EVENT_REASON"] = event.reason ?? ""
     variables["EVENT_ATTEMPT"] = String(attempt)
@@ -49,11 +49,6 @@ public enum EventEnvironment {
   /// one line.
   public static func input(for event: EventObject) -> String {
     WireCoding.text(event) + "\n"
-  }
-
-  static func microseconds(_ span: Duration) -> Int64 {
-    let (seconds, attoseconds) = span.components
-    return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
   }
 }
 

@@ -44,7 +44,7 @@ struct Session {
 
   /// Calls a method; with `--json`, prints the reply.
   func call<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P) throws -> R {
-    let reply = try quietly { () throws(VarlinkClientError) in try client.call(method, parameters) }
+    let reply = try quietly(method, parameters)
     if json { environment.output.write(line: WireCoding.text(reply)) }
     return reply
   }
@@ -55,20 +55,14 @@ struct Session {
     switch try argument.target() {
     case .id(let id): return id
     case .subject(let subject):
-      return try quietly { () throws(VarlinkClientError) in
-        try client.call(Trials.getTrial, GetTrialParameters(subject: subject)).trial.id
-      }
+      return try quietly(Trials.getTrial, GetTrialParameters(subject: subject)).trial.id
     }
   }
 
   /// Calls a method without printing its reply, even with `--json`.
   func quietly<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P) throws -> R {
-    try quietly { () throws(VarlinkClientError) in try client.call(method, parameters) }
-  }
-
-  private func quietly<T>(_ body: () throws(VarlinkClientError) -> T) throws -> T {
     do {
-      return try body()
+      return try client.call(method, parameters)
     } catch {
       throw CtlFailure(error)
     }
@@ -138,11 +132,16 @@ enum Arguments {
     return cursor
   }
 
-  static func consumerName(_ text: String) throws -> String {
-    if let problem = ConsumerRecord.validateName(text) {
-      throw ValidationError("NAME: the consumer name \"\(text)\" \(problem)")
+  /// Where a new consumer starts: after `--after`'s cursor, at the oldest event kept with
+  /// `--from-oldest`, else after the newest event. When `creating` is false (consume without
+  /// `--create`), neither option may be given.
+  static func consumerStart(after: String?, fromOldest: Bool, creating: Bool = true) throws -> ConsumerStart {
+    if after != nil && fromOldest { throw ValidationError("give either --after or --from-oldest, not both") }
+    if !creating && (after != nil || fromOldest) {
+      throw ValidationError("--after and --from-oldest go with --create")
     }
-    return text
+    if let after { return .after(try cursor(after, "--after")) }
+    return fromOldest ? .oldest : .newest
   }
 
   static func date(_ text: String, option: String) throws -> Date {

@@ -87,15 +87,7 @@ struct Consume: ParsableCommand, CtlCommand {
       throw ValidationError(
         "give the command to run after --: trialwatchctl consume NAME -- COMMAND [ARGS...]")
     }
-    var start: ConsumerStart?
-    switch (create, after, fromOldest) {
-    case (_, _?, true): throw ValidationError("give either --after or --from-oldest, not both")
-    case (false, _?, _), (false, _, true): throw ValidationError("--after and --from-oldest go with --create")
-    case (true, let cursor?, false): start = .after(try Arguments.cursor(cursor, "--after"))
-    case (true, nil, true): start = .oldest
-    case (true, nil, false): start = .newest
-    case (false, nil, false): start = nil
-    }
+    let start = try Arguments.consumerStart(after: after, fromOldest: fromOldest, creating: create)
     let initial = try Arguments.span(retryInitial, option: "--retry-initial")
     let maximum = try Arguments.span(retryMax, option: "--retry-max")
     guard maximum >= initial else {
@@ -103,7 +95,7 @@ struct Consume: ParsableCommand, CtlCommand {
     }
     return Options(
       settings: ConsumeLoop.Settings(
-        name: consumer.name, create: start, retryInitial: initial, retryMaximum: maximum),
+        name: consumer.name, create: create ? start : nil, retryInitial: initial, retryMaximum: maximum),
       timeout: try Arguments.span(timeout, option: "--timeout"),
       killAfter: try Arguments.span(killAfter, option: "--kill-after"))
   }

@@ -124,6 +124,16 @@ public enum ConsumerStart: Hashable, Sendable {
   case oldest
   /// After this cursor.
   case after(EventCursor)
+
+  /// The cursor the consumer is created after: none for the newest event; for the oldest,
+  /// the log's start, which `logStart` reads.
+  func cursor<E: Error>(logStart: () throws(E) -> EventCursor) throws(E) -> EventCursor? {
+    switch self {
+    case .newest: nil
+    case .oldest: try logStart()
+    case .after(let cursor): cursor
+    }
+  }
 }
 
 /// The consume loop: for the consumer `name`, runs the command once per event after the
@@ -188,8 +198,13 @@ public final class ConsumeLoop {
 
   private var name: String { settings.name }
 
+  /// The delays before trying again, as the settings say.
+  private func makeBackoff() -> Backoff {
+    Backoff(initial: settings.retryInitial, maximum: settings.retryMaximum)
+  }
+
   public func run() -> Ending {
-    var reconnect = Backoff(initial: settings.retryInitial, maximum: settings.retryMaximum)
+    var reconnect = makeBackoff()
     var prunedBefore = false
     while !waiting.isStopping {
       let failure: LinkFailure
@@ -240,10 +255,8 @@ public final class ConsumeLoop {
           : "no consumer named \"\(name)\": create it with `trialwatchctl consumer create \(name)`, "
             + "or give consume --create"
         return .failed(CtlFailure(message, exitCode: .notFound))
-      case ControlError.Name.permissionDenied:
-        return .failed(CtlFailure(error.description, exitCode: .permissionDenied))
-      case ControlError.Name.invalidParameter:
-        return .failed(CtlFailure(error.description, exitCode: .usage))
+      case ControlError.Name.permissionDenied, ControlError.Name.invalidParameter:
+        return .failed(CtlFailure(error))
       default: return nil
       }
     }
@@ -254,8 +267,7 @@ public final class ConsumeLoop {
   private func follow(onStreaming: () -> Void) throws(LinkFailure) {
     var position = try position().acknowledged
     if let cursor = unacknowledged, cursor > position {
-      try link.sendAcknowledgement(cursor, consumer: name)
-      inFlight = cursor
+      try acknowledge(cursor)
       try settle()
       position = cursor
     }
@@ -283,8 +295,7 @@ public final class ConsumeLoop {
       // Handled: from now on it is acknowledged again after a failure, if need be.
       unacknowledged = cursor
       try settle()
-      try link.sendAcknowledgement(cursor, consumer: name)
-      inFlight = cursor
+      try acknowledge(cursor)
       // Not the daemon's position, which may have passed events pruned meanwhile that the
       // stream still brings: they are handled too.
       position = cursor
@@ -293,6 +304,12 @@ public final class ConsumeLoop {
         return
       }
     }
+  }
+
+  /// Sends the acknowledgement of `cursor`; `settle()` reads its reply.
+  private func acknowledge(_ cursor: EventCursor) throws(LinkFailure) {
+    try link.sendAcknowledgement(cursor, consumer: name)
+    inFlight = cursor
   }
 
   /// Reads the reply to the acknowledgement in flight, if there is one.
@@ -320,12 +337,7 @@ public final class ConsumeLoop {
   }
 
   private func create(_ start: ConsumerStart) throws(LinkFailure) -> ConsumerObject {
-    let after: EventCursor?
-    switch start {
-    case .newest: after = nil
-    case .oldest: after = try link.eventLog().start
-    case .after(let cursor): after = cursor
-    }
+    let after = try start.cursor { () throws(LinkFailure) in try link.eventLog().start }
     do {
       let created = try link.createConsumer(CreateConsumerParameters(name: name, after: after))
       log("created consumer \(name) at \(created.acknowledged)")
@@ -349,7 +361,7 @@ public final class ConsumeLoop {
 
   /// Runs the command for `event` until it succeeds; false when a stop request came first.
   private func handle(_ event: EventObject, cursor: EventCursor) -> Bool {
-    var backoff = Backoff(initial: settings.retryInitial, maximum: settings.retryMaximum)
+    var backoff = makeBackoff()
     var attempt = 1
     while true {
       let outcome = runner.run(event, attempt: attempt)

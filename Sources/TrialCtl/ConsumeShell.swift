@@ -24,14 +24,15 @@ public final class StopSignal: StopAwareWaiting, Sendable {
     writeEnd = pipe.write
   }
 
-  /// Blocks `signals` in the calling thread, which every thread started after inherits (call
-  /// it before any other starts; Dispatch's own threads block them anyway), and takes them
-  /// on a thread of its own.
-  public static func install(signals: [Int32] = [SIGTERM, SIGINT]) -> StopSignal {
+  /// Blocks SIGTERM and SIGINT in the calling thread, which every thread started after
+  /// inherits (call it before any other starts; Dispatch's own threads block them anyway),
+  /// and takes them on a thread of its own.
+  public static func install() -> StopSignal {
     let stop = StopSignal()
     var set = sigset_t()
     sigemptyset(&set)
-    for signo in signals { sigaddset(&set, signo) }
+    sigaddset(&set, SIGTERM)
+    sigaddset(&set, SIGINT)
     pthread_sigmask(SIG_BLOCK, &set, nil)
     let watched = set
     Thread {
@@ -41,9 +42,6 @@ public final class StopSignal: StopAwareWaiting, Sendable {
     }.start()
     return stop
   }
-
-  /// Without signals: a stop request only by `stop()` (for tests).
-  public static func manual() -> StopSignal { StopSignal() }
 
   /// `handler` runs once, on the thread that asks for the stop.
   public func onStop(_ handler: @escaping @Sendable () -> Void) {
@@ -173,9 +171,8 @@ public final class DaemonConsumerLink: ConsumerLink {
 
   static func failure(_ error: VarlinkClientError) -> LinkFailure {
     if let remote = error.remoteError { return .refused(remote) }
-    if error.isUnreachable && (error.errno == EACCES || error.errno == EPERM) {
-      return .denied(CtlFailure(error).message)
-    }
+    let failure = CtlFailure(error)
+    if failure.exitCode == .permissionDenied { return .denied(failure.message) }
     return .unavailable(error.description)
   }
 }

@@ -106,7 +106,9 @@ struct ConsumerName: ParsableArguments {
   var name: String
 
   func validate() throws {
-    _ = try Arguments.consumerName(name)
+    if let problem = ConsumerRecord.validateName(name) {
+      throw ValidationError("NAME: the consumer name \"\(name)\" \(problem)")
+    }
   }
 }
 
@@ -142,22 +144,12 @@ struct ConsumerCreate: ParsableCommand, CtlCommand {
   }
 
   func start() throws -> ConsumerStart {
-    switch (after, fromOldest) {
-    case (_?, true): throw ValidationError("give either --after or --from-oldest, not both")
-    case (let cursor?, false): return .after(try Arguments.cursor(cursor, "--after"))
-    case (nil, true): return .oldest
-    case (nil, false): return .newest
-    }
+    try Arguments.consumerStart(after: after, fromOldest: fromOldest)
   }
 
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
-    var after: EventCursor?
-    switch try start() {
-    case .newest: after = nil
-    case .after(let cursor): after = cursor
-    case .oldest: after = try session.quietly(Trials.getEventLog, NoParameters()).log.start
-    }
+    let after = try start().cursor { try session.quietly(Trials.getEventLog, NoParameters()).log.start }
     let reply = try session.call(
       Trials.createConsumer, CreateConsumerParameters(name: consumer.name, after: after))
     if !session.json { session.presenter.present(consumer: reply.consumer) }

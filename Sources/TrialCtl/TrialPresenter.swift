@@ -114,7 +114,7 @@ public protocol TrialPresenterOutput: AnyObject {
 /// the reader's time zone and locale, state words. The one place display formatting lives.
 public final class TrialPresenter {
   let output: any TrialPresenterOutput
-  let clock: any WallClock
+  private let clock: any WallClock
   private let calendar: Calendar
   private let dateFormatter: DateFormatter
 
@@ -297,7 +297,7 @@ public final class TrialPresenter {
     TimeSpan.format(span, style: .brief)
   }
 
-  func relative(_ date: Date, now: Date) -> String {
+  private func relative(_ date: Date, now: Date) -> String {
     let span = date.duration(since: now)
     return span >= .zero ? "in \(brief(span))" : "overdue by \(brief(.zero - span))"
   }
@@ -306,14 +306,14 @@ public final class TrialPresenter {
     offsets.isEmpty ? "none" : offsets.map(TimeSpan.format).joined(separator: ", ") + " before the end"
   }
 
-  func eventName(_ event: EventObject) -> String {
+  private func eventName(_ event: EventObject) -> String {
     switch event.kind {
     case .expiry: "expiry"
     case .reminder: "reminder \(event.offset?.description ?? "?") before the end"
     }
   }
 
-  func eventState(_ event: EventObject) -> String {
+  private func eventState(_ event: EventObject) -> String {
     switch event.state {
     case .pending: "pending"
     case .fired: "fired"
@@ -331,11 +331,11 @@ public final class TrialPresenter {
     }
   }
 
-  func lateText(_ event: EventObject) -> String {
+  private func lateText(_ event: EventObject) -> String {
     event.lateness.map { ", late by \(brief($0.duration))" } ?? ""
   }
 
-  func reasonText(_ event: EventObject) -> String {
+  private func reasonText(_ event: EventObject) -> String {
     event.detail ?? event.reason ?? "no reason given"
   }
 

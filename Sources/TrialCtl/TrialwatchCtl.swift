@@ -105,6 +105,11 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
       }
       return
     }
+    self.init(remote)
+  }
+
+  /// The failure an error the daemon replied with means.
+  public init(_ remote: ControlError) {
     switch remote.name {
     case ControlError.Name.trialNotFound, ControlError.Name.consumerNotFound:
       self.init(remote.description, exitCode: .notFound)

@@ -69,9 +69,15 @@ jfetch() {
   ct journalctl --no-pager -o json "$@" > "$file" 2> /dev/null
 }
 J=$SCRATCH/j.json
-# The journal's current end, to look only at what comes after: journalctl --after-cursor=...
+# The journal's current end, to look only at what comes after (jfetch_after).
 cursor_now() {
   jfetch "$J" -n 1 && python3 "$JOURNAL" cursor "$J"
+}
+# The entries of UNIT after CURSOR, as journalctl -u shows a unit's: jfetch_after FILE UNIT CURSOR.
+# Not -u with --after-cursor: with a match, journalctl skips the first matching entry after a
+# cursor whose own entry does not match (another unit's). The unit's are picked out here instead.
+jfetch_after() {
+  jfetch "$1" --after-cursor="$3" && python3 "$JOURNAL" unit "$1" "$2"
 }
 
 OUT=$(ct systemd-analyze verify trialwatch.service trialwatch.socket 2>&1)
@@ -127,7 +133,7 @@ if [ $RC -ne 0 ] || [ "$ACTIVE" != active ]; then
   fail "systemctl start waits for READY=1" "systemctl start: rc $RC $OUT; ActiveState=$ACTIVE"
 else
   ready_logged() {
-    jfetch "$J" -u trialwatch.service --after-cursor="$C" \
+    jfetch_after "$J" trialwatch.service "$C" \
       && python3 "$JOURNAL" has "$J" "Started trialwatch.service"
   }
   poll 10 ready_logged
@@ -219,7 +225,7 @@ OUT=$(ct systemctl reload trialwatch.service 2>&1)
 RC=$?
 # ExecReload= only sends SIGHUP; the daemon says RELOADING=1 ... READY=1 when done.
 reloaded() {
-  jfetch "$J" -u trialwatch.service --after-cursor="$C" && python3 "$JOURNAL" has "$J" "configuration reloaded" \
+  jfetch_after "$J" trialwatch.service "$C" && python3 "$JOURNAL" has "$J" "configuration reloaded" \
     && python3 "$JOURNAL" has "$J" "Got notification message from PID $PID \\(.*READY=1"
 }
 if [ $RC -ne 0 ]; then
@@ -330,7 +336,7 @@ restarted() {
   [ "$pid" != 0 ] && [ "$pid" != "$PID" ] && [ "$(show ActiveState)" = active ]
 }
 watchdog_logged() {
-  jfetch "$J" -u trialwatch.service --after-cursor="$C" && python3 "$JOURNAL" has "$J" "Watchdog timeout"
+  jfetch_after "$J" trialwatch.service "$C" && python3 "$JOURNAL" has "$J" "Watchdog timeout"
 }
 if poll 30 restarted; then
   if poll 10 watchdog_logged; then
@@ -390,8 +396,8 @@ ctt 60 systemctl start trialwatch.socket trialwatch.service
 
 # --- A consumer: trialwatch-consumer@.service ----------------------------------------------
 
-if ct id -nG trialwatch-consumer 2> /dev/null | tr ' ' '\n' | grep -qx trialwatch \
-  && ct id -nG trialwatch-consumer | tr ' ' '\n' | grep -qx trialwatch-admin; then
+CONSUMER_GROUPS=" $(ct id -nG trialwatch-consumer 2> /dev/null) "
+if [[ $CONSUMER_GROUPS == *" trialwatch "* && $CONSUMER_GROUPS == *" trialwatch-admin "* ]]; then
   pass "sysusers.d made user trialwatch-consumer, in trialwatch and trialwatch-admin"
 else
   fail "sysusers.d made user trialwatch-consumer, in trialwatch and trialwatch-admin" \
@@ -519,7 +525,6 @@ else
   EXPIRED_S=$(($(date +%s) - ENDS_S))
   POLL_INTERVAL=5 poll "$DEADLINE" burst_there
   DELIVERED_S=$(($(date +%s) - ENDS_S))
-  burst_fetch
   SUPPRESSED=$(ct journalctl --after-cursor="$C" --no-pager -o cat 2> /dev/null \
     | grep -E 'Suppressed [0-9]+ messages from trialwatch' | head -n 3)
   if ! WHY=$(python3 "$JOURNAL" burst "$BURST_J" e2e-burst "$BURST"); then
@@ -544,7 +549,7 @@ OUT=$(ctt 60 systemctl stop trialwatch.service 2>&1)
 RC=$?
 RESULT="rc=$RC ActiveState=$(show ActiveState) Result=$(show Result) ExecMainStatus=$(show ExecMainStatus)"
 stopped_logged() {
-  jfetch "$J" -u trialwatch.service --after-cursor="$C" && python3 "$JOURNAL" has "$J" "Stopped trialwatch.service"
+  jfetch_after "$J" trialwatch.service "$C" && python3 "$JOURNAL" has "$J" "Stopped trialwatch.service"
 }
 poll 10 stopped_logged
 if [ "$RESULT" != "rc=0 ActiveState=inactive Result=success ExecMainStatus=0" ]; then

@@ -22,6 +22,9 @@ printed on standard output, one per line, for the FAIL line's reason.
   has FILE REGEX                  some MESSAGE matches
   errors FILE                     no entry of trialwatchd at priority err or worse
   cursor FILE                     prints the last entry's cursor
+  unit FILE UNIT                  keeps in FILE only the entries journalctl -u
+                                  UNIT shows: the unit's own, PID 1's about it,
+                                  root's about it as object or coredump
   get PATH                        prints a value of the JSON object on standard
                                   input, PATH like trial.id or trial.reminders
 """
@@ -34,25 +37,30 @@ ID_REMINDER = "e0431c29206b4f89b9db88d7e38907bc"
 ID_EXPIRY = "a16bdf9f2f29487d962a88689b1d20c8"
 ID_LATE = "194e6e2d7bac4fb7847f8c84893df546"
 ID_SKIPPED = "1f372a37269d4fa6a822448c5499a6bd"
+ID_COREDUMP = "fc2e22bc6ee647b6b90729ab34a250b1"
 FIRED = {ID_REMINDER, ID_EXPIRY, ID_LATE}
 # An event taken more than this after its due time is late (LateThreshold=, default 1s).
 LATE_THRESHOLD_USEC = 1_000_000
 
 
-def entries(path):
+def lines_and_entries(path):
+    """Each entry's line, with the entry's text fields."""
     result = []
     with open(path, encoding="utf-8", errors="replace") as file:
         for line in file:
-            line = line.strip()
-            if not line:
+            if not line.strip():
                 continue
             try:
                 entry = json.loads(line)
             except ValueError:
                 continue
             # journalctl shows binary fields as byte arrays; only text fields matter here.
-            result.append({k: v for k, v in entry.items() if isinstance(v, str)})
+            result.append((line, {k: v for k, v in entry.items() if isinstance(v, str)}))
     return result
+
+
+def entries(path):
+    return [entry for _, entry in lines_and_entries(path)]
 
 
 def fired_events(path):
@@ -214,6 +222,22 @@ def cursor(path):
     return 0
 
 
+def of_unit(entry, name):
+    """Whether journalctl -u NAME shows the entry (the matches of systemd's add_matches_for_unit)."""
+    by_root = entry.get("_UID") == "0"
+    return (entry.get("_SYSTEMD_UNIT") == name
+            or (entry.get("_PID") == "1" and entry.get("UNIT") == name)
+            or (by_root and entry.get("OBJECT_SYSTEMD_UNIT") == name)
+            or (by_root and entry.get("MESSAGE_ID") == ID_COREDUMP and entry.get("COREDUMP_UNIT") == name))
+
+
+def unit(path, name):
+    kept = [line for line, entry in lines_and_entries(path) if of_unit(entry, name)]
+    with open(path, "w", encoding="utf-8") as file:
+        file.writelines(kept)
+    return 0
+
+
 def get(path_expression):
     text = sys.stdin.read().strip().splitlines()
     if not text:
@@ -235,15 +259,13 @@ def main(argv):
         print(__doc__)
         return 2
     command, args = argv[1], argv[2:]
+    wait = "--wait" in args
+    args = [a for a in args if a != "--wait"]
     if command == "expect":
-        wait = "--wait" in args
-        args = [a for a in args if a != "--wait"]
         return expect(args[0], args[1:], wait)
     if command == "duplicates":
         return duplicates(args[0])
     if command == "burst":
-        wait = "--wait" in args
-        args = [a for a in args if a != "--wait"]
         return burst(args[0], args[1], int(args[2]), wait)
     if command == "before":
         return before(args[0], args[1], args[2])
@@ -253,6 +275,8 @@ def main(argv):
         return errors(args[0])
     if command == "cursor":
         return cursor(args[0])
+    if command == "unit":
+        return unit(args[0], args[1])
     if command == "get":
         return get(args[0])
     print(f"unknown command {command!r}")
