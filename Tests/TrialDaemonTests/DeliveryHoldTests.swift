@@ -90,6 +90,7 @@ struct PacedHarness {
     h.scheduler.advance(to: end)
     #expect(h.journal.sent.count == 10)
     #expect(h.engine.heldEvents == 15)
+    h.scheduler.advance(by: 1)
     #expect(try h.repository.outbox().count == 15, "held events stay in the outbox")
     #expect(h.engine.counts[.expired] == 25, "every trial expired on time; only the journal waits")
     let holding = h.logged("holding events back from the journal")
@@ -100,11 +101,12 @@ struct PacedHarness {
     #expect(holding.first?.metadata["reason"] == "at most 10 entries per 30s to the journal")
 
     // Each window opens a microsecond after the one before it closes.
-    h.scheduler.advance(by: 31)
+    h.scheduler.advance(by: 30)
     #expect(h.journal.sent.count == 20)
     h.scheduler.advance(by: 30)
     #expect(h.journal.sent.count == 25)
     #expect(h.engine.heldEvents == 0)
+    h.scheduler.advance(by: 1)
     #expect(try h.repository.outbox().isEmpty)
 
     #expect(h.journal.eventIDs == (try unpacedOrder(25, endingAt: end)), "in the order taken, each once")
@@ -156,6 +158,7 @@ struct PacedHarness {
     #expect(h.journal.sent.isEmpty, "failed twice more")
     h.scheduler.advance(by: 5)
     #expect(h.journal.eventIDs == (try unpacedOrder(4, endingAt: end)), "all four, in order, once")
+    h.scheduler.advance(by: 1)
     #expect(try h.repository.outbox().isEmpty)
     #expect(h.errors.count == 1, "one error for the whole outage: \(h.errors.map(\.message))")
     #expect(h.errors.first?.message == "could not deliver events; keeping them in the outbox")

@@ -38,13 +38,7 @@ extension TrialRepository {
   /// Marks entries as delivered, taking them out of the outbox.
   public func markDelivered(_ ids: [EventID], at now: Date) throws {
     guard !ids.isEmpty else { return }
-    try write { txn in
-      for id in ids {
-        guard var entry = try txn.ledgerEntry(id), entry.deliveredAt == nil else { continue }
-        entry.deliveredAt = now
-        try txn.putLedgerEntry(entry)
-      }
-    }
+    try write { txn in try TrialBook.markDelivered(in: txn, ids.lazy.map { (id: $0, at: now) }) }
   }
 
   /// Entries taken but never delivered (the process stopped in between), in id order.
@@ -105,6 +99,18 @@ public struct RestoreSummary: Hashable, Sendable {
   public var byState: [TrialState: Int] = [:]
 
   public init() {}
+}
+
+/// An event `TrialBook.take` recorded: as the event log holds it, and its trial as the
+/// transaction left it (expired, for an expiry).
+public struct TakenEvent: Hashable, Sendable {
+  public var logged: LoggedEvent
+  public var trial: Trial
+
+  public init(logged: LoggedEvent, trial: Trial) {
+    self.logged = logged
+    self.trial = trial
+  }
 }
 
 /// The operations themselves, each inside a transaction the caller provides.
@@ -177,12 +183,20 @@ public enum TrialBook {
   public static func commit(in txn: any TrialWriteTransaction, _ due: [DueEvent], now: Date) throws
     -> [LoggedEvent]
   {
+    try take(in: txn, due, now: now).map(\.logged)
+  }
+
+  /// `commit`, returning with each event its trial as the transaction left it, so that the
+  /// caller can deliver the events without reading the trials again.
+  public static func take(in txn: any TrialWriteTransaction, _ due: [DueEvent], now: Date) throws
+    -> [TakenEvent]
+  {
     // Applied in event-id order, which keeps each trial's events in due order and lets a
     // file store visit its pages in key order; returned in the order given.
     let order = due.indices.sorted {
       due[$0].event.id != due[$1].event.id ? due[$0].event.id < due[$1].event.id : $0 < $1
     }
-    var recorded = [(LedgerEntry, String)?](repeating: nil, count: due.count)
+    var recorded = [(LedgerEntry, Trial)?](repeating: nil, count: due.count)
     for index in order {
       let item = due[index]
       guard try txn.ledgerEntry(item.event.id) == nil,
@@ -196,10 +210,24 @@ public enum TrialBook {
         trial.endedAt = item.takenAt
         try txn.putTrial(trial)
       }
-      recorded[index] = (entry, trial.subject)
+      recorded[index] = (entry, trial)
     }
     try txn.setLastSeenWallTime(now)
-    return try recorded.compactMap { item in try item.map { try txn.appendEvent($0.0, subject: $0.1) } }
+    return try recorded.compactMap { item in
+      try item.map { TakenEvent(logged: try txn.appendEvent($0.0, subject: $0.1.subject), trial: $0.1) }
+    }
+  }
+
+  /// Records deliveries: each entry still undelivered gets `deliveredAt`, which takes it out
+  /// of the outbox. Ids not in the ledger, or already delivered, are passed over.
+  public static func markDelivered(
+    in txn: any TrialWriteTransaction, _ deliveries: some Sequence<(id: EventID, at: Date)>
+  ) throws {
+    for delivery in deliveries {
+      guard var entry = try txn.ledgerEntry(delivery.id), entry.deliveredAt == nil else { continue }
+      entry.deliveredAt = delivery.at
+      try txn.putLedgerEntry(entry)
+    }
   }
 
   /// Records reminders skipped as a trial starts or moves: in the ledger as delivered (the

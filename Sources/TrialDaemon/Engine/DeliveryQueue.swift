@@ -1,17 +1,48 @@
 import Foundation
 import Logging
+import Synchronization
 import TrialCore
+
+/// Deliveries made but not recorded in the store yet, readable from any thread: a plan read
+/// from the store shows them delivered (`apply(to:)`).
+public final class UnrecordedDeliveries: Sendable {
+  private let marks = Mutex<[EventID: Date]>([:])
+
+  func insert(_ ids: [EventID], at date: Date) {
+    marks.withLock { marks in for id in ids { marks[id] = date } }
+  }
+
+  func remove(_ ids: some Sequence<EventID>) {
+    marks.withLock { marks in for id in ids { marks[id] = nil } }
+  }
+
+  /// `entries` with the deliveries not recorded yet filled in.
+  public func apply(to entries: [LedgerEntry]) -> [LedgerEntry] {
+    guard entries.contains(where: { !$0.isDelivered }) else { return entries }
+    return marks.withLock { marks in
+      entries.map { entry in
+        guard !entry.isDelivered, let at = marks[entry.id] else { return entry }
+        var delivered = entry
+        delivered.deliveredAt = at
+        return delivered
+      }
+    }
+  }
+}
 
 /// Hands taken events to the sinks in the order they were taken, and holds them back, in
 /// that order, when a sink cannot take one now.
 ///
 /// A sink that throws `DeliveryDeferred` (the journal, at its rate limit) stops the batch
-/// there: what went before is marked delivered, the rest waits in a `DeliveryBacklog`, and
+/// there: what went before counts as delivered, the rest waits in a `DeliveryBacklog`, and
 /// one wake at the time the sink named delivers on from it. Any other error stops the batch
 /// the same way and is tried again after the retry delay. Events taken meanwhile wait behind
 /// the backlog. Their entries stay in the store's outbox the whole time, so a restart
 /// delivers them too. A hold is logged when it begins or changes cause, and when it ends,
 /// never per event. Runs on the engine's context.
+///
+/// Deliveries are recorded in the store (the entries leave the outbox) by the engine's next
+/// write, so that firing costs one durable commit; see `recordMarks(in:)`.
 final class DeliveryQueue {
   private let repository: any TrialRepository
   private let scheduler: any WakeScheduler
@@ -45,26 +76,81 @@ final class DeliveryQueue {
   /// Events waiting for the sinks behind a deferral or a failure.
   var heldCount: Int { backlog.count }
 
-  /// Delivers `entries`, in order, or puts them behind the events already held.
-  func deliver(_ entries: [LedgerEntry], retryDelay: Duration) {
+  /// Delivers `entries` (of `trials`, as the commit that took them left them), in order, or
+  /// puts them behind the events already held.
+  func deliver(_ entries: [LedgerEntry], trials: [Trial?], retryDelay: Duration) {
     self.retryDelay = retryDelay
     guard !entries.isEmpty, !stopped else { return }
     guard !backlog.isHolding else {
       backlog.append(entries.lazy.map(\.id))
       return
     }
-    var run: (delivered: [EventID], stop: (index: Int, cause: Stop)?)
-    do {
-      let trials = try repository.read { txn in try entries.map { try txn.trial($0.event.trialID) } }
-      run = offer(entries, trials)
-      try repository.markDelivered(run.delivered, at: scheduler.clock.now())
-    } catch {
-      // Nothing is known to be recorded: every entry goes again (some may reach a sink twice).
-      run = ([], (0, .storeFailed(error)))
-    }
+    let run = offer(entries, trials)
+    addMarks(run.delivered)
     guard let stop = run.stop else { return }
     backlog.append(entries[stop.index...].lazy.map(\.id))
     hold(stop.cause)
+  }
+
+  // MARK: Delivery marks
+
+  /// Deliveries not recorded in the store yet, oldest first. The engine's next write records
+  /// them (`recordMarks(in:)`); when none comes, the mark wake does, `markDelay` after the
+  /// first. Until then their entries stay in the outbox, so a crash delivers them again.
+  private var marks: [(id: EventID, at: Date)] = []
+  /// The same, for readers on other threads.
+  let unrecorded = UnrecordedDeliveries()
+  private var markWake: (any ScheduledWake)?
+  /// How long a delivery may wait for a write to ride in before it gets a commit of its own.
+  static let markDelay: TimeInterval = 1
+
+  /// Deliveries not recorded in the store yet.
+  var unrecordedCount: Int { marks.count }
+
+  private func addMarks(_ ids: [EventID]) {
+    guard !ids.isEmpty else { return }
+    let now = scheduler.clock.now()
+    marks.append(contentsOf: ids.lazy.map { (id: $0, at: now) })
+    unrecorded.insert(ids, at: now)
+    armMarkWake(after: Self.markDelay)
+  }
+
+  private func armMarkWake(after delay: TimeInterval) {
+    guard markWake == nil, !stopped, !marks.isEmpty else { return }
+    markWake = scheduler.schedule(after: delay, label: "record deliveries") { [weak self] in
+      guard let self else { return }
+      self.markWake = nil
+      self.writeMarks()
+    }
+  }
+
+  /// Records the pending deliveries in `txn`, a write of the engine's; returns how many, for
+  /// `marksRecorded` once `txn` has committed. May run more than once for one write.
+  func recordMarks(in txn: any TrialWriteTransaction) throws -> Int {
+    try TrialBook.markDelivered(in: txn, marks)
+    return marks.count
+  }
+
+  /// The oldest `count` deliveries are in the store.
+  func marksRecorded(_ count: Int) {
+    guard count > 0 else { return }
+    unrecorded.remove(marks.prefix(count).lazy.map(\.id))
+    marks.removeFirst(count)
+    guard marks.isEmpty else { return }
+    markWake?.cancel()
+    markWake = nil
+  }
+
+  /// The mark wake's action: the deliveries in a commit of their own.
+  private func writeMarks() {
+    do {
+      marksRecorded(try repository.write { try recordMarks(in: $0) })
+    } catch {
+      logger.error(
+        "could not record deliveries; will try again",
+        metadata: ["error": "\(error)", "count": "\(marks.count)"])
+      armMarkWake(after: retryDelay.timeInterval)
+    }
   }
 
   /// Delivers what is held now rather than at the wake (after a reload changed the pace).
@@ -74,10 +160,13 @@ final class DeliveryQueue {
     resume()
   }
 
+  /// Stops the wakes; deliveries not recorded yet wait for the engine's last write.
   func stop() {
     stopped = true
     backlog.wake?.cancel()
     backlog.wake = nil
+    markWake?.cancel()
+    markWake = nil
   }
 
   /// The wake's action: delivers held events, oldest first, until a sink stops again or none
@@ -104,7 +193,7 @@ final class DeliveryQueue {
           consumed += ids.count
         }
       }
-      try repository.markDelivered(delivered, at: scheduler.clock.now())
+      addMarks(delivered)
       backlog.removeFirst(consumed, delivered: delivered.count)
     } catch {
       // Nothing taken off the backlog: the entries sent in this run go again.

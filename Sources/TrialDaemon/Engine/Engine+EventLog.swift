@@ -65,7 +65,7 @@ extension Engine {
     let now = clock.now()
     let step: EventFeed.PruneStep
     do {
-      step = try repository.write { txn in
+      step = try write { txn in
         try EventFeed.prune(now: now, retention: settings.retention, limit: settings.pruneBatch, in: txn)
       }
     } catch {
@@ -93,7 +93,7 @@ extension Engine {
   public func createConsumer(named name: String, after: EventCursor?) throws -> (ConsumerRecord, EventCursor)
   {
     let now = clock.now()
-    return try repository.write { txn in
+    return try write { txn in
       (
         try EventFeed.createConsumer(named: name, after: after, now: now, in: txn),
         try txn.eventLogBounds().last
@@ -106,7 +106,7 @@ extension Engine {
     ConsumerRecord, EventCursor
   ) {
     let now = clock.now()
-    let result = try repository.write { txn in
+    let result = try write { txn in
       (
         try EventFeed.acknowledge(consumer: name, through: cursor, now: now, in: txn),
         try txn.eventLogBounds().last
@@ -118,7 +118,7 @@ extension Engine {
   }
 
   public func removeConsumer(named name: String) throws {
-    guard try repository.write({ try $0.removeConsumer(named: name) }) else {
+    guard try write({ try $0.removeConsumer(named: name) }) else {
       throw TrialError(.consumerNotFound(name: name))
     }
     schedulePrune(at: clock.now())

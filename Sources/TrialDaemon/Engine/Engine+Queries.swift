@@ -55,11 +55,15 @@ extension Engine {
     return TrialPage(trials: page, next: more ? page.last?.id : nil)
   }
 
-  /// A trial and every ledger entry it has, over all revisions, read together.
+  /// Deliveries made but not yet recorded in the store (see `DeliveryQueue`).
+  public var unrecordedDeliveries: UnrecordedDeliveries { delivery.unrecorded }
+
+  /// A trial and every ledger entry it has, over all revisions, read together; an event
+  /// delivered shows as delivered even before the store records it.
   public func trialWithLedger(id: TrialID) throws -> (trial: Trial, ledger: [LedgerEntry]) {
     let (trial, ledger) = try repository.read { txn in (try txn.trial(id), try txn.ledgerEntries(trial: id)) }
     guard let trial else { throw TrialError.notFound(id: id) }
-    return (trial, ledger)
+    return (trial, unrecordedDeliveries.apply(to: ledger))
   }
 
   /// The subjects of the given trials, read in one transaction.

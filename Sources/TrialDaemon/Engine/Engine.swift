@@ -125,7 +125,8 @@ public final class Engine {
     if !outbox.isEmpty {
       beforeRedelivery()
       logger.notice("delivering events taken before the last stop", metadata: ["count": "\(outbox.count)"])
-      deliver(outbox)
+      let trials = try repository.read { txn in try outbox.map { try txn.trial($0.event.trialID) } }
+      deliver(outbox, trials: trials)
     }
     let log = try repository.read { try $0.eventLogBounds() }
     publishedThrough = log.last
@@ -157,7 +158,13 @@ public final class Engine {
     for item in [wake, watchdogWake, statusWake, retryWake, flushWake, pruneWake] { item?.cancel() }
     delivery.stop()
     wake = nil
-    try? repository.write { try $0.setLastSeenWallTime(clock.now()) }
+    do {
+      try write { try $0.setLastSeenWallTime(clock.now()) }
+    } catch {
+      logger.error(
+        "could not record the deliveries made; they will be delivered again at start",
+        metadata: ["error": "\(error)", "count": "\(delivery.unrecordedCount)"])
+    }
   }
 
   // MARK: Firing
@@ -196,9 +203,9 @@ public final class Engine {
   private func fireDue(at now: Date) -> Int {
     let due = planner.takeDue(at: now)
     if !due.isEmpty {
-      let logged: [LoggedEvent]
+      let taken: [TakenEvent]
       do {
-        logged = try repository.commit(due, now: now)
+        taken = try write { txn in try TrialBook.take(in: txn, due, now: now) }
       } catch {
         logger.error(
           "could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
@@ -210,7 +217,7 @@ public final class Engine {
         scheduleRetry()
         return 0
       }
-      let entries = logged.map(\.entry)
+      let entries = taken.map(\.logged.entry)
       for entry in entries {
         if entry.fired { firedCount += 1 } else { skippedCount += 1 }
         if entry.fired, entry.event.kind == .expiry {
@@ -218,8 +225,8 @@ public final class Engine {
           counts[.expired, default: 0] += 1
         }
       }
-      published(logged)
-      deliver(entries)
+      published(taken.map(\.logged))
+      deliver(entries, trials: taken.map(\.trial))
       publishStatus()
     }
     arm()
@@ -243,8 +250,20 @@ public final class Engine {
   }
 
   /// Hands taken entries to the sinks, in order, behind any held back (see `DeliveryQueue`).
-  private func deliver(_ entries: [LedgerEntry]) {
-    delivery.deliver(entries, retryDelay: settings.retryDelay)
+  private func deliver(_ entries: [LedgerEntry], trials: [Trial?]) {
+    delivery.deliver(entries, trials: trials, retryDelay: settings.retryDelay)
+  }
+
+  /// A write transaction that also records the deliveries made since the last write, so that
+  /// they ride in its commit rather than costing one of their own (see `DeliveryQueue`).
+  func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
+    var recorded = 0
+    let result = try repository.write { txn in
+      recorded = try delivery.recordMarks(in: txn)
+      return try body(txn)
+    }
+    delivery.marksRecorded(recorded)
+    return result
   }
 
   /// Delivers held events now, without waiting for their wake (the pace changed).
@@ -323,7 +342,7 @@ public final class Engine {
     // The reminders skipped as trials start or move, as the event log holds them.
     var logged: [LoggedEvent] = []
     do {
-      (results, logged) = try repository.write { txn in
+      (results, logged) = try write { txn in
         var logged: [LoggedEvent] = []
         let results = try batch.map { command, _ -> Result<CommandResult, any Error> in
           do {

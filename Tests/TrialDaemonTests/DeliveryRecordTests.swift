@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+import TrialCore
+import TrialTesting
+
+@testable import TrialDaemon
+
+/// Firing costs one durable commit: deliveries are recorded by the engine's next write, or a
+/// second later, and a crash before that delivers them again with their ids.
+@Suite struct DeliveryRecordTests {
+  /// Trials of one expiry each, ending `offsets` seconds after the epoch.
+  private func startTrials(_ h: Harness, endingAfter offsets: [TimeInterval]) throws {
+    for (index, offset) in offsets.enumerated() {
+      _ = try h.engine.perform(
+        .start(
+          subject: "t\(index)", length: nil, endsAt: epoch.addingTimeInterval(offset),
+          reminders: ReminderSchedule.none))
+    }
+  }
+
+  private func undelivered(_ h: Harness) throws -> Set<EventID> {
+    Set(try h.repository.outbox().map(\.id))
+  }
+
+  @Test func wakes_ThatFireEvents_CommitOnceEach() throws {
+    let h = Harness(ids: [1, 2, 3])
+    _ = try h.engine.start()
+    try startTrials(h, endingAfter: [10, 10.2, 10.4])
+    let commits = h.repository.commitCount
+    h.scheduler.advance(to: epoch.addingTimeInterval(10.4))
+    #expect(h.sink.delivered.count == 3)
+    #expect(h.repository.commitCount - commits == 3, "one commit per wake, none for the deliveries")
+    // Each wake's commit recorded the deliveries of the wake before it.
+    #expect(try undelivered(h) == [h.sink.ids[2]])
+    #expect(h.engine.unrecordedDeliveries.apply(to: try h.repository.outbox()).allSatisfy(\.isDelivered))
+  }
+
+  @Test func deliveries_WithNoWriteToRideIn_AreRecordedASecondLater() throws {
+    let h = Harness(ids: [1])
+    _ = try h.engine.start()
+    try startTrials(h, endingAfter: [10])
+    h.scheduler.advance(to: epoch.addingTimeInterval(10))
+    let commits = h.repository.commitCount
+    #expect(try undelivered(h).count == 1)
+    h.scheduler.advance(by: 0.999)
+    #expect(try undelivered(h).count == 1 && h.repository.commitCount == commits)
+    h.scheduler.advance(by: 0.001)
+    #expect(try undelivered(h).isEmpty)
+    #expect(h.repository.commitCount - commits == 1)
+    let entry = try h.repository.read { try $0.ledgerEntry(h.sink.ids[0]) }
+    #expect(entry?.deliveredAt == epoch.addingTimeInterval(10), "the time it was delivered")
+    h.engine.stop()
+    h.scheduler.expectNoPendingActions()
+  }
+
+  @Test func deliveries_ThenACommand_RideInItsCommit() throws {
+    let h = Harness(ids: [1, 2])
+    _ = try h.engine.start()
+    try startTrials(h, endingAfter: [10])
+    h.scheduler.advance(to: epoch.addingTimeInterval(10))
+    let commits = h.repository.commitCount
+    try startTrials(h, endingAfter: [100])
+    #expect(h.repository.commitCount - commits == 1)
+    #expect(try undelivered(h).isEmpty)
+    #expect(!h.scheduler.pending.contains { $0.label == "record deliveries" })
+  }
+
+  @Test func crash_BeforeTheDeliveriesAreRecorded_DeliversThemAgainWithTheirIDs() throws {
+    let repository = InMemoryTrialRepository()
+    let first = Harness(repository: repository, ids: [1, 2, 3])
+    _ = try first.engine.start()
+    try startTrials(first, endingAfter: [10, 10.5, 20])
+    first.scheduler.advance(to: epoch.addingTimeInterval(10.5))
+    let delivered = first.sink.ids
+    #expect(delivered.count == 2)
+    // Killed here: no stop, nothing more written. The first delivery rode in the second
+    // wake's commit; the second was never recorded.
+    #expect(try repository.outbox().map(\.id) == [delivered[1]])
+
+    let second = Harness(repository: repository, scheduler: TestScheduler(now: epoch.addingTimeInterval(11)))
+    let report = try second.engine.start()
+    #expect(report.redelivered == 1 && report.caughtUp == 0)
+    #expect(second.sink.ids == [delivered[1]], "delivered again with its id; nothing fired twice")
+    second.scheduler.advance(to: epoch.addingTimeInterval(20))
+    #expect(second.sink.ids.count == 2)
+    #expect(Set(delivered + second.sink.ids).count == 3)
+    second.engine.stop()
+    #expect(try repository.outbox().isEmpty, "the last write records them")
+  }
+
+  @Test func stop_RecordsTheDeliveries_InItsLastWrite() throws {
+    let h = Harness(ids: [1])
+    _ = try h.engine.start()
+    try startTrials(h, endingAfter: [10])
+    h.scheduler.advance(to: epoch.addingTimeInterval(10))
+    #expect(try undelivered(h).count == 1)
+    h.engine.stop()
+    #expect(try undelivered(h).isEmpty)
+    h.scheduler.expectNoPendingActions()
+  }
+}
