@@ -22,14 +22,39 @@ class StoreReadTransaction: TrialReadTransaction {
   /// appends, and `finish` writes it.
   var logLast: EventCursor?
 
+  /// The trial as it stands: its record, expired if the record is active and the ledger holds
+  /// the expiry of its revision (schema 3: an expiry does not rewrite the record).
   func trial(_ id: TrialID) throws -> Trial? {
     if let lastTrial, lastTrial.id == id { return lastTrial }
-    let found = try StoreKeys.withTrialKey(id) { key -> Trial? in
+    guard let stored = try storedTrial(id) else { return nil }
+    let found = try derived(stored)
+    lastTrial = found
+    return found
+  }
+
+  /// The trial record as written, without the expiry the ledger may hold.
+  func storedTrial(_ id: TrialID) throws -> Trial? {
+    try StoreKeys.withTrialKey(id) { key -> Trial? in
       guard let value = try txn.get(databases.trials, key) else { return nil }
       return try decoding(key, in: "trials", path: path) { try codec.decodeTrial(value, id: id) }
     }
-    if let found { lastTrial = found }
-    return found
+  }
+
+  /// `stored` as it stands: an active record whose revision's expiry is in the ledger is
+  /// expired, ended when the expiry was taken.
+  func derived(_ stored: Trial) throws -> Trial {
+    guard stored.isActive, let taken = try expiryTaken(stored.id, revision: stored.revision) else {
+      return stored
+    }
+    var trial = stored
+    trial.state = .expired
+    trial.endedAt = taken
+    return trial
+  }
+
+  /// When the expiry of the trial's revision was taken, if the ledger holds it.
+  func expiryTaken(_ id: TrialID, revision: UInt32) throws -> Date? {
+    try ledgerEntry(EventID(trialID: id, revision: revision, kind: .expiry))?.takenAt
   }
 
   /// The subject index may still name a trial that has ended (see `putTrial`): the trial
@@ -72,7 +97,7 @@ class StoreReadTransaction: TrialReadTransaction {
         let trial = try decoding(key, in: "trials", path: path) {
           try codec.decodeTrial(value, id: try StoreKeys.trialID(key))
         }
-        guard try body(trial) else { return }
+        guard try body(try derived(trial)) else { return }
         item = try cursor.next()
       }
     }
@@ -189,10 +214,14 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
   /// its index entry is left in place rather than deleted — `activeTrialID` checks the trial
   /// it names — so that a burst of expiries rewrites no index pages; starting a new trial for
   /// the subject replaces the entry. An entry is deleted only when a trial changes subject.
+  ///
+  /// A trial that reads as it is to be written is not rewritten: so an expiry, whose ledger
+  /// entry `TrialBook.commit` puts first, leaves the trial's record (and its page) alone.
   func putTrial(_ trial: Trial) throws {
     try StoreKeys.withTrialKey(trial.id) { key in
       var wasActive = false
       if let old = try self.trial(trial.id) {
+        if old == trial { return }
         wasActive = old.isActive
         if old.subject != trial.subject, try indexedTrialID(subject: old.subject) == trial.id {
           var subject = old.subject
@@ -220,7 +249,16 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
     }
   }
 
+  /// The first entry of an active trial's expiry expires the trial (see `trial(_:)`): the
+  /// active count follows.
   func putLedgerEntry(_ entry: LedgerEntry) throws {
+    if entry.event.kind == .expiry, try ledgerEntry(entry.id) == nil,
+      let stored = try storedTrial(entry.event.trialID), stored.isActive,
+      stored.revision == entry.event.revision
+    {
+      activeDelta -= 1
+      if lastTrial?.id == entry.event.trialID { lastTrial = nil }
+    }
     writer.reset()
     codec.encode(entry, into: &writer)
     try StoreKeys.withLedgerKey(entry.id) { key in
