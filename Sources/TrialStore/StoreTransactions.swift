@@ -18,6 +18,8 @@ class StoreReadTransaction: TrialReadTransaction {
   /// The trial read or written last in this transaction: firing reads a trial and then
   /// rewrites it, and the rewrite needs the old record again.
   var lastTrial: Trial?
+  /// The id looked up last and not found: starting a trial looks its new id up, then puts it.
+  var absentTrial: TrialID?
   /// The event log's newest cursor, read once per transaction; a write moves it as it
   /// appends, and `finish` writes it.
   var logLast: EventCursor?
@@ -26,7 +28,11 @@ class StoreReadTransaction: TrialReadTransaction {
   /// the expiry of its revision (schema 3: an expiry does not rewrite the record).
   func trial(_ id: TrialID) throws -> Trial? {
     if let lastTrial, lastTrial.id == id { return lastTrial }
-    guard let stored = try storedTrial(id) else { return nil }
+    if absentTrial == id { return nil }
+    guard let stored = try storedTrial(id) else {
+      absentTrial = id
+      return nil
+    }
     let found = try derived(stored)
     lastTrial = found
     return found
@@ -236,6 +242,7 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
       }
       try writer.bytes.withUnsafeBytes { try txn.put(databases.trials, key, $0) }
       lastTrial = trial
+      if absentTrial == trial.id { absentTrial = nil }
       activeDelta += (trial.isActive ? 1 : 0) - (wasActive ? 1 : 0)
       if trial.isActive {
         guard !trial.subject.isEmpty else { throw TrialError.invalid("subject", "subject must not be empty") }

@@ -79,7 +79,7 @@ public final class RandomTrialIDGenerator: TrialIDGenerator {
   {
     let millis = now.timeIntervalSince1970 * 1_000
     let time: UInt64 = millis > 0 && millis < 0x3FF_FFFF_FFFF ? UInt64(millis) : 0
-    let random = UInt64.random(in: 0..<(1 << UInt64(randomBits)), using: &generator)
+    let random = generator.next() & (1 << UInt64(randomBits) - 1)
     let candidate = time << UInt64(randomBits) | random
     if candidate > last { return candidate }
     let (stepped, overflow) = last.addingReportingOverflow(1 + random & 0xF_FFFF)
