@@ -62,6 +62,12 @@ import TrialTesting
     let before = try RepositorySnapshot(LMDBStoreReader(directory: path))
     #expect(before.trials.count == 8 && before.ledger.count == 13 && before.outbox.count == 3)
     #expect(before.events.count == 13 && before.consumers.count == 2)
+    #expect(
+      before.outbox.map(\.description) == [
+        "0000000000000004-r1-reminder-604800000ms", "0000000000000006-r2-reminder-86400000ms",
+        "0000000000000006-r2-expiry",
+      ])
+    #expect(before.consumers.map(\.acknowledged.sequence) == [1, 6])
 
     let store = try open(path)
     let upgrade = try #require(store.upgrade)
