@@ -241,7 +241,8 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
         throw TrialError.invalid("trial", problem.message)
       }
       try writer.bytes.withUnsafeBytes { try txn.put(databases.trials, key, $0) }
-      lastTrial = trial
+      // An active trial is read again through the ledger (which may hold its expiry).
+      lastTrial = trial.isActive ? nil : trial
       if absentTrial == trial.id { absentTrial = nil }
       activeDelta += (trial.isActive ? 1 : 0) - (wasActive ? 1 : 0)
       if trial.isActive {
@@ -259,10 +260,7 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
   /// The first entry of an active trial's expiry expires the trial (see `trial(_:)`): the
   /// active count follows.
   func putLedgerEntry(_ entry: LedgerEntry) throws {
-    if entry.event.kind == .expiry, try ledgerEntry(entry.id) == nil,
-      let stored = try storedTrial(entry.event.trialID), stored.isActive,
-      stored.revision == entry.event.revision
-    {
+    if entry.event.kind == .expiry, try expires(entry.event) {
       activeDelta -= 1
       if lastTrial?.id == entry.event.trialID { lastTrial = nil }
     }
@@ -276,6 +274,19 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
         try txn.put(databases.outbox, key, UnsafeRawBufferPointer(start: nil, count: 0))
       }
     }
+  }
+
+  /// Whether putting `expiry` in the ledger expires its trial: the trial is active at the
+  /// expiry's revision. The trial read last (as `commit` reads it just before) answers without
+  /// a look-up: it reads active only while its revision's expiry is not in the ledger.
+  private func expires(_ expiry: TrialEvent) throws -> Bool {
+    if let lastTrial, lastTrial.id == expiry.trialID, lastTrial.isActive {
+      return lastTrial.revision == expiry.revision
+    }
+    guard try ledgerEntry(expiry.id) == nil, let stored = try storedTrial(expiry.trialID) else {
+      return false
+    }
+    return stored.isActive && stored.revision == expiry.revision
   }
 
   func setLastSeenWallTime(_ date: Date) throws {
