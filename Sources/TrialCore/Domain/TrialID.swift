@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A trial's identity: 64 bits, written as 16 lower-case hex digits.
 public struct TrialID: Hashable, Comparable, Sendable, CustomStringConvertible {
@@ -55,21 +56,25 @@ public protocol TrialIDGenerator: AnyObject {
 /// handed out one after another are ascending, and a store inserts them at the end of its
 /// trials B-tree rather than all over it, while the low bits stay unguessable. Zero is never
 /// handed out. The store still checks each id is unused (`TrialBook.startTrial`).
-public final class RandomTrialIDGenerator: TrialIDGenerator {
+/// Safe to share between threads.
+public final class RandomTrialIDGenerator: TrialIDGenerator, Sendable {
   /// Bits below the time.
   public static let randomBits = 22
-  private var generator = SystemRandomNumberGenerator()
   private let clock: any WallClock
-  private var last: UInt64 = 0
+  /// The id handed out last.
+  private let last = Mutex<UInt64>(0)
 
   public init(clock: any WallClock = SystemWallClock()) {
     self.clock = clock
   }
 
   public func nextID() -> TrialID {
-    let value = Self.next(after: last, at: clock.now(), using: &generator)
-    last = value
-    return TrialID(value)
+    let now = clock.now()
+    return last.withLock { last in
+      var generator = SystemRandomNumberGenerator()
+      last = Self.next(after: last, at: now, using: &generator)
+      return TrialID(last)
+    }
   }
 
   /// The id after `last` at `now`: the time's id when above `last`, else `last` plus a random
