@@ -15,8 +15,8 @@ class StoreReadTransaction: TrialReadTransaction {
     self.path = path
   }
 
-  /// The trial read or written last in this transaction: firing reads a trial and then
-  /// rewrites it, and the rewrite needs the old record again.
+  /// The trial read last in this transaction, as it stands, or the ended trial written last:
+  /// firing reads a trial and then puts it again, and the put needs the old trial again.
   var lastTrial: Trial?
   /// The id looked up last and not found: starting a trial looks its new id up, then puts it.
   var absentTrial: TrialID?
