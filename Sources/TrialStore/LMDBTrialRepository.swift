@@ -49,7 +49,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   /// The schema this version writes and reads. A store with a higher one is refused; one
   /// with a lower one is upgraded when opened for writing (see `upgrade`), and read as it is
   /// by `LMDBStoreReader`.
-  public static let schemaVersion: UInt32 = 2
+  public static let schemaVersion: UInt32 = 3
 
   struct Databases {
     var trials: LMDBDatabase
@@ -261,8 +261,8 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
               let id = try decoding(trialKey, in: "trials", path: path) { try StoreKeys.trialID(trialKey) }
               let state = try decoding(trialKey, in: "trials", path: path) { try codec.trialState(value) }
               total += 1
-              byState[Int(RecordCodec.stateCode(state))] += 1
               if total % max(progressEvery, 1) == 0 { progress(total) }
+              if state != .active { byState[Int(RecordCodec.stateCode(state))] += 1 }
               if state == .active {
                 let trial = try decoding(trialKey, in: "trials", path: path) {
                   try codec.decodeTrial(value, id: id)
@@ -283,7 +283,10 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
                   if current.revision == trial.revision { done.append(current.order) }
                   position = try key(ledger.next())
                 }
-                planner.restore(trial) { done.contains(StoreKeys.order(of: $0)) }
+                // An active record whose revision's expiry is in the ledger is expired.
+                let expired = done.contains(StoreKeys.order(of: .expiry, offsetMilliseconds: 0))
+                byState[Int(RecordCodec.stateCode(expired ? .expired : .active))] += 1
+                if !expired { planner.restore(trial) { done.contains(StoreKeys.order(of: $0)) } }
               }
               item = try trials.next()
             }

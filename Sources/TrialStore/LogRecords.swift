@@ -1,7 +1,7 @@
 import Foundation
 import TrialCore
 
-// Keys and records of the event log and its consumers (schema 2; layout: README.md, "The
+// Keys and records of the event log and its consumers (since schema 2; layout: README.md, "The
 // trial store"), in the conventions of Records.swift.
 
 extension StoreKeys {

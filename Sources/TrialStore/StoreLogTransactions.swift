@@ -1,7 +1,7 @@
 import Foundation
 import TrialCore
 
-// The event log and the consumers in the store's transactions (schema 2). A schema-1 store
+// The event log and the consumers in the store's transactions (since schema 2). A schema-1 store
 // opened read-only has neither database: its log reads as empty, with no consumers.
 
 extension StoreReadTransaction {
@@ -80,7 +80,7 @@ extension RecordCodec {
 }
 
 extension StoreWriteTransaction {
-  /// The databases of schema 2, which every store opened for writing has.
+  /// The databases schema 2 added, which every store opened for writing has.
   private func logDatabases() throws -> (events: LMDBDatabase, consumers: LMDBDatabase) {
     guard let events = databases.events, let consumers = databases.consumers else {
       throw StoreError(

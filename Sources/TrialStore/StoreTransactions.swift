@@ -15,21 +15,52 @@ class StoreReadTransaction: TrialReadTransaction {
     self.path = path
   }
 
-  /// The trial read or written last in this transaction: firing reads a trial and then
-  /// rewrites it, and the rewrite needs the old record again.
+  /// The trial read last in this transaction, as it stands, or the ended trial written last:
+  /// firing reads a trial and then puts it again, and the put needs the old trial again.
   var lastTrial: Trial?
+  /// The id looked up last and not found: starting a trial looks its new id up, then puts it.
+  var absentTrial: TrialID?
   /// The event log's newest cursor, read once per transaction; a write moves it as it
   /// appends, and `finish` writes it.
   var logLast: EventCursor?
 
+  /// The trial as it stands: its record, expired if the record is active and the ledger holds
+  /// the expiry of its revision (schema 3: an expiry does not rewrite the record).
   func trial(_ id: TrialID) throws -> Trial? {
     if let lastTrial, lastTrial.id == id { return lastTrial }
-    let found = try StoreKeys.withTrialKey(id) { key -> Trial? in
+    if absentTrial == id { return nil }
+    guard let stored = try storedTrial(id) else {
+      absentTrial = id
+      return nil
+    }
+    let found = try derived(stored)
+    lastTrial = found
+    return found
+  }
+
+  /// The trial record as written, without the expiry the ledger may hold.
+  func storedTrial(_ id: TrialID) throws -> Trial? {
+    try StoreKeys.withTrialKey(id) { key -> Trial? in
       guard let value = try txn.get(databases.trials, key) else { return nil }
       return try decoding(key, in: "trials", path: path) { try codec.decodeTrial(value, id: id) }
     }
-    if let found { lastTrial = found }
-    return found
+  }
+
+  /// `stored` as it stands: an active record whose revision's expiry is in the ledger is
+  /// expired, ended when the expiry was taken.
+  func derived(_ stored: Trial) throws -> Trial {
+    guard stored.isActive, let taken = try expiryTaken(stored.id, revision: stored.revision) else {
+      return stored
+    }
+    var trial = stored
+    trial.state = .expired
+    trial.endedAt = taken
+    return trial
+  }
+
+  /// When the expiry of the trial's revision was taken, if the ledger holds it.
+  func expiryTaken(_ id: TrialID, revision: UInt32) throws -> Date? {
+    try ledgerEntry(EventID(trialID: id, revision: revision, kind: .expiry))?.takenAt
   }
 
   /// The subject index may still name a trial that has ended (see `putTrial`): the trial
@@ -72,7 +103,7 @@ class StoreReadTransaction: TrialReadTransaction {
         let trial = try decoding(key, in: "trials", path: path) {
           try codec.decodeTrial(value, id: try StoreKeys.trialID(key))
         }
-        guard try body(trial) else { return }
+        guard try body(try derived(trial)) else { return }
         item = try cursor.next()
       }
     }
@@ -189,10 +220,14 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
   /// its index entry is left in place rather than deleted — `activeTrialID` checks the trial
   /// it names — so that a burst of expiries rewrites no index pages; starting a new trial for
   /// the subject replaces the entry. An entry is deleted only when a trial changes subject.
+  ///
+  /// A trial that reads as it is to be written is not rewritten: so an expiry, whose ledger
+  /// entry `TrialBook.commit` puts first, leaves the trial's record (and its page) alone.
   func putTrial(_ trial: Trial) throws {
     try StoreKeys.withTrialKey(trial.id) { key in
       var wasActive = false
       if let old = try self.trial(trial.id) {
+        if old == trial { return }
         wasActive = old.isActive
         if old.subject != trial.subject, try indexedTrialID(subject: old.subject) == trial.id {
           var subject = old.subject
@@ -206,7 +241,9 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
         throw TrialError.invalid("trial", problem.message)
       }
       try writer.bytes.withUnsafeBytes { try txn.put(databases.trials, key, $0) }
-      lastTrial = trial
+      // An active trial is read again through the ledger (which may hold its expiry).
+      lastTrial = trial.isActive ? nil : trial
+      if absentTrial == trial.id { absentTrial = nil }
       activeDelta += (trial.isActive ? 1 : 0) - (wasActive ? 1 : 0)
       if trial.isActive {
         guard !trial.subject.isEmpty else { throw TrialError.invalid("subject", "subject must not be empty") }
@@ -220,7 +257,13 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
     }
   }
 
+  /// The first entry of an active trial's expiry expires the trial (see `trial(_:)`): the
+  /// active count follows.
   func putLedgerEntry(_ entry: LedgerEntry) throws {
+    if entry.event.kind == .expiry, try expires(entry.event) {
+      activeDelta -= 1
+      if lastTrial?.id == entry.event.trialID { lastTrial = nil }
+    }
     writer.reset()
     codec.encode(entry, into: &writer)
     try StoreKeys.withLedgerKey(entry.id) { key in
@@ -231,6 +274,19 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
         try txn.put(databases.outbox, key, UnsafeRawBufferPointer(start: nil, count: 0))
       }
     }
+  }
+
+  /// Whether putting `expiry` in the ledger expires its trial: the trial is active at the
+  /// expiry's revision. The trial read last (as `commit` reads it just before) answers without
+  /// a look-up: it reads active only while its revision's expiry is not in the ledger.
+  private func expires(_ expiry: TrialEvent) throws -> Bool {
+    if let lastTrial, lastTrial.id == expiry.trialID, lastTrial.isActive {
+      return lastTrial.revision == expiry.revision
+    }
+    guard try ledgerEntry(expiry.id) == nil, let stored = try storedTrial(expiry.trialID) else {
+      return false
+    }
+    return stored.isActive && stored.revision == expiry.revision
   }
 
   func setLastSeenWallTime(_ date: Date) throws {

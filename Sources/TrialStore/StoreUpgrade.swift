@@ -10,7 +10,7 @@ public struct StoreUpgradeReport: Hashable, Sendable {
   /// The schema the store had, and the one it has now.
   public var fromSchema: UInt32
   public var toSchema: UInt32
-  /// The copy of the store file as it was, kept beside it (`data.mdb.schema1-<UTC time>`).
+  /// The copy of the store file as it was, kept beside it (`data.mdb.schema<N>-<UTC time>`).
   public var keptCopy: String
   /// Ledger entries written to the new event log.
   public var backfilledEvents: Int
@@ -21,7 +21,11 @@ public struct StoreUpgradeReport: Hashable, Sendable {
 /// (`data.mdb.schema<N>-<UTC time>`); then one write transaction makes every change, so the
 /// store is either upgraded whole or left at its old schema.
 ///
-/// Schema 1 → 2: creates `events` and `consumers`, writes every ledger entry to the event log
+/// Schema 2 → 3 changes no record (an expiry no longer rewrites its trial's record; a trial
+/// whose record is active reads expired once the ledger holds its revision's expiry, and a
+/// schema-2 record, rewritten as expired, reads the same): the schema is set.
+///
+/// Schema 1 → 2 (then 3): creates `events` and `consumers`, writes every ledger entry to the event log
 /// (ordered by when it was taken, then by event id, with the subject of its trial; cursors
 /// from 1), sets `events-last` and `events-pruned-through`, then the schema.
 enum StoreUpgrade {
@@ -33,33 +37,12 @@ enum StoreUpgrade {
     var backfilled = 0
     let upgraded = try environment.write { txn -> LMDBTrialRepository.Databases in
       var upgraded = databases
-      let events = try txn.openDatabase("events", create: true)!
-      let consumers = try txn.openDatabase("consumers", create: true)!
-      guard try txn.entryCount(events) == 0, try txn.entryCount(consumers) == 0 else {
-        throw StoreError(
-          .damaged, path: environment.dataPath,
-          problem: "a store of schema \(from) already has an event log; it was left at schema \(from)")
+      if from < 2 {
+        (upgraded, backfilled) = try addEventLog(txn, databases, path: environment.dataPath)
       }
-      let logged = try ledgerInTakenOrder(txn, databases, path: environment.dataPath)
-      let codec = RecordCodec()
-      var writer = ByteWriter()
-      for (index, item) in logged.enumerated() {
-        do {
-          try codec.putEvent(
-            item.entry, subject: item.subject, at: EventCursor(UInt64(index + 1)), in: events, txn,
-            writer: &writer)
-        } catch let problem as RecordProblem {
-          throw StoreError(
-            .corruptRecord, path: environment.dataPath,
-            problem: "the ledger entry \(item.entry.id) cannot be logged: \(problem.message)")
-        }
-      }
-      backfilled = logged.count
-      try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.logLast, UInt64(logged.count))
-      try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.logPrunedThrough, UInt64(0))
+      // Schema 2 → 3 changes no record: an expiry no longer rewrites its trial's record, and a
+      // record of schema 2 (expired when its expiry was taken) reads the same.
       try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.schema, LMDBTrialRepository.schemaVersion)
-      upgraded.events = events
-      upgraded.consumers = consumers
       upgraded.schema = LMDBTrialRepository.schemaVersion
       return upgraded
     }
@@ -67,6 +50,41 @@ enum StoreUpgrade {
       fromSchema: from, toSchema: LMDBTrialRepository.schemaVersion, keptCopy: copy,
       backfilledEvents: backfilled)
     return (upgraded, report)
+  }
+
+  /// Schema 1 → 2: the event log, backfilled from the ledger, and the consumers. Returns the
+  /// databases and the number of events logged.
+  private static func addEventLog(
+    _ txn: LMDBTransaction, _ databases: LMDBTrialRepository.Databases, path: String
+  ) throws -> (LMDBTrialRepository.Databases, Int) {
+    let from = databases.schema
+    var upgraded = databases
+    let events = try txn.openDatabase("events", create: true)!
+    let consumers = try txn.openDatabase("consumers", create: true)!
+    guard try txn.entryCount(events) == 0, try txn.entryCount(consumers) == 0 else {
+      throw StoreError(
+        .damaged, path: path,
+        problem: "a store of schema \(from) already has an event log; it was left at schema \(from)")
+    }
+    let logged = try ledgerInTakenOrder(txn, databases, path: path)
+    let codec = RecordCodec()
+    var writer = ByteWriter()
+    for (index, item) in logged.enumerated() {
+      do {
+        try codec.putEvent(
+          item.entry, subject: item.subject, at: EventCursor(UInt64(index + 1)), in: events, txn,
+          writer: &writer)
+      } catch let problem as RecordProblem {
+        throw StoreError(
+          .corruptRecord, path: path,
+          problem: "the ledger entry \(item.entry.id) cannot be logged: \(problem.message)")
+      }
+    }
+    try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.logLast, UInt64(logged.count))
+    try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.logPrunedThrough, UInt64(0))
+    upgraded.events = events
+    upgraded.consumers = consumers
+    return (upgraded, logged.count)
   }
 
   /// Every ledger entry with its trial's subject, ordered by when it was taken, then by event

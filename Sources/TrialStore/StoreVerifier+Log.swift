@@ -1,7 +1,7 @@
 import Foundation
 import TrialCore
 
-// The verification of the event log and its consumers (schema 2).
+// The verification of the event log and its consumers (since schema 2).
 
 extension StoreVerifier {
   /// Reads `meta/events-last` or `meta/events-pruned-through` into the report.

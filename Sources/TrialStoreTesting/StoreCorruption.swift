@@ -154,11 +154,12 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
       }
       return [Expected(database: "ledger", key: key, words: ["no trial 0000000000000063"])]
     case .activeTrialWithExpiryInLedger:
-      let expiry = epsilon.events[2]
-      try write { try $0.putLedgerEntry(entry(expiry)) }
-      return [
-        Expected(database: "ledger", key: Self.ledgerKey(expiry.id), words: ["active", "never expire"])
-      ]
+      // An active record whose revision's expiry is in the ledger reads expired (schema 3):
+      // the expiry put with the active count left counting the trial.
+      try write { try $0.putLedgerEntry(entry(epsilon.events[2])) }
+      let key = Array("active-trials".utf8)
+      try raw { try $0.put("meta", key, withUnsafeBytes(of: UInt64(3).littleEndian) { Array($0) }) }
+      return [Expected(database: "meta", key: key, words: ["is 3", "2 trials are active"])]
     case .ledgerGapBeforeLaterEvent:
       let second = epsilon.events[1]
       try write { try $0.putLedgerEntry(entry(second)) }

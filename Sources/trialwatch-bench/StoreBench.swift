@@ -12,6 +12,9 @@ import TrialStore
 ///     store_rss_after_restore_1m  resident memory once restored (mapped pages released)
 ///     store_commit_p50 / _p99     one small durable commit (one trial started)
 ///     store_fire_100k             one transaction recording 100,000 due events
+///     store_fire_100k_written     what that transaction wrote to the store file
+///     store_fire_100k_ledger_1m   the same once the ledger holds as many entries as trials
+///                                 (and `_written`)
 ///
 /// `TRIALWATCH_BENCH_TRIALS` runs it with another trial count (figure names stay the same).
 func runStoreBench() throws {
@@ -78,13 +81,44 @@ func runStoreBench() throws {
   // A burst: the first 100,000 events due a day later, reminders and expiries, recorded in
   // one transaction (ledger, outbox, expired trials).
   let due = Array(planner.takeDue(at: origin.addingTimeInterval(24 * hour)).prefix(100_000))
-  var recorded = 0
+  var fired: [LoggedEvent] = []
+  let written = bytesWritten()
   let fireTime = try measure {
-    recorded = try repository.commit(due, now: origin.addingTimeInterval(24 * hour)).count
+    fired = try repository.commit(due, now: origin.addingTimeInterval(24 * hour))
   }
-  precondition(recorded == due.count, "recorded \(recorded) of \(due.count) events")
+  precondition(fired.count == due.count, "recorded \(fired.count) of \(due.count) events")
   report("store_fire_100k", fireTime, "s")
+  report("store_fire_100k_written", Double(bytesWritten() - written) / 1_048_576, "MB", digits: 1)
+  try repository.markDelivered(fired.map(\.id), at: origin.addingTimeInterval(24 * hour))
+
+  // The same burst in a store with history: the events of the following days are taken a
+  // day at a time (and delivered) until the ledger holds as many entries as there are
+  // trials; then the next day's first 100,000 events fire in one transaction.
+  var day = 2.0
+  while try repository.statistics().ledgerEntries < count, day < 29 {
+    let now = origin.addingTimeInterval(24 * hour * day)
+    let taken = try repository.commit(planner.takeDue(at: now), now: now)
+    try repository.markDelivered(taken.map(\.id), at: now)
+    day += 1
+  }
+  let burstTime = origin.addingTimeInterval(24 * hour * day)
+  let burst = Array(planner.takeDue(at: burstTime).prefix(100_000))
+  let writtenBefore = bytesWritten()
+  let historyTime = try measure { fired = try repository.commit(burst, now: burstTime) }
+  precondition(fired.count == burst.count, "recorded \(fired.count) of \(burst.count) events")
+  report("store_fire_100k_ledger_1m", historyTime, "s")
+  report(
+    "store_fire_100k_ledger_1m_written", Double(bytesWritten() - writtenBefore) / 1_048_576, "MB", digits: 1)
   repository.close()
+}
+
+/// Bytes this process has handed to write system calls so far (`wchar` of /proc/self/io).
+private func bytesWritten() -> Int {
+  guard let text = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return 0 }
+  for line in text.split(separator: "\n") where line.hasPrefix("wchar:") {
+    return Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces)) ?? 0
+  }
+  return 0
 }
 
 /// Returns free heap memory to the system (glibc's malloc_trim, looked up at run time as

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrialCore
+import TrialTesting
 
 struct TrialIDTests {
   @Test func description_IsSixteenLowerCaseHexDigits() {
@@ -30,6 +31,27 @@ struct TrialIDTests {
     let ids = (0..<64).map { _ in generator.nextID() }
     #expect(!ids.contains(TrialID(0)))
     #expect(Set(ids).count > 60)
+  }
+
+  @Test func randomGenerator_OneInstant_HandsOutAscendingIDs() {
+    let generator = RandomTrialIDGenerator(clock: StaticWallClock(Date(timeIntervalSince1970: 1_767_571_200)))
+    let ids = (0..<1_000).map { _ in generator.nextID() }
+    #expect(zip(ids, ids.dropFirst()).allSatisfy { $0 < $1 })
+    #expect(ids[0].rawValue >> 22 == 1_767_571_200_000)
+    #expect(Set(ids.map { $0.rawValue & 0xFFFFF }).count > 900)
+  }
+
+  @Test func randomGenerator_LaterInstant_StartsFromTheTime() {
+    let start = Date(timeIntervalSince1970: 1_767_571_200)
+    let clock = ManualWallClock(start)
+    let generator = RandomTrialIDGenerator(clock: clock)
+    let first = generator.nextID()
+    clock.set(start.addingTimeInterval(60))
+    let second = generator.nextID()
+    #expect(first < second)
+    #expect(second.rawValue >> 22 == 1_767_571_260_000)
+    clock.set(start.addingTimeInterval(-60))
+    #expect(generator.nextID() > second)
   }
 }
 

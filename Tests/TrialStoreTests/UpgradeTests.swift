@@ -68,7 +68,7 @@ import TrialTesting
     let store = try open(path)
     let upgrade = try #require(store.upgrade)
     #expect(store.upgradedFrom == 1)
-    #expect(upgrade.fromSchema == 1 && upgrade.toSchema == 2)
+    #expect(upgrade.fromSchema == 1 && upgrade.toSchema == 3)
     #expect(upgrade.keptCopy == path + "/" + Self.copyName)
     #expect(upgrade.backfilledEvents == 13)
     #expect(try store.statistics().schema == LMDBTrialRepository.schemaVersion)
@@ -138,7 +138,7 @@ import TrialTesting
     #expect(copies == [Self.copyName])
     let report = try LMDBStoreReader(directory: path).verify()
     #expect(report.isClean, "\(report.problems)")
-    #expect(report.loggedEvents == 13 && report.logLast == EventCursor(13) && report.schema == 2)
+    #expect(report.loggedEvents == 13 && report.logLast == EventCursor(13) && report.schema == 3)
     #expect(!report.summary.contains("schema"))
   }
 
@@ -163,7 +163,7 @@ import TrialTesting
     let names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
     let error = try #require(throws: StoreError.self) { try open(path) }
     #expect(error.kind == .newerSchema)
-    #expect(error.description.contains("store schema 3; this version reads up to 2"))
+    #expect(error.description.contains("store schema 4; this version reads up to 3"))
     #expect(throws: StoreError.self) { try LMDBStoreReader(directory: path) }
     #expect(try FileFingerprint(path + "/data.mdb") == before)
     #expect(try FileManager.default.contentsOfDirectory(atPath: path).sorted() == names)

@@ -115,6 +115,8 @@ public struct Trial: Hashable, Sendable {
   public static func validateSubject(_ subject: String) -> String? {
     if subject.isEmpty { return "subject must not be empty" }
     if subject.utf8.count > 255 { return "subject is longer than 255 bytes" }
+    // Printable ASCII (no C0 control, no DEL) needs no look-up of Unicode properties.
+    if subject.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return nil }
     if subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
       return "subject must not contain control characters"
     }

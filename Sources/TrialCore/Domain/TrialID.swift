@@ -1,3 +1,6 @@
+import Foundation
+import Synchronization
+
 /// A trial's identity: 64 bits, written as 16 lower-case hex digits.
 public struct TrialID: Hashable, Comparable, Sendable, CustomStringConvertible {
   public var rawValue: UInt64
@@ -46,16 +49,49 @@ public protocol TrialIDGenerator: AnyObject {
   func nextID() -> TrialID
 }
 
-/// The default generator: uniformly random 64-bit ids (zero is never handed out).
-public final class RandomTrialIDGenerator: TrialIDGenerator {
-  private var generator = SystemRandomNumberGenerator()
+/// The default generator: time-ordered ids with random low bits. The high 42 bits are the
+/// milliseconds since 1970 of the clock's time (enough until the year 2109), the low 22 bits
+/// random; an id is never below the one handed out before it (a clock step back, or more ids
+/// in one millisecond, continue from the last one by a random step of 1 to 2^20). So ids
+/// handed out one after another are ascending, and a store inserts them at the end of its
+/// trials B-tree rather than all over it, while the low bits stay unguessable. Zero is never
+/// handed out. The store still checks each id is unused (`TrialBook.startTrial`).
+/// Safe to share between threads.
+public final class RandomTrialIDGenerator: TrialIDGenerator, Sendable {
+  /// Bits below the time.
+  public static let randomBits = 22
+  private let clock: any WallClock
+  /// The id handed out last.
+  private let last = Mutex<UInt64>(0)
 
-  public init() {}
+  public init(clock: any WallClock = SystemWallClock()) {
+    self.clock = clock
+  }
 
   public func nextID() -> TrialID {
+    let now = clock.now()
+    return last.withLock { last in
+      var generator = SystemRandomNumberGenerator()
+      last = Self.next(after: last, at: now, using: &generator)
+      return TrialID(last)
+    }
+  }
+
+  /// The id after `last` at `now`: the time's id when above `last`, else `last` plus a random
+  /// step (a uniformly random id, should that overflow).
+  static func next(after last: UInt64, at now: Date, using generator: inout some RandomNumberGenerator)
+    -> UInt64
+  {
+    let millis = now.timeIntervalSince1970 * 1_000
+    let time: UInt64 = millis > 0 && millis < 0x3FF_FFFF_FFFF ? UInt64(millis) : 0
+    let random = generator.next() & (1 << UInt64(randomBits) - 1)
+    let candidate = time << UInt64(randomBits) | random
+    if candidate > last { return candidate }
+    let (stepped, overflow) = last.addingReportingOverflow(1 + random & 0xF_FFFF)
+    if !overflow { return stepped }
     while true {
       let value = generator.next()
-      if value != 0 { return TrialID(value) }
+      if value != 0 { return value }
     }
   }
 }

@@ -28,7 +28,11 @@ extension Duration {
   public var timeInterval: TimeInterval {
     let total = attosecondCount
     let (microseconds, rest) = total.quotientAndRemainder(dividingBy: Self.attosecondsPerMicrosecond)
-    if rest == 0 { return Double(microseconds) / 1e6 }
+    if rest == 0 {
+      // Through Int64 when it fits (the same Double): converting from Int128 is slow.
+      if let small = Int64(exactly: microseconds) { return Double(small) / 1e6 }
+      return Double(microseconds) / 1e6
+    }
     return Double(total) / 1e18
   }
 
