@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -74,11 +75,19 @@ private func buffer(_ value: MDB_val) -> UnsafeRawBufferPointer {
 /// processes (not inherited by child processes), and a registry of the directories this
 /// process has open against a second environment in the same process. A reader (backup,
 /// verification) never touches `store.lock`: it shares LMDB's lock file with the writer, as
-/// LMDB allows. A store file is read without any lock file. Not thread-safe: the types above
-/// serialise access.
-final class LMDBEnvironment {
+/// LMDB allows. A store file is read without any lock file.
+///
+/// Read transactions may begin on any thread, many at once, alongside a write (`MDB_NOTLS`:
+/// a read transaction holds a reader slot of its own, not its thread's). Everything else
+/// (writes, growing the map, closing) needs the caller's exclusion: `LMDBTrialRepository`
+/// keeps it with a `StoreGate`; the other users are single-threaded.
+final class LMDBEnvironment: @unchecked Sendable {
+  // @unchecked: see above; `env` changes only in `close`, which no read may overlap.
   static let dataFileName = "data.mdb"
   static let lockFileName = "lock.mdb"
+  /// LMDB's reader slots (its default is 126): every read transaction open at once, in every
+  /// process sharing the lock file, takes one. The lock file's creator decides the number.
+  static let readerSlots: UInt32 = 510
 
   /// How the environment is opened.
   enum Mode: Equatable {
@@ -101,7 +110,9 @@ final class LMDBEnvironment {
   private var env: OpaquePointer?
   var lockFD: Int32 = -1
   var directoryIdentity: OpenStores.Identity?
-  private var openTransactions = 0
+  private let openTransactions = Atomic<Int>(0)
+  /// The reader slots of the lock file as opened (another process may have made it smaller).
+  private(set) var readerSlots = Int(LMDBEnvironment.readerSlots)
 
   /// Opens (or, with `.writer(create: true)`, creates) the environment at `path`: the store
   /// directory, or for `.file` the store file itself.
@@ -148,6 +159,8 @@ final class LMDBEnvironment {
     try checkError(
       mdb_env_set_maxdbs(handle, UInt32(maxDatabases)), "setting the database count", path: dataPath)
     try checkError(mdb_env_set_mapsize(handle, mapSize), "setting the map size", path: dataPath)
+    try checkError(
+      mdb_env_set_maxreaders(handle, Self.readerSlots), "setting the reader slots", path: dataPath)
     // MDB_NOTLS: read transactions belong to the transaction object, not the thread, since
     // a serial dispatch queue may run on any thread.
     var flags = UInt32(MDB_NOTLS)
@@ -165,6 +178,8 @@ final class LMDBEnvironment {
     if mode != .file {
       var dead: Int32 = 0
       _ = mdb_reader_check(handle, &dead)
+      var slots: UInt32 = 0
+      if mdb_env_get_maxreaders(handle, &slots) == MDB_SUCCESS { readerSlots = Int(slots) }
     }
   }
 
@@ -207,13 +222,12 @@ final class LMDBEnvironment {
   /// Runs `body` in a write transaction and commits it durably (LMDB syncs the data and the
   /// meta page before the commit returns). When the map fills, the transaction is aborted,
   /// the map grows and `body` runs again: `body` must act only through the transaction.
-  func write<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
-    guard openTransactions == 0 else {
-      throw StoreError(
-        .misuse, path: directory,
-        problem: "a write transaction cannot start while another transaction is open")
-    }
-    try growIfNearlyFull()
+  /// `growing` runs each growth of the map: with no other transaction open in the process
+  /// (readers on other threads shut out), as `mdb_env_set_mapsize` requires.
+  func write<R>(
+    growing: (() throws -> Void) throws -> Void = { try $0() }, _ body: (LMDBTransaction) throws -> R
+  ) throws -> R {
+    if try isNearlyFull() { try growing { try grow() } }
     while true {
       let txn = try begin(readOnly: false)
       do {
@@ -223,12 +237,12 @@ final class LMDBEnvironment {
         return result
       } catch is MapFullSignal {
         txn.abort()
-        try grow()
+        try growing { try grow() }
       } catch {
         txn.abort()
         // A body that swallowed the map-full error still cannot commit: grow and run again.
         if txn.sawMapFull {
-          try grow()
+          try growing { try grow() }
           continue
         }
         throw error
@@ -241,24 +255,28 @@ final class LMDBEnvironment {
     var handle: OpaquePointer?
     let flags = readOnly ? UInt32(MDB_RDONLY) : 0
     var rc = mdb_txn_begin(env, nil, flags, &handle)
-    if rc == MDB_MAP_RESIZED && openTransactions == 0 {
+    if rc == MDB_MAP_RESIZED && openTransactions.load(ordering: .relaxed) == 0 {
       // Another process grew the map: adopt its size.
       try checkError(mdb_env_set_mapsize(env, 0), "adopting the new map size", path: dataPath)
       mapSize = try info().mapSize
       rc = mdb_txn_begin(env, nil, flags, &handle)
     }
     try checkError(rc, "beginning a transaction", path: dataPath)
-    openTransactions += 1
+    openTransactions.add(1, ordering: .relaxed)
     return LMDBTransaction(handle: handle!, readOnly: readOnly, environment: self)
   }
 
   fileprivate func transactionEnded() {
-    openTransactions -= 1
+    openTransactions.subtract(1, ordering: .relaxed)
   }
 
-  /// Doubles the map (up to `maximumMapSize`). Only between transactions.
+  /// Doubles the map (up to `maximumMapSize`). Only with no transaction open in the process.
   func grow() throws {
     guard let env else { throw closedError() }
+    guard openTransactions.load(ordering: .relaxed) == 0 else {
+      throw StoreError(
+        .misuse, path: directory, problem: "the map cannot grow while a transaction is open")
+    }
     guard mapSize < maximumMapSize else {
       throw StoreError(
         .tooLarge, path: dataPath,

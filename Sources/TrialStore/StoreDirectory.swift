@@ -134,11 +134,11 @@ extension LMDBEnvironment {
     (value + unit - 1) / unit * unit
   }
 
-  /// Grows the map ahead of a write when more than three quarters of it are in use, so
+  /// Whether more than three quarters of the map are in use: a write grows it first, so
   /// that most transactions never meet a full map.
-  func growIfNearlyFull() throws {
+  func isNearlyFull() throws -> Bool {
     let info = try self.info()
-    if (info.lastPage + 1) * info.pageSize > mapSize / 4 * 3 { try grow() }
+    return (info.lastPage + 1) * info.pageSize > mapSize / 4 * 3
   }
 
   /// Drops the pages of the store file mapped into this process (after a full scan, they
