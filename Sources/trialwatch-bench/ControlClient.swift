@@ -34,6 +34,10 @@ enum ControlClient {
     /// From the start of the calls to the last reply, every connection together.
     var seconds: Double
     var latencies: Latencies
+    /// When the calls began and the last reply came, in monotonic time (`CLOCK_MONOTONIC`,
+    /// the same in every process): to check that loads run in parallel overlapped.
+    var began: UInt64
+    var ended: UInt64
 
     var requestsPerSecond: Double { Double(latencies.count) / seconds }
   }
@@ -181,7 +185,8 @@ enum ControlClient {
           return lookups[index < 0 ? index + lookups.count : index]
         }
       case .start:
-        let prefix = "load-d\(options.depth)-\(client)-"
+        // The process id too: several client processes start trials at once.
+        let prefix = "load-d\(options.depth)-p\(getpid())-\(client)-"
         request = { call in TrialsCalls.startTrial(subject: prefix + String(call)) }
       }
       let warmUp = (1...warmUpCalls).map { request(-$0) }
@@ -224,12 +229,15 @@ enum ControlClient {
     let began = DispatchTime.now().uptimeNanoseconds
     for _ in clients { go.signal() }
     for _ in clients { finished.wait() }
-    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
+    let ended = DispatchTime.now().uptimeNanoseconds
+    let elapsed = Double(ended - began) / 1e9
     if let failure = clients.lazy.compactMap({ $0.failure }).first { throw failure }
 
     var all = Latencies()
     for client in clients { all.add(client.latencies) }
-    return Report(uid: getuid(), gid: getgid(), groups: currentGroups(), seconds: elapsed, latencies: all)
+    return Report(
+      uid: getuid(), gid: getgid(), groups: currentGroups(), seconds: elapsed, latencies: all, began: began,
+      ended: ended)
   }
 
   /// Makes `client`'s calls, `depth` in flight at most.
