@@ -159,18 +159,23 @@ private func measureDaemon(executable: URL, identity: ControlClient.Identity?) t
   ]
 
   // Reads while commits go on: 4 processes of one GetTrial client each, while 4 processes of
-  // one StartTrial client each keep 32 calls in flight. The readers start once the store has
-  // grown by a few thousand trials (the writers are committing), and must be done before the
-  // first writer is: the bench checks that they were.
+  // one StartTrial client each keep 32 calls in flight. The readers start once the writers
+  // have started a few thousand trials; the writers stop when the readers are done.
+  let stop = directory.appendingPathComponent("readers-done").path
   let writers = started(
-    Array(repeating: { try run(.start, clients: 1, calls: 60_000, depth: 32) }, count: 4))
-  try waitForTrials(moreThan: 1_000 + 4 * ControlClient.warmUpCalls + 2_000, socket: daemon.socketPath)
-  let readers = try started(Array(repeating: { try run(.get, clients: 1, calls: 10_000) }, count: 4))()
-  let wrote = try writers()
-  guard readers.allSatisfy({ reader in wrote.allSatisfy { reader.ended <= $0.ended } }) else {
-    throw BenchError(
-      "control_get_p99_under_writes: a writer finished before the readers; give the writers more calls")
+    Array(
+      repeating: {
+        try ControlClient.run(
+          socket: daemon.socketPath, scenario: .start, clients: 1, calls: 1_000_000, depth: 32, ids: nil,
+          identity: identity, until: stop)
+      }, count: 4))
+  let readers: [ControlClient.Report]
+  do {
+    defer { _ = FileManager.default.createFile(atPath: stop, contents: nil) }
+    try waitForTrials(moreThan: 1_000 + 4 * ControlClient.warmUpCalls + 2_000, socket: daemon.socketPath)
+    readers = try started(Array(repeating: { try run(.get, clients: 1, calls: 10_000) }, count: 4))()
   }
+  _ = try writers()
   var read = Latencies()
   for reader in readers { read.add(reader.latencies) }
   figures.append(ControlFigure(name: "control_get_p99_under_writes", kind: .latency, value: read.p99))
