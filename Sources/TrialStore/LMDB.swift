@@ -83,21 +83,6 @@ private func buffer(_ value: MDB_val) -> UnsafeRawBufferPointer {
 /// keeps it with a `StoreGate`; the other users are single-threaded.
 final class LMDBEnvironment: @unchecked Sendable {
   // @unchecked: see above; `env` changes only in `close`, which no read may overlap.
-  static let dataFileName = "data.mdb"
-  static let lockFileName = "lock.mdb"
-  /// LMDB's reader slots (its default is 126): every read transaction open at once, in every
-  /// process sharing the lock file, takes one. The lock file's creator decides the number.
-  static let readerSlots: UInt32 = 510
-
-  /// How the environment is opened.
-  enum Mode: Equatable {
-    /// The one writer; creates a missing store when asked.
-    case writer(create: Bool)
-    /// Read-only, alongside the writer or without one, through LMDB's shared lock file.
-    case reader
-    /// One store file (a backup), read-only, with no lock file at all.
-    case file
-  }
 
   let directory: String
   let dataPath: String
@@ -197,10 +182,6 @@ final class LMDBEnvironment: @unchecked Sendable {
     return LMDBFileInfo(
       mapSize: envInfo.me_mapsize, pageSize: Int(envStat.ms_psize), lastPage: envInfo.me_last_pgno,
       fileSize: Int(st.st_size), lastTransaction: envInfo.me_last_txnid)
-  }
-
-  private func closedError() -> StoreError {
-    StoreError(.closed, path: directory, problem: "the store has been closed")
   }
 
   // MARK: Transactions

@@ -348,3 +348,27 @@ final class StoreExclusiveLock {
     identity = nil
   }
 }
+
+// The environment's constants and the parts of it that need no LMDB call (LMDB.swift holds
+// the rest).
+extension LMDBEnvironment {
+  static let dataFileName = "data.mdb"
+  static let lockFileName = "lock.mdb"
+  /// LMDB's reader slots (its default is 126): every read transaction open at once, in every
+  /// process sharing the lock file, takes one. The lock file's creator decides the number.
+  static let readerSlots: UInt32 = 510
+
+  /// How the environment is opened.
+  enum Mode: Equatable {
+    /// The one writer; creates a missing store when asked.
+    case writer(create: Bool)
+    /// Read-only, alongside the writer or without one, through LMDB's shared lock file.
+    case reader
+    /// One store file (a backup), read-only, with no lock file at all.
+    case file
+  }
+
+  func closedError() -> StoreError {
+    StoreError(.closed, path: directory, problem: "the store has been closed")
+  }
+}
