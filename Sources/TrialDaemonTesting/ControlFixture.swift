@@ -48,13 +48,15 @@ public final class ControlFixture {
   public init(
     store: StoreKind = .memory, options: ControlServer.Options = ControlServer.Options(),
     group: UInt32? = nil,
-    authorizer: ControlAuthorizer? = nil, ids: [UInt64] = [], start: Date = ControlFixture.start
+    authorizer: ControlAuthorizer? = nil, ids: [UInt64] = [], start: Date = ControlFixture.start,
+    repository given: (any TrialRepository)? = nil
   ) throws {
     scratch = try TemporaryDirectory("control")
     socketPath = scratch.appending("io.trialwatch")
     let repository: any TrialRepository =
-      store == .lmdb
-      ? try LMDBTrialRepository(directory: scratch.appending("store")) : InMemoryTrialRepository()
+      try given
+      ?? (store == .lmdb
+        ? try LMDBTrialRepository(directory: scratch.appending("store")) : InMemoryTrialRepository())
     engine = try EngineParts(repository: repository, ids: ids, start: start)
     var options = options
     options.version = "1.2.3-test"

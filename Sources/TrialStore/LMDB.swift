@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -74,21 +75,14 @@ private func buffer(_ value: MDB_val) -> UnsafeRawBufferPointer {
 /// processes (not inherited by child processes), and a registry of the directories this
 /// process has open against a second environment in the same process. A reader (backup,
 /// verification) never touches `store.lock`: it shares LMDB's lock file with the writer, as
-/// LMDB allows. A store file is read without any lock file. Not thread-safe: the types above
-/// serialise access.
-final class LMDBEnvironment {
-  static let dataFileName = "data.mdb"
-  static let lockFileName = "lock.mdb"
-
-  /// How the environment is opened.
-  enum Mode: Equatable {
-    /// The one writer; creates a missing store when asked.
-    case writer(create: Bool)
-    /// Read-only, alongside the writer or without one, through LMDB's shared lock file.
-    case reader
-    /// One store file (a backup), read-only, with no lock file at all.
-    case file
-  }
+/// LMDB allows. A store file is read without any lock file.
+///
+/// Read transactions may begin on any thread, many at once, alongside a write (`MDB_NOTLS`:
+/// a read transaction holds a reader slot of its own, not its thread's). Everything else
+/// (writes, growing the map, closing) needs the caller's exclusion: `LMDBTrialRepository`
+/// keeps it with a `StoreGate`; the other users are single-threaded.
+final class LMDBEnvironment: @unchecked Sendable {
+  // @unchecked: see above; `env` changes only in `close`, which no read may overlap.
 
   let directory: String
   let dataPath: String
@@ -101,7 +95,9 @@ final class LMDBEnvironment {
   private var env: OpaquePointer?
   var lockFD: Int32 = -1
   var directoryIdentity: OpenStores.Identity?
-  private var openTransactions = 0
+  private let openTransactions = Atomic<Int>(0)
+  /// The reader slots of the lock file as opened (another process may have made it smaller).
+  private(set) var readerSlots = Int(LMDBEnvironment.readerSlots)
 
   /// Opens (or, with `.writer(create: true)`, creates) the environment at `path`: the store
   /// directory, or for `.file` the store file itself.
@@ -148,6 +144,8 @@ final class LMDBEnvironment {
     try checkError(
       mdb_env_set_maxdbs(handle, UInt32(maxDatabases)), "setting the database count", path: dataPath)
     try checkError(mdb_env_set_mapsize(handle, mapSize), "setting the map size", path: dataPath)
+    try checkError(
+      mdb_env_set_maxreaders(handle, Self.readerSlots), "setting the reader slots", path: dataPath)
     // MDB_NOTLS: read transactions belong to the transaction object, not the thread, since
     // a serial dispatch queue may run on any thread.
     var flags = UInt32(MDB_NOTLS)
@@ -165,6 +163,8 @@ final class LMDBEnvironment {
     if mode != .file {
       var dead: Int32 = 0
       _ = mdb_reader_check(handle, &dead)
+      var slots: UInt32 = 0
+      if mdb_env_get_maxreaders(handle, &slots) == MDB_SUCCESS { readerSlots = Int(slots) }
     }
   }
 
@@ -182,10 +182,6 @@ final class LMDBEnvironment {
     return LMDBFileInfo(
       mapSize: envInfo.me_mapsize, pageSize: Int(envStat.ms_psize), lastPage: envInfo.me_last_pgno,
       fileSize: Int(st.st_size), lastTransaction: envInfo.me_last_txnid)
-  }
-
-  private func closedError() -> StoreError {
-    StoreError(.closed, path: directory, problem: "the store has been closed")
   }
 
   // MARK: Transactions
@@ -207,13 +203,12 @@ final class LMDBEnvironment {
   /// Runs `body` in a write transaction and commits it durably (LMDB syncs the data and the
   /// meta page before the commit returns). When the map fills, the transaction is aborted,
   /// the map grows and `body` runs again: `body` must act only through the transaction.
-  func write<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
-    guard openTransactions == 0 else {
-      throw StoreError(
-        .misuse, path: directory,
-        problem: "a write transaction cannot start while another transaction is open")
-    }
-    try growIfNearlyFull()
+  /// `growing` runs each growth of the map: with no other transaction open in the process
+  /// (readers on other threads shut out), as `mdb_env_set_mapsize` requires.
+  func write<R>(
+    growing: (() throws -> Void) throws -> Void = { try $0() }, _ body: (LMDBTransaction) throws -> R
+  ) throws -> R {
+    if try isNearlyFull() { try growing { try grow() } }
     while true {
       let txn = try begin(readOnly: false)
       do {
@@ -223,12 +218,12 @@ final class LMDBEnvironment {
         return result
       } catch is MapFullSignal {
         txn.abort()
-        try grow()
+        try growing { try grow() }
       } catch {
         txn.abort()
         // A body that swallowed the map-full error still cannot commit: grow and run again.
         if txn.sawMapFull {
-          try grow()
+          try growing { try grow() }
           continue
         }
         throw error
@@ -241,24 +236,28 @@ final class LMDBEnvironment {
     var handle: OpaquePointer?
     let flags = readOnly ? UInt32(MDB_RDONLY) : 0
     var rc = mdb_txn_begin(env, nil, flags, &handle)
-    if rc == MDB_MAP_RESIZED && openTransactions == 0 {
+    if rc == MDB_MAP_RESIZED && openTransactions.load(ordering: .relaxed) == 0 {
       // Another process grew the map: adopt its size.
       try checkError(mdb_env_set_mapsize(env, 0), "adopting the new map size", path: dataPath)
       mapSize = try info().mapSize
       rc = mdb_txn_begin(env, nil, flags, &handle)
     }
     try checkError(rc, "beginning a transaction", path: dataPath)
-    openTransactions += 1
+    openTransactions.add(1, ordering: .relaxed)
     return LMDBTransaction(handle: handle!, readOnly: readOnly, environment: self)
   }
 
   fileprivate func transactionEnded() {
-    openTransactions -= 1
+    openTransactions.subtract(1, ordering: .relaxed)
   }
 
-  /// Doubles the map (up to `maximumMapSize`). Only between transactions.
+  /// Doubles the map (up to `maximumMapSize`). Only with no transaction open in the process.
   func grow() throws {
     guard let env else { throw closedError() }
+    guard openTransactions.load(ordering: .relaxed) == 0 else {
+      throw StoreError(
+        .misuse, path: directory, problem: "the map cannot grow while a transaction is open")
+    }
     guard mapSize < maximumMapSize else {
       throw StoreError(
         .tooLarge, path: dataPath,

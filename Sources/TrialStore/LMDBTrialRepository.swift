@@ -28,7 +28,11 @@ public struct StoreStatistics: Hashable, Sendable {
 ///
 /// Every write transaction is durable when `write` returns. One process opens a store at a
 /// time (an exclusive lock on the directory); within the process the repository may be used
-/// from any thread, one operation at a time (it serialises them).
+/// from any thread. Read transactions run at once, on as many threads as call `read`, each on
+/// its own LMDB snapshot, alongside the one write transaction: a read never waits for a
+/// commit (its `fdatasync`). Writes run one at a time. Growing the map (when a write finds it
+/// full) and closing wait for the reads in progress and hold new ones back meanwhile; a read
+/// beyond LMDB's reader slots (`LMDBEnvironment.readerSlots`) waits for a slot. See `StoreGate`.
 public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   public struct Options: Hashable, Sendable {
     /// Address space reserved for the file at first; the map doubles whenever it fills.
@@ -90,8 +94,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
 
   private let environment: LMDBEnvironment
   private let databases: Databases
-  private let lock = NSRecursiveLock()
-  private var writing = false
+  private let gate: StoreGate
 
   /// Opens the store in `directory`, creating it (directory mode 0700, file mode 0600) when
   /// missing and `options.createIfMissing` is set. A store of an earlier schema is upgraded
@@ -120,6 +123,9 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
       environment.close()
       throw error
     }
+    // A few slots are left to the processes that read beside the daemon (backup, verification),
+    // and to reads inside reads, which take a slot each but no place.
+    gate = StoreGate(readerPlaces: environment.readerSlots - 16)
   }
 
   deinit {
@@ -128,7 +134,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
 
   /// Closes the store; later calls throw `StoreError` `.closed`. Idempotent.
   public func close() {
-    lock.withLock { environment.close() }
+    gate.alone { environment.close() }
   }
 
   /// Opens the databases of an existing store, checking that it is a trialwatch store of a
@@ -199,7 +205,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   // MARK: Transactions
 
   public func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
-    try lock.withLock {
+    try gate.read {
       try environment.read { txn in
         try body(StoreReadTransaction(txn, databases: databases, path: environment.dataPath))
       }
@@ -207,28 +213,28 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   }
 
   public func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
-    try lock.withLock {
-      guard !writing else {
-        throw StoreError(.misuse, path: directory, problem: "a write transaction was started inside another")
-      }
-      writing = true
-      defer { writing = false }
-      return try environment.write { txn in
-        let transaction = StoreWriteTransaction(txn, databases: databases, path: environment.dataPath)
-        let result = try body(transaction)
-        try transaction.finish()
-        return result
-      }
+    try exclusiveWrite { txn in
+      let transaction = StoreWriteTransaction(txn, databases: databases, path: environment.dataPath)
+      let result = try body(transaction)
+      try transaction.finish()
+      return result
+    }
+  }
+
+  /// The one write transaction at a time; the map grows with every read shut out.
+  private func exclusiveWrite<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
+    try gate.write(misuse: { StoreError(.misuse, path: self.directory, problem: $0) }) {
+      try environment.write(growing: { grow in try gate.exclusively(grow) }, body)
     }
   }
 
   /// Runs `body` on the raw LMDB transaction (tests write damaged records this way).
   func rawWrite<R>(_ body: (LMDBTransaction, Databases) throws -> R) throws -> R {
-    try lock.withLock { try environment.write { try body($0, databases) } }
+    try exclusiveWrite { try body($0, databases) }
   }
 
   /// How many times the map has grown since opening.
-  var mapGrowthCount: Int { lock.withLock { environment.growthCount } }
+  var mapGrowthCount: Int { gate.read { environment.growthCount } }
 
   // MARK: Restore
 
@@ -239,7 +245,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   public func restore(into planner: inout Planner, progressEvery: Int, progress: (Int) -> Void) throws
     -> RestoreSummary
   {
-    try lock.withLock {
+    try gate.read {
       let path = environment.dataPath
       let databases = self.databases
       let summary = try environment.read { txn -> RestoreSummary in
@@ -311,11 +317,11 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   /// of mapping released.
   @discardableResult
   public func releaseMappedPages() -> Int {
-    lock.withLock { environment.releaseMappedPages() }
+    gate.read { environment.releaseMappedPages() }
   }
 
   public func statistics() throws -> StoreStatistics {
-    try lock.withLock { try Self.statistics(environment, databases) }
+    try gate.read { try Self.statistics(environment, databases) }
   }
 
   static func statistics(_ environment: LMDBEnvironment, _ databases: Databases) throws -> StoreStatistics {
@@ -336,9 +342,10 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   // MARK: Backup
 
   /// Writes a consistent, compacted copy of the store to `file` (see `LMDBStoreReader.backup(to:)`;
-  /// another process backs up a store trialwatchd has open that way). Writes wait meanwhile.
+  /// another process backs up a store trialwatchd has open that way). Reads and writes go on
+  /// meanwhile.
   public func backup(to file: String) throws -> BackupReport {
-    try lock.withLock { try StoreBackup.write(to: file, from: environment) }
+    try gate.read { try StoreBackup.write(to: file, from: environment) }
   }
 
   /// Runs `body` on the raw records (databases by name: `trials`, `subjects`, `ledger`,

@@ -134,11 +134,11 @@ extension LMDBEnvironment {
     (value + unit - 1) / unit * unit
   }
 
-  /// Grows the map ahead of a write when more than three quarters of it are in use, so
+  /// Whether more than three quarters of the map are in use: a write grows it first, so
   /// that most transactions never meet a full map.
-  func growIfNearlyFull() throws {
+  func isNearlyFull() throws -> Bool {
     let info = try self.info()
-    if (info.lastPage + 1) * info.pageSize > mapSize / 4 * 3 { try grow() }
+    return (info.lastPage + 1) * info.pageSize > mapSize / 4 * 3
   }
 
   /// Drops the pages of the store file mapped into this process (after a full scan, they
@@ -346,5 +346,29 @@ final class StoreExclusiveLock {
     descriptors = []
     if let identity { OpenStores.shared.remove(identity) }
     identity = nil
+  }
+}
+
+// The environment's constants and the parts of it that need no LMDB call (LMDB.swift holds
+// the rest).
+extension LMDBEnvironment {
+  static let dataFileName = "data.mdb"
+  static let lockFileName = "lock.mdb"
+  /// LMDB's reader slots (its default is 126): every read transaction open at once, in every
+  /// process sharing the lock file, takes one. The lock file's creator decides the number.
+  static let readerSlots: UInt32 = 510
+
+  /// How the environment is opened.
+  enum Mode: Equatable {
+    /// The one writer; creates a missing store when asked.
+    case writer(create: Bool)
+    /// Read-only, alongside the writer or without one, through LMDB's shared lock file.
+    case reader
+    /// One store file (a backup), read-only, with no lock file at all.
+    case file
+  }
+
+  func closedError() -> StoreError {
+    StoreError(.closed, path: directory, problem: "the store has been closed")
   }
 }

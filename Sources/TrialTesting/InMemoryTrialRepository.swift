@@ -2,8 +2,11 @@ import Foundation
 import TrialCore
 
 /// A repository kept in memory, with the same transaction semantics as the file store: a
-/// write that throws leaves nothing behind. For unit tests of the logic above the store.
-public final class InMemoryTrialRepository: TrialRepository {
+/// write that throws leaves nothing behind; reads run on any thread, each on the state last
+/// committed, alongside the one write. For unit tests of the logic above the store.
+public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable {
+  // @unchecked: `state` and the counters are touched under `lock`; writes, one at a time,
+  // under `writer`.
   struct State {
     var trials: [TrialID: Trial] = [:]
     /// Each subject's latest trial, active or ended (as the file store's subject index).
@@ -26,27 +29,39 @@ public final class InMemoryTrialRepository: TrialRepository {
   }
 
   private var state = State()
+  private var commits = 0
+  private var failure: (any Error)?
+  private let lock = NSLock()
+  private let writer = NSRecursiveLock()
+
   /// Number of committed write transactions.
-  public private(set) var commitCount = 0
+  public var commitCount: Int { lock.withLock { commits } }
   /// When set, the next commit fails with this error (and changes nothing).
-  public var failNextCommit: (any Error)?
+  public var failNextCommit: (any Error)? {
+    get { lock.withLock { failure } }
+    set { lock.withLock { failure = newValue } }
+  }
 
   public init() {}
 
   public func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
-    try body(Transaction(state: state))
+    try body(Transaction(state: lock.withLock { state }))
   }
 
   public func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
-    let txn = Transaction(state: state)
-    let result = try body(txn)
-    if let failure = failNextCommit {
-      failNextCommit = nil
-      throw failure
+    try writer.withLock {
+      let txn = Transaction(state: lock.withLock { state })
+      let result = try body(txn)
+      try lock.withLock {
+        if let failure {
+          self.failure = nil
+          throw failure
+        }
+        state = txn.state
+        commits += 1
+      }
+      return result
     }
-    state = txn.state
-    commitCount += 1
-    return result
   }
 
   private final class Transaction: TrialWriteTransaction {

@@ -17,6 +17,8 @@ import TrialCore
 ///     control_get_rps_4, _p50_4, _p99_4    the same, 4 clients at once
 ///     control_start_rps_4, _p99_4          durable StartTrial, 4 clients, one call at a time
 ///     control_start_pipelined_rps_4, _p99_4    the same with 32 calls in flight per client
+///     control_get_p99_under_writes         GetTrial, 4 client processes, while 4 others
+///                                          pipeline durable StartTrials
 ///
 /// With `TRIALWATCH_BENCH_BASELINE_DAEMON` naming another trialwatchd (an older build, say),
 /// the same calls are made to it as well, in turns: baseline, current, baseline, current.
@@ -156,8 +158,68 @@ private func measureDaemon(executable: URL, identity: ControlClient.Identity?) t
     ControlFigure(name: "control_start_pipelined_p99_4", kind: .latency, value: pipelined.latencies.p99),
   ]
 
+  // Reads while commits go on: 4 processes of one GetTrial client each, while 4 processes of
+  // one StartTrial client each keep 32 calls in flight. The readers start once the writers
+  // have started a few thousand trials; the writers stop when the readers are done.
+  let stop = directory.appendingPathComponent("readers-done").path
+  let writers = started(
+    Array(
+      repeating: {
+        try ControlClient.run(
+          socket: daemon.socketPath, scenario: .start, clients: 1, calls: 1_000_000, depth: 32, ids: nil,
+          identity: identity, until: stop)
+      }, count: 4))
+  let readers: [ControlClient.Report]
+  do {
+    defer { _ = FileManager.default.createFile(atPath: stop, contents: nil) }
+    try waitForTrials(moreThan: 1_000 + 4 * ControlClient.warmUpCalls + 2_000, socket: daemon.socketPath)
+    readers = try started(Array(repeating: { try run(.get, clients: 1, calls: 10_000) }, count: 4))()
+  }
+  _ = try writers()
+  var read = Latencies()
+  for reader in readers { read.add(reader.latencies) }
+  figures.append(ControlFigure(name: "control_get_p99_under_writes", kind: .latency, value: read.p99))
+
   try daemon.stop()
   return figures
+}
+
+/// Starts each body on a thread of its own, all at once; returns what waits for them and
+/// gives their results in order, or the first failure.
+private func started<T>(_ bodies: [() throws -> T]) -> () throws -> [T] {
+  let slots = bodies.map { _ in ResultSlot<T>() }
+  let done = DispatchSemaphore(value: 0)
+  for (body, slot) in zip(bodies, slots) {
+    nonisolated(unsafe) let body = body
+    Thread {
+      slot.result = Result { try body() }
+      done.signal()
+    }.start()
+  }
+  return {
+    for _ in bodies { done.wait() }
+    return try slots.map { try $0.result!.get() }
+  }
+}
+
+/// Asks the daemon for its status until it counts more than `count` active trials (60 s at
+/// most).
+private func waitForTrials(moreThan count: Int, socket: String) throws {
+  let connection = try RawVarlinkConnection(path: socket)
+  let call = Array(#"{"method":"io.trialwatch.Trials.GetStatus"}"#.utf8) + [0]
+  let deadline = DispatchTime.now().uptimeNanoseconds + 60_000_000_000
+  while DispatchTime.now().uptimeNanoseconds < deadline {
+    let reply = String(decoding: try connection.call(call), as: UTF8.self)
+    guard let range = reply.range(of: #""active":"#) else { throw BenchError("GetStatus: \(reply)") }
+    let active = Int(reply[range.upperBound...].prefix { $0.isNumber }) ?? 0
+    if active > count { return }
+  }
+  throw BenchError("the writers did not start \(count) trials within 60 s")
+}
+
+/// One thread's result: written by its thread before it signals, read after the wait.
+private final class ResultSlot<T>: @unchecked Sendable {
+  var result: Result<T, any Error>?
 }
 
 /// The floor under every round-trip figure: two threads passing 100 bytes back and forth

@@ -11,13 +11,16 @@ import TrialCore
 /// mode of its own,
 ///
 ///     trialwatch-bench --control-client SOCKET SCENARIO CLIENTS CALLS DEPTH [--ids FILE] [--user UID:GID]
+///         [--until FILE]
 ///
 /// It reads the trial ids to look up from FILE, becomes UID:GID (with no supplementary
 /// groups) when given, opens CLIENTS connections to SOCKET, each on a thread of its own,
 /// warms each up with calls one at a time, then runs CALLS calls on each at once, DEPTH in
 /// flight per connection (1: one at a time). SCENARIO is `get` (GetTrial of the ids, in
 /// turn) or `start` (durable StartTrial of new subjects). A call's latency runs from its
-/// sending to its reply. What it prints on stdout is one `ControlClient.Report` in JSON.
+/// sending to its reply. With `--until FILE`, each connection stops early once FILE exists
+/// (a load that runs while another is measured). What it prints on stdout is one
+/// `ControlClient.Report` in JSON.
 enum ControlClient {
   static let flag = "--control-client"
 
@@ -34,6 +37,10 @@ enum ControlClient {
     /// From the start of the calls to the last reply, every connection together.
     var seconds: Double
     var latencies: Latencies
+    /// When the calls began and the last reply came, in monotonic time (`CLOCK_MONOTONIC`,
+    /// the same in every process): to check that loads run in parallel overlapped.
+    var began: UInt64
+    var ended: UInt64
 
     var requestsPerSecond: Double { Double(latencies.count) / seconds }
   }
@@ -51,10 +58,11 @@ enum ControlClient {
   /// fails or did not run as `identity`.
   static func run(
     socket: String, scenario: Scenario, clients: Int, calls: Int, depth: Int, ids: String?,
-    identity: Identity?
+    identity: Identity?, until: String? = nil
   ) throws -> Report {
     var arguments = [flag, socket, scenario.rawValue, "\(clients)", "\(calls)", "\(depth)"]
     if let ids { arguments += ["--ids", ids] }
+    if let until { arguments += ["--until", until] }
     if let identity { arguments += ["--user", "\(identity.uid):\(identity.gid)"] }
     let done = try ChildProcess.run(.product("trialwatch-bench"), arguments, timeout: 3_600)
     let what = "the control clients (\(scenario.rawValue), \(clients) × \(calls) calls, depth \(depth))"
@@ -76,7 +84,7 @@ enum ControlClient {
             + "not as uid \(identity.uid), gid \(identity.gid)")
       }
     }
-    guard report.latencies.count == clients * calls else {
+    guard until != nil ? report.latencies.count > 0 : report.latencies.count == clients * calls else {
       throw BenchError("\(what) reported \(report.latencies.count) calls")
     }
     return report
@@ -103,9 +111,11 @@ enum ControlClient {
     var depth: Int
     var ids: String?
     var identity: Identity?
+    var until: String?
 
     init(_ arguments: [String]) throws {
-      let usage = "usage: \(flag) SOCKET get|start CLIENTS CALLS DEPTH [--ids FILE] [--user UID:GID]"
+      let usage =
+        "usage: \(flag) SOCKET get|start CLIENTS CALLS DEPTH [--ids FILE] [--user UID:GID] [--until FILE]"
       guard arguments.count >= 5, let scenario = Scenario(rawValue: arguments[1]),
         let clients = Int(arguments[2]), let calls = Int(arguments[3]), let depth = Int(arguments[4]),
         clients > 0, calls > 0, depth > 0
@@ -120,6 +130,7 @@ enum ControlClient {
         guard let value = rest.popFirst() else { throw BenchError(usage) }
         switch option {
         case "--ids": ids = value
+        case "--until": until = value
         case "--user":
           let parts = value.split(separator: ":")
           guard parts.count == 2, let uid = UInt32(parts[0]), let gid = UInt32(parts[1]) else {
@@ -138,14 +149,22 @@ enum ControlClient {
   private final class Client: @unchecked Sendable {
     let connection: RawVarlinkConnection
     let warmUp: [[UInt8]]
-    let calls: [[UInt8]]
+    /// The calls: encoded before the clock starts, or as they go (a load with `--until`).
+    let count: Int
+    let call: (Int) -> [UInt8]
+    let until: String?
     var latencies = Latencies()
     var failure: (any Error)?
 
-    init(connection: RawVarlinkConnection, warmUp: [[UInt8]], calls: [[UInt8]]) {
+    init(
+      connection: RawVarlinkConnection, warmUp: [[UInt8]], count: Int, call: @escaping (Int) -> [UInt8],
+      until: String?
+    ) {
       self.connection = connection
       self.warmUp = warmUp
-      self.calls = calls
+      self.count = count
+      self.call = call
+      self.until = until
     }
   }
 
@@ -181,13 +200,22 @@ enum ControlClient {
           return lookups[index < 0 ? index + lookups.count : index]
         }
       case .start:
-        let prefix = "load-d\(options.depth)-\(client)-"
+        // The process id too: several client processes start trials at once.
+        let prefix = "load-d\(options.depth)-p\(getpid())-\(client)-"
         request = { call in TrialsCalls.startTrial(subject: prefix + String(call)) }
       }
       let warmUp = (1...warmUpCalls).map { request(-$0) }
-      let calls = (0..<options.calls).map(request)
+      let call: (Int) -> [UInt8]
+      if options.until == nil {
+        let calls = (0..<options.calls).map(request)
+        call = { calls[$0] }
+      } else {
+        call = request
+      }
       clients.append(
-        Client(connection: try RawVarlinkConnection(path: options.socket), warmUp: warmUp, calls: calls))
+        Client(
+          connection: try RawVarlinkConnection(path: options.socket), warmUp: warmUp, count: options.calls,
+          call: call, until: options.until))
     }
 
     let warmed = DispatchSemaphore(value: 0)
@@ -224,29 +252,39 @@ enum ControlClient {
     let began = DispatchTime.now().uptimeNanoseconds
     for _ in clients { go.signal() }
     for _ in clients { finished.wait() }
-    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
+    let ended = DispatchTime.now().uptimeNanoseconds
+    let elapsed = Double(ended - began) / 1e9
     if let failure = clients.lazy.compactMap({ $0.failure }).first { throw failure }
 
     var all = Latencies()
     for client in clients { all.add(client.latencies) }
-    return Report(uid: getuid(), gid: getgid(), groups: currentGroups(), seconds: elapsed, latencies: all)
+    return Report(
+      uid: getuid(), gid: getgid(), groups: currentGroups(), seconds: elapsed, latencies: all, began: began,
+      ended: ended)
   }
 
-  /// Makes `client`'s calls, `depth` in flight at most.
+  /// Makes `client`'s calls, `depth` in flight at most; with `until`, stops sending once that
+  /// file exists (looked for every 256 calls).
   private static func runCalls(_ client: Client, depth: Int) throws {
-    let calls = client.calls
-    var sentAt = [UInt64](repeating: 0, count: calls.count)
+    var sentAt = [UInt64](repeating: 0, count: client.count)
+    var limit = client.count
     var next = 0
     func sendNext() throws {
+      if let until = client.until, next % 256 == 0, FileManager.default.fileExists(atPath: until) {
+        limit = next
+        return
+      }
       sentAt[next] = DispatchTime.now().uptimeNanoseconds
-      try client.connection.send(calls[next])
+      try client.connection.send(client.call(next))
       next += 1
     }
-    while next < min(depth, calls.count) { try sendNext() }
-    for call in calls.indices {
+    while next < min(depth, limit) { try sendNext() }
+    var call = 0
+    while call < next {
       try client.connection.receiveReply()
       client.latencies.record(nanoseconds: DispatchTime.now().uptimeNanoseconds - sentAt[call])
-      if next < calls.count { try sendNext() }
+      call += 1
+      if next < limit { try sendNext() }
     }
   }
 

@@ -7,6 +7,10 @@ import TrialDaemonTesting
 
 @testable import TrialCtl
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Shell completion: the scripts ArgumentParser generates, and the completion of TRIAL
 /// arguments from the daemon, against the control server over a real engine.
 @Suite struct CompletionTests {
@@ -62,12 +66,25 @@ import TrialDaemonTesting
   }
 
   @Test func trialCompletion_WhenTheDaemonDoesNotAnswer_GivesUpQuickly() throws {
-    let fixture = try Self.fixtureWithTrials()
-    fixture.holdEngine()
-    defer { fixture.releaseEngine() }
+    // A socket that takes connections into its backlog and never answers (reads no longer
+    // wait for the engine, so a busy engine would answer).
+    let scratch = try TemporaryDirectory("completion")
+    let path = scratch.appending("silent")
+    let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    #expect(listener >= 0)
+    defer { close(listener) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    #expect(bound == 0 && listen(listener, 8) == 0)
     let began = ContinuousClock.now
     let found = TrialCompletion.candidates(
-      words: ["trialwatchctl", "status", ""], prefix: "", variables: ["TRIALWATCH_SOCKET": fixture.socketPath]
+      words: ["trialwatchctl", "status", ""], prefix: "", variables: ["TRIALWATCH_SOCKET": path]
     )
     #expect(found == [])
     #expect(ContinuousClock.now - began < .seconds(TrialCompletion.timeout * 4))

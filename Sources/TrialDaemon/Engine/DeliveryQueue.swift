@@ -8,6 +8,8 @@ import TrialCore
 public final class UnrecordedDeliveries: Sendable {
   private let marks = Mutex<[EventID: Date]>([:])
 
+  public init() {}
+
   func insert(_ ids: [EventID], at date: Date) {
     marks.withLock { marks in for id in ids { marks[id] = date } }
   }

@@ -9,9 +9,7 @@ extension Engine {
   }
 
   /// Where the log stands.
-  public func eventLogBounds() throws -> EventLogBounds {
-    try repository.read { try $0.eventLogBounds() }
-  }
+  public func eventLogBounds() throws -> EventLogBounds { try queries.eventLogBounds() }
 
   /// Hands events just committed to the observers; the first must follow the last handed.
   func published(_ events: [LoggedEvent]) {
@@ -125,15 +123,8 @@ extension Engine {
   }
 
   public func consumer(named name: String) throws -> (ConsumerRecord, EventCursor) {
-    try repository.read { txn in
-      guard let consumer = try txn.consumer(named: name) else {
-        throw TrialError(.consumerNotFound(name: name))
-      }
-      return (consumer, try txn.eventLogBounds().last)
-    }
+    try queries.consumer(named: name)
   }
 
-  public func consumers() throws -> ([ConsumerRecord], EventCursor) {
-    try repository.read { txn in (try EventFeed.consumers(in: txn), try txn.eventLogBounds().last) }
-  }
+  public func consumers() throws -> ([ConsumerRecord], EventCursor) { try queries.consumers() }
 }

@@ -19,7 +19,23 @@ public struct EngineStatus: Hashable, Sendable {
   public var line: String
 }
 
-extension Engine {
+/// The reads of trials, the ledger, the event log and consumers, each in one read
+/// transaction of the store: answered on any thread, beside the engine (a store's reads run
+/// alongside its writes), never waiting for a commit.
+public struct StoreQueries: @unchecked Sendable {
+  // @unchecked: the repositories are safe to read from any thread (see TrialRepository's
+  // implementations); nothing else is held.
+  public let repository: any TrialRepository
+  /// Deliveries made but not yet recorded in the store (see `DeliveryQueue`).
+  public let unrecordedDeliveries: UnrecordedDeliveries
+
+  public init(
+    _ repository: any TrialRepository, unrecordedDeliveries: UnrecordedDeliveries = UnrecordedDeliveries()
+  ) {
+    self.repository = repository
+    self.unrecordedDeliveries = unrecordedDeliveries
+  }
+
   public func trial(id: TrialID) throws -> Trial {
     guard let trial = try repository.read({ try $0.trial(id) }) else {
       throw TrialError.notFound(id: id)
@@ -55,9 +71,6 @@ extension Engine {
     return TrialPage(trials: page, next: more ? page.last?.id : nil)
   }
 
-  /// Deliveries made but not yet recorded in the store (see `DeliveryQueue`).
-  public var unrecordedDeliveries: UnrecordedDeliveries { delivery.unrecorded }
-
   /// A trial and every ledger entry it has, over all revisions, read together; an event
   /// delivered shows as delivered even before the store records it.
   public func trialWithLedger(id: TrialID) throws -> (trial: Trial, ledger: [LedgerEntry]) {
@@ -74,6 +87,61 @@ extension Engine {
       return subjects
     }
   }
+
+  /// What would fire from `now` until `date` under `policy`, changing nothing: the planner a
+  /// restarted engine would build from the store (every active trial's events of its current
+  /// revision not yet in the ledger), asked what falls due. O(trials); for a rare command.
+  /// Events of different trials due at the same instant come in trial-id order (the running
+  /// engine takes them in the order the trials were planned).
+  public func simulate(now: Date, through date: Date, policy: CatchUpPolicy) throws -> [DueEvent] {
+    var planner = Planner(policy: policy)
+    try repository.restore(into: &planner, progress: { _ in })
+    return planner.simulate(now: now, through: date)
+  }
+
+  /// Where the event log stands.
+  public func eventLogBounds() throws -> EventLogBounds {
+    try repository.read { try $0.eventLogBounds() }
+  }
+
+  public func consumer(named name: String) throws -> (ConsumerRecord, EventCursor) {
+    try repository.read { txn in
+      guard let consumer = try txn.consumer(named: name) else {
+        throw TrialError(.consumerNotFound(name: name))
+      }
+      return (consumer, try txn.eventLogBounds().last)
+    }
+  }
+
+  public func consumers() throws -> ([ConsumerRecord], EventCursor) {
+    try repository.read { txn in (try EventFeed.consumers(in: txn), try txn.eventLogBounds().last) }
+  }
+}
+
+extension Engine {
+  /// The store's reads (the same the control socket answers off the engine's queue).
+  public var queries: StoreQueries { StoreQueries(repository, unrecordedDeliveries: delivery.unrecorded) }
+
+  /// Deliveries made but not yet recorded in the store (see `DeliveryQueue`).
+  public var unrecordedDeliveries: UnrecordedDeliveries { delivery.unrecorded }
+
+  public func trial(id: TrialID) throws -> Trial { try queries.trial(id: id) }
+
+  /// The subject's active trial, else its most recent one.
+  public func trial(subject: String) throws -> Trial { try queries.trial(subject: subject) }
+
+  /// Trials in id order after `after` that satisfy `include`, at most `limit`.
+  public func listTrials(limit: Int, after: TrialID?, where include: (Trial) -> Bool) throws -> TrialPage {
+    try queries.listTrials(limit: limit, after: after, where: include)
+  }
+
+  /// A trial and every ledger entry it has, over all revisions, read together.
+  public func trialWithLedger(id: TrialID) throws -> (trial: Trial, ledger: [LedgerEntry]) {
+    try queries.trialWithLedger(id: id)
+  }
+
+  /// The subjects of the given trials, read in one transaction.
+  public func subjects(of ids: [TrialID]) throws -> [TrialID: String] { try queries.subjects(of: ids) }
 
   /// What would fire from now until `date`, changing nothing.
   public func simulate(through date: Date) -> [DueEvent] {

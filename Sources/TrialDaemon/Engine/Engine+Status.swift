@@ -19,11 +19,19 @@ extension Engine {
   /// The status line: `3 active trials; next: acme-42 expires in 2h 13min` (the time to go
   /// in `TimeSpan.Style.brief`).
   public func statusLine() -> String {
-    let active = counts[.active, default: 0]
+    let next = planner.nextEvent
+    let subject = next.flatMap { next in (try? repository.read { try $0.trial(next.trialID) })??.subject }
+    return Self.statusLine(
+      active: counts[.active, default: 0], next: next, subject: subject, now: clock.now())
+  }
+
+  /// The status line for `active` trials and the next event (of the trial `subject`; its id
+  /// when nil), as of `now`.
+  static func statusLine(active: Int, next: TrialEvent?, subject: String?, now: Date) -> String {
     var line = "\(active) active trial\(active == 1 ? "" : "s")"
-    guard let next = planner.nextEvent else { return line + "; nothing scheduled" }
-    let subject = (try? repository.read { try $0.trial(next.trialID) })??.subject ?? "\(next.trialID)"
-    let left = next.due.duration(since: clock.now())
+    guard let next else { return line + "; nothing scheduled" }
+    let subject = subject ?? "\(next.trialID)"
+    let left = next.due.duration(since: now)
     let when = left <= .zero ? "now" : "in " + TimeSpan.format(left, style: .brief)
     switch next.kind {
     case .expiry: line += "; next: \(subject) expires \(when)"
@@ -32,8 +40,10 @@ extension Engine {
     return line
   }
 
-  /// Publishes the status at most once per `statusInterval` (monotonic time).
+  /// Publishes the snapshot (see `EngineSnapshots`), then the status at most once per
+  /// `statusInterval` (monotonic time). The engine calls this after every change.
   func publishStatus(force: Bool = false) {
+    publishSnapshot()
     guard !stopped, observer != nil else { return }
     let uptime = scheduler.monotonicNow
     let statusInterval = settings.statusInterval.timeInterval

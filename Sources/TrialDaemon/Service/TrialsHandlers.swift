@@ -4,13 +4,20 @@ import Synchronization
 import TrialControl
 import TrialCore
 
-/// The handlers of `io.trialwatch.Trials`, carried out by the engine on its queue. Changes go
-/// through the engine's group commit, so each is durable before it is answered; reads run on
-/// the engine's queue on the caller's thread (`sync`), from the store and the planner.
+/// The handlers of `io.trialwatch.Trials`. Changes go through the engine's group commit, on
+/// its queue, so each is durable before it is answered. Reads are answered on the caller's
+/// thread (the connection's), never on the engine's queue: trials, the ledger, the event log
+/// and consumers from a read transaction of the store (which runs alongside a commit), and
+/// what only the engine knows (counts, the next event, the catch-up policy) from the snapshot
+/// it publishes after every change (`EngineSnapshots`). A read never waits for a commit.
 public final class TrialsHandlers: @unchecked Sendable {
-  // @unchecked: `engine` is only touched on `queue`; the hub and counters are thread-safe.
+  // @unchecked: `engine` is only touched on `queue`; the store's reads, the snapshots, the
+  // clock, the hub and counters are thread-safe.
   private let engine: Engine
   private let queue: DispatchQueue
+  private let queries: StoreQueries
+  private let snapshots: EngineSnapshots
+  private let clock: any WallClock
   private let startedAt: Date
   private let version: String
   private let storeBytes: @Sendable () -> Int?
@@ -22,27 +29,24 @@ public final class TrialsHandlers: @unchecked Sendable {
     engine: Engine, queue: DispatchQueue, startedAt: Date, version: String,
     storeBytes: @escaping @Sendable () -> Int? = { nil }
   ) {
-    let bound = Bound(value: engine)
     self.engine = engine
     self.queue = queue
+    self.queries = engine.queries
+    self.clock = engine.clock
     self.startedAt = startedAt
     self.version = version
     self.storeBytes = storeBytes
-    // Reads of the log for Watches happen on the engine's queue, like every read today.
+    // Watches read the log on their connection's queue, in read transactions of their own.
+    let queries = self.queries
     let read: @Sendable (EventCursor, Int) throws -> [LoggedEvent] = { after, limit in
-      let result = queue.sync {
-        Bound(
-          value: Result {
-            try bound.value.repository.read { try EventFeed.events(after: after, limit: limit, in: $0) }
-          })
-      }
-      return try result.value.get()
+      try queries.repository.read { try EventFeed.events(after: after, limit: limit, in: $0) }
     }
     // One step on the queue, so that no event is logged between reading `last` and observing.
-    watchers = queue.sync {
-      let hub = FeedHub(last: engine.publishedThrough, read: read)
-      engine.addLogObserver(hub)
-      return hub
+    let bound = Bound(value: engine)
+    (watchers, snapshots) = queue.sync {
+      let hub = FeedHub(last: bound.value.publishedThrough, read: read)
+      bound.value.addLogObserver(hub)
+      return (hub, bound.value.snapshots())
     }
   }
 
@@ -63,37 +67,39 @@ public final class TrialsHandlers: @unchecked Sendable {
       },
       Route(Trials.endTrial) { p, done in self.change(.end(p.id, p.outcome), done) },
       Route(Trials.getTrial) { p, done in
-        self.read(done) { engine in
-          let trial = try p.id.map(engine.trial(id:)) ?? engine.trial(subject: p.subject ?? "")
-          return TrialReply(trial: TrialObject(trial, now: engine.clock.now()))
+        self.read(done) {
+          let trial = try p.id.map($0.trial(id:)) ?? $0.trial(subject: p.subject ?? "")
+          return TrialReply(trial: TrialObject(trial, now: self.clock.now()))
         }
       },
       Route(Trials.listTrials) { p, done in
-        self.read(done) { engine in
-          let now = engine.clock.now()
-          let page = try engine.listTrials(limit: p.pageSize, after: p.after) { p.matches($0, now: now) }
+        self.read(done) {
+          let now = self.clock.now()
+          let page = try $0.listTrials(limit: p.pageSize, after: p.after) { p.matches($0, now: now) }
           return ListTrialsReply(trials: page.trials.map { TrialObject($0, now: now) }, next: page.next)
         }
       },
       Route(Trials.getPlan) { p, done in
-        self.read(done) { engine in
-          let (trial, ledger) = try engine.trialWithLedger(id: p.id)
+        self.read(done) {
+          let (trial, ledger) = try $0.trialWithLedger(id: p.id)
           return EventsReply(events: EventObject.plan(of: trial, ledger: ledger))
         }
       },
       Route(Trials.simulate) { p, done in
-        self.read(done) { engine in
-          let due = engine.simulate(through: p.at.resolve(now: engine.clock.now()))
-          let subjects = try engine.subjects(of: due.map(\.event.trialID))
+        self.read(done) { queries in
+          let now = self.clock.now()
+          let policy = self.snapshots.current.settings.policy
+          let due = try queries.simulate(now: now, through: p.at.resolve(now: now), policy: policy)
+          let subjects = try queries.subjects(of: due.map(\.event.trialID))
           return EventsReply(events: due.map { EventObject($0, subject: subjects[$0.event.trialID]) })
         }
       },
       Route(Trials.getStatus) { _, done in
-        self.read(done) { engine in
-          let status = engine.status()
+        self.read(done) { _ in
+          let now = self.clock.now()
+          let status = self.snapshots.current
           return GetStatusReply(
-            version: self.version, startedAt: self.startedAt,
-            uptime: engine.clock.now().duration(since: self.startedAt),
+            version: self.version, startedAt: self.startedAt, uptime: now.duration(since: self.startedAt),
             trials: TrialCounts(status.counts), pendingEvents: status.pendingEvents,
             nextEvent: status.nextEvent.map { EventObject(pending: $0, subject: status.nextSubject) },
             storeBytes: self.storeBytes(), connections: self.counters.connections,
@@ -102,20 +108,21 @@ public final class TrialsHandlers: @unchecked Sendable {
       },
       Route(stream: Trials.watch) { p, sink in self.watchers.watch(after: p.after, sink) },
       Route(Trials.getEventLog) { _, done in
-        self.read(done) { engine in
+        self.read(done) {
           GetEventLogReply(
-            log: EventLogObject(try engine.eventLogBounds(), retention: engine.settings.retention))
+            log: EventLogObject(try $0.eventLogBounds(), retention: self.snapshots.current.settings.retention)
+          )
         }
       },
       Route(Trials.getConsumer) { p, done in
-        self.read(done) { engine in
-          let (consumer, last) = try engine.consumer(named: p.name)
+        self.read(done) {
+          let (consumer, last) = try $0.consumer(named: p.name)
           return ConsumerReply(consumer: ConsumerObject(consumer, last: last))
         }
       },
       Route(Trials.listConsumers) { _, done in
-        self.read(done) { engine in
-          let (consumers, last) = try engine.consumers()
+        self.read(done) {
+          let (consumers, last) = try $0.consumers()
           return ListConsumersReply(consumers: consumers.map { ConsumerObject($0, last: last) })
         }
       },
@@ -148,12 +155,10 @@ public final class TrialsHandlers: @unchecked Sendable {
   /// Carries a non-Sendable value across to the engine queue.
   private struct Bound<T>: @unchecked Sendable { let value: T }
 
-  /// A read on the engine's queue, on the caller's thread, so that the answer needs no
-  /// thread hop either way. One that arrives while the engine commits waits for that commit.
-  private func read<R>(_ done: Completion<R>, _ body: @escaping (Engine) throws -> R) {
-    let bound = Bound(value: body)
-    let result = queue.sync { [engine] in Bound(value: Self.result { try bound.value(engine) }) }
-    done(result.value)
+  /// A read, on the caller's thread (the connection's queue), so that the answer needs no
+  /// thread hop either way; it never touches the engine's queue.
+  private func read<R>(_ done: Completion<R>, _ body: (StoreQueries) throws -> R) {
+    done(Self.result { try body(queries) })
   }
 
   /// A change outside the trials' group commit (consumers), on the engine's queue.
