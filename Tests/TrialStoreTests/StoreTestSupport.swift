@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import TrialCore
 import TrialStoreTesting
@@ -156,4 +157,32 @@ func readProcFile(_ path: String) -> String {
     data += chunk[0..<count]
   }
   return String(decoding: data, as: UTF8.self)
+}
+
+/// A store written by an earlier version, to be upgraded: the fixture
+/// `Fixtures/schema<N>/data.mdb` (Fixtures/README.md) copied into a store directory of its own
+/// (mode 0600, as a store file is), opened at a fixed time.
+enum FixtureStore {
+  /// 2026-03-01T12:30:45Z: the time the upgrades in the tests happen at.
+  static let upgradeTime = Date(timeIntervalSince1970: 1_772_368_245)
+
+  /// The name of the copy an upgrade from `schema` keeps, at `upgradeTime`.
+  static func copyName(schema: Int) -> String { "data.mdb.schema\(schema)-20260301T123045Z" }
+
+  /// The fixture of `schema`, copied into `directory`; returns the store directory.
+  static func copy(schema: Int, into directory: TemporaryDirectory) throws -> String {
+    let fixture = try #require(
+      Bundle.module.path(forResource: "data", ofType: "mdb", inDirectory: "Fixtures/schema\(schema)"))
+    let path = directory.appending("store")
+    try FileManager.default.createDirectory(
+      atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    try FileManager.default.copyItem(atPath: fixture, toPath: path + "/data.mdb")
+    #expect(chmod(path + "/data.mdb", 0o600) == 0)
+    return path
+  }
+
+  /// Opens the store for writing at `upgradeTime`, which upgrades it.
+  static func open(_ path: String) throws -> LMDBTrialRepository {
+    try LMDBTrialRepository(directory: path, clock: StaticWallClock(upgradeTime))
+  }
 }

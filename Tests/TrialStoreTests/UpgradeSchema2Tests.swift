@@ -15,25 +15,14 @@ import TrialTesting
 /// (schema 2): the fixture `Fixtures/schema2/data.mdb` was written by that version
 /// (Fixtures/README.md).
 @Suite struct UpgradeSchema2Tests {
-  /// 2026-03-01T12:30:45Z: the time the upgrades below happen at.
-  static let upgradeTime = Date(timeIntervalSince1970: 1_772_368_245)
-  static let copyName = "data.mdb.schema2-20260301T123045Z"
+  static let upgradeTime = FixtureStore.upgradeTime
+  static let copyName = FixtureStore.copyName(schema: 2)
 
-  /// The schema-2 fixture, as a store directory of its own (mode 0600, as a store file is).
   private func schema2Store(in directory: TemporaryDirectory) throws -> String {
-    let fixture = try #require(
-      Bundle.module.path(forResource: "data", ofType: "mdb", inDirectory: "Fixtures/schema2"))
-    let path = directory.appending("store")
-    try FileManager.default.createDirectory(
-      atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-    try FileManager.default.copyItem(atPath: fixture, toPath: path + "/data.mdb")
-    #expect(chmod(path + "/data.mdb", 0o600) == 0)
-    return path
+    try FixtureStore.copy(schema: 2, into: directory)
   }
 
-  private func open(_ path: String) throws -> LMDBTrialRepository {
-    try LMDBTrialRepository(directory: path, clock: StaticWallClock(Self.upgradeTime))
-  }
+  private func open(_ path: String) throws -> LMDBTrialRepository { try FixtureStore.open(path) }
 
   @Test func schema2Store_OpenedReadOnly_ReadsEverythingAndIsLeftAlone() throws {
     let directory = try TemporaryDirectory("upgrade")
