@@ -50,6 +50,11 @@ class At(Peer):
             os.makedirs(folder, exist_ok=True)
             os.chown(folder, uid, gid)
             os.chmod(folder, 0o1770)
+        sequence = os.path.join(self.jobs, ".SEQ")  # at's job counter, made by the package
+        if not os.path.exists(sequence):
+            open(sequence, "w").close()
+            os.chown(sequence, uid, gid)
+            os.chmod(sequence, 0o600)
         write_act(self.act, self.actions)
         script = (
             f"mount --bind {self.jobs} /var/spool/cron/atjobs && mount --bind {self.spool} /var/spool/cron/atspool"
