@@ -55,6 +55,7 @@ def _interrupted(signum, _frame):
 def install_signal_handlers():
     signal.signal(signal.SIGTERM, _interrupted)
     signal.signal(signal.SIGHUP, _interrupted)
+    signal.signal(signal.SIGINT, _interrupted)
 
 
 def stop_process(process, timeout=15, sig=signal.SIGTERM):

@@ -46,7 +46,7 @@ class Peer:
         self.cleanup = None
 
     def start_consumer(self, args):
-        log = open(os.path.join(self.directory, "consumer.log"), "a")
+        log = open(os.path.join(self.directory, "consumer.log"), "w")
         self.consumer = subprocess.Popen(
             [sys.executable, CONSUMER, *args, self.actions], stdout=log, stderr=log, stdin=subprocess.DEVNULL
         )
