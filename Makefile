@@ -4,7 +4,7 @@
 #                (the Swift tests, then install-check and e2e)
 #   make bench   release build; print every benchmark figure as `name: value unit`
 #   make bench-peers  release build; trialwatch against at, systemd timers, PostgreSQL, SQLite
-#                and Redis pollers on the same workloads (bench/peers/, about 40 minutes; root for
+#                and Redis pollers on the same workloads (bench/peers/, about an hour; root for
 #                at, systemd and PostgreSQL), every figure as `name: value unit`, then the ratios
 #   make bench-peers-check  the same harness on tiny workloads, its output checked (part of
 #                make test; a minute or two)

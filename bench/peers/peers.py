@@ -51,7 +51,7 @@ def arguments():
                         help="pending events at and systemd are given; their figures are scaled to --pending")
     parser.add_argument("--ingest", type=int, default=int(env("PEERS_INGEST", 10000)))
     parser.add_argument("--burst", type=int, default=int(env("PEERS_BURST", 10000)))
-    parser.add_argument("--slow-burst", type=int, default=int(env("PEERS_SLOW_BURST", 10000)),
+    parser.add_argument("--slow-burst", type=int, default=int(env("PEERS_SLOW_BURST", 2000)),
                         help="events in the burst of at and systemd; the time is scaled to --burst")
     parser.add_argument("--idle", type=float, default=float(env("PEERS_IDLE", 60)), help="seconds")
     parser.add_argument("--parallel", action="store_true", help="peers at the same time (a quick check)")
