@@ -3,6 +3,11 @@
 #   make test    install missing build dependencies, build with warnings as errors, run every test
 #                (the Swift tests, then install-check and e2e)
 #   make bench   release build; print every benchmark figure as `name: value unit`
+#   make bench-peers  release build; trialwatch against at, systemd timers, PostgreSQL, SQLite
+#                and Redis pollers on the same workloads (bench/peers/, about an hour; root for
+#                at, systemd and PostgreSQL), every figure as `name: value unit`, then the ratios
+#   make bench-peers-check  the same harness on tiny workloads, its output checked (part of
+#                make test; a minute or two)
 #   make soak    the store's crash test with 1,000 kills instead of 50 (a few minutes)
 #   make run     run trialwatchd from the checkout, state and socket under ./.trialwatch/
 #   make format      format the Swift sources with swift-format and .swift-format
@@ -26,12 +31,15 @@
 SWIFT ?= swift
 # Debian packages the build needs (C libraries with their pkg-config files).
 # mandoc: `mandoc -T lint` checks the man pages (make install-check and the Swift tests).
+# The peers of make bench-peers: postgresql, redis-server, at, sqlite3, and Debian's python3
+# with python3-psycopg2 and python3-redis for the harness (their system services are not used).
 APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev \
-  debhelper lintian mandoc
+  debhelper lintian mandoc \
+  postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 
-.PHONY: all build deps test bench soak run clean format lint release install install-files uninstall install-check e2e \
+.PHONY: all build deps test bench bench-peers bench-peers-check soak run clean format lint release install install-files uninstall install-check e2e \
   deb e2e-package
 
 all: build
@@ -63,6 +71,7 @@ build: deps
 test: deps lint
 	$(SWIFT) build --build-tests $(STRICT)
 	$(SWIFT) test --skip-build
+	$(MAKE) bench-peers-check
 	$(MAKE) install-check
 	$(MAKE) e2e
 	$(MAKE) e2e-package
@@ -79,6 +88,20 @@ lint:
 bench: deps
 	$(SWIFT) build -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
 	$(BENCH_SCRATCH)/release/trialwatch-bench
+
+# The peers harness runs on Debian's python3 (python3-psycopg2 and python3-redis are Debian
+# packages), which need not be the python3 first on PATH. Its servers' files go under
+# $(BENCH_SCRATCH)/peers; the systemd peer boots the container of make e2e there.
+PEERS_PYTHON ?= /usr/bin/python3
+PEERS_SCRATCH = $(BENCH_SCRATCH)/peers
+bench-peers: deps
+	$(SWIFT) build -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
+	$(PEERS_PYTHON) bench/peers/peers.py --daemon $(BENCH_SCRATCH)/release/trialwatchd --scratch $(PEERS_SCRATCH)
+
+# The harness on tiny workloads, with the release build of make release (which make test
+# makes anyway for install-check).
+bench-peers-check: release
+	bench/peers/check.sh $(PEERS_PYTHON) $(RELEASE_BIN)/trialwatchd $(BENCH_SCRATCH)/peers-check
 
 soak: deps
 	$(SWIFT) build --build-tests $(STRICT)
