@@ -78,11 +78,11 @@ final class ControlPoller: @unchecked Sendable {
 
   /// Ends the thread once it has handled the events it holds.
   func stop() {
-    let started = state.withLock { state in
-      state.stopping = true
-      return state.started
+    let wake = state.withLock { state in
+      defer { state.stopping = true }
+      return state.started && !state.stopping
     }
-    guard started else { return }
+    guard wake else { return }
     var one: UInt64 = 1
     _ = withUnsafeBytes(of: &one) { Glibc.write(wakeFD, $0.baseAddress, $0.count) }
   }

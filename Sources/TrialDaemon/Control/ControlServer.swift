@@ -277,12 +277,13 @@ public final class ControlServer: @unchecked Sendable {
   }
 
   private func finishStopIfDone() {
-    let completions: [@Sendable () -> Void] = state.withLock { state in
-      guard state.stopping, state.listenerClosed, state.connections.isEmpty else { return [] }
+    let (stopped, completions): (Bool, [@Sendable () -> Void]) = state.withLock { state in
+      guard state.stopping, state.listenerClosed, state.connections.isEmpty else { return (false, []) }
       defer { state.onStopped = [] }
-      return state.onStopped
+      return (true, state.onStopped)
     }
-    if !completions.isEmpty { poller.stop() }
+    // No connection is left to read: the poller's thread ends (stopping it again does nothing).
+    if stopped { poller.stop() }
     for completion in completions { completion() }
   }
 }
