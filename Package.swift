@@ -50,6 +50,8 @@ let package = Package(
     ),
     // <sys/timerfd.h>, which Glibc's module does not export: clock-step detection.
     .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
+    // <sys/epoll.h> and <sys/eventfd.h>, likewise: the control server's poller thread.
+    .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
 
     // The Varlink wire format, the io.trialwatch.Trials interface and a blocking client,
     // shared by the daemon and trialwatchctl.
@@ -65,7 +67,7 @@ let package = Package(
     .target(
       name: "TrialDaemon",
       dependencies: [
-        "TrialCore", "TrialStore", "TrialControl", "Systemd", "CTimerFD",
+        "TrialCore", "TrialStore", "TrialControl", "Systemd", "CTimerFD", "CEpoll",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]

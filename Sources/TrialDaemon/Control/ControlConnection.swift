@@ -8,10 +8,11 @@ import TrialControl
   import Glibc
 #endif
 
-/// One client connection: the Dispatch glue around a `ConnectionMachine`. All its state
-/// belongs to its own serial queue; reads and writes go through non-blocking Dispatch
-/// sources, so a client that stops reading or writing holds up nobody but itself. Whether
-/// the peer may change trials is decided once, when the connection is admitted.
+/// One client connection: the glue around a `ConnectionMachine`. All its state belongs to
+/// its own serial queue. Its socket is non-blocking: a `ControlPoller` thread reads it, on the
+/// connection's queue, and answers what it can there and then; writes that would block wait
+/// for a Dispatch write source. A client that stops reading or writing holds up nobody but
+/// itself. Whether the peer may change trials is decided once, when the connection is admitted.
 final class ControlConnection: @unchecked Sendable {
   // @unchecked: every mutable property is touched only on `queue`.
   let id: UInt64
@@ -21,17 +22,21 @@ final class ControlConnection: @unchecked Sendable {
   private let authorization: Authorization
   private let fd: Int32
   private let server: ControlServer
+  private let poller: ControlPoller
   private let logger: Logger
   private var machine: ConnectionMachine<PreparedCall>
 
-  private var readSource: (any DispatchSourceRead)?
   private var writeSource: (any DispatchSourceWrite)?
   private var timer: (any DispatchSourceTimer)?
   private var armedDeadline: Duration?
   private var reading = false
-  private var readCancelled = false
+  /// The descriptor is registered with the poller (from `open` until reading stops).
+  private var registered = false
+  /// The poller's thread is running a block on the queue.
+  private var onPoller = false
   private var writeArmed = false
-  /// Sources whose cancel handlers have still to run before the descriptor may be closed.
+  /// The poller's registration and the write source: each to be done with before the
+  /// descriptor may be closed.
   private var openSources = 0
   private var stream: (relay: StreamRelay, cancel: @Sendable () -> Void)?
   private var closed = false
@@ -46,6 +51,8 @@ final class ControlConnection: @unchecked Sendable {
   private let performingThread = Atomic<UInt>(0)
   /// Completions taken on the connection's queue, without a hop (for tests).
   static let inlineCompletions = Atomic<Int>(0)
+  /// Of those, completions taken on the poller's thread: answered with no thread woken (for tests).
+  static let pollerCompletions = Atomic<Int>(0)
 
   private final class Authorization: @unchecked Sendable {
     // @unchecked: set once on the connection's queue before any message is read.
@@ -60,6 +67,7 @@ final class ControlConnection: @unchecked Sendable {
     authorization.mayChange = mayChange
     self.authorization = authorization
     self.server = server
+    poller = server.poller
     queue = DispatchQueue(label: "trialwatch.control.connection")
     var logger = server.logger
     logger[metadataKey: "connection"] = "\(id)"
@@ -117,9 +125,9 @@ final class ControlConnection: @unchecked Sendable {
     guard !closed else { return }
     if machine.stopsReading {
       stopReading()
-    } else if machine.wantsInput != reading, let readSource {
-      machine.wantsInput ? readSource.resume() : readSource.suspend()
+    } else if machine.wantsInput != reading, registered {
       reading.toggle()
+      poller.setReading(reading, self, fd: fd)
     }
     // The timer is re-armed only for an earlier deadline: a deadline that moves later with
     // each call (the idle timeout) costs nothing per call. Firing early, it re-arms.
@@ -166,6 +174,7 @@ final class ControlConnection: @unchecked Sendable {
       }
       if performingThread.load(ordering: .relaxed) == UInt(pthread_self()) {
         Self.inlineCompletions.add(1, ordering: .relaxed)
+        if onPoller { Self.pollerCompletions.add(1, ordering: .relaxed) }
         pending += machine.finished(slot: slot, reply: reply, change: change, now: Self.now())
       } else {
         queue.async {
@@ -181,9 +190,6 @@ final class ControlConnection: @unchecked Sendable {
     if authorization.mayChange == nil {
       authorization.mayChange = peer.map { server.authorizer.mayChange($0).permitted } ?? false
     }
-    let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-    read.setEventHandler { [unowned self] in readAvailable() }
-    read.setCancelHandler { [self] in sourceCancelled() }
     let write = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
     write.setEventHandler { [unowned self] in run([]) }
     write.setCancelHandler { [self] in sourceCancelled() }
@@ -194,22 +200,22 @@ final class ControlConnection: @unchecked Sendable {
     }
     timer.schedule(deadline: .distantFuture)
     timer.resume()
-    readSource = read
     writeSource = write
     self.timer = timer
     openSources = 2
-    read.resume()
+    registered = true
     reading = true
+    poller.register(self, fd: fd)
     logger.debug("control connection opened")
     run([])
   }
 
   private func stopReading() {
-    guard !readCancelled, let readSource else { return }
-    readCancelled = true
-    readSource.cancel()
-    if !reading { readSource.resume() }
+    guard registered else { return }
+    registered = false
     reading = false
+    poller.deregister(self, fd: fd)
+    sourceCancelled()
   }
 
   private func sourceCancelled() {
@@ -234,8 +240,18 @@ final class ControlConnection: @unchecked Sendable {
     }
   }
 
+  /// The socket is readable: called by the poller's thread, which reads on the queue itself.
+  func readOnPoller() {
+    queue.sync {
+      onPoller = true
+      defer { onPoller = false }
+      readAvailable()
+    }
+  }
+
   private func readAvailable() {
-    guard !closed else { return }
+    // An event that was on its way when reading stopped: the descriptor may be another's now.
+    guard !closed, registered else { return }
     var actions: [ConnectionMachine<PreparedCall>.Action] = []
     withUnsafeTemporaryAllocation(byteCount: 65_536, alignment: 16) { buffer in
       while !machine.stopsReading && machine.wantsInput {
