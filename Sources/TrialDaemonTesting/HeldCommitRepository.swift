@@ -6,12 +6,17 @@ import TrialTesting
 
 /// A repository whose next write, once `holdNextWrite()` is called, stops inside its
 /// transaction until `releaseWrite()`: a commit in progress (an `fdatasync` that takes its
-/// time), for tests that show what does not wait for it. Otherwise an `InMemoryTrialRepository`.
+/// time), for tests that show what does not wait for it. Its next scan of the trials, once
+/// `holdNextScan()` is called, stops the same way until `releaseScan()`: a long read (a scan
+/// of a large store). Otherwise an `InMemoryTrialRepository`.
 public final class HeldCommitRepository: TrialRepository, Sendable {
   private let inner = InMemoryTrialRepository()
   private let armed = Atomic<Bool>(false)
   private let entered = DispatchSemaphore(value: 0)
   private let released = DispatchSemaphore(value: 0)
+  private let scanArmed = Atomic<Bool>(false)
+  private let scanEntered = DispatchSemaphore(value: 0)
+  private let scanReleased = DispatchSemaphore(value: 0)
 
   public init() {}
 
@@ -29,8 +34,29 @@ public final class HeldCommitRepository: TrialRepository, Sendable {
     released.signal()
   }
 
+  /// The next read that scans the trials will stop until `releaseScan()`.
+  public func holdNextScan() {
+    scanArmed.store(true, ordering: .sequentiallyConsistent)
+  }
+
+  /// Waits until the held scan has begun; false when it did not within `timeout` seconds.
+  public func waitUntilScanHeld(timeout: Double = 10) -> Bool {
+    scanEntered.wait(timeout: .now() + timeout) == .success
+  }
+
+  public func releaseScan() {
+    scanReleased.signal()
+  }
+
   public func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
-    try inner.read(body)
+    try inner.read { txn in
+      try body(
+        HeldScan(inner: txn) { [self] in
+          guard scanArmed.exchange(false, ordering: .sequentiallyConsistent) else { return }
+          scanEntered.signal()
+          _ = scanReleased.wait(timeout: .now() + 30)
+        })
+    }
   }
 
   public func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
@@ -50,4 +76,28 @@ public final class HeldCommitRepository: TrialRepository, Sendable {
   {
     try inner.restore(into: &planner, progressEvery: progressEvery, progress: progress)
   }
+}
+
+/// A read transaction whose `scanTrials` first calls `beforeScan`.
+private struct HeldScan: TrialReadTransaction {
+  let inner: any TrialReadTransaction
+  let beforeScan: () -> Void
+
+  func trial(_ id: TrialID) throws -> Trial? { try inner.trial(id) }
+  func activeTrialID(subject: String) throws -> TrialID? { try inner.activeTrialID(subject: subject) }
+  func latestTrialID(subject: String) throws -> TrialID? { try inner.latestTrialID(subject: subject) }
+  func scanTrials(after: TrialID?, _ body: (Trial) throws -> Bool) throws {
+    beforeScan()
+    try inner.scanTrials(after: after, body)
+  }
+  func ledgerEntry(_ id: EventID) throws -> LedgerEntry? { try inner.ledgerEntry(id) }
+  func ledgerEntries(trial: TrialID) throws -> [LedgerEntry] { try inner.ledgerEntries(trial: trial) }
+  func scanOutbox(_ body: (LedgerEntry) throws -> Bool) throws { try inner.scanOutbox(body) }
+  func lastSeenWallTime() throws -> Date? { try inner.lastSeenWallTime() }
+  func eventLogBounds() throws -> EventLogBounds { try inner.eventLogBounds() }
+  func scanEvents(after: EventCursor, _ body: (LoggedEvent) throws -> Bool) throws {
+    try inner.scanEvents(after: after, body)
+  }
+  func consumer(named name: String) throws -> ConsumerRecord? { try inner.consumer(named: name) }
+  func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws { try inner.scanConsumers(body) }
 }

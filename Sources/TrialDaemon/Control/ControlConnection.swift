@@ -112,6 +112,9 @@ final class ControlConnection: @unchecked Sendable {
     repeat {
       while !pending.isEmpty {
         switch pending.removeFirst() {
+        case .perform(let call, let slot) where onPoller && call.route.scans:
+          // Not on the poller's thread, which reads every connection: on this queue, later.
+          queue.async { self.run([.perform(call, slot: slot)]) }
         case .perform(let call, let slot): perform(call, slot: slot)
         case .startStream(let call): startStream(call)
         case .stopStream: stopStream()

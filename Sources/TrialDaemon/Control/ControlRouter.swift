@@ -11,6 +11,9 @@ public struct Route: Sendable {
   let kind: MethodKind
   let parameterType: any VarlinkParameters.Type
   private(set) var handler: Handler
+  /// The handler may read much of the store (a scan): the control poller's thread leaves it
+  /// to the connection's queue rather than make every other connection wait for it.
+  private(set) var scans = false
 
   enum Handler: Sendable {
     /// Carries out a call; completes with the reply message (`OutgoingReply`) or the error.
@@ -53,6 +56,13 @@ public struct Route: Sendable {
 }
 
 extension Route {
+  /// The same route, marked as one whose handler may scan much of the store (see `scans`).
+  public func scanning() -> Route {
+    var route = self
+    route.scans = true
+    return route
+  }
+
   /// The same route, running `starting` as a call reaches its handler and `taken` once the
   /// handler has returned (a change is then queued with the engine): for tests and tools that
   /// wait until calls have arrived.

@@ -78,7 +78,7 @@ public final class TrialsHandlers: @unchecked Sendable {
           let page = try $0.listTrials(limit: p.pageSize, after: p.after) { p.matches($0, now: now) }
           return ListTrialsReply(trials: page.trials.map { TrialObject($0, now: now) }, next: page.next)
         }
-      },
+      }.scanning(),
       Route(Trials.getPlan) { p, done in
         self.read(done) {
           let (trial, ledger) = try $0.trialWithLedger(id: p.id)
@@ -93,7 +93,7 @@ public final class TrialsHandlers: @unchecked Sendable {
           let subjects = try queries.subjects(of: due.map(\.event.trialID))
           return EventsReply(events: due.map { EventObject($0, subject: subjects[$0.event.trialID]) })
         }
-      },
+      }.scanning(),
       Route(Trials.getStatus) { _, done in
         self.read(done) { _ in
           let now = self.clock.now()

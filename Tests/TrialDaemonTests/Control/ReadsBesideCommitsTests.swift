@@ -40,6 +40,27 @@ import TrialTesting
     #expect(try client.listTrials().trials.map(\.subject) == ["acme", "beta"])
   }
 
+  /// A scan (ListTrials, Simulate) runs off the thread that reads every connection: while one
+  /// is held, other connections are answered.
+  @Test func reads_WhileAnotherConnectionScans_AreAnswered() throws {
+    let repository = HeldCommitRepository()
+    let fixture = try ControlFixture(ids: [1], repository: repository)
+    let client = try fixture.client()
+    let first = try client.startTrial(StartTrialParameters(subject: "acme"))
+    repository.holdNextScan()
+    let scanner = try fixture.client()
+    try scanner.sendBytes(message("io.trialwatch.Trials.ListTrials", "{}"))
+    try #require(repository.waitUntilScanHeld(), "the scan began")
+    defer { repository.releaseScan() }
+    for _ in 0..<3 {
+      #expect(try client.getTrial(GetTrialParameters(id: first.id)).subject == "acme")
+    }
+    #expect(try client.getStatus().trials.active == 1)
+    repository.releaseScan()
+    let listed = try scanner.receive().parameters(as: ListTrialsReply.self)
+    #expect(listed.trials.map(\.subject) == ["acme"])
+  }
+
   @Test func reads_WhileTheEngineIsBusy_AreAnswered() throws {
     let fixture = try ControlFixture(store: .lmdb, ids: [1])
     let client = try fixture.client()
