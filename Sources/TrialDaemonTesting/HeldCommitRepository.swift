@@ -11,62 +11,31 @@ import TrialTesting
 /// of a large store). Otherwise an `InMemoryTrialRepository`.
 public final class HeldCommitRepository: TrialRepository, Sendable {
   private let inner = InMemoryTrialRepository()
-  private let armed = Atomic<Bool>(false)
-  private let entered = DispatchSemaphore(value: 0)
-  private let released = DispatchSemaphore(value: 0)
-  private let scanArmed = Atomic<Bool>(false)
-  private let scanEntered = DispatchSemaphore(value: 0)
-  private let scanReleased = DispatchSemaphore(value: 0)
+  private let writes = Hold()
+  private let scans = Hold()
 
   public init() {}
 
   /// The next write will stop until `releaseWrite()`.
-  public func holdNextWrite() {
-    armed.store(true, ordering: .sequentiallyConsistent)
-  }
-
+  public func holdNextWrite() { writes.arm() }
   /// Waits until the held write has begun; false when it did not within `timeout` seconds.
-  public func waitUntilWriteHeld(timeout: Double = 10) -> Bool {
-    entered.wait(timeout: .now() + timeout) == .success
-  }
-
-  public func releaseWrite() {
-    released.signal()
-  }
+  public func waitUntilWriteHeld(timeout: Double = 10) -> Bool { writes.waitUntilHeld(timeout: timeout) }
+  public func releaseWrite() { writes.release() }
 
   /// The next read that scans the trials will stop until `releaseScan()`.
-  public func holdNextScan() {
-    scanArmed.store(true, ordering: .sequentiallyConsistent)
-  }
-
+  public func holdNextScan() { scans.arm() }
   /// Waits until the held scan has begun; false when it did not within `timeout` seconds.
-  public func waitUntilScanHeld(timeout: Double = 10) -> Bool {
-    scanEntered.wait(timeout: .now() + timeout) == .success
-  }
-
-  public func releaseScan() {
-    scanReleased.signal()
-  }
+  public func waitUntilScanHeld(timeout: Double = 10) -> Bool { scans.waitUntilHeld(timeout: timeout) }
+  public func releaseScan() { scans.release() }
 
   public func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
-    try inner.read { txn in
-      try body(
-        HeldScan(inner: txn) { [self] in
-          guard scanArmed.exchange(false, ordering: .sequentiallyConsistent) else { return }
-          scanEntered.signal()
-          _ = scanReleased.wait(timeout: .now() + 30)
-        })
-    }
+    try inner.read { txn in try body(HeldScan(inner: txn) { [scans] in scans.stopIfArmed() }) }
   }
 
   public func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
     try inner.write { txn in
       let result = try body(txn)
-      if armed.exchange(false, ordering: .sequentiallyConsistent) {
-        entered.signal()
-        // A test that fails before releasing must not hang the suite.
-        _ = released.wait(timeout: .now() + 30)
-      }
+      writes.stopIfArmed()
       return result
     }
   }
@@ -100,4 +69,26 @@ private struct HeldScan: TrialReadTransaction {
   }
   func consumer(named name: String) throws -> ConsumerRecord? { try inner.consumer(named: name) }
   func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws { try inner.scanConsumers(body) }
+}
+
+/// One place where the repository can be made to stop: armed, the next pass stops there until
+/// released.
+private final class Hold: Sendable {
+  private let armed = Atomic<Bool>(false)
+  private let entered = DispatchSemaphore(value: 0)
+  private let released = DispatchSemaphore(value: 0)
+
+  func arm() { armed.store(true, ordering: .sequentiallyConsistent) }
+
+  func waitUntilHeld(timeout: Double) -> Bool { entered.wait(timeout: .now() + timeout) == .success }
+
+  func release() { released.signal() }
+
+  /// Stops until released, when armed (once).
+  func stopIfArmed() {
+    guard armed.exchange(false, ordering: .sequentiallyConsistent) else { return }
+    entered.signal()
+    // A test that fails before releasing must not hang the suite.
+    _ = released.wait(timeout: .now() + 30)
+  }
 }
