@@ -79,8 +79,9 @@ final class DeliveryQueue {
   var heldCount: Int { backlog.count }
 
   /// Delivers `entries` (of `trials`, as the commit that took them left them), in order, or
-  /// puts them behind the events already held.
-  func deliver(_ entries: [LedgerEntry], trials: [Trial?], retryDelay: Duration) {
+  /// puts them behind the events already held. `nextDue`: when the engine wakes next to take
+  /// events (see `addMarks`).
+  func deliver(_ entries: [LedgerEntry], trials: [Trial?], retryDelay: Duration, nextDue: Date?) {
     self.retryDelay = retryDelay
     guard !entries.isEmpty, !stopped else { return }
     guard !backlog.isHolding else {
@@ -88,7 +89,7 @@ final class DeliveryQueue {
       return
     }
     let run = offer(entries, trials)
-    addMarks(run.delivered)
+    addMarks(run.delivered, nextDue: nextDue)
     guard let stop = run.stop else { return }
     backlog.append(entries[stop.index...].lazy.map(\.id))
     hold(stop.cause)
@@ -96,32 +97,47 @@ final class DeliveryQueue {
 
   // MARK: Delivery marks
 
-  /// Deliveries not recorded in the store yet, oldest first. The engine's next write records
-  /// them (`recordMarks(in:)`); when none comes, the mark wake does, `markDelay` after the
-  /// first. Until then their entries stay in the outbox, so a crash delivers them again.
+  /// Deliveries not recorded in the store yet, oldest first. When the engine takes more events
+  /// within `rideWindow`, that commit records them (`recordMarks(in:)`, as does any write of
+  /// the engine's); otherwise the mark wake records them at once, in a commit of their own,
+  /// once the engine is idle (at the latest `markDelay` after the first). Until then their
+  /// entries stay in the outbox, so a crash delivers them again: at most the deliveries of the
+  /// last `rideWindow`, when events fall due that densely.
   private var marks: [(id: EventID, at: Date)] = []
   /// The same, for readers on other threads.
   let unrecorded = UnrecordedDeliveries()
   private var markWake: (any ScheduledWake)?
   /// How long a delivery may wait for a write to ride in before it gets a commit of its own.
   static let markDelay: TimeInterval = 1
+  /// Deliveries ride in the next wake's commit when it comes this soon.
+  static let rideWindow: TimeInterval = 0.005
 
   /// Deliveries not recorded in the store yet.
   var unrecordedCount: Int { marks.count }
 
-  private func addMarks(_ ids: [EventID]) {
+  private func addMarks(_ ids: [EventID], nextDue: Date? = nil) {
     guard !ids.isEmpty else { return }
     let now = scheduler.clock.now()
     marks.append(contentsOf: ids.lazy.map { (id: $0, at: now) })
     unrecorded.insert(ids, at: now)
-    armMarkWake(after: Self.markDelay)
+    let rides = nextDue.map { $0.timeIntervalSince(now) <= Self.rideWindow } ?? false
+    armMarkWake(after: rides ? Self.markDelay : 0)
   }
 
+  private var markWakeDelay: TimeInterval?
+
+  /// Arms the mark wake, or brings it forward to `delay`.
   private func armMarkWake(after delay: TimeInterval) {
-    guard markWake == nil, !stopped, !marks.isEmpty else { return }
+    guard !stopped, !marks.isEmpty else { return }
+    if markWake != nil {
+      guard let armed = markWakeDelay, delay < armed else { return }
+      markWake?.cancel()
+    }
+    markWakeDelay = delay
     markWake = scheduler.schedule(after: delay, label: "record deliveries") { [weak self] in
       guard let self else { return }
       self.markWake = nil
+      self.markWakeDelay = nil
       self.writeMarks()
     }
   }
@@ -141,6 +157,7 @@ final class DeliveryQueue {
     guard marks.isEmpty else { return }
     markWake?.cancel()
     markWake = nil
+    markWakeDelay = nil
   }
 
   /// The mark wake's action: the deliveries in a commit of their own.
@@ -169,6 +186,7 @@ final class DeliveryQueue {
     backlog.wake = nil
     markWake?.cancel()
     markWake = nil
+    markWakeDelay = nil
   }
 
   /// The wake's action: delivers held events, oldest first, until a sink stops again or none

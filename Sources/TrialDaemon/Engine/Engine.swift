@@ -251,7 +251,7 @@ public final class Engine {
 
   /// Hands taken entries to the sinks, in order, behind any held back (see `DeliveryQueue`).
   private func deliver(_ entries: [LedgerEntry], trials: [Trial?]) {
-    delivery.deliver(entries, trials: trials, retryDelay: settings.retryDelay)
+    delivery.deliver(entries, trials: trials, retryDelay: settings.retryDelay, nextDue: planner.nextDeadline)
   }
 
   /// A write transaction that also records the deliveries made since the last write, so that
