@@ -3,12 +3,18 @@ import Logging
 import Synchronization
 import TrialCore
 
-/// Deliveries made but not recorded in the store yet, readable from any thread: a plan read
-/// from the store shows them delivered (`apply(to:)`).
+/// Deliveries made but not recorded in the store yet, with when they were made: kept by the
+/// engine's `DeliveryQueue`, readable from any thread, so that a plan read from the store
+/// shows them delivered (`apply(to:)`).
 public final class UnrecordedDeliveries: Sendable {
   private let marks = Mutex<[EventID: Date]>([:])
 
   public init() {}
+
+  var count: Int { marks.withLock { $0.count } }
+
+  /// Every delivery not recorded yet.
+  var all: [EventID: Date] { marks.withLock { $0 } }
 
   func insert(_ ids: [EventID], at date: Date) {
     marks.withLock { marks in for id in ids { marks[id] = date } }
@@ -97,14 +103,12 @@ final class DeliveryQueue {
 
   // MARK: Delivery marks
 
-  /// Deliveries not recorded in the store yet, oldest first. When the engine takes more events
+  /// Deliveries not recorded in the store yet. When the engine takes more events
   /// within `rideWindow`, that commit records them (`recordMarks(in:)`, as does any write of
   /// the engine's); otherwise the mark wake records them at once, in a commit of their own,
   /// once the engine is idle (at the latest `markDelay` after the first). Until then their
   /// entries stay in the outbox, so a crash delivers them again: at most the deliveries of the
   /// last `rideWindow`, when events fall due that densely.
-  private var marks: [(id: EventID, at: Date)] = []
-  /// The same, for readers on other threads.
   let unrecorded = UnrecordedDeliveries()
   private var markWake: (any ScheduledWake)?
   /// How long a delivery may wait for a write to ride in before it gets a commit of its own.
@@ -113,12 +117,11 @@ final class DeliveryQueue {
   static let rideWindow: TimeInterval = 0.005
 
   /// Deliveries not recorded in the store yet.
-  var unrecordedCount: Int { marks.count }
+  var unrecordedCount: Int { unrecorded.count }
 
   private func addMarks(_ ids: [EventID], nextDue: Date? = nil) {
     guard !ids.isEmpty else { return }
     let now = scheduler.clock.now()
-    marks.append(contentsOf: ids.lazy.map { (id: $0, at: now) })
     unrecorded.insert(ids, at: now)
     let rides = nextDue.map { $0.timeIntervalSince(now) <= Self.rideWindow } ?? false
     armMarkWake(after: rides ? Self.markDelay : 0)
@@ -128,7 +131,7 @@ final class DeliveryQueue {
 
   /// Arms the mark wake, or brings it forward to `delay`.
   private func armMarkWake(after delay: TimeInterval) {
-    guard !stopped, !marks.isEmpty else { return }
+    guard !stopped, unrecordedCount > 0 else { return }
     if markWake != nil {
       guard let armed = markWakeDelay, delay < armed else { return }
       markWake?.cancel()
@@ -142,19 +145,20 @@ final class DeliveryQueue {
     }
   }
 
-  /// Records the pending deliveries in `txn`, a write of the engine's; returns how many, for
+  /// Records the pending deliveries in `txn`, a write of the engine's; returns them, for
   /// `marksRecorded` once `txn` has committed. May run more than once for one write.
-  func recordMarks(in txn: any TrialWriteTransaction) throws -> Int {
-    try TrialBook.markDelivered(in: txn, marks)
-    return marks.count
+  func recordMarks(in txn: any TrialWriteTransaction) throws -> [EventID] {
+    // In id order, which visits the ledger's pages in key order.
+    let marks = unrecorded.all.sorted { $0.key < $1.key }
+    try TrialBook.markDelivered(in: txn, marks.lazy.map { (id: $0.key, at: $0.value) })
+    return marks.map(\.key)
   }
 
-  /// The oldest `count` deliveries are in the store.
-  func marksRecorded(_ count: Int) {
-    guard count > 0 else { return }
-    unrecorded.remove(marks.prefix(count).lazy.map(\.id))
-    marks.removeFirst(count)
-    guard marks.isEmpty else { return }
+  /// These deliveries are in the store.
+  func marksRecorded(_ ids: [EventID]) {
+    guard !ids.isEmpty else { return }
+    unrecorded.remove(ids)
+    guard unrecordedCount == 0 else { return }
     markWake?.cancel()
     markWake = nil
     markWakeDelay = nil
@@ -167,7 +171,7 @@ final class DeliveryQueue {
     } catch {
       logger.error(
         "could not record deliveries; will try again",
-        metadata: ["error": "\(error)", "count": "\(marks.count)"])
+        metadata: ["error": "\(error)", "count": "\(unrecordedCount)"])
       armMarkWake(after: retryDelay.timeInterval)
     }
   }

@@ -19,19 +19,11 @@ extension Engine {
   /// The status line: `3 active trials; next: acme-42 expires in 2h 13min` (the time to go
   /// in `TimeSpan.Style.brief`).
   public func statusLine() -> String {
-    let next = planner.nextEvent
-    let subject = next.flatMap { next in (try? repository.read { try $0.trial(next.trialID) })??.subject }
-    return Self.statusLine(
-      active: counts[.active, default: 0], next: next, subject: subject, now: clock.now())
-  }
-
-  /// The status line for `active` trials and the next event (of the trial `subject`; its id
-  /// when nil), as of `now`.
-  static func statusLine(active: Int, next: TrialEvent?, subject: String?, now: Date) -> String {
+    let active = counts[.active, default: 0]
     var line = "\(active) active trial\(active == 1 ? "" : "s")"
-    guard let next else { return line + "; nothing scheduled" }
-    let subject = subject ?? "\(next.trialID)"
-    let left = next.due.duration(since: now)
+    guard let next = planner.nextEvent else { return line + "; nothing scheduled" }
+    let subject = (try? repository.read { try $0.trial(next.trialID) })??.subject ?? "\(next.trialID)"
+    let left = next.due.duration(since: clock.now())
     let when = left <= .zero ? "now" : "in " + TimeSpan.format(left, style: .brief)
     switch next.kind {
     case .expiry: line += "; next: \(subject) expires \(when)"

@@ -50,6 +50,9 @@ public final class Engine {
   /// The newest event handed to the log observers.
   public internal(set) var publishedThrough = EventCursor.origin
   var pruneWake: (any ScheduledWake)?
+  /// Where the snapshot for reads off the engine's queue is published; nil until asked for
+  /// (`snapshots()`).
+  var snapshotCell: EngineSnapshots?
   var pruneAt: Date?
 
   /// Trials by state, kept current as trials start, end and expire.
@@ -257,7 +260,7 @@ public final class Engine {
   /// A write transaction that also records the deliveries made since the last write, so that
   /// they ride in its commit rather than costing one of their own (see `DeliveryQueue`).
   func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
-    var recorded = 0
+    var recorded: [EventID] = []
     let result = try repository.write { txn in
       recorded = try delivery.recordMarks(in: txn)
       return try body(txn)
