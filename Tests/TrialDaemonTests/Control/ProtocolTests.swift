@@ -335,8 +335,9 @@ import TrialDaemonTesting
     var options = ControlServer.Options()
     options.connection.idleTimeout = .milliseconds(200)
     let fixture = try ControlFixture(options: options)
-    let idle = try fixture.client()
+    // The daemon's idle clock starts when it accepts, which can be before connect returns here.
     let started = DispatchTime.now()
+    let idle = try fixture.client()
     #expect(readToEnd(idle.fileDescriptor, timeout: 10) == [])
     #expect(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds >= 200_000_000)
     #expect(fixture.logs.waitFor { $0.message.contains("idle") } != nil)
