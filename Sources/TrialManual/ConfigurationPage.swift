@@ -52,7 +52,11 @@ struct ConfigurationPage {
       for key in section.keys {
         page.item(Roff.bold(key.name + "=") + Roff.italic(key.valueName))
         page.paragraph(key.meaning, keys: true)
-        page.paragraph(words: ["Default:"] + Self.defaultWords(key.defaultText))
+        if let description = key.defaultDescription {
+          page.paragraph("Default: \(description).")
+        } else {
+          page.paragraph(words: ["Default:"] + Self.defaultWords(key.defaultText))
+        }
       }
       page.endItems()
     }
@@ -62,6 +66,16 @@ struct ConfigurationPage {
     page.literal(["# \(dropIns)/50-late.conf", "[CatchUp]", "LateReminders=all"], attached: true)
     page.paragraph("Check it and apply it:")
     page.literal(["trialwatchd --check-config && systemctl reload trialwatch"], attached: true)
+    page.paragraph(
+      "A fleet node: trials in a PostgreSQL database shared with the other nodes, the password in the "
+        + ".pgpass file that trialwatch-fleet.conf passes to the service (README.md, Fleet mode):")
+    page.literal(
+      [
+        "# \(dropIns)/50-fleet.conf", "[Store]", "Backend=postgresql", "[PostgreSQL]",
+        "Connection=host=db.example dbname=trialwatch user=trialwatch",
+      ], attached: true)
+    page.paragraph("Backend= and the [PostgreSQL] keys take effect at a restart, not a reload:", keys: true)
+    page.literal(["trialwatchd --check-config && systemctl restart trialwatch"], attached: true)
 
     page.section("FILES")
     page.item(Roff.italic(main))

@@ -161,7 +161,127 @@ import TrialCore
       #"invalid value "1000001" for RateLimitBurst= in [Journal]: expected a whole number from 0 to "#
         + "1000000, or infinity"
     ),
+    BadValue(
+      "Store", "Backend=postgres",
+      #"invalid value "postgres" for Backend= in [Store]: expected lmdb or postgresql"#),
+    BadValue(
+      "Store", "Backend=LMDB", #"invalid value "LMDB" for Backend= in [Store]: expected lmdb or postgresql"#),
+    BadValue(
+      "PostgreSQL", "NodeName=-node1",
+      #"invalid value "-node1" for NodeName= in [PostgreSQL]: not a node name (1 to 64 ASCII letters, "#
+        + #"digits, "-", "_" or ".", starting with a letter or digit)"#
+    ),
+    BadValue(
+      "PostgreSQL", "NodeName=node 1",
+      #"invalid value "node 1" for NodeName= in [PostgreSQL]: not a node name (1 to 64 ASCII letters, "#
+        + #"digits, "-", "_" or ".", starting with a letter or digit)"#
+    ),
+    BadValue(
+      "PostgreSQL", "NodeName=nöde",
+      #"invalid value "nöde" for NodeName= in [PostgreSQL]: not a node name (1 to 64 ASCII letters, "#
+        + #"digits, "-", "_" or ".", starting with a letter or digit)"#
+    ),
+    BadValue(
+      "PostgreSQL", "NodeName=" + String(repeating: "n", count: 65),
+      #"invalid value ""# + String(repeating: "n", count: 65)
+        + #"" for NodeName= in [PostgreSQL]: not a node name (1 to 64 ASCII letters, "#
+        + #"digits, "-", "_" or ".", starting with a letter or digit)"#
+    ),
+    BadValue(
+      "PostgreSQL", "Shards=0",
+      #"invalid value "0" for Shards= in [PostgreSQL]: expected a whole number from 1 to 4096"#),
+    BadValue(
+      "PostgreSQL", "Shards=4097",
+      #"invalid value "4097" for Shards= in [PostgreSQL]: expected a whole number from 1 to 4096"#),
+    BadValue(
+      "PostgreSQL", "Shards=many",
+      #"invalid value "many" for Shards= in [PostgreSQL]: expected a whole number from 1 to 4096"#),
+    BadValue(
+      "PostgreSQL", "Connection=host",
+      #"invalid value for Connection= in [PostgreSQL]: missing "=" after "host"; expected keyword=value "#
+        + "pairs separated by spaces, or a postgresql:// URI"
+    ),
+    BadValue(
+      "PostgreSQL", "Connection=host=db1 dbname",
+      #"invalid value for Connection= in [PostgreSQL]: missing "=" after "dbname"; expected keyword=value "#
+        + "pairs separated by spaces, or a postgresql:// URI"
+    ),
+    BadValue(
+      "PostgreSQL", "Connection=host=db1 =x",
+      #"invalid value for Connection= in [PostgreSQL]: missing keyword before "="; expected keyword=value "#
+        + "pairs separated by spaces"
+    ),
+    BadValue(
+      "PostgreSQL", "Connection=host=db1 application_name='trial",
+      "invalid value for Connection= in [PostgreSQL]: unterminated quoted value of application_name="
+    ),
+    BadValue(
+      "PostgreSQL", "Connection=mysql://db1/trialwatch",
+      #"invalid value for Connection= in [PostgreSQL]: unknown URI scheme "mysql"; expected "#
+        + "postgresql:// or postgres://"
+    ),
   ]
+
+  static let passwordAdvice =
+    "put it in a .pgpass file instead (named by PGPASSFILE; under systemd, passed with LoadCredential= as "
+    + "trialwatch-fleet.conf does)"
+
+  @Test(arguments: [
+    ("host=db1 user=trialwatch password=s3cret dbname=trialwatch", "password="),
+    ("host=db1 password = 's3 cret'", "password="),
+    ("postgresql://trialwatch:s3cret@db1/trialwatch", "user:password@"),
+    ("postgres://trialwatch:s3cret@db1:5432,db2:5432/trialwatch", "user:password@"),
+    ("postgresql://trialwatch@db1/trialwatch?sslmode=verify-full&password=s3cret", "password="),
+    ("postgresql://db1/trialwatch?p%61ssword=s3cret", "password="),
+  ])
+  func connection_WithAPassword_IsRefusedWithoutRepeatingIt(value: String, form: String) {
+    for backend in ["lmdb", "postgresql"] {
+      let fixture = ConfigurationFixture()
+      fixture.write("trialwatch.conf", "[Store]\nBackend=\(backend)\n[PostgreSQL]\nConnection=\(value)\n")
+      let loaded = fixture.load()
+      #expect(
+        loaded.diagnostics.map(\.description) == [
+          "\(fixture.main):4: error: invalid value for Connection= in [PostgreSQL]: holds a password "
+            + "(\(form)); " + Self.passwordAdvice
+        ])
+      #expect(!loaded.checkReport.text.contains("s3"))
+      #expect(loaded.checkReport.exitCode == 1)
+      #expect(loaded.configuration.postgreSQL == nil)
+    }
+  }
+
+  @Test func backendPostgresql_WithoutConnection_IsAnErrorWhereBackendIsSet() {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[PostgreSQL]\nNodeName=node1\n")
+    let dropIn = fixture.dropIn("50-fleet.conf", "# fleet\n[Store]\nBackend=postgresql\n")
+    let loaded = fixture.load()
+    #expect(
+      loaded.diagnostics.map(\.description) == [
+        "\(dropIn):3: error: Backend=postgresql needs Connection= in [PostgreSQL] (a libpq connection string "
+          + "or a postgresql:// URI); none is set"
+      ])
+    #expect(loaded.configuration.postgreSQL == nil)
+    #expect(loaded.checkReport.exitCode == 1)
+  }
+
+  @Test func backendPostgresql_WithAnInvalidConnection_IsOneError() {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=db1\n")
+    let loaded = fixture.load()
+    #expect(loaded.errors.map(\.line) == [4])
+    #expect(loaded.errors.first?.message.hasPrefix("invalid value for Connection= in [PostgreSQL]: ") == true)
+    #expect(loaded.configuration.postgreSQL == nil)
+  }
+
+  @Test func backendPostgresql_WithAConnectionResetByADropIn_IsAnError() {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=host=db1\n")
+    fixture.dropIn("50-reset.conf", "[PostgreSQL]\nConnection=\n")
+    let loaded = fixture.load()
+    #expect(loaded.errors.map(\.file) == [fixture.main])
+    #expect(loaded.errors.map(\.line) == [2])
+    #expect(loaded.configuration.postgreSQL == nil)
+  }
 
   @Test(arguments: badValues)
   func value_ThatIsInvalid_IsAnErrorWithFileLineKeyAndReason(bad: BadValue) {
@@ -241,7 +361,7 @@ import TrialCore
     #expect(
       loaded.diagnostics.map(\.description) == [
         "\(file):1: warning: assignment DefaultLength= outside of any section, ignored (sections: [Trials], "
-          + "[CatchUp], [Events], [Daemon], [Journal])",
+          + "[CatchUp], [Events], [Daemon], [Journal], [Store], [PostgreSQL])",
         "\(file):3: warning: unknown key \"DefaultLenght\" in [Trials], ignored",
         "\(file):4: warning: unknown key \"defaultlength\" in [Trials], ignored (did you mean "
           + "\"DefaultLength\"?)",

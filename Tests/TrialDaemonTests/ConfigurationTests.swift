@@ -68,6 +68,8 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
     #expect(defaults.journalRateLimitInterval == .seconds(30))
     #expect(defaults.journalRateLimitBurst == 9000)
     #expect(defaults.journalRateLimit == JournalPace.Limit(interval: .seconds(30), burst: 9000))
+    #expect(defaults.storeBackend == .lmdb)
+    #expect(defaults.postgreSQL == nil)
   }
 
   @Test func stateDirectory_ByDefault_IsSystemdsStateDirectory() {
@@ -232,6 +234,120 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
     let loaded = ConfigurationLoader(mainFile: custom, environment: [:]).load()
     #expect(loaded.files == [custom, custom + ".d/x.conf"])
     #expect(loaded.configuration.defaultLength == Days(9))
+  }
+}
+
+/// `[Store]` and `[PostgreSQL]`: fleet mode's keys.
+@Suite struct StoreConfigurationTests {
+  func load(_ text: String) -> LoadedConfiguration {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", text)
+    return fixture.load()
+  }
+
+  @Test func postgreSQL_WithOnlyAConnection_TakesTheDefaults() {
+    let loaded = load("[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=host=db1 dbname=trialwatch\n")
+    #expect(loaded.diagnostics == [])
+    #expect(loaded.configuration.storeBackend == .postgresql)
+    #expect(
+      loaded.configuration.postgreSQL
+        == PostgreSQLSettings(
+          connection: "host=db1 dbname=trialwatch", nodeName: PostgreSQLSettings.defaultNodeName(),
+          shards: 256))
+  }
+
+  @Test func defaultNodeName_OfThisHost_IsItsHostName() {
+    let name = PostgreSQLSettings.defaultNodeName()
+    #expect(!name.isEmpty)
+    let expected = (try? String(contentsOfFile: "/proc/sys/kernel/hostname", encoding: .utf8))?
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    if let expected, !expected.isEmpty { #expect(name == expected) }
+  }
+
+  @Test(arguments: [
+    "host=db1,db2 dbname=trialwatch user=trialwatch target_session_attrs=read-write",
+    "host = db1  port=5432 dbname = trialwatch",
+    "host=db1 application_name='trial watch' options='-c search_path=tw\\'s'",
+    "host=/run/postgresql dbname=trialwatch passfile=/etc/trialwatch/pgpass",
+    "service=trialwatch",
+    "postgresql://trialwatch@db1,db2/trialwatch?target_session_attrs=read-write",
+    "postgres://db1:5432/trialwatch?sslmode=verify-full",
+    "postgresql://",
+    "postgresql://%2Frun%2Fpostgresql/trialwatch",
+    "postgresql://trialwatch@[2001:db8::1]:5432/trialwatch",
+  ])
+  func connection_InEveryValidForm_IsTakenAsWritten(connection: String) {
+    let loaded = load("[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=\(connection)\nNodeName=n1\n")
+    #expect(loaded.diagnostics == [])
+    #expect(loaded.configuration.postgreSQL?.connection == connection)
+  }
+
+  @Test func postgreSQL_WithEveryKey_ReadsThem() {
+    let loaded = load(
+      """
+      [Store]
+      Backend=postgresql
+      [PostgreSQL]
+      Connection=postgresql://trialwatch@db1/trialwatch
+      NodeName=web-3.eu_west
+      Shards=4096
+      """)
+    #expect(loaded.diagnostics == [])
+    #expect(
+      loaded.configuration.postgreSQL
+        == PostgreSQLSettings(
+          connection: "postgresql://trialwatch@db1/trialwatch", nodeName: "web-3.eu_west", shards: 4096))
+  }
+
+  @Test(arguments: ["NodeName=a", "NodeName=9", "NodeName=" + String(repeating: "n", count: 64), "Shards=1"])
+  func postgreSQLKey_AtTheEdges_IsValid(line: String) {
+    let loaded = load("[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=host=db1\n\(line)\n")
+    #expect(loaded.diagnostics == [])
+    #expect(loaded.configuration.postgreSQL != nil)
+  }
+
+  @Test func postgreSQLKeys_WithBackendLmdb_AreAcceptedAndUnused() {
+    let loaded = load("[PostgreSQL]\nConnection=host=db1\nNodeName=n1\nShards=16\n")
+    #expect(loaded.diagnostics == [])
+    #expect(loaded.configuration.storeBackend == .lmdb)
+    #expect(loaded.configuration.postgreSQL == nil)
+  }
+
+  @Test func backend_ResetByAnEmptyAssignment_IsLmdb() {
+    let fixture = ConfigurationFixture()
+    fixture.write("trialwatch.conf", "[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=host=db1\n")
+    fixture.dropIn("50-single.conf", "[Store]\nBackend=\n")
+    let loaded = fixture.load()
+    #expect(loaded.diagnostics == [])
+    #expect(loaded.configuration.storeBackend == .lmdb)
+    #expect(loaded.configuration.postgreSQL == nil)
+  }
+
+  @Test func reload_OfRestartOnlyKeys_KeepsTheRunningValuesWithAWarning() {
+    let running = load(
+      "[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=host=db1\nNodeName=n1\n"
+    ).configuration
+    let next = load(
+      "[Trials]\nDefaultLength=9d\n[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=host=db2\nNodeName=n1\n"
+        + "Shards=64\n[Daemon]\nStateDirectory=/srv/tw\n"
+    ).configuration
+    let (applied, pending) = running.reloading(next)
+    #expect(applied.defaultLength == Days(9))
+    #expect(applied.postgreSQL == running.postgreSQL)
+    #expect(applied.stateDirectory == running.stateDirectory)
+    let suffix = " changed: the new value takes effect at the next start (systemctl restart trialwatch)"
+    #expect(
+      pending == [
+        "StateDirectory= in [Daemon]" + suffix, "Connection= in [PostgreSQL]" + suffix,
+        "Shards= in [PostgreSQL]" + suffix,
+      ])
+
+    let single = load("[PostgreSQL]\nConnection=host=db1\n").configuration
+    let (kept, backend) = single.reloading(running)
+    #expect(kept.storeBackend == .lmdb)
+    #expect(kept.postgreSQL == nil)
+    #expect(backend == ["Backend= in [Store]" + suffix])
+    #expect(running.reloading(running).pending == [])
   }
 }
 

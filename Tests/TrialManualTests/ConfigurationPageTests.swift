@@ -21,8 +21,12 @@ import Testing
     }
   }
 
+  /// Each key with its default as the page states it: the sample's text, "none" for an empty
+  /// one, or the description of a default the sample cannot write.
   static var schemaKeys: [(section: String, name: String, defaultText: String)] {
-    ConfigurationSchema.keys.map { ($0.section, $0.name, $0.defaultText) }
+    ConfigurationSchema.keys.map {
+      ($0.section, $0.name, $0.defaultDescription ?? ($0.defaultText.isEmpty ? "none" : $0.defaultText))
+    }
   }
 
   @Test func configurationPage_EveryKeyOfTheSchema_IsDescribedWithItsDefault() throws {
@@ -42,6 +46,20 @@ import Testing
     #expect(
       Self.undescribed(Self.schemaKeys, in: source)
         == ["[\(documentation.sections[1].name)] \(removed.name)= (default \(removed.defaultText))"])
+  }
+
+  @Test func configurationPage_DefaultsTheSampleCannotWrite_AreStatedInWords() throws {
+    let sections = Pages.sections(try Pages.page("trialwatch.conf").source)
+    let items = Pages.items(sections["[PostgreSQL] SECTION OPTIONS"] ?? [])
+    let body = { (name: String) in
+      items.first { $0.tag.hasPrefix(name + "=") }.map { Pages.text($0.body) } ?? ""
+    }
+    #expect(body("Connection").contains("Default: none."))
+    #expect(body("NodeName").contains("Default: the host name"))
+    #expect(body("Shards").contains("Default: 256."))
+    #expect(body("Connection").contains("must not hold the password"))
+    let store = Pages.text(sections["[Store] SECTION OPTIONS"] ?? [])
+    #expect(store.contains("Default: lmdb."))
   }
 
   @Test func configurationPage_EveryKey_SaysWhatItMeans() throws {

@@ -15,6 +15,9 @@ public struct ConfigurationDocumentation: Hashable, Sendable {
     public var valueName: String
     /// The built-in default, as the sample configuration writes it.
     public var defaultText: String
+    /// The default in words, for one the sample cannot write (`#NodeName=` stands for the host
+    /// name); nil when `defaultText` says it.
+    public var defaultDescription: String?
     public var meaning: String
   }
 
@@ -26,7 +29,9 @@ public struct ConfigurationDocumentation: Hashable, Sendable {
       Section(
         name: section, summary: ConfigurationSchema.sectionSummaries[section] ?? "",
         keys: ConfigurationSchema.keys.filter { $0.section == section }.map {
-          Key(name: $0.name, valueName: $0.valueName, defaultText: $0.defaultText, meaning: $0.meaning)
+          Key(
+            name: $0.name, valueName: $0.valueName, defaultText: $0.defaultText,
+            defaultDescription: $0.defaultDescription, meaning: $0.meaning)
         })
     })
 

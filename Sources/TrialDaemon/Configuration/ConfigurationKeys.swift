@@ -22,6 +22,11 @@ struct ConfigurationKey: Sendable {
   var meaning: String
   var apply: @Sendable (inout DaemonConfiguration, String) throws(InvalidValue) -> Void
   var reset: @Sendable (inout DaemonConfiguration, DaemonConfiguration) -> Void
+  /// How the manual states a default the sample cannot write (`#NodeName=` stands for the
+  /// host name); nil when `defaultText` says it ("none" when that is empty).
+  var defaultDescription: String? = nil
+  /// False for a value that may hold a secret: an error about it does not repeat it.
+  var echoesValue = true
 }
 
 /// Every key trialwatchd reads.
@@ -211,6 +216,62 @@ enum ConfigurationSchema {
         config.journalRateLimitBurst = burst
       },
       reset: { $0.journalRateLimitBurst = $1.journalRateLimitBurst }),
+    ConfigurationKey(
+      section: "Store", name: "Backend", defaultText: StoreBackend.lmdb.rawValue,
+      valueName: "lmdb|postgresql",
+      meaning:
+        "Where trials are kept. \"lmdb\": an LMDB store in StateDirectory=, on this host only. "
+        + "\"postgresql\": a PostgreSQL database shared by several trialwatchd (fleet mode), set in "
+        + "[PostgreSQL]. Read at start only: a reload keeps the running value.",
+      apply: { config, value throws(InvalidValue) in
+        guard let backend = StoreBackend(rawValue: value) else {
+          throw InvalidValue(reason: "expected lmdb or postgresql")
+        }
+        config.storeBackend = backend
+      },
+      reset: { $0.storeBackend = $1.storeBackend }),
+    ConfigurationKey(
+      section: "PostgreSQL", name: "Connection", defaultText: "", valueName: "connection string|URI",
+      meaning:
+        "The database, as libpq takes it: keyword=value pairs separated by spaces (\"host=db1,db2 "
+        + "dbname=trialwatch user=trialwatch target_session_attrs=read-write\") or a URI "
+        + "(\"postgresql://trialwatch@db1,db2/trialwatch\"). Required "
+        + "with Backend=postgresql. It must not hold the password: libpq reads it from the .pgpass file "
+        + "named by PGPASSFILE, which trialwatch-fleet.conf points at a credential passed with systemd's "
+        + "LoadCredential=. Only the form is checked here; libpq checks the rest when it connects.",
+      apply: { config, value throws(InvalidValue) in
+        config.postgreSQLKeys.connection = try connection(value)
+      },
+      reset: { $0.postgreSQLKeys.connection = $1.postgreSQLKeys.connection },
+      echoesValue: false),
+    ConfigurationKey(
+      section: "PostgreSQL", name: "NodeName", defaultText: "", valueName: "name",
+      meaning:
+        "This daemon's name in the fleet, unique among the nodes sharing the database: 1 to "
+        + "\(PostgreSQLSettings.maximumNodeNameLength) ASCII letters, digits, \"-\", \"_\" or \".\", "
+        + "starting with a letter or digit.",
+      apply: { config, value throws(InvalidValue) in
+        guard PostgreSQLSettings.isValidNodeName(value) else { throw InvalidValue(reason: nodeNameRule) }
+        config.postgreSQLKeys.nodeName = value
+      },
+      reset: { $0.postgreSQLKeys.nodeName = $1.postgreSQLKeys.nodeName },
+      defaultDescription: "the host name (\"localhost\" when there is none)"),
+    ConfigurationKey(
+      section: "PostgreSQL", name: "Shards", defaultText: String(PostgreSQLSettings.defaultShards),
+      valueName: "number",
+      meaning:
+        "How many shards the fleet spreads its trials over (\(PostgreSQLSettings.shardRange.lowerBound) to "
+        + "\(PostgreSQLSettings.shardRange.upperBound)). Fixed when the first node creates the schema: a "
+        + "node configured with another number refuses to start against it.",
+      apply: { config, value throws(InvalidValue) in
+        let range = PostgreSQLSettings.shardRange
+        guard let shards = Int(value), range.contains(shards) else {
+          throw InvalidValue(
+            reason: "expected a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        config.postgreSQLKeys.shards = shards
+      },
+      reset: { $0.postgreSQLKeys.shards = $1.postgreSQLKeys.shards }),
   ]
 
   static let sections: [String] = {
@@ -236,6 +297,13 @@ enum ConfigurationSchema {
       "The pace of event entries: journald drops what a unit writes beyond its rate limit, so the daemon "
       + "sends no more than this and keeps the rest in its store until the window allows. Every "
       + "event reaches the journal, once, in the order taken.",
+    "Store":
+      "Where trials are kept: on this host, or in a PostgreSQL database that several daemons share "
+      + "(fleet mode), so that one host down stops no trial from expiring.",
+    "PostgreSQL":
+      "The database of fleet mode and this node's place in it, used only with Backend=postgresql: "
+      + "with Backend=lmdb these keys are accepted and unused. Read at start only: a reload keeps "
+      + "the running values, and a change takes effect at the next restart.",
   ]
 
   static func key(section: String, name: String) -> ConfigurationKey? {
@@ -282,6 +350,98 @@ enum ConfigurationSchema {
   }
 
   // MARK: Value parsers
+
+  static let nodeNameRule =
+    "not a node name (1 to \(PostgreSQLSettings.maximumNodeNameLength) ASCII letters, digits, \"-\", \"_\" or "
+    + "\".\", starting with a letter or digit)"
+
+  static let passwordAdvice =
+    "put it in a .pgpass file instead (named by PGPASSFILE; under systemd, passed with LoadCredential= "
+    + "as trialwatch-fleet.conf does)"
+
+  /// A libpq connection string or URI, checked for form only, and refused when it holds a
+  /// password.
+  static func connection(_ value: String) throws(InvalidValue) -> String {
+    let lowered = value.lowercased()
+    if let scheme = ["postgresql://", "postgres://"].first(where: { lowered.hasPrefix($0) }) {
+      try connectionURI(value.dropFirst(scheme.count))
+    } else if let separator = value.range(of: "://") {
+      throw InvalidValue(
+        reason:
+          "unknown URI scheme \"\(value[..<separator.lowerBound])\"; expected postgresql:// or postgres://")
+    } else {
+      try connectionKeywords(value)
+    }
+    return value
+  }
+
+  /// The part of a URI after `postgresql://`: `[user[:password]@][hosts][/db][?params]`.
+  private static func connectionURI(_ rest: Substring) throws(InvalidValue) {
+    let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+    if let at = authority.lastIndex(of: "@"), authority[..<at].contains(":") {
+      throw InvalidValue(reason: "holds a password (user:password@); " + passwordAdvice)
+    }
+    guard let question = rest.firstIndex(of: "?") else { return }
+    let query = rest[rest.index(after: question)...].prefix { $0 != "#" }
+    for parameter in query.split(separator: "&") {
+      let name = String(parameter.prefix { $0 != "=" })
+      if (name.removingPercentEncoding ?? name).lowercased() == "password" {
+        throw InvalidValue(reason: "holds a password (password=); " + passwordAdvice)
+      }
+    }
+  }
+
+  /// `keyword=value` pairs separated by spaces, as libpq reads them: spaces around `=`, a
+  /// value in single quotes with `\'` and `\\` escapes, or unquoted with backslash escapes.
+  private static func connectionKeywords(_ value: String) throws(InvalidValue) {
+    let chars = Array(value)
+    var index = 0
+    func skipSpaces() { while index < chars.count, chars[index].isWhitespace { index += 1 } }
+    skipSpaces()
+    while index < chars.count {
+      var keyword = ""
+      while index < chars.count, !chars[index].isWhitespace, chars[index] != "=" {
+        keyword.append(chars[index])
+        index += 1
+      }
+      skipSpaces()
+      guard index < chars.count, chars[index] == "=" else {
+        throw InvalidValue(
+          reason: "missing \"=\" after \"\(keyword)\"; expected keyword=value pairs separated by spaces, "
+            + "or a postgresql:// URI")
+      }
+      guard !keyword.isEmpty else {
+        throw InvalidValue(
+          reason: "missing keyword before \"=\"; expected keyword=value pairs separated by spaces")
+      }
+      if keyword.lowercased() == "password" {
+        throw InvalidValue(reason: "holds a password (password=); " + passwordAdvice)
+      }
+      index += 1
+      skipSpaces()
+      if index < chars.count, chars[index] == "'" {
+        index += 1
+        var closed = false
+        while index < chars.count {
+          if chars[index] == "\\" {
+            index += 2
+          } else if chars[index] == "'" {
+            index += 1
+            closed = true
+            break
+          } else {
+            index += 1
+          }
+        }
+        guard closed else { throw InvalidValue(reason: "unterminated quoted value of \(keyword)=") }
+      } else {
+        while index < chars.count, !chars[index].isWhitespace {
+          index += chars[index] == "\\" ? 2 : 1
+        }
+      }
+      skipSpaces()
+    }
+  }
 
   static func positiveSpan(_ value: String, infinity: Bool = false) throws(InvalidValue) -> Duration {
     let span = try span(value)

@@ -104,6 +104,8 @@ public struct ConfigurationLoader: Sendable {
     var files: [String] = []
     /// Where each key was last assigned, for checks that span keys.
     var lastAssignment: [String: ConfigurationAssignment] = [:]
+    /// Keys whose last assignment was invalid (already reported).
+    var invalidKeys: Set<String> = []
 
     mutating func read(file: String, required: Bool) {
       var info = stat()
@@ -177,17 +179,53 @@ public struct ConfigurationLoader: Sendable {
       if assignment.value.isEmpty {
         key.reset(&configuration, defaults)
         lastAssignment[key.name] = nil
+        invalidKeys.remove(key.name)
         return
       }
       do {
         try key.apply(&configuration, assignment.value)
         lastAssignment[key.name] = assignment
+        invalidKeys.remove(key.name)
       } catch {
+        // A value that may hold a secret is not repeated (the message reaches the journal).
+        let value = key.echoesValue ? "value \"\(assignment.value)\"" : "value"
+        invalidKeys.insert(key.name)
         diagnostics.append(
           .init(
             .error, file: file, line: line,
-            "invalid value \"\(assignment.value)\" for \(key.name)= in [\(section)]: \(error.reason)"))
+            "invalid \(value) for \(key.name)= in [\(section)]: \(error.reason)"))
       }
+    }
+
+    /// `[Store] Backend=postgresql` needs a valid `[PostgreSQL]` section; `postgreSQL` is set
+    /// from it, and only then.
+    private mutating func checkStore() {
+      configuration.postgreSQL = nil
+      guard configuration.storeBackend == .postgresql, let blame = lastAssignment["Backend"] else { return }
+      let keys = configuration.postgreSQLKeys
+      guard let connection = keys.connection else {
+        // An invalid Connection= was reported where it is.
+        if !invalidKeys.contains("Connection") {
+          diagnostics.append(
+            .init(
+              .error, file: blame.file, line: blame.line,
+              "Backend=postgresql needs Connection= in [PostgreSQL] (a libpq connection string or a "
+                + "postgresql:// URI); none is set"))
+        }
+        return
+      }
+      let nodeName = keys.nodeName ?? PostgreSQLSettings.defaultNodeName()
+      guard PostgreSQLSettings.isValidNodeName(nodeName) else {
+        diagnostics.append(
+          .init(
+            .error, file: blame.file, line: blame.line,
+            "Backend=postgresql names this node by its host name, \"\(nodeName)\", which is "
+              + ConfigurationSchema.nodeNameRule + "; set NodeName= in [PostgreSQL]"))
+        return
+      }
+      guard !invalidKeys.contains("NodeName"), !invalidKeys.contains("Shards") else { return }
+      configuration.postgreSQL = PostgreSQLSettings(
+        connection: connection, nodeName: nodeName, shards: keys.shards)
     }
 
     private func unknownKeyMessage(_ name: String, _ section: String) -> String {
@@ -206,6 +244,7 @@ public struct ConfigurationLoader: Sendable {
 
     /// Checks between keys, once every file is applied.
     mutating func checkCombinations() {
+      checkStore()
       if configuration.effectiveReservedConnections < configuration.reservedConnections,
         let blame = lastAssignment["ReservedConnections"]
       {

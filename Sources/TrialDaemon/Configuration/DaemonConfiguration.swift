@@ -81,6 +81,18 @@ public struct DaemonConfiguration: Hashable, Sendable {
   /// `infinity`) turns pacing off.
   public var journalRateLimitBurst: Int? = DaemonConfiguration.defaultJournalRateLimitBurst
 
+  // [Store]
+  /// `Backend=`: where trials are kept, LMDB on this host or PostgreSQL shared by a fleet.
+  public var storeBackend: StoreBackend = .lmdb
+
+  // [PostgreSQL]
+  /// The fleet's database and this node in it: set exactly when `storeBackend` is
+  /// `.postgresql` and the `[PostgreSQL]` section is valid (the loader makes it from the keys
+  /// once every file is read).
+  public var postgreSQL: PostgreSQLSettings?
+  /// The `[PostgreSQL]` keys as read, whatever the backend (unused with LMDB).
+  var postgreSQLKeys = PostgreSQLKeys()
+
   /// The pace of event entries, or nil when either key turns it off.
   public var journalRateLimit: JournalPace.Limit? {
     guard let burst = journalRateLimitBurst, journalRateLimitInterval > .zero else { return nil }
@@ -92,10 +104,111 @@ public struct DaemonConfiguration: Hashable, Sendable {
     stateDirectory = Self.defaultStateDirectory(environment: environment)
   }
 
+  /// The `[PostgreSQL]` keys before they are checked together: `Connection=` has no default.
+  struct PostgreSQLKeys: Hashable, Sendable {
+    var connection: String?
+    /// Nil: the host name (`PostgreSQLSettings.defaultNodeName`).
+    var nodeName: String?
+    var shards = PostgreSQLSettings.defaultShards
+  }
+
   /// The first path of `$STATE_DIRECTORY` when set, else `/var/lib/trialwatch`.
   public static func defaultStateDirectory(environment: [String: String]) -> String {
     let first = environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
     if let first, first.hasPrefix("/") { return first }
     return defaultStateDirectory
+  }
+}
+
+/// Where the daemon keeps trials (`[Store] Backend=`).
+public enum StoreBackend: String, Hashable, Sendable, CaseIterable {
+  /// An LMDB store in `StateDirectory=`, on this host only.
+  case lmdb
+  /// A PostgreSQL database shared by several trialwatchd (fleet mode).
+  case postgresql
+}
+
+/// `[PostgreSQL]`: the database of a fleet, and this node's name in it.
+public struct PostgreSQLSettings: Hashable, Sendable {
+  public static let defaultShards = 256
+  public static let shardRange = 1...4096
+  public static let maximumNodeNameLength = 64
+
+  /// `Connection=`: a libpq connection string (`host=db1 dbname=trialwatch ...`) or URI
+  /// (`postgresql://...`), never with a password in it.
+  public var connection: String
+  /// `NodeName=`: this daemon's name among the fleet's.
+  public var nodeName: String
+  /// `Shards=`: how many shards the trials are spread over, fixed when the schema is created.
+  public var shards: Int
+
+  public init(connection: String, nodeName: String, shards: Int) {
+    self.connection = connection
+    self.nodeName = nodeName
+    self.shards = shards
+  }
+
+  /// The host name (gethostname(2)), or "localhost" when there is none.
+  public static func defaultNodeName() -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+    let name = String(
+      decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return name.isEmpty ? "localhost" : name
+  }
+
+  /// Whether `name` may name a node: 1 to 64 ASCII letters, digits, `-`, `_` or `.`, starting
+  /// with a letter or digit.
+  public static func isValidNodeName(_ name: String) -> Bool {
+    let bytes = Array(name.utf8)
+    let isAlphanumeric = { (b: UInt8) in (b >= 97 && b <= 122) || (b >= 65 && b <= 90) || (b >= 48 && b <= 57)
+    }
+    guard let first = bytes.first, isAlphanumeric(first), bytes.count <= maximumNodeNameLength else {
+      return false
+    }
+    return bytes.allSatisfy {
+      isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+    }
+  }
+}
+
+extension DaemonConfiguration {
+  /// The settings read only at start: a reload keeps their running values.
+  public static let restartOnlyKeys: [(section: String, key: String)] = [
+    ("Daemon", "StateDirectory"), ("Daemon", "Socket"), ("Store", "Backend"), ("PostgreSQL", "Connection"),
+    ("PostgreSQL", "NodeName"), ("PostgreSQL", "Shards"),
+  ]
+
+  /// What a reload (SIGHUP) applies of `next`, the configuration just read: all of it but
+  /// `StateDirectory=`, `Socket=`, `[Store] Backend=` and the `[PostgreSQL]` keys, which keep
+  /// their running values until the next start. `pending` has a warning for each of those
+  /// whose value in `next` differs from the running one.
+  public func reloading(_ next: DaemonConfiguration) -> (
+    configuration: DaemonConfiguration, pending: [String]
+  ) {
+    var applied = next
+    applied.stateDirectory = stateDirectory
+    applied.socketPath = socketPath
+    applied.storeBackend = storeBackend
+    applied.postgreSQL = postgreSQL
+    applied.postgreSQLKeys = postgreSQLKeys
+    var changed: [String] = []
+    if next.stateDirectory != stateDirectory { changed.append("StateDirectory= in [Daemon]") }
+    if next.socketPath != socketPath { changed.append("Socket= in [Daemon]") }
+    if next.storeBackend != storeBackend { changed.append("Backend= in [Store]") }
+    // With LMDB the [PostgreSQL] keys are unused; a change of Backend= is warned about above.
+    if next.storeBackend == .postgresql && storeBackend == .postgresql {
+      let old = postgreSQL
+      let new = next.postgreSQL
+      if old?.connection != new?.connection { changed.append("Connection= in [PostgreSQL]") }
+      if old?.nodeName != new?.nodeName { changed.append("NodeName= in [PostgreSQL]") }
+      if old?.shards != new?.shards { changed.append("Shards= in [PostgreSQL]") }
+    }
+    return (
+      applied,
+      changed.map {
+        "\($0) changed: the new value takes effect at the next start (systemctl restart trialwatch)"
+      }
+    )
   }
 }
