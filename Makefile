@@ -16,7 +16,8 @@
 #                    generated from them the man pages (.build-release/man/) and the bash, zsh and
 #                    fish completions (.build-release/completions/)
 #   make install     release build, then install binaries, units, sysusers.d, catalog, man pages,
-#                    shell completions and the sample configuration under $(DESTDIR)$(PREFIX) and
+#                    shell completions, the sample configuration and the examples (a consumer's
+#                    configuration, the fleet drop-in) under $(DESTDIR)$(PREFIX) and
 #                    $(DESTDIR)/etc (PREFIX=/usr); with DESTDIR empty also creates the users and
 #                    reloads systemd (README.md)
 #   make install-files  the same without building (after make release)
@@ -204,6 +205,11 @@ install-files:
 	chmod 0644 $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
 	$(INSTALL) -m 0644 README.md $(DESTDIR)$(DOCDIR)/
 	$(INSTALL) -m 0644 etc/consumer.conf $(DESTDIR)$(DOCDIR)/examples/consumer.conf
+	# The fleet drop-in is not active as installed: the operator copies it to
+	# /etc/systemd/system/trialwatch.service.d/fleet.conf (README.md, Fleet mode).
+	sed -e 's|/usr/share/doc/trialwatch/|$(DOCDIR)/|g' systemd/trialwatch-fleet.conf \
+	  > $(DESTDIR)$(DOCDIR)/examples/trialwatch-fleet.conf
+	chmod 0644 $(DESTDIR)$(DOCDIR)/examples/trialwatch-fleet.conf
 	for page in $(MAN_PAGES); do \
 	  target=$(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; \
 	  sed $(MAN_PATHS) $(MAN_SCRATCH)/$$page > $$target.tmp && chmod 0644 $$target.tmp && mv -f $$target.tmp $$target \

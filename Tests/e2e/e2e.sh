@@ -95,6 +95,20 @@ else
   fail "hardening: exposure at most 1.0" "${OUT:-no score}"
 fi
 
+# The same with the fleet drop-in applied (README.md, Fleet mode): the unit and the drop-in as
+# installed, in a folder of their own, so that the running service stays single-host.
+OUT=$(ct sh -c 'd=$(mktemp -d) && mkdir "$d/trialwatch.service.d" \
+  && cp /usr/lib/systemd/system/trialwatch.service "$d/" \
+  && cp /usr/share/doc/trialwatch/examples/trialwatch-fleet.conf "$d/trialwatch.service.d/fleet.conf" \
+  && systemd-analyze security --offline=yes "$d/trialwatch.service"; rm -rf "$d"' 2>&1 \
+  | grep -o 'Overall exposure level.*')
+SCORE=$(echo "$OUT" | sed -n 's/.*: \([0-9.]*\) .*/\1/p')
+if [ -n "$SCORE" ] && awk -v s="$SCORE" 'BEGIN { exit !(s <= 1.5) }'; then
+  pass "hardening with the fleet drop-in: exposure $SCORE (at most 1.5)"
+else
+  fail "hardening with the fleet drop-in: exposure at most 1.5" "${OUT:-no score}"
+fi
+
 if ct getent passwd trialwatch > /dev/null && ct getent group trialwatch > /dev/null \
   && ct getent group trialwatch-admin > /dev/null; then
   pass "sysusers.d made user trialwatch and groups trialwatch, trialwatch-admin"

@@ -3,7 +3,7 @@
 # and compares the tree with the one README.md describes; checks that a second install
 # keeps a changed configuration, that another PREFIX reaches the units, that the binaries
 # need no Swift runtime libraries, that the units pass `systemd-analyze verify` and
-# `systemd-analyze security` (exposure at most 1.0), that `mandoc -T lint` finds nothing in the
+# `systemd-analyze security` (exposure at most 1.0; with the fleet drop-in at most 1.5), that `mandoc -T lint` finds nothing in the
 # man pages, that the shell completions parse and complete, and what uninstall leaves.
 #
 # Prints `PASS: <name>` or `FAIL: <name>: <why>` per check, then `N passed, N failed`.
@@ -74,6 +74,7 @@ EXPECTED=$TMP/expected.txt
   echo "644 f usr/lib/sysusers.d/trialwatch.conf"
   echo "644 f usr/share/doc/trialwatch/README.md"
   echo "644 f usr/share/doc/trialwatch/examples/consumer.conf"
+  echo "644 f usr/share/doc/trialwatch/examples/trialwatch-fleet.conf"
 } | sort -k3 > "$EXPECTED"
 if DIFF=$(diff "$EXPECTED" <(tree "$A")); then
   pass "installed tree and modes as documented"
@@ -86,6 +87,7 @@ if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service
   && same systemd/trialwatch.socket "$A/usr/lib/systemd/system/trialwatch.socket" \
   && same systemd/trialwatch-consumer@.service "$A/usr/lib/systemd/system/trialwatch-consumer@.service" \
   && same etc/consumer.conf "$A/usr/share/doc/trialwatch/examples/consumer.conf" \
+  && same systemd/trialwatch-fleet.conf "$A/usr/share/doc/trialwatch/examples/trialwatch-fleet.conf" \
   && same systemd/trialwatch.sysusers "$A/usr/lib/sysusers.d/trialwatch.conf" \
   && same systemd/trialwatch.catalog "$A/usr/lib/systemd/catalog/trialwatch.catalog" \
   && same etc/trialwatch.conf "$A/etc/trialwatch/trialwatch.conf" \
@@ -143,6 +145,28 @@ if command -v systemd-analyze > /dev/null; then
     pass "systemd-analyze security: exposure $SCORE (at most 1.0)"
   else
     fail "systemd-analyze security: exposure at most 1.0" "${OUT:-no score}"
+  fi
+  # The service with the fleet drop-in applied, as an operator installs it
+  # (/etc/systemd/system/trialwatch.service.d/fleet.conf): still valid, and its exposure, which
+  # README.md reports (TCP to the database is what it opens).
+  F=$TMP/fleet
+  mkdir -p "$F/trialwatch.service.d"
+  cp "$V/trialwatch.service" "$V/trialwatch.socket" "$F/"
+  cp "$A/usr/share/doc/trialwatch/examples/trialwatch-fleet.conf" "$F/trialwatch.service.d/fleet.conf"
+  OUT=$(cd "$F" && systemd-analyze verify "$F/trialwatch.service" "$F/trialwatch.socket" 2>&1)
+  STATUS=$?
+  SECURITY=$(systemd-analyze security --offline=yes "$F/trialwatch.service" 2>&1)
+  if [ $STATUS -eq 0 ] && [ -z "$OUT" ] && echo "$SECURITY" | grep -q "access to the host's network"; then
+    pass "systemd-analyze verify is clean with the fleet drop-in, which applies"
+  else
+    fail "systemd-analyze verify is clean with the fleet drop-in, which applies" "$(echo "$OUT" | tr '\n' ' ')"
+  fi
+  OUT=$(echo "$SECURITY" | grep -o 'Overall exposure level.*')
+  SCORE=$(echo "$OUT" | sed -n 's/.*: \([0-9.]*\) .*/\1/p')
+  if [ -n "$SCORE" ] && awk -v s="$SCORE" 'BEGIN { exit !(s <= 1.5) }'; then
+    pass "systemd-analyze security with the fleet drop-in: exposure $SCORE (at most 1.5)"
+  else
+    fail "systemd-analyze security with the fleet drop-in: exposure at most 1.5" "${OUT:-no score}"
   fi
 else
   echo "note: no systemd-analyze here; the units are verified by make e2e"
@@ -247,7 +271,9 @@ if install_into "$B" PREFIX=/usr/local \
   && [ -f "$B/usr/local/share/man/man1/trialwatchctl.1" ] && [ -f "$B/usr/local/share/man/man5/trialwatch.conf.5" ] \
   && [ -f "$B/usr/local/share/bash-completion/completions/trialwatchctl" ] \
   && [ -f "$B/usr/local/share/zsh/vendor-completions/_trialwatchctl" ] \
-  && [ -f "$B/usr/local/share/fish/vendor_completions.d/trialwatchctl.fish" ]; then
+  && [ -f "$B/usr/local/share/fish/vendor_completions.d/trialwatchctl.fish" ] \
+  && grep -q '/usr/local/share/doc/trialwatch/examples/trialwatch-fleet.conf' \
+    "$B/usr/local/share/doc/trialwatch/examples/trialwatch-fleet.conf"; then
   pass "PREFIX=/usr/local: paths substituted in the units and pages, configuration still in /etc"
 else
   fail "PREFIX=/usr/local: paths substituted in the units and pages, configuration still in /etc" \
