@@ -34,7 +34,7 @@ SWIFT ?= swift
 # mandoc: `mandoc -T lint` checks the man pages (make install-check and the Swift tests).
 # The peers of make bench-peers: postgresql, redis-server, at, sqlite3, and Debian's python3
 # with python3-psycopg2 and python3-redis for the harness (their system services are not used).
-APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev \
+APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev libpq-dev \
   debhelper lintian mandoc \
   postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis
 STRICT = -Xswiftc -warnings-as-errors

@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Targets point one way: executables → daemon → core. TrialCore has no I/O and no C; each
-// C library (CLMDB, CSystemd, CTimerFD) is imported by exactly one Swift file.
+// C library (CLMDB, CPostgres, CSystemd, CTimerFD) is imported by exactly one Swift file.
 let package = Package(
   name: "trialwatch",
   platforms: [.macOS(.v15)],
@@ -40,6 +40,12 @@ let package = Package(
     .target(name: "TrialStore", dependencies: ["TrialCore", "CLMDB"]),
     // The store's crash-test workload, run by trialwatch-crashtest and replayed by the tests.
     .target(name: "TrialStoreTesting", dependencies: ["TrialCore", "TrialStore"]),
+
+    // Debian's libpq-dev: the PostgreSQL client library under TrialPostgres.
+    .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+    // A small wrapper over libpq: connections, statements, notifications; the only importer
+    // of CPostgres.
+    .target(name: "TrialPostgres", dependencies: ["TrialCore", "CPostgres"], path: "Sources/TrialPostgres"),
 
     // libsystemd (Debian: libsystemd-dev), imported only by the Systemd target.
     .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
@@ -131,6 +137,7 @@ let package = Package(
       // Stores written by earlier versions, for the tests of the upgrade (Fixtures/README.md).
       resources: [.copy("Fixtures")]
     ),
+    .testTarget(name: "TrialPostgresTests", dependencies: ["TrialPostgres", "TestSupport", "TrialCore"]),
     .testTarget(
       name: "SystemdTests",
       dependencies: ["Systemd", "TestSupport", .product(name: "Logging", package: "swift-log")]
