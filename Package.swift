@@ -46,6 +46,8 @@ let package = Package(
     // A small wrapper over libpq: connections, statements, notifications; the only importer
     // of CPostgres.
     .target(name: "TrialPostgres", dependencies: ["TrialCore", "CPostgres"], path: "Sources/TrialPostgres"),
+    // A shared store for tests: a fresh database on the tests' private PostgreSQL.
+    .target(name: "TrialPostgresTesting", dependencies: ["TestSupport", "TrialCore", "TrialPostgres"]),
 
     // libsystemd (Debian: libsystemd-dev), imported only by the Systemd target.
     .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
@@ -73,7 +75,7 @@ let package = Package(
     .target(
       name: "TrialDaemon",
       dependencies: [
-        "TrialCore", "TrialStore", "TrialControl", "Systemd", "CTimerFD", "CEpoll",
+        "TrialCore", "TrialStore", "TrialPostgres", "TrialControl", "Systemd", "CTimerFD", "CEpoll",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
@@ -84,7 +86,7 @@ let package = Package(
       name: "TrialDaemonTesting",
       dependencies: [
         "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialStore",
-        .product(name: "Logging", package: "swift-log"),
+        "TrialPostgresTesting", .product(name: "Logging", package: "swift-log"),
       ]
     ),
     // trialwatchctl's commands and presenter.
@@ -133,11 +135,15 @@ let package = Package(
     .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
     .testTarget(
       name: "TrialStoreTests",
-      dependencies: ["TestSupport", "TrialStore", "TrialStoreTesting", "TrialCore", "TrialTesting"],
+      dependencies: [
+        "TestSupport", "TrialStore", "TrialStoreTesting", "TrialCore", "TrialTesting", "TrialPostgres",
+        "TrialPostgresTesting",
+      ],
       // Stores written by earlier versions, for the tests of the upgrade (Fixtures/README.md).
       resources: [.copy("Fixtures")]
     ),
-    .testTarget(name: "TrialPostgresTests", dependencies: ["TrialPostgres", "TestSupport", "TrialCore"]),
+    .testTarget(
+      name: "TrialPostgresTests", dependencies: ["TrialPostgres", "TestSupport", "TrialCore", "TrialTesting"]),
     .testTarget(
       name: "SystemdTests",
       dependencies: ["Systemd", "TestSupport", .product(name: "Logging", package: "swift-log")]

@@ -7,6 +7,7 @@ import Testing
 import TrialControl
 import TrialCore
 import TrialDaemon
+import TrialPostgresTesting
 import TrialStore
 import TrialTesting
 
@@ -20,6 +21,9 @@ public enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
   case memory
   /// `LMDBTrialRepository` on real files.
   case lmdb
+  /// `PostgresTrialRepository` on a fresh database of the tests' private PostgreSQL, one node
+  /// owning every shard.
+  case postgres
 
   public var description: String { rawValue }
 }
@@ -53,10 +57,13 @@ public final class ControlFixture {
   ) throws {
     scratch = try TemporaryDirectory("control")
     socketPath = scratch.appending("io.trialwatch")
-    let repository: any TrialRepository =
-      try given
-      ?? (store == .lmdb
-        ? try LMDBTrialRepository(directory: scratch.appending("store")) : InMemoryTrialRepository())
+    let repository: any TrialRepository
+    switch (given, store) {
+    case (let given?, _): repository = given
+    case (nil, .memory): repository = InMemoryTrialRepository()
+    case (nil, .lmdb): repository = try LMDBTrialRepository(directory: scratch.appending("store"))
+    case (nil, .postgres): repository = try PostgresTestStore().repository
+    }
     engine = try EngineParts(repository: repository, ids: ids, start: start)
     var options = options
     options.version = "1.2.3-test"

@@ -8,7 +8,8 @@ import CPostgres
 ///
 /// Statements run synchronously, parameters and results in text format. The only file that
 /// imports libpq: everything it returns is copied out of libpq's memory.
-public final class PGConnection {
+public final class PGConnection: @unchecked Sendable {
+  // @unchecked: one user at a time; the stores keep their connections behind mutexes.
   private let connection: OpaquePointer
 
   /// Connects with `conninfo`, a URI (`postgresql://...`) or a keyword string

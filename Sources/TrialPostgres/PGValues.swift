@@ -19,16 +19,21 @@ public struct PGResult: Sendable {
     rows = columns.isEmpty ? 0 : values.count / columns.count
   }
 
-  /// The text of a value; nil for SQL NULL.
+  /// The text of a value; nil for SQL NULL, and for a row or column the result does not
+  /// have (so that `result.int64(0, 0)` reads an optional single value).
   public subscript(row: Int, column: Int) -> String? {
-    precondition(
-      row >= 0 && row < rows && column >= 0 && column < columns.count, "no value at (\(row), \(column))")
+    guard row >= 0 && row < rows && column >= 0 && column < columns.count else { return nil }
     return values[row * columns.count + column]
   }
 
   /// The text of a value; nil for SQL NULL.
   public func string(_ row: Int, _ column: Int) -> String? {
     self[row, column]
+  }
+
+  /// A value as a floating-point number; nil for SQL NULL or text that is not one.
+  public func double(_ row: Int, _ column: Int) -> Double? {
+    self[row, column].flatMap { Double($0) }
   }
 
   /// A value as an integer; nil for SQL NULL or text that is not one.

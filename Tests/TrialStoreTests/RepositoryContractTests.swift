@@ -2,15 +2,18 @@ import Foundation
 import TestSupport
 import Testing
 import TrialCore
+import TrialPostgres
+import TrialPostgresTesting
 import TrialTesting
 
 @testable import TrialStore
 
-/// The repository contract, run against the LMDB file store and the in-memory repository
-/// alike: both must behave the same.
+/// The repository contract, run against the LMDB file store, the fleet's PostgreSQL store and
+/// the in-memory repository alike: all must behave the same.
 enum RepositoryKind: String, CaseIterable, CustomTestStringConvertible {
   case file
   case memory
+  case postgres
 
   var testDescription: String { rawValue }
 }
@@ -19,6 +22,7 @@ enum RepositoryKind: String, CaseIterable, CustomTestStringConvertible {
 final class Subject {
   let kind: RepositoryKind
   private let directory: TemporaryDirectory?
+  private let shared: PostgresTestStore?
   private(set) var repository: any TrialRepository
 
   init(_ kind: RepositoryKind) throws {
@@ -27,10 +31,17 @@ final class Subject {
     case .file:
       let directory = try TemporaryDirectory("contract")
       self.directory = directory
+      shared = nil
       repository = try LMDBTrialRepository(directory: directory.appending("store"))
     case .memory:
       directory = nil
+      shared = nil
       repository = InMemoryTrialRepository()
+    case .postgres:
+      directory = nil
+      let store = try PostgresTestStore()
+      shared = store
+      repository = store.repository
     }
   }
 
@@ -38,6 +49,13 @@ final class Subject {
   /// checks it as `trialwatchd --verify-store` does and returns what that found.
   @discardableResult
   func reopen() throws -> StoreCheckReport? {
+    if let shared {
+      // A new connection, as a restarted node has.
+      repository = try PostgresTrialRepository(
+        conninfo: shared.conninfo, node: shared.repository.node, shards: shared.repository.shards,
+        ownership: shared.repository.ownership, refusesEarlyFires: false)
+      return nil
+    }
     guard let directory, let store = repository as? LMDBTrialRepository else { return nil }
     store.close()
     // The reader is closed (its registration released) before the store opens again.

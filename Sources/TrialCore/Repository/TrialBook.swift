@@ -176,8 +176,9 @@ public enum TrialBook {
   }
 
   /// Records taken events exactly once: each goes into the ledger, the outbox and the event
-  /// log, and a fired expiry moves its trial to `expired`. Events already in the ledger, or
-  /// not of their trial's current active revision, are left out. Also records `now` as the
+  /// log, and a fired expiry moves its trial to `expired`. Events already in the ledger, not
+  /// of their trial's current active revision, or not admitted by the store (`admit`), are
+  /// left out. Also records `now` as the
   /// last wall time seen. Returns the events recorded, in the order given, with their cursors
   /// (which follow that order).
   public static func commit(in txn: any TrialWriteTransaction, _ due: [DueEvent], now: Date) throws
@@ -191,6 +192,7 @@ public enum TrialBook {
   public static func take(in txn: any TrialWriteTransaction, _ due: [DueEvent], now: Date) throws
     -> [TakenEvent]
   {
+    let due = try txn.admit(due)
     // Applied in event-id order, which keeps each trial's events in due order and lets a
     // file store visit its pages in key order; returned in the order given.
     let order = due.indices.sorted {
@@ -223,6 +225,7 @@ public enum TrialBook {
   public static func markDelivered(
     in txn: any TrialWriteTransaction, _ deliveries: some Sequence<(id: EventID, at: Date)>
   ) throws {
+    try txn.prefetch(deliveries.map(\.id))
     for delivery in deliveries {
       guard var entry = try txn.ledgerEntry(delivery.id), entry.deliveredAt == nil else { continue }
       entry.deliveredAt = delivery.at

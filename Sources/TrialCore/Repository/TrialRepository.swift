@@ -45,6 +45,19 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
   func putConsumer(_ consumer: ConsumerRecord) throws
   /// Removes a consumer; false when there was none of that name.
   func removeConsumer(named name: String) throws -> Bool
+  /// Of the due events, those this transaction may record (`TrialBook.take` asks first). A
+  /// store of one daemon admits them all; a store shared by a fleet admits only events of
+  /// shards this node owns at its epoch, due by the store's clock, and holds that ownership
+  /// until the commit.
+  func admit(_ due: [DueEvent]) throws -> [DueEvent]
+  /// Reads ahead the ledger entries of `ids`, which the caller is about to look at one by
+  /// one (a store across a network reads them in one round trip). A hint: may do nothing.
+  func prefetch(_ ids: [EventID]) throws
+}
+
+extension TrialWriteTransaction {
+  public func admit(_ due: [DueEvent]) throws -> [DueEvent] { due }
+  public func prefetch(_ ids: [EventID]) throws {}
 }
 
 /// Where trials and the event ledger live. Implementations: the LMDB file store

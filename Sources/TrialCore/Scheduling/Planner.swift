@@ -69,6 +69,9 @@ public struct Planner: Sendable {
   /// Trials with at least one pending event.
   public var trialCount: Int { index.count }
 
+  /// The ids of the trials with at least one pending event, in no order.
+  public var trialIDs: some Collection<TrialID> { index.keys }
+
   /// Prepares room for `trials` trials, to avoid rehashing while a store loads.
   public mutating func reserveCapacity(trials: Int) {
     index.reserveCapacity(trials)

@@ -29,6 +29,8 @@ struct DeliveryBacklog {
   var isHolding: Bool { heldSince != nil }
   var count: Int { ids.count - head }
 
+  func contains(_ id: EventID) -> Bool { ids[head...].contains(id) }
+
   /// Puts events at the end.
   mutating func append<S: Sequence>(_ newIDs: S) where S.Element == EventID {
     ids.append(contentsOf: newIDs)

@@ -16,6 +16,8 @@ public final class UnrecordedDeliveries: Sendable {
   /// Every delivery not recorded yet.
   var all: [EventID: Date] { marks.withLock { $0 } }
 
+  func contains(_ id: EventID) -> Bool { marks.withLock { $0[id] != nil } }
+
   func insert(_ ids: [EventID], at date: Date) {
     marks.withLock { marks in for id in ids { marks[id] = date } }
   }
@@ -118,6 +120,11 @@ final class DeliveryQueue {
 
   /// Deliveries not recorded in the store yet.
   var unrecordedCount: Int { unrecorded.count }
+
+  /// Whether the entry is with this queue already: held back, or delivered and not recorded.
+  func isPending(_ id: EventID) -> Bool {
+    unrecorded.contains(id) || backlog.contains(id)
+  }
 
   private func addMarks(_ ids: [EventID], nextDue: Date? = nil) {
     guard !ids.isEmpty else { return }

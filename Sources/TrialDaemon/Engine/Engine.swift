@@ -26,7 +26,7 @@ public struct CommandResult: Hashable, Sendable {
 public final class Engine {
   public let repository: any TrialRepository
   public private(set) var settings: EngineSettings
-  public private(set) var planner: Planner
+  public internal(set) var planner: Planner
   let scheduler: any WakeScheduler
   private let ids: any TrialIDGenerator
   /// The sinks, and the events held back from them (journald's rate limit, a failing sink).
@@ -54,6 +54,10 @@ public final class Engine {
   /// (`snapshots()`).
   var snapshotCell: EngineSnapshots?
   var pruneAt: Date?
+
+  /// In a fleet, whether this node fires the trial's events (it owns the trial's shard);
+  /// nil for a daemon of its own, which fires every trial's.
+  public var owns: ((TrialID) -> Bool)?
 
   /// Trials by state, kept current as trials start, end and expire.
   public private(set) var counts: [TrialState: Int] = [:]
@@ -220,6 +224,7 @@ public final class Engine {
         scheduleRetry()
         return 0
       }
+      if taken.count < due.count { replanRefused(due, taken: taken) }
       let entries = taken.map(\.logged.entry)
       for entry in entries {
         if entry.fired { firedCount += 1 } else { skippedCount += 1 }
@@ -236,8 +241,17 @@ public final class Engine {
     return due.count
   }
 
+  /// A store shared by a fleet may refuse due events (`admit`): not due yet by its clock, or
+  /// of a shard this node no longer owns. The first kind goes back into the planner.
+  private func replanRefused(_ due: [DueEvent], taken: [TakenEvent]) {
+    guard let owns else { return }
+    let recorded = Set(taken.map(\.logged.id))
+    let refused = Set(due.lazy.filter { !recorded.contains($0.event.id) }.map(\.event.trialID))
+    replan(refused.filter(owns))
+  }
+
   /// Puts trials back into the planner from the store, after a failed commit took them out.
-  private func replan(_ trialIDs: Set<TrialID>) {
+  func replan(_ trialIDs: Set<TrialID>) {
     do {
       try repository.read { txn in
         for id in trialIDs {
@@ -253,7 +267,7 @@ public final class Engine {
   }
 
   /// Hands taken entries to the sinks, in order, behind any held back (see `DeliveryQueue`).
-  private func deliver(_ entries: [LedgerEntry], trials: [Trial?]) {
+  func deliver(_ entries: [LedgerEntry], trials: [Trial?]) {
     delivery.deliver(entries, trials: trials, retryDelay: settings.retryDelay, nextDue: planner.nextDeadline)
   }
 
@@ -288,7 +302,7 @@ public final class Engine {
   }
 
   /// Arms the one timer at the planner's next deadline (or disarms it).
-  private func arm() {
+  func arm() {
     guard !stopped, retryWake == nil else { return }
     let deadline = planner.nextDeadline
     guard deadline != armedDeadline || wake == nil else { return }
@@ -364,12 +378,14 @@ public final class Engine {
     }
     for ((command, _), result) in zip(batch, results) {
       guard case .success(let done) = result else { continue }
+      // In a fleet, the owner of another shard plans the trial when the commit wakes it.
+      let planned = owns?(done.trial.id) ?? true
       switch command {
       case .start:
-        planner.add(done.trial, now: now, reason: .alreadyDueAtStart)
+        if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtStart) }
         counts[.active, default: 0] += 1
       case .extend:
-        planner.add(done.trial, now: now, reason: .alreadyDueAtExtension)
+        if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtExtension) }
       case .end:
         planner.cancel(done.trial.id)
         counts[.active, default: 0] -= 1

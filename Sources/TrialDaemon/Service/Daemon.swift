@@ -75,6 +75,8 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   private var destination = JournalDestination.standardError
   private var clockSteps: ClockStepWatcher?
   private var services: [any DaemonService] = []
+  /// This daemon as a node of a fleet (`[Store] Backend=postgresql`).
+  private var fleet: FleetNode?
 
   public init(options: DaemonOptions, openRepository: @escaping RepositoryOpener) {
     self.options = options
@@ -135,10 +137,22 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     }
     _ = try? notifier.send(.status("loading store in \(directory)"), .extendTimeoutUsec(30_000_000))
     let repository: any TrialRepository
-    do {
-      repository = try openRepository(directory)
-    } catch {
-      throw DaemonStartError("cannot open the store: \(error)", errno: EIO)
+    if configuration.storeBackend == .postgresql, let settings = configuration.postgreSQL {
+      _ = try? notifier.send(.status("joining the fleet as \(settings.nodeName)"))
+      do {
+        let fleet = try FleetNode(
+          settings: settings, version: Self.version, queue: queue, logger: Logger(label: "trialwatchd.fleet"))
+        self.fleet = fleet
+        repository = fleet.repository
+      } catch {
+        throw DaemonStartError("cannot join the fleet on PostgreSQL: \(error)", errno: ECONNREFUSED)
+      }
+    } else {
+      do {
+        repository = try openRepository(directory)
+      } catch {
+        throw DaemonStartError("cannot open the store: \(error)", errno: EIO)
+      }
     }
     if let upgrade = (repository as? LMDBTrialRepository)?.upgrade {
       logger.notice(
@@ -159,6 +173,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       logger: Logger(label: "trialwatchd.engine"))
     engine.observer = self
     self.engine = engine
+    fleet?.attach(engine)
 
     let report = try queue.sync {
       try engine.start(
@@ -178,6 +193,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
         "state_directory": "\(directory)",
       ])
 
+    fleet?.start()
     for service in services {
       do {
         try service.start(daemon: self, engine: engine, queue: queue, configuration: configuration)
@@ -226,10 +242,9 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     if loaded.hasErrors {
       logger.error("configuration not reloaded: it has errors; keeping the running one")
     } else {
-      var next = loaded.configuration
-      // Where the store and socket live cannot change while running.
-      next.stateDirectory = configuration.stateDirectory
-      next.socketPath = configuration.socketPath
+      // Where the store and socket live, and the fleet's settings, change only at a restart.
+      let (next, pending) = configuration.reloading(loaded.configuration)
+      for message in pending { logger.warning("\(message)") }
       configuration = next
       logLevel.level = next.logLevel
       engine?.reload(engineSettings(next))
@@ -248,6 +263,8 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     logger.notice("stopping on \(signal)")
     _ = try? notifier.send(.stopping, .status("stopping"))
     for service in services.reversed() { service.stop() }
+    // A fleet node hands its shards over first, so that the others fire them at once.
+    fleet?.leave()
     queue.sync {
       engine?.stop()
       clockSteps?.stop()

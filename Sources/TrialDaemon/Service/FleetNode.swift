@@ -1,0 +1,117 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+import TrialCore
+import TrialPostgres
+
+/// The daemon as one node of a fleet on PostgreSQL: the shared store, the node's membership
+/// (lease, shards), and the engine told of what changes. Membership events arrive on the
+/// membership's queue and are carried to the engine's.
+public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
+  // @unchecked: `engine` is set once before the membership starts, then read on `queue`.
+  public let repository: PostgresTrialRepository
+  public let membership: FleetMembership
+  public let shards: ShardMap
+  let queue: DispatchQueue
+  let logger: Logger
+  private var engine: Engine?
+  /// A log wake-up is already on its way to the engine's queue.
+  private let logWakePending = LogWakeFlag()
+
+  /// Connects, creates or upgrades the schema, and joins the fleet (claiming a first share
+  /// of the shards). Nothing fires yet: `attach` the engine, start it, then `start`.
+  public init(settings: PostgreSQLSettings, version: String, queue: DispatchQueue, logger: Logger) throws {
+    self.queue = queue
+    self.logger = logger
+    let schemaConnection = try PGConnection(conninfo: settings.connection)
+    let outcome = try PostgresSchema.prepare(on: schemaConnection, shards: settings.shards)
+    switch outcome {
+    case .created: logger.notice("created the trialwatch schema", metadata: ["shards": "\(settings.shards)"])
+    case .upgraded(let from):
+      logger.notice(
+        "upgraded the trialwatch schema", metadata: ["from": "\(from)", "to": "\(PostgresSchema.version)"])
+    case .current: break
+    }
+    shards = ShardMap(count: settings.shards)
+    let ownership = ShardOwnership()
+    repository = try PostgresTrialRepository(
+      conninfo: settings.connection, node: settings.nodeName, shards: shards, ownership: ownership)
+    membership = FleetMembership(
+      conninfo: settings.connection, name: settings.nodeName, version: version, shards: shards,
+      ownership: ownership)
+    try membership.join()
+  }
+
+  /// Lets the engine fire only the shards this node owns.
+  public func attach(_ engine: Engine) {
+    self.engine = engine
+    let ownership = repository.ownership
+    let shards = self.shards
+    engine.owns = { ownership.owned[shards.shard(of: $0)] != nil }
+    membership.delegate = self
+  }
+
+  public func start() {
+    membership.start()
+  }
+
+  /// Hands this node's shards to the others (on `systemctl stop`).
+  public func leave() {
+    membership.leave()
+  }
+
+  // MARK: FleetMembershipDelegate
+
+  public func fleetShardsChanged(gained: Set<Int>, lost: Set<Int>) {
+    logger.info(
+      "shards changed hands", metadata: ["gained": "\(gained.sorted())", "lost": "\(lost.sorted())"])
+    let shards = self.shards
+    let repository = self.repository
+    queue.async { [weak self] in
+      self?.engine?.shardsChanged(
+        lost: { lost.contains(shards.shard(of: $0)) },
+        load: { planner in try repository.restore(shards: gained, into: &planner) },
+        outbox: { try repository.outbox().filter { gained.contains(shards.shard(of: $0.event.trialID)) } })
+    }
+  }
+
+  public func fleetTrialsChanged(_ ids: [TrialID]) {
+    queue.async { [weak self] in self?.engine?.refresh(ids) }
+  }
+
+  public func fleetLogAdvanced() {
+    guard logWakePending.set() else { return }
+    queue.async { [weak self] in
+      guard let self else { return }
+      logWakePending.clear()
+      engine?.publishLogTail()
+    }
+  }
+
+  public func fleetReconnected() {
+    logger.notice("reconnected to PostgreSQL: reloading the shards this node owns")
+    let owned = Set(repository.ownership.owned.keys)
+    let repository = self.repository
+    queue.async { [weak self] in
+      self?.engine?.shardsChanged(
+        lost: { _ in true },
+        load: { planner in try repository.restore(shards: owned, into: &planner) },
+        outbox: { [] })
+      self?.engine?.publishLogTail()
+    }
+  }
+}
+
+/// A flag set from the membership's queue and cleared on the engine's.
+final class LogWakeFlag: Sendable {
+  private let flag = Mutex(false)
+
+  /// Sets the flag; false when it was set already.
+  func set() -> Bool {
+    flag.withLock { was in
+      defer { was = true }; return !was
+    }
+  }
+  func clear() { flag.withLock { $0 = false } }
+}

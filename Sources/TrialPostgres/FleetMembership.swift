@@ -1,0 +1,370 @@
+import Dispatch
+import Foundation
+import Synchronization
+import TrialCore
+
+/// What the membership tells the node, on the membership's queue.
+public protocol FleetMembershipDelegate: AnyObject, Sendable {
+  /// Ownership changed (`ShardOwnership` already holds the new shards): plan the gained
+  /// shards' trials, forget the lost ones'.
+  func fleetShardsChanged(gained: Set<Int>, lost: Set<Int>)
+  /// Another node changed these trials.
+  func fleetTrialsChanged(_ ids: [TrialID])
+  /// The event log grew (on any node).
+  func fleetLogAdvanced()
+  /// The connection to the database was lost and is back: notifications may have been
+  /// missed; re-read what the node owns and the log.
+  func fleetReconnected()
+}
+
+/// One node of the fleet: its row and life lock, its lease, and its share of the shards.
+///
+/// Every `tick` (150 ms) renews the node's lease on the database's clock, reads which nodes
+/// are alive (lease not run out, and the node's session advisory lock held: a killed node's
+/// lock goes with its connection) and who owns each shard, and makes this node's moves
+/// (`ShardBalance`): claiming shards without a live owner, handing surplus to nodes under
+/// their share. Each move bumps the shard's epoch, the fencing token every fire is checked
+/// against. The same connection `LISTEN`s for the wake-ups.
+public final class FleetMembership: @unchecked Sendable {
+  // @unchecked: mutable state is touched only on `queue`.
+  public struct Settings: Sendable {
+    /// How long a renewed lease lasts, on the database's clock.
+    public var lease: Duration = .milliseconds(1500)
+    /// How often the lease is renewed and the fleet read.
+    public var tick: Duration = .milliseconds(150)
+    /// This node trusts its ownership until this long before its lease could have run out,
+    /// by its own monotonic clock since the last renewal.
+    public var margin: Duration = .milliseconds(300)
+
+    public init() {}
+  }
+
+  /// One node as the last tick read it.
+  public struct Member: Hashable, Sendable {
+    public var id: Int64
+    public var name: String
+    public var alive: Bool
+    /// Since the lease was last renewed.
+    public var leaseAge: Duration?
+    public var shards: Int
+    public var version: String?
+  }
+
+  public let name: String
+  public let version: String
+  public let ownership: ShardOwnership
+  public let shards: ShardMap
+  let conninfo: String
+  let settings: Settings
+  let queue = DispatchQueue(label: "trialwatch.fleet")
+  public weak var delegate: (any FleetMembershipDelegate)?
+  private var connection: PGConnection?
+  private var listenSource: (any DispatchSourceRead)?
+  private var timer: (any DispatchSourceTimer)?
+  private(set) var nodeID: Int64?
+  private var epochs: [Int: Int64] = [:]
+  private var renewedAt: UInt64 = 0
+  private var leaving = false
+  private let view = Mutex<[Member]>([])
+
+  public init(
+    conninfo: String, name: String, version: String, shards: ShardMap, ownership: ShardOwnership,
+    settings: Settings = Settings()
+  ) {
+    self.conninfo = conninfo
+    self.name = name
+    self.version = version
+    self.shards = shards
+    self.ownership = ownership
+    self.settings = settings
+  }
+
+  /// The nodes as the last tick read them.
+  public var members: [Member] { view.withLock { $0 } }
+  /// This node's id in the database, once joined.
+  public var id: Int64? { queue.sync { nodeID } }
+
+  // MARK: Joining and leaving
+
+  /// Registers the node, takes its life lock, and makes a first tick (claiming the shards
+  /// without a live owner up to its share). Call before the engine starts; then `start`.
+  /// - Throws: `PostgresStoreError.nodeNameInUse` when a running node has the name.
+  public func join() throws {
+    try queue.sync { try connectAndRegister() }
+    try queue.sync { try tick() }
+  }
+
+  /// Starts the ticks and the wake-ups.
+  public func start() {
+    queue.async { [self] in
+      let timer = DispatchSource.makeTimerSource(queue: queue)
+      timer.setEventHandler { [weak self] in self?.safeTick() }
+      let interval = Int(settings.tick / .microseconds(1))
+      timer.schedule(
+        deadline: .now() + .microseconds(interval), repeating: .microseconds(interval),
+        leeway: .milliseconds(5))
+      timer.resume()
+      self.timer = timer
+      listen()
+    }
+  }
+
+  /// Hands every shard to the other live nodes, ends the lease and lets go of the life
+  /// lock, so that the fleet takes over at once (`systemctl stop`).
+  public func leave() {
+    queue.sync {
+      leaving = true
+      timer?.cancel()
+      timer = nil
+      listenSource?.cancel()
+      listenSource = nil
+      guard let connection, let nodeID else { return }
+      do {
+        try connection.execute("BEGIN")
+        let (alive, owners) = try readFleet(connection)
+        let handoffs = ShardBalance.departure(of: nodeID, alive: alive, owners: owners)
+        ownership.set([:])
+        try apply(claims: [], handoffs: handoffs, on: connection, reason: "departure")
+        // Shards nobody takes (no other node alive) are let go, to be claimed at once.
+        try connection.execute(
+          """
+          WITH freed AS (
+            UPDATE trialwatch.shard SET owner = NULL, epoch = epoch + 1, changed_at = clock_timestamp()
+            WHERE owner = $1 RETURNING shard, epoch)
+          INSERT INTO trialwatch.shard_history (shard, epoch, owner, reason) SELECT shard, epoch, NULL, 'released'
+          FROM freed
+          """, [String(nodeID)])
+        try connection.execute(
+          "UPDATE trialwatch.node SET lease_until = clock_timestamp() - interval '1 second' WHERE node_id = $1",
+          [String(nodeID)])
+        try connection.execute("SELECT pg_notify('trialwatch_fleet', $1)", [name])
+        try connection.execute("COMMIT")
+        try connection.execute("SELECT pg_advisory_unlock_all()")
+      } catch {
+        _ = try? connection.execute("ROLLBACK")
+      }
+      self.connection = nil
+    }
+  }
+
+  /// One round now, on the membership's queue (the timer makes them every `tick`).
+  func round() throws {
+    try queue.sync { try tick() }
+  }
+
+  /// Ends the node's session without handing anything over, as a killed process's ends:
+  /// its server process is terminated, and gone when this returns.
+  func abandon() throws {
+    try queue.sync {
+      leaving = true
+      timer?.cancel()
+      listenSource?.cancel()
+      guard let pid = connection?.backendPID else { return }
+      try PGConnection(conninfo: conninfo).execute("SELECT pg_terminate_backend($1, 10000)", [String(pid)])
+      connection = nil
+    }
+  }
+
+  private func connectAndRegister() throws {
+    let connection = try PostgresTrialRepository.connect(conninfo)
+    try connection.execute(
+      "INSERT INTO trialwatch.node (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", [name])
+    let row = try connection.execute("SELECT node_id FROM trialwatch.node WHERE name = $1", [name])
+    guard let id = row.int64(0, 0) else { throw PostgresStoreError.damaged("node \(name) has no row") }
+    let locked = try connection.execute(
+      "SELECT pg_try_advisory_lock($1)", [String(PostgresSchema.nodeLockBase + id)])
+    guard locked.bool(0, 0) == true else { throw PostgresStoreError.nodeNameInUse(name) }
+    try connection.execute(
+      """
+      UPDATE trialwatch.node SET pid = $2, version = $3, started_at = clock_timestamp(),
+        lease_until = clock_timestamp() + $4 * interval '1 microsecond', seen_at = clock_timestamp()
+      WHERE node_id = $1
+      """,
+      [String(id), String(getpid()), version, String(settings.lease / .microseconds(1))])
+    for channel in [
+      PostgresTrialRepository.trialsChannel, PostgresTrialRepository.logChannel, "trialwatch_fleet",
+    ] {
+      try connection.execute("LISTEN \(channel)")
+    }
+    self.connection = connection
+    self.nodeID = id
+    renewedAt = DispatchTime.now().uptimeNanoseconds
+  }
+
+  // MARK: Ticks
+
+  private func safeTick() {
+    guard !leaving else { return }
+    do {
+      if connection == nil || connection?.isConnected == false {
+        connection = nil
+        try connectAndRegister()
+        listen()
+        try tick()
+        delegate?.fleetReconnected()
+        return
+      }
+      try tick()
+    } catch {
+      if let error = error as? PGError, error.isConnectionLoss { connection = nil }
+      // Past the trust window, the node stops firing until it renews its lease.
+      let age = Duration.nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - renewedAt))
+      if age > settings.lease - settings.margin, !ownership.owned.isEmpty {
+        let lost = Set(ownership.owned.keys)
+        ownership.set([:])
+        epochs = [:]
+        delegate?.fleetShardsChanged(gained: [], lost: lost)
+      }
+    }
+  }
+
+  /// Renews the lease, reads the fleet, makes this node's moves: one transaction.
+  private func tick() throws {
+    guard let connection, let nodeID else { return }
+    try connection.execute("BEGIN")
+    do {
+      try connection.execute(
+        """
+        UPDATE trialwatch.node SET lease_until = clock_timestamp() + $2 * interval '1 microsecond',
+          seen_at = clock_timestamp() WHERE node_id = $1
+        """, [String(nodeID), String(settings.lease / .microseconds(1))])
+      var (alive, owners) = try readFleet(connection)
+      let moves = ShardBalance.moves(for: nodeID, alive: alive, owners: owners)
+      if !moves.isEmpty {
+        try apply(claims: moves.claims, handoffs: moves.handoffs, on: connection, reason: "balance")
+        (alive, owners) = try readFleet(connection)
+      }
+      try connection.execute("COMMIT")
+      renewedAt = DispatchTime.now().uptimeNanoseconds
+      _ = alive
+      try settle(owners: owners)
+    } catch {
+      _ = try? connection.execute("ROLLBACK")
+      throw error
+    }
+    try drainNotifications()
+  }
+
+  /// The live nodes and each shard's owner; also refreshes `members`.
+  private func readFleet(_ connection: PGConnection) throws -> (alive: Set<Int64>, owners: [Int64?]) {
+    let nodes = try connection.execute(
+      """
+      SELECT n.node_id, n.name, n.lease_until > clock_timestamp() AND EXISTS (
+          SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+            AND ((l.classid::bigint << 32) | l.objid::bigint) = $1 + n.node_id),
+        (extract(epoch FROM clock_timestamp() - n.seen_at) * 1000000)::bigint, n.version
+      FROM trialwatch.node n ORDER BY n.node_id
+      """, [String(PostgresSchema.nodeLockBase)])
+    let rows = try connection.execute("SELECT shard, owner, epoch FROM trialwatch.shard ORDER BY shard")
+    var owners = [Int64?](repeating: nil, count: shards.count)
+    var epochsRead: [Int: Int64] = [:]
+    for row in 0..<rows.rows {
+      guard let shard = rows.int(row, 0), shard < shards.count else { continue }
+      owners[shard] = rows.int64(row, 1)
+      epochsRead[shard] = rows.int64(row, 2)
+    }
+    var alive = Set<Int64>()
+    var members: [Member] = []
+    for row in 0..<nodes.rows {
+      guard let id = nodes.int64(row, 0), let name = nodes.string(row, 1) else { continue }
+      let isAlive = nodes.bool(row, 2) == true
+      if isAlive { alive.insert(id) }
+      members.append(
+        Member(
+          id: id, name: name, alive: isAlive, leaseAge: nodes.int64(row, 3).map { .microseconds($0) },
+          shards: owners.count { $0 == id }, version: nodes.string(row, 4)))
+    }
+    view.withLock { $0 = members }
+    lastEpochs = epochsRead
+    return (alive, owners)
+  }
+
+  private var lastEpochs: [Int: Int64] = [:]
+
+  private func apply(
+    claims: [Int], handoffs: [ShardBalance.Handoff], on connection: PGConnection, reason: String
+  )
+    throws
+  {
+    guard let nodeID else { return }
+    if !claims.isEmpty {
+      // Only shards still without a live owner: two nodes claiming at once take each shard once.
+      try connection.execute(
+        """
+        WITH claimed AS (
+          UPDATE trialwatch.shard s SET owner = $1, epoch = s.epoch + 1, changed_at = clock_timestamp()
+          WHERE s.shard = ANY($2::integer[]) AND (s.owner IS NULL OR NOT EXISTS (
+            SELECT 1 FROM trialwatch.node n WHERE n.node_id = s.owner AND n.lease_until > clock_timestamp()
+              AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+                AND ((l.classid::bigint << 32) | l.objid::bigint) = $3 + n.node_id)))
+          RETURNING s.shard, s.epoch)
+        INSERT INTO trialwatch.shard_history (shard, epoch, owner, reason)
+        SELECT shard, epoch, $4, $5 FROM claimed
+        """, [String(nodeID), PGArray.literal(claims), String(PostgresSchema.nodeLockBase), name, "claimed"])
+    }
+    if !handoffs.isEmpty {
+      try connection.execute(
+        """
+        WITH moved AS (
+          UPDATE trialwatch.shard s SET owner = u.node, epoch = s.epoch + 1, changed_at = clock_timestamp()
+          FROM unnest($2::integer[], $3::bigint[]) AS u(shard, node)
+          WHERE s.shard = u.shard AND s.owner = $1 RETURNING s.shard, s.epoch, s.owner)
+        INSERT INTO trialwatch.shard_history (shard, epoch, owner, reason)
+        SELECT m.shard, m.epoch, n.name, $4 FROM moved m JOIN trialwatch.node n ON n.node_id = m.owner
+        """,
+        [
+          String(nodeID), PGArray.literal(handoffs.map(\.shard)), PGArray.literal(handoffs.map(\.to)),
+          "handed over (\(reason))",
+        ])
+      try connection.execute("SELECT pg_notify('trialwatch_fleet', $1)", [name])
+    }
+  }
+
+  /// Makes `ownership` what the database says and tells the delegate what changed.
+  private func settle(owners: [Int64?]) throws {
+    guard let nodeID else { return }
+    var now: [Int: Int64] = [:]
+    for (shard, owner) in owners.enumerated() where owner == nodeID { now[shard] = lastEpochs[shard] ?? 0 }
+    let before = epochs
+    epochs = now
+    ownership.set(now)
+    // A shard whose epoch moved while this node thought it owned it was lost and regained:
+    // both.
+    let lost = Set(before.keys).filter { now[$0] != before[$0] }
+    let gained = Set(now.keys).filter { before[$0] != now[$0] }
+    if !lost.isEmpty || !gained.isEmpty { delegate?.fleetShardsChanged(gained: gained, lost: lost) }
+  }
+
+  // MARK: Wake-ups
+
+  private func listen() {
+    listenSource?.cancel()
+    guard let connection else { return }
+    let source = DispatchSource.makeReadSource(fileDescriptor: connection.socket, queue: queue)
+    source.setEventHandler { [weak self] in
+      do { try self?.drainNotifications() } catch { self?.listenSource?.cancel() }
+    }
+    source.resume()
+    listenSource = source
+  }
+
+  private func drainNotifications() throws {
+    guard let connection else { return }
+    var trials: [TrialID] = []
+    var log = false
+    var fleet = false
+    for note in try connection.notifications() {
+      switch note.channel {
+      case PostgresTrialRepository.trialsChannel:
+        let parts = note.payload.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0] != name else { continue }
+        trials += parts[1].split(separator: ",").compactMap { TrialID($0) }
+      case PostgresTrialRepository.logChannel: log = true
+      default: fleet = note.payload != name
+      }
+    }
+    if !trials.isEmpty { delegate?.fleetTrialsChanged(trials) }
+    if log { delegate?.fleetLogAdvanced() }
+    if fleet { try tick() }
+  }
+}

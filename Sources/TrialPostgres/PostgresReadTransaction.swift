@@ -1,0 +1,186 @@
+import Foundation
+import TrialCore
+
+/// Reads of the shared store, each one statement on the transaction's connection (a
+/// repeatable-read, read-only transaction for `read`; the write transaction's own for
+/// `write`). Scans read in pages, so that a large table never sits in memory at once.
+class PostgresReadTransaction: TrialReadTransaction {
+  let connection: PGConnection
+  /// The shards this node owns, with their epochs, when the transaction began: the outbox
+  /// it delivers is theirs.
+  let owned: [Int: Int64]
+  static let page = 1_000
+
+  init(connection: PGConnection, owned: [Int: Int64]) {
+    self.connection = connection
+    self.owned = owned
+  }
+
+  @discardableResult
+  func query(_ sql: String, _ parameters: [String?] = []) throws -> PGResult {
+    try connection.execute(sql, parameters)
+  }
+
+  func trial(_ id: TrialID) throws -> Trial? {
+    let result = try query(
+      "SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial WHERE trial_id = $1",
+      [PostgresRecords.sql(id)])
+    return result.rows == 0 ? nil : try PostgresRecords.trial(result, 0)
+  }
+
+  /// The trials of `ids` that exist, in one statement.
+  func trials(_ ids: some Collection<TrialID>) throws -> [Trial] {
+    guard !ids.isEmpty else { return [] }
+    let result = try query(
+      "SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial WHERE trial_id = ANY($1::bigint[])",
+      [PGArray.literal(ids.map { Int64(bitPattern: $0.rawValue) })])
+    return try (0..<result.rows).map { try PostgresRecords.trial(result, $0) }
+  }
+
+  func activeTrialID(subject: String) throws -> TrialID? {
+    let result = try query(
+      "SELECT trial_id FROM trialwatch.trial WHERE subject = $1 AND state = 'active'", [subject])
+    return result.int64(0, 0).map(PostgresRecords.trialID)
+  }
+
+  func latestTrialID(subject: String) throws -> TrialID? {
+    let result = try query(
+      """
+      SELECT trial_id FROM trialwatch.trial WHERE subject = $1
+      ORDER BY state = 'active' DESC, start_s DESC, trial_id DESC LIMIT 1
+      """, [subject])
+    return result.rows == 0 ? nil : result.int64(0, 0).map(PostgresRecords.trialID)
+  }
+
+  func scanTrials(after: TrialID?, _ body: (Trial) throws -> Bool) throws {
+    // Trial ids are unsigned; the table orders their signed form, so a scan runs over the
+    // non-negative half first (ids below 2^63), then the negative half.
+    var position = after
+    while true {
+      let start = position.map { Int64(bitPattern: $0.rawValue) }
+      let sql: String
+      if let start, start < 0 {
+        sql = "trial_id < 0 AND trial_id > $1"
+      } else if start != nil {
+        sql = "(trial_id > $1 OR trial_id < 0)"
+      } else {
+        sql = "$1::bigint IS NULL"
+      }
+      let result = try query(
+        """
+        SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial WHERE \(sql)
+        ORDER BY trial_id < 0, trial_id LIMIT \(Self.page)
+        """, [start.map { String($0) }])
+      for row in 0..<result.rows {
+        let trial = try PostgresRecords.trial(result, row)
+        guard try body(trial) else { return }
+        position = trial.id
+      }
+      if result.rows < Self.page { return }
+    }
+  }
+
+  func ledgerEntry(_ id: EventID) throws -> LedgerEntry? {
+    let result = try query(
+      """
+      SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger
+      WHERE trial_id = $1 AND revision = $2 AND offset_ms = $3
+      """, PostgresRecords.key(id))
+    return result.rows == 0 ? nil : try PostgresRecords.ledgerEntry(result, 0)
+  }
+
+  /// The ledger entries of `ids` that exist, in one statement.
+  func ledgerEntries(_ ids: some Collection<EventID>) throws -> [LedgerEntry] {
+    guard !ids.isEmpty else { return [] }
+    let result = try query(
+      """
+      SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger
+      WHERE (trial_id, revision, offset_ms) IN (
+        SELECT * FROM unnest($1::bigint[], $2::integer[], $3::bigint[]))
+      """,
+      [
+        PGArray.literal(ids.map { Int64(bitPattern: $0.trialID.rawValue) }),
+        PGArray.literal(ids.map { Int64($0.revision) }),
+        PGArray.literal(ids.map { PostgresRecords.offset(of: $0.kind) }),
+      ])
+    return try (0..<result.rows).map { try PostgresRecords.ledgerEntry(result, $0) }
+  }
+
+  func ledgerEntries(trial: TrialID) throws -> [LedgerEntry] {
+    let result = try query(
+      "SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger WHERE trial_id = $1",
+      [PostgresRecords.sql(trial)])
+    return try (0..<result.rows).map { try PostgresRecords.ledgerEntry(result, $0) }.sorted { $0.id < $1.id }
+  }
+
+  /// The outbox of the shards this node owns: another node's undelivered entries become
+  /// this node's to deliver when their shard changes hands.
+  func scanOutbox(_ body: (LedgerEntry) throws -> Bool) throws {
+    guard !owned.isEmpty else { return }
+    let result = try query(
+      """
+      SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger
+      WHERE delivered_s IS NULL AND shard = ANY($1::integer[])
+      """, [PGArray.literal(owned.keys.sorted())])
+    let entries = try (0..<result.rows).map { try PostgresRecords.ledgerEntry(result, $0) }
+    for entry in entries.sorted(by: { $0.id < $1.id }) {
+      guard try body(entry) else { return }
+    }
+  }
+
+  func lastSeenWallTime() throws -> Date? {
+    try query("SELECT last_seen_s FROM trialwatch.log_head").double(0, 0).map(PostgresRecords.date)
+  }
+
+  func eventLogBounds() throws -> EventLogBounds {
+    let result = try query(
+      """
+      SELECT last, pruned_through, (SELECT count(*) FROM trialwatch.event_log) FROM trialwatch.log_head
+      """)
+    guard let last = result.int64(0, 0), let pruned = result.int64(0, 1), let count = result.int(0, 2) else {
+      throw PostgresStoreError.damaged("trialwatch.log_head is unreadable")
+    }
+    return EventLogBounds(
+      last: EventCursor(UInt64(bitPattern: last)), prunedThrough: EventCursor(UInt64(bitPattern: pruned)),
+      count: count)
+  }
+
+  func scanEvents(after: EventCursor, _ body: (LoggedEvent) throws -> Bool) throws {
+    guard after.sequence < UInt64(Int64.max) else { return }
+    var position = Int64(after.sequence)
+    while true {
+      let result = try query(
+        """
+        SELECT cursor, subject, trial_id, revision, offset_ms, outcome, skip_detail, due_s, taken_s, late,
+          NULL::double precision
+        FROM trialwatch.event_log WHERE cursor > $1 ORDER BY cursor LIMIT \(Self.page)
+        """, [String(position)])
+      for row in 0..<result.rows {
+        guard let cursor = result.int64(row, 0), let subject = result.string(row, 1) else {
+          throw PostgresStoreError.damaged("an unreadable event log row")
+        }
+        // The log keeps the entry as taken, without its delivery.
+        let entry = try PostgresRecords.ledgerEntry(result, row, from: 2)
+        let event = LoggedEvent(
+          cursor: EventCursor(UInt64(bitPattern: cursor)), entry: entry, subject: subject)
+        guard try body(event) else { return }
+        position = cursor
+      }
+      if result.rows < Self.page { return }
+    }
+  }
+
+  func consumer(named name: String) throws -> ConsumerRecord? {
+    let result = try query(
+      "SELECT \(PostgresRecords.consumerColumns) FROM trialwatch.consumer WHERE name = $1", [name])
+    return result.rows == 0 ? nil : try PostgresRecords.consumer(result, 0)
+  }
+
+  func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws {
+    let result = try query(
+      "SELECT \(PostgresRecords.consumerColumns) FROM trialwatch.consumer ORDER BY name COLLATE \"C\"")
+    for row in 0..<result.rows {
+      guard try body(try PostgresRecords.consumer(result, row)) else { return }
+    }
+  }
+}

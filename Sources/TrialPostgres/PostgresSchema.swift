@@ -1,0 +1,210 @@
+/// The shared store's tables, in the schema `trialwatch`, and their versions. The schema is
+/// created by the first daemon to start against an empty database and upgraded in place by a
+/// newer one, each under an advisory lock so that nodes starting together do it once; a
+/// daemon refuses a schema newer than it knows.
+public enum PostgresSchema {
+  /// The version this build writes and reads.
+  /// The version this build writes and reads: the number of `steps`.
+  public static var version: Int { steps.count }
+  /// The advisory lock (`pg_advisory_lock`) held while the schema is created or upgraded.
+  static let migrationLock: Int64 = 0x7472_6961_6c77_0001
+  /// Each node holds the session advisory lock `nodeLockBase + node_id` for its life, so
+  /// that the others notice its death the moment its connection closes.
+  static let nodeLockBase: Int64 = 0x7472_6961_6c77_0000 << 8
+
+  /// Version 1: nodes, shards and their history, trials, the ledger, the event log and
+  /// consumers. The daemon's times are kept exactly as it holds them, in the `*_s` columns
+  /// (seconds since 2001-01-01 UTC, `double precision`); each has a `*_at` column beside it
+  /// that shows it as a `timestamptz`, for people and queries.
+  static let createVersion1 = """
+    CREATE SCHEMA IF NOT EXISTS trialwatch;
+    CREATE FUNCTION trialwatch.time(double precision) RETURNS timestamptz
+      LANGUAGE sql IMMUTABLE STRICT AS $$ SELECT to_timestamp($1 + 978307200) $$;
+    CREATE FUNCTION trialwatch.now_s() RETURNS double precision
+      LANGUAGE sql VOLATILE AS $$ SELECT extract(epoch FROM clock_timestamp())::double precision - 978307200 $$;
+    CREATE TABLE trialwatch.meta (key text PRIMARY KEY, value text NOT NULL);
+    CREATE TABLE trialwatch.node (
+      node_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      name text NOT NULL UNIQUE,
+      pid integer,
+      started_at timestamptz,
+      lease_until timestamptz,
+      seen_at timestamptz
+    );
+    CREATE TABLE trialwatch.shard (
+      shard integer PRIMARY KEY,
+      owner bigint REFERENCES trialwatch.node,
+      epoch bigint NOT NULL DEFAULT 0,
+      changed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    );
+    CREATE TABLE trialwatch.shard_history (
+      shard integer NOT NULL,
+      epoch bigint NOT NULL,
+      owner text,
+      changed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+      reason text NOT NULL,
+      PRIMARY KEY (shard, epoch)
+    );
+    CREATE TABLE trialwatch.trial (
+      trial_id bigint PRIMARY KEY,
+      shard integer NOT NULL,
+      subject text NOT NULL,
+      state text NOT NULL CHECK (state IN ('active', 'expired', 'converted', 'cancelled')),
+      revision integer NOT NULL,
+      start_s double precision NOT NULL,
+      end_s double precision NOT NULL,
+      ended_s double precision,
+      reminders_ms bigint[] NOT NULL,
+      start_at timestamptz GENERATED ALWAYS AS (trialwatch.time(start_s)) STORED,
+      end_at timestamptz GENERATED ALWAYS AS (trialwatch.time(end_s)) STORED,
+      ended_at timestamptz GENERATED ALWAYS AS (trialwatch.time(ended_s)) STORED
+    );
+    CREATE UNIQUE INDEX trial_active_subject ON trialwatch.trial (subject) WHERE state = 'active';
+    CREATE INDEX trial_subject ON trialwatch.trial (subject, trial_id);
+    CREATE INDEX trial_active_shard ON trialwatch.trial (shard) WHERE state = 'active';
+    CREATE TABLE trialwatch.ledger (
+      trial_id bigint NOT NULL,
+      revision integer NOT NULL,
+      offset_ms bigint NOT NULL,
+      event_id text NOT NULL UNIQUE,
+      shard integer NOT NULL,
+      kind text NOT NULL CHECK (kind IN ('reminder', 'expiry')),
+      outcome text NOT NULL,
+      skip_detail text,
+      due_s double precision NOT NULL,
+      taken_s double precision NOT NULL,
+      late boolean NOT NULL,
+      delivered_s double precision,
+      node text,
+      epoch bigint,
+      due_at timestamptz GENERATED ALWAYS AS (trialwatch.time(due_s)) STORED,
+      taken_at timestamptz GENERATED ALWAYS AS (trialwatch.time(taken_s)) STORED,
+      delivered_at timestamptz GENERATED ALWAYS AS (trialwatch.time(delivered_s)) STORED,
+      PRIMARY KEY (trial_id, revision, offset_ms)
+    );
+    CREATE INDEX ledger_outbox ON trialwatch.ledger (shard, trial_id, revision, offset_ms)
+      WHERE delivered_s IS NULL;
+    CREATE TABLE trialwatch.event_log (
+      cursor bigint PRIMARY KEY,
+      trial_id bigint NOT NULL,
+      revision integer NOT NULL,
+      offset_ms bigint NOT NULL,
+      subject text NOT NULL,
+      outcome text NOT NULL,
+      skip_detail text,
+      due_s double precision NOT NULL,
+      taken_s double precision NOT NULL,
+      late boolean NOT NULL,
+      taken_at timestamptz GENERATED ALWAYS AS (trialwatch.time(taken_s)) STORED
+    );
+    CREATE TABLE trialwatch.log_head (
+      one boolean PRIMARY KEY DEFAULT true CHECK (one),
+      last bigint NOT NULL,
+      pruned_through bigint NOT NULL,
+      last_seen_s double precision
+    );
+    INSERT INTO trialwatch.log_head (last, pruned_through) VALUES (0, 0);
+    CREATE TABLE trialwatch.consumer (
+      name text PRIMARY KEY,
+      acknowledged bigint NOT NULL,
+      created_s double precision NOT NULL,
+      acknowledged_s double precision,
+      lost bigint NOT NULL DEFAULT 0,
+      lost_s double precision
+    );
+    """
+
+  /// Version 2: each node records the trialwatchd version it runs, for rolling upgrades.
+  static let upgradeTo2 = """
+    ALTER TABLE trialwatch.node ADD COLUMN version text;
+    """
+
+  /// Step n takes the schema from version n to n + 1 (step 0 creates it).
+  static let steps = [createVersion1, upgradeTo2]
+
+  /// What `prepare` found or did.
+  public enum Outcome: Hashable, Sendable {
+    case created
+    case upgraded(from: Int)
+    case current
+  }
+
+  /// Creates the schema in an empty database, or upgrades an older one, under the migration
+  /// lock; checks the shard count against the one the schema was created with.
+  /// - Throws: `PostgresStoreError` for a newer schema, a different shard count, or a
+  ///   database error.
+  @discardableResult
+  public static func prepare(on connection: PGConnection, shards: Int) throws -> Outcome {
+    try connection.execute("SELECT pg_advisory_lock($1)", [String(migrationLock)])
+    defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [String(migrationLock)]) }
+    let found = try installedVersion(on: connection)
+    if let found, found > version { throw PostgresStoreError.schemaTooNew(found: found, known: version) }
+    if found != nil {
+      let existing = try shardCount(on: connection)
+      guard existing == shards else {
+        throw PostgresStoreError.shardCountMismatch(schema: existing, configured: shards)
+      }
+    }
+    let from = found ?? 0
+    guard from < version else { return .current }
+    // Every step and the new version in one transaction: a failed upgrade leaves the old one.
+    var script = "BEGIN;\n" + steps[from...].joined(separator: "\n")
+    if from == 0 {
+      script += """
+        INSERT INTO trialwatch.meta (key, value) VALUES ('schema_version', '0'), ('shards', '\(shards)'),
+          ('created_at', clock_timestamp()::text);
+        INSERT INTO trialwatch.shard (shard) SELECT generate_series(0, \(shards - 1));
+        INSERT INTO trialwatch.shard_history (shard, epoch, owner, reason)
+          SELECT shard, 0, NULL, 'created' FROM trialwatch.shard;
+
+        """
+    }
+    script += "UPDATE trialwatch.meta SET value = '\(version)' WHERE key = 'schema_version';\nCOMMIT;"
+    try connection.executeScript(script)
+    return from == 0 ? .created : .upgraded(from: from)
+  }
+
+  /// The version recorded in `trialwatch.meta`, or nil when the schema does not exist.
+  static func installedVersion(on connection: PGConnection) throws -> Int? {
+    let exists = try connection.execute("SELECT to_regclass('trialwatch.meta') IS NOT NULL")
+    guard exists.bool(0, 0) == true else { return nil }
+    let row = try connection.execute("SELECT value FROM trialwatch.meta WHERE key = 'schema_version'")
+    guard row.rows == 1, let text = row.string(0, 0), let value = Int(text) else {
+      throw PostgresStoreError.damaged("trialwatch.meta has no readable schema_version")
+    }
+    return value
+  }
+
+  /// The shard count the schema was created with.
+  public static func shardCount(on connection: PGConnection) throws -> Int {
+    let row = try connection.execute("SELECT value FROM trialwatch.meta WHERE key = 'shards'")
+    guard row.rows == 1, let text = row.string(0, 0), let value = Int(text), value > 0 else {
+      throw PostgresStoreError.damaged("trialwatch.meta has no readable shard count")
+    }
+    return value
+  }
+}
+
+/// What the shared store reports as wrong, in words an operator can act on.
+public enum PostgresStoreError: Error, Hashable, Sendable, CustomStringConvertible {
+  case schemaTooNew(found: Int, known: Int)
+  case shardCountMismatch(schema: Int, configured: Int)
+  case damaged(String)
+  case nodeNameInUse(String)
+  case notConnected(String)
+
+  public var description: String {
+    switch self {
+    case .schemaTooNew(let found, let known):
+      "the database's trialwatch schema is version \(found), newer than this trialwatchd knows (\(known)): "
+        + "upgrade this node"
+    case .shardCountMismatch(let schema, let configured):
+      "Shards=\(configured) differs from the \(schema) shards the database's schema was created with: "
+        + "the count is fixed; set Shards=\(schema)"
+    case .damaged(let what): "the database's trialwatch schema is damaged: \(what)"
+    case .nodeNameInUse(let name):
+      "node name \(name) is in use by another running trialwatchd: give each node its own NodeName="
+    case .notConnected(let why): "not connected to PostgreSQL: \(why)"
+    }
+  }
+}

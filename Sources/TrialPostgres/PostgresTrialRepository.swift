@@ -1,0 +1,223 @@
+import Foundation
+import Synchronization
+import TrialCore
+
+/// The shards a fleet node owns and their epochs: set by the fleet membership, read by
+/// every transaction (the fence and the outbox).
+public final class ShardOwnership: Sendable {
+  private let state = Mutex<[Int: Int64]>([:])
+
+  public init() {}
+
+  public var owned: [Int: Int64] { state.withLock { $0 } }
+
+  public func set(_ owned: [Int: Int64]) { state.withLock { $0 = owned } }
+}
+
+/// The trial store of a fleet, in PostgreSQL: the same operations as the file store
+/// (`TrialRepository`), on one writer connection (the engine's) and a small pool of
+/// reader connections for reads from any thread. A write that changed trials or grew the
+/// event log wakes the other nodes with `NOTIFY` (`trialwatch_trials`, `trialwatch_log`)
+/// in its commit; the notification is only a wake-up, never the record.
+public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable {
+  // @unchecked: the connections are guarded by their mutexes.
+  public let shards: ShardMap
+  public let node: String
+  public let ownership: ShardOwnership
+  private let conninfo: String
+  /// Refuses to record an event before it is due by the database's clock (the fleet's one
+  /// clock). Off only for tests that run the engine in virtual time.
+  public let refusesEarlyFires: Bool
+  private let writer: Mutex<PGConnection?>
+  private let readers = Mutex<[PGConnection]>([])
+  /// Reader connections kept for reuse; more may be open at once, briefly.
+  static let pooledReaders = 8
+  /// Channels of the wake-ups.
+  public static let trialsChannel = "trialwatch_trials"
+  public static let logChannel = "trialwatch_log"
+  /// The largest payload `NOTIFY` takes is 8000 bytes; trial ids go in chunks below it.
+  static let payloadLimit = 7_800
+
+  /// Connects the writer. The schema must exist (`PostgresSchema.prepare`).
+  public init(
+    conninfo: String, node: String, shards: ShardMap, ownership: ShardOwnership = ShardOwnership(),
+    refusesEarlyFires: Bool = true
+  ) throws {
+    self.conninfo = conninfo
+    self.refusesEarlyFires = refusesEarlyFires
+    self.node = node
+    self.shards = shards
+    self.ownership = ownership
+    self.writer = Mutex(try Self.connect(conninfo))
+  }
+
+  static func connect(_ conninfo: String) throws -> PGConnection {
+    let connection = try PGConnection(conninfo: conninfo)
+    // A statement never waits long on a lock or a stuck server, nor does an idle transaction
+    // hold rows: a failed write is retried by the engine.
+    try connection.executeScript(
+      "SET statement_timeout = '10s'; SET lock_timeout = '5s'; SET idle_in_transaction_session_timeout = '30s';"
+    )
+    return connection
+  }
+
+  // MARK: Transactions
+
+  public func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
+    // A read is repeated once on a new connection when the old one was lost (the server
+    // restarted): reads change nothing.
+    do {
+      return try readOnce(body)
+    } catch let error as PGError where error.isConnectionLoss {
+      return try readOnce(body)
+    }
+  }
+
+  private func readOnce<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
+    let connection = try readers.withLock { $0.popLast() } ?? Self.connect(conninfo)
+    var healthy = true
+    defer {
+      if healthy { readers.withLock { if $0.count < Self.pooledReaders { $0.append(connection) } } }
+    }
+    do {
+      try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+      let result = try body(PostgresReadTransaction(connection: connection, owned: ownership.owned))
+      try connection.execute("COMMIT")
+      return result
+    } catch {
+      if let error = error as? PGError, error.isConnectionLoss {
+        healthy = false
+      } else {
+        healthy = (try? connection.execute("ROLLBACK")) != nil
+      }
+      throw error
+    }
+  }
+
+  public func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
+    try writer.withLock { slot in
+      let connection: PGConnection
+      if let existing = slot, existing.isConnected {
+        connection = existing
+      } else {
+        slot = nil
+        connection = try Self.connect(conninfo)
+        slot = connection
+      }
+      do {
+        try connection.execute("BEGIN")
+        let txn = PostgresWriteTransaction(
+          connection: connection, owned: ownership.owned, shards: shards, node: node,
+          refusesEarlyFires: refusesEarlyFires)
+        let result = try body(txn)
+        try txn.flush()
+        try notify(txn, on: connection)
+        try connection.execute("COMMIT")
+        return result
+      } catch {
+        if let error = error as? PGError, error.isConnectionLoss {
+          slot = nil
+        } else if (try? connection.execute("ROLLBACK")) == nil {
+          slot = nil
+        }
+        throw Self.translate(error)
+      }
+    }
+  }
+
+  /// Sends the wake-ups, delivered by the server at the commit.
+  private func notify(_ txn: PostgresWriteTransaction, on connection: PGConnection) throws {
+    var payload = ""
+    func send() throws {
+      guard !payload.isEmpty else { return }
+      try connection.execute("SELECT pg_notify($1, $2)", [Self.trialsChannel, node + " " + payload])
+      payload = ""
+    }
+    for id in Set(txn.changedTrials).sorted() {
+      if payload.utf8.count > Self.payloadLimit { try send() }
+      payload += payload.isEmpty ? id.description : "," + id.description
+    }
+    try send()
+    if let last = txn.appendedThrough {
+      try connection.execute("SELECT pg_notify($1, $2)", [Self.logChannel, last.description])
+    }
+  }
+
+  /// A second active trial of one subject (two nodes starting it at once) is the error the
+  /// caller knows; any other database error travels as it is.
+  static func translate(_ error: any Error) -> any Error {
+    guard let error = error as? PGError, error.sqlState == "23505", case .server(_, let message, _) = error,
+      message.contains("trial_active_subject")
+    else { return error }
+    return TrialError.invalid("subject", "another node started a trial for this subject at the same moment")
+  }
+
+  // MARK: Restoring shards
+
+  /// Every active trial of the shards this node owns, with the events already taken; the
+  /// counts are the whole fleet's.
+  public func restore(into planner: inout Planner, progressEvery: Int, progress: (Int) -> Void) throws
+    -> RestoreSummary
+  {
+    var summary = RestoreSummary()
+    summary.byState = try counts()
+    summary.trials = summary.byState.values.reduce(0, +)
+    try restore(shards: Set(ownership.owned.keys), into: &planner)
+    // The trials come in one read; progress is reported as the count passes each step.
+    if progressEvery > 0 {
+      for step in stride(from: progressEvery, through: summary.trials, by: progressEvery) { progress(step) }
+    }
+    return summary
+  }
+
+  /// Plans the active trials of `shards` (another node's until now): every event of the
+  /// current revision not yet in the ledger. Returns how many trials were planned.
+  @discardableResult
+  public func restore(shards: Set<Int>, into planner: inout Planner) throws -> Int {
+    guard !shards.isEmpty else { return 0 }
+    return try read { txn in
+      let txn = txn as! PostgresReadTransaction
+      let list = [PGArray.literal(shards.sorted())]
+      let trials = try txn.query(
+        """
+        SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial
+        WHERE state = 'active' AND shard = ANY($1::integer[])
+        """, list)
+      let taken = try txn.query(
+        """
+        SELECT l.trial_id, l.revision, l.offset_ms FROM trialwatch.ledger l
+        JOIN trialwatch.trial t ON t.trial_id = l.trial_id AND t.revision = l.revision
+        WHERE t.state = 'active' AND t.shard = ANY($1::integer[])
+        """, list)
+      var done = Set<EventID>()
+      for row in 0..<taken.rows {
+        guard let trial = taken.int64(row, 0), let revision = taken.int(row, 1),
+          let offset = taken.int64(row, 2)
+        else { continue }
+        done.insert(PostgresRecords.eventID(trial: trial, revision: revision, offset: offset))
+      }
+      planner.reserveCapacity(trials: planner.trialCount + trials.rows)
+      for row in 0..<trials.rows {
+        planner.restore(try PostgresRecords.trial(trials, row)) { done.contains($0) }
+      }
+      return trials.rows
+    }
+  }
+
+  /// Trials by state, over the whole fleet.
+  public func counts() throws -> [TrialState: Int] {
+    try read { txn in
+      let result = try (txn as! PostgresReadTransaction).query(
+        "SELECT state, count(*) FROM trialwatch.trial GROUP BY state")
+      var counts: [TrialState: Int] = [:]
+      for row in 0..<result.rows {
+        guard let state = result.string(row, 0).flatMap(TrialState.init), let count = result.int(row, 1)
+        else {
+          continue
+        }
+        counts[state] = count
+      }
+      return counts
+    }
+  }
+}
