@@ -75,6 +75,9 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   private var destination = JournalDestination.standardError
   private var clockSteps: ClockStepWatcher?
   private var services: [any DaemonService] = []
+  /// What this node knows of its fleet, for `GetStatus` and `GetFleet`; nil on a single-host
+  /// daemon. The fleet code sets it before `run()`; the control service reads it at its start.
+  public var fleetStatus: (@Sendable () -> FleetStatus?)?
 
   public init(options: DaemonOptions, openRepository: @escaping RepositoryOpener) {
     self.options = options
