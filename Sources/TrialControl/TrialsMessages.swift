@@ -257,10 +257,13 @@ public struct GetStatusReply: Codable, Hashable, Sendable {
   public var connections: Int
   /// Connections with a running Watch.
   public var watchers: Int
+  /// The fleet the daemon is a node of; nil when it stores its trials on its own host.
+  public var fleet: FleetObject?
 
   public init(
     version: String, startedAt: Date, uptime: Duration, trials: TrialCounts, pendingEvents: Int,
-    nextEvent: EventObject? = nil, storeBytes: Int? = nil, connections: Int, watchers: Int
+    nextEvent: EventObject? = nil, storeBytes: Int? = nil, connections: Int, watchers: Int,
+    fleet: FleetObject? = nil
   ) {
     self.version = version
     self.startedAt = startedAt
@@ -271,6 +274,7 @@ public struct GetStatusReply: Codable, Hashable, Sendable {
     self.storeBytes = storeBytes
     self.connections = connections
     self.watchers = watchers
+    self.fleet = fleet
   }
 }
 

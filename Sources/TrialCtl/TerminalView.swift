@@ -79,6 +79,11 @@ public final class TerminalView: TrialPresenterOutput {
     writeTable(viewModel.table, orIfEmpty: viewModel.emptyMessage)
   }
 
+  public func showFleet(_ viewModel: FleetViewModel) {
+    output.write(line: viewModel.headline)
+    writeTable(viewModel.table)
+  }
+
   public func showMessage(_ text: String) {
     output.write(line: text)
   }

@@ -104,6 +104,8 @@ public protocol TrialPresenterOutput: AnyObject {
   /// The event log, or one consumer: a headline and labelled values.
   func showDetails(_ viewModel: DetailsViewModel)
   func showConsumers(_ viewModel: ConsumerListViewModel)
+  /// A fleet's nodes.
+  func showFleet(_ viewModel: FleetViewModel)
   /// A line of output that says what a command did, such as "Removed consumer mailer."
   func showMessage(_ text: String)
   /// A short notice for the reader (on standard error), such as "watching for events".
@@ -221,6 +223,7 @@ public final class TrialPresenter {
     }
     details.append(LabeledValue(label: "Connections", value: "\(status.connections)"))
     details.append(LabeledValue(label: "Watchers", value: "\(status.watchers)"))
+    if let fleet = status.fleet { details += fleetDetails(fleet) }
     let trials = counts.active == 1 ? "1 active trial" : "\(counts.active) active trials"
     output.showStatus(StatusViewModel(headline: "trialwatchd \(status.version): \(trials)", details: details))
   }

@@ -158,7 +158,8 @@ public struct TrialwatchCtl: ParsableCommand {
       """,
     subcommands: [
       Start.self, Status.self, List.self, Extend.self, End.self, Plan.self, Simulate.self, Watch.self,
-      DaemonStatus.self, EventLog.self, Consumers.self, ConsumerCommand.self, Consume.self,
+      DaemonStatus.self, Fleet.self, Export.self, EventLog.self, Consumers.self, ConsumerCommand.self,
+      Consume.self,
     ])
 
   public init() {}

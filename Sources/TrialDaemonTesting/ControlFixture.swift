@@ -53,7 +53,7 @@ public final class ControlFixture {
     store: StoreKind = .memory, options: ControlServer.Options = ControlServer.Options(),
     group: UInt32? = nil,
     authorizer: ControlAuthorizer? = nil, ids: [UInt64] = [], start: Date = ControlFixture.start,
-    repository given: (any TrialRepository)? = nil
+    repository given: (any TrialRepository)? = nil, fleetStatus: (@Sendable () -> FleetStatus?)? = nil
   ) throws {
     scratch = try TemporaryDirectory("control")
     socketPath = scratch.appending("io.trialwatch")
@@ -64,7 +64,7 @@ public final class ControlFixture {
     case (nil, .lmdb): repository = try LMDBTrialRepository(directory: scratch.appending("store"))
     case (nil, .postgres): repository = try PostgresTestStore().repository
     }
-    engine = try EngineParts(repository: repository, ids: ids, start: start)
+    engine = try EngineParts(repository: repository, ids: ids, start: start, fleetStatus: fleetStatus)
     var options = options
     options.version = "1.2.3-test"
     let calls = self.calls
@@ -149,7 +149,10 @@ public final class EngineParts: @unchecked Sendable {
   private let held = DispatchSemaphore(value: 0)
   private let holds = Mutex(0)
 
-  public init(repository: any TrialRepository, ids: [UInt64], start: Date) throws {
+  public init(
+    repository: any TrialRepository, ids: [UInt64], start: Date,
+    fleetStatus: (@Sendable () -> FleetStatus?)? = nil
+  ) throws {
     let scheduler = TestScheduler(now: start)
     self.scheduler = scheduler
     self.repository = repository
@@ -160,7 +163,7 @@ public final class EngineParts: @unchecked Sendable {
     let lmdb = repository as? LMDBTrialRepository
     handlers = TrialsHandlers(
       engine: engine, queue: queue, startedAt: start, version: "1.2.3-test",
-      storeBytes: { [weak lmdb] in (try? lmdb?.statistics())?.fileSize })
+      storeBytes: { [weak lmdb] in (try? lmdb?.statistics())?.fileSize }, fleetStatus: fleetStatus)
   }
 
   public var now: Date { queue.sync { scheduler.manualClock.now() } }

@@ -48,6 +48,8 @@ public final class FleetMembership: @unchecked Sendable {
     public var leaseAge: Duration?
     public var shards: Int
     public var version: String?
+    /// How overdue the node's next event was at its last round.
+    public var lag: Duration?
   }
 
   public let name: String
@@ -58,6 +60,8 @@ public final class FleetMembership: @unchecked Sendable {
   let settings: Settings
   let queue = DispatchQueue(label: "trialwatch.fleet")
   public weak var delegate: (any FleetMembershipDelegate)?
+  /// How overdue this node's next event is, reported with each renewal. Set before `start`.
+  public var lag: (@Sendable () -> Duration)?
   private var connection: PGConnection?
   private var listenSource: (any DispatchSourceRead)?
   private var timer: (any DispatchSourceTimer)?
@@ -226,8 +230,12 @@ public final class FleetMembership: @unchecked Sendable {
       try connection.execute(
         """
         UPDATE trialwatch.node SET lease_until = clock_timestamp() + $2 * interval '1 microsecond',
-          seen_at = clock_timestamp() WHERE node_id = $1
-        """, [String(nodeID), String(settings.lease / .microseconds(1))])
+          seen_at = clock_timestamp(), lag_us = $3 WHERE node_id = $1
+        """,
+        [
+          String(nodeID), String(settings.lease / .microseconds(1)),
+          lag.map { String($0() / .microseconds(1)) },
+        ])
       var (alive, owners) = try readFleet(connection)
       let moves = ShardBalance.moves(for: nodeID, alive: alive, owners: owners)
       if !moves.isEmpty {
@@ -252,7 +260,7 @@ public final class FleetMembership: @unchecked Sendable {
       SELECT n.node_id, n.name, n.lease_until > clock_timestamp() AND EXISTS (
           SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
             AND ((l.classid::bigint << 32) | l.objid::bigint) = $1 + n.node_id),
-        (extract(epoch FROM clock_timestamp() - n.seen_at) * 1000000)::bigint, n.version
+        (extract(epoch FROM clock_timestamp() - n.seen_at) * 1000000)::bigint, n.version, n.lag_us
       FROM trialwatch.node n ORDER BY n.node_id
       """, [String(PostgresSchema.nodeLockBase)])
     let rows = try connection.execute("SELECT shard, owner, epoch FROM trialwatch.shard ORDER BY shard")
@@ -272,7 +280,8 @@ public final class FleetMembership: @unchecked Sendable {
       members.append(
         Member(
           id: id, name: name, alive: isAlive, leaseAge: nodes.int64(row, 3).map { .microseconds($0) },
-          shards: owners.count { $0 == id }, version: nodes.string(row, 4)))
+          shards: owners.count { $0 == id }, version: nodes.string(row, 4),
+          lag: nodes.int64(row, 5).map { .microseconds($0) }))
     }
     view.withLock { $0 = members }
     lastEpochs = epochsRead

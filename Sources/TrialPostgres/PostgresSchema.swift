@@ -114,9 +114,10 @@ public enum PostgresSchema {
     );
     """
 
-  /// Version 2: each node records the trialwatchd version it runs, for rolling upgrades.
+  /// Version 2: each node records the trialwatchd version it runs (for rolling upgrades) and
+  /// how overdue its next event is (`trialwatchctl fleet`).
   static let upgradeTo2 = """
-    ALTER TABLE trialwatch.node ADD COLUMN version text;
+    ALTER TABLE trialwatch.node ADD COLUMN version text, ADD COLUMN lag_us bigint;
     """
 
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).

@@ -46,6 +46,8 @@ import TrialCore
       (Trials.getPlan.qualifiedName, Trials.getPlan.kind, GetPlanParameters(id: id)),
       (Trials.simulate.qualifiedName, Trials.simulate.kind, SimulateParameters(at: .fromNow(.days(1)))),
       (Trials.getStatus.qualifiedName, Trials.getStatus.kind, NoParameters()),
+      (Trials.getFleet.qualifiedName, Trials.getFleet.kind, NoParameters()),
+      (Trials.export.qualifiedName, Trials.export.kind, ExportParameters(after: id, limit: 10)),
       (Trials.watch.qualifiedName, Trials.watch.kind, WatchParameters(after: EventCursor(7))),
       (Trials.getEventLog.qualifiedName, Trials.getEventLog.kind, NoParameters()),
       (

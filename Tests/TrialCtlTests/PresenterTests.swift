@@ -21,6 +21,7 @@ final class SpyOutput: TrialPresenterOutput {
   var details: [DetailsViewModel] = []
   var consumerLists: [ConsumerListViewModel] = []
   var messages: [String] = []
+  var fleets: [FleetViewModel] = []
 
   func showTrial(_ viewModel: TrialViewModel) { trials.append(viewModel) }
   func showTrialList(_ viewModel: TrialListViewModel) { lists.append(viewModel) }
@@ -31,6 +32,7 @@ final class SpyOutput: TrialPresenterOutput {
   func showDetails(_ viewModel: DetailsViewModel) { details.append(viewModel) }
   func showConsumers(_ viewModel: ConsumerListViewModel) { consumerLists.append(viewModel) }
   func showMessage(_ text: String) { messages.append(text) }
+  func showFleet(_ viewModel: FleetViewModel) { fleets.append(viewModel) }
 }
 
 @Suite struct PresenterTests {

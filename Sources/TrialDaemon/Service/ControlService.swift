@@ -28,7 +28,8 @@ public final class ControlService: DaemonService, @unchecked Sendable {
     let repository = engine.repository as? LMDBTrialRepository
     let handlers = TrialsHandlers(
       engine: engine, queue: queue, startedAt: engine.clock.now(), version: Daemon.version,
-      storeBytes: { [weak repository] in (try? repository?.statistics())?.fileSize })
+      storeBytes: { [weak repository] in (try? repository?.statistics())?.fileSize },
+      fleetStatus: daemon.fleetStatus)
     let gid = Self.groupID(configuration.controlGroup)
     if gid == nil {
       logger.notice(

@@ -77,6 +77,9 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   private var services: [any DaemonService] = []
   /// This daemon as a node of a fleet (`[Store] Backend=postgresql`).
   private var fleet: FleetNode?
+  /// What this node knows of its fleet, for `GetStatus` and `GetFleet`; nil on a single-host
+  /// daemon. The fleet code sets it before `run()`; the control service reads it at its start.
+  public var fleetStatus: (@Sendable () -> FleetStatus?)?
 
   public init(options: DaemonOptions, openRepository: @escaping RepositoryOpener) {
     self.options = options
@@ -173,7 +176,10 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       logger: Logger(label: "trialwatchd.engine"))
     engine.observer = self
     self.engine = engine
-    fleet?.attach(engine)
+    if let fleet {
+      fleet.attach(engine)
+      fleetStatus = { fleet.status() }
+    }
 
     let report = try queue.sync {
       try engine.start(

@@ -50,10 +50,27 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
     let shards = self.shards
     engine.owns = { ownership.owned[shards.shard(of: $0)] != nil }
     membership.delegate = self
+    // Its lag, reported with each lease: how overdue its next event is.
+    let snapshots = queue.sync { engine.snapshots() }
+    let clock = engine.clock
+    membership.lag = {
+      guard let due = snapshots.current.nextEvent?.due else { return .zero }
+      return max(.zero, clock.now().duration(since: due))
+    }
   }
 
   public func start() {
     membership.start()
+  }
+
+  /// What this node knows of the fleet, from its last round; any thread.
+  public func status() -> FleetStatus {
+    FleetStatus(
+      node: membership.name, shards: repository.ownership.owned.keys.sorted(), shardCount: shards.count,
+      nodes: membership.members.map {
+        FleetStatus.Node(
+          name: $0.name, alive: $0.alive, shards: $0.shards, leaseAge: $0.leaseAge, lag: $0.lag, version: $0.version)
+      })
   }
 
   /// Hands this node's shards to the others (on `systemctl stop`).

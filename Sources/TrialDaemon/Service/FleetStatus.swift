@@ -1,4 +1,5 @@
 import Foundation
+import TrialControl
 
 /// What a fleet node knows of its fleet, as its last lease round read it: for `GetStatus`,
 /// `GetFleet`, `trialwatchctl daemon-status` and `trialwatchctl fleet`.
@@ -43,5 +44,18 @@ public struct FleetStatus: Hashable, Sendable {
     self.shards = shards
     self.shardCount = shardCount
     self.nodes = nodes
+  }
+}
+
+extension FleetObject {
+  /// The fleet as the wire carries it.
+  init(_ status: FleetStatus) {
+    self.init(
+      node: status.node, shards: status.shards, shardCount: status.shardCount,
+      nodes: status.nodes.map {
+        FleetNodeObject(
+          name: $0.name, alive: $0.alive, shards: $0.shards, leaseAge: $0.leaseAge, lag: $0.lag,
+          version: $0.version)
+      })
   }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TrialControl
 import TrialCore
 import TrialStore
 
@@ -6,8 +7,9 @@ import TrialStore
   import Glibc
 #endif
 
-/// `trialwatchd --backup`, `--restore` and `--verify-store`: the store's maintenance, each in a
-/// process of its own, beside a running daemon (backup, verify) or instead of it (restore).
+/// `trialwatchd --backup`, `--restore`, `--verify-store` and `--import`: the store's
+/// maintenance, each in a process of its own, beside a running daemon (backup, verify) or
+/// instead of it (restore, import).
 /// Reports go to standard output, errors to standard error; each returns the exit status.
 public struct StoreCommands {
   /// Exit statuses besides 0 (done; for a verification: no problem).
@@ -16,7 +18,8 @@ public struct StoreCommands {
     /// configuration.
     public static let failure: Int32 = 1
     /// The store or the backup file is damaged, inconsistent, not a trialwatch store, or of a
-    /// newer schema: verification found problems, or a restore refused the file.
+    /// newer schema: verification found problems, or a restore refused the file; or an
+    /// import's file is invalid or conflicts with the store.
     public static let problems: Int32 = 2
   }
 
@@ -138,6 +141,63 @@ public struct StoreCommands {
       return 0
     } catch {
       errors("cannot restore \(file): \(error)\(Self.hint(error))")
+      return Self.status(for: error)
+    }
+  }
+
+  // MARK: Import
+
+  /// Writes the trials and ledger entries of `file`, an export (JSON Lines, as `trialwatchctl
+  /// export` writes it), into the store `open` opens, through `TrialTransfer`: the whole file is
+  /// checked first, then written in transactions of at most `TrialTransfer.batchSize` records.
+  public func importTrials(from file: String, open: () throws -> any TrialRepository) -> Int32 {
+    let text: Data
+    do {
+      text = try Data(contentsOf: URL(fileURLWithPath: file))
+    } catch {
+      errors("cannot import \(file): cannot read it: \(error.localizedDescription)")
+      return ExitStatus.failure
+    }
+    let records = { (each: (TrialTransfer.Line) throws -> Void) throws in
+      var number = 0
+      for line in text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+        number += 1
+        let content = String(decoding: line, as: UTF8.self)
+        if content.allSatisfy(\.isWhitespace) { continue }
+        do {
+          try each(TrialTransfer.Line(number, try ExportRecord.read(line: content)))
+        } catch let problem as WireProblem {
+          throw TrialTransfer.Problem(line: number, problem.description)
+        }
+      }
+    }
+    do {
+      try TrialTransfer.validate(records)
+    } catch {
+      errors("cannot import \(file): \(error)")
+      return ExitStatus.problems
+    }
+    let repository: any TrialRepository
+    do {
+      repository = try open()
+    } catch {
+      errors("cannot import \(file): cannot open the store: \(error)\(Self.hint(error))")
+      return Self.status(for: error)
+    }
+    defer { (repository as? LMDBTrialRepository)?.close() }
+    do {
+      let summary = try TrialTransfer.run(records, into: repository)
+      output(summary.description)
+      output(
+        "at its next start trialwatchd delivers the imported entries that were not yet delivered, with "
+          + "their ids, and plans every event not in the ledger: each fires when due, late under the "
+          + "catch-up policy ([CatchUp]) if already due; events in the ledger never fire again")
+      return 0
+    } catch let problem as TrialTransfer.Problem {
+      errors("cannot import \(file): \(problem)")
+      return ExitStatus.problems
+    } catch {
+      errors("cannot import \(file): \(error)\(Self.hint(error))")
       return Self.status(for: error)
     }
   }

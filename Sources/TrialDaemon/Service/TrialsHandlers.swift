@@ -22,12 +22,14 @@ public final class TrialsHandlers: @unchecked Sendable {
   private let version: String
   private let storeBytes: @Sendable () -> Int?
   private let watchers: FeedHub
+  /// The fleet this daemon is a node of; nil on a single host.
+  private let fleetStatus: (@Sendable () -> FleetStatus?)?
   /// Connections and watchers, shared with the control server.
   public let counters = ControlCounters()
 
   public init(
     engine: Engine, queue: DispatchQueue, startedAt: Date, version: String,
-    storeBytes: @escaping @Sendable () -> Int? = { nil }
+    storeBytes: @escaping @Sendable () -> Int? = { nil }, fleetStatus: (@Sendable () -> FleetStatus?)? = nil
   ) {
     self.engine = engine
     self.queue = queue
@@ -36,6 +38,7 @@ public final class TrialsHandlers: @unchecked Sendable {
     self.startedAt = startedAt
     self.version = version
     self.storeBytes = storeBytes
+    self.fleetStatus = fleetStatus
     // Watches read the log on their connection's queue, in read transactions of their own.
     let queries = self.queries
     let read: @Sendable (EventCursor, Int) throws -> [LoggedEvent] = { after, limit in
@@ -103,9 +106,13 @@ public final class TrialsHandlers: @unchecked Sendable {
             trials: TrialCounts(status.counts), pendingEvents: status.pendingEvents,
             nextEvent: status.nextEvent.map { EventObject(pending: $0, subject: status.nextSubject) },
             storeBytes: self.storeBytes(), connections: self.counters.connections,
-            watchers: self.counters.watchers)
+            watchers: self.counters.watchers, fleet: self.fleet())
         }
       },
+      Route(Trials.getFleet) { _, done in self.read(done) { _ in GetFleetReply(fleet: self.fleet()) } },
+      Route(Trials.export) { p, done in
+        self.read(done) { try $0.export(after: p.after, limit: p.pageSize) }
+      }.scanning(),
       Route(stream: Trials.watch) { p, sink in self.watchers.watch(after: p.after, sink) },
       Route(Trials.getEventLog) { _, done in
         self.read(done) {
@@ -152,6 +159,11 @@ public final class TrialsHandlers: @unchecked Sendable {
     watchers.finishAll()
   }
 
+  /// The fleet as its last lease round read it; nil on a single host.
+  private func fleet() -> FleetObject? {
+    fleetStatus?().map(FleetObject.init)
+  }
+
   /// Carries a non-Sendable value across to the engine queue.
   private struct Bound<T>: @unchecked Sendable { let value: T }
 
@@ -195,6 +207,31 @@ extension ControlError {
     case let error as TrialError: self.init(error)
     default: self = .internalError("\(context)\(error)")
     }
+  }
+}
+
+extension StoreQueries {
+  /// A page of Export: up to `limit` trials after `after`, each with its ledger entries, read
+  /// in one transaction; an event delivered shows as delivered even before the store records it.
+  func export(after: TrialID?, limit: Int) throws -> ExportReply {
+    var records: [ExportRecord] = []
+    var count = 0
+    var more = false
+    var last: TrialID?
+    try repository.read { txn in
+      try txn.scanTrials(after: after) { trial in
+        if count == limit {
+          more = true
+          return false
+        }
+        let ledger = unrecordedDeliveries.apply(to: try txn.ledgerEntries(trial: trial.id))
+        records += ExportRecord.records(of: trial, ledger: ledger)
+        count += 1
+        last = trial.id
+        return true
+      }
+    }
+    return ExportReply(records: records, next: more ? last : nil)
   }
 }
 

@@ -26,12 +26,18 @@ public struct TrialwatchdCommand: ParsableCommand {
       its keys; --restore FILE puts a backup in place while the daemon is stopped (systemctl \
       stop trialwatch.socket trialwatch.service), keeping the replaced store file beside it. \
       After a restore, events that fell due since the backup fire late at the next start; \
-      events in the backup's ledger never fire again.
+      events in the backup's ledger never fire again. --import FILE writes the trials and \
+      ledger entries of an export (trialwatchctl export > FILE, from another trialwatchd) into \
+      the store while the daemon is stopped; it checks the whole file first and changes nothing \
+      if any line is wrong. Trials already stored alike, and ledger entries already stored, are \
+      skipped, so importing again is harmless. Events in the imported ledger never fire again; \
+      entries not yet delivered are delivered, with their ids, at the next start; the other \
+      events fire when due.
 
       EXIT STATUS
-        0   a clean stop; a valid configuration (--check-config); a backup or restore done;       a store without problems (--verify-store)
-        1   a failure to start; an invalid configuration; a backup or restore that could not       be done (no store, no permission, the store in use, no space)
-        2   the store or the backup file is damaged, inconsistent, not a trialwatch store or       of a newer version (--verify-store found problems, --restore refused the file)
+        0   a clean stop; a valid configuration (--check-config); a backup, restore or import       done; a store without problems (--verify-store)
+        1   a failure to start; an invalid configuration; a backup, restore or import that       could not be done (no store, no permission, the store in use, no space)
+        2   the store or the backup file is damaged, inconsistent, not a trialwatch store or       of a newer version (--verify-store found problems, --restore refused the file); the       import file is invalid or conflicts with the store (--import changed nothing)
         64  a usage error
       """,
     version: Daemon.version)
@@ -67,6 +73,16 @@ public struct TrialwatchdCommand: ParsableCommand {
       valueName: "FILE"))
   var restore: String?
 
+  @Option(
+    name: .customLong("import"),
+    help: ArgumentHelp(
+      "Write the trials and ledger entries of FILE (JSON Lines from trialwatchctl export) into the store, "
+        + "print what was imported and skipped, and exit. The daemon must be stopped. The whole file is "
+        + "checked first: a line that is invalid, or a trial that differs from the stored one of its id or "
+        + "whose subject has another active trial, is refused with its line number, and nothing is written.",
+      valueName: "FILE"))
+  var importFile: String?
+
   @Flag(
     name: .long,
     help: ArgumentHelp(
@@ -83,9 +99,11 @@ public struct TrialwatchdCommand: ParsableCommand {
   public init() {}
 
   public mutating func validate() throws {
-    let modes = [checkConfig, backup != nil, restore != nil, verifyStore].filter { $0 }.count
+    let modes = [checkConfig, backup != nil, restore != nil, verifyStore, importFile != nil].filter { $0 }
+      .count
     guard modes <= 1 else {
-      throw ValidationError("--check-config, --backup, --restore and --verify-store exclude each other")
+      throw ValidationError(
+        "--check-config, --backup, --restore, --verify-store and --import exclude each other")
     }
     if let file, !verifyStore {
       throw ValidationError("unexpected argument \"\(file)\": only --verify-store takes a FILE")
@@ -117,7 +135,7 @@ public struct TrialwatchdCommand: ParsableCommand {
       print(report.text)
       Glibc.exit(report.exitCode)
     }
-    if let status = command.runStoreCommand() { Glibc.exit(status) }
+    if let status = command.runStoreCommand(openRepository: openRepository) { Glibc.exit(status) }
     let daemon = Daemon(options: command.options, openRepository: openRepository)
     for service in services { daemon.add(service) }
     daemon.run()
@@ -125,11 +143,12 @@ public struct TrialwatchdCommand: ParsableCommand {
 }
 
 extension TrialwatchdCommand {
-  /// Runs `--backup`, `--restore` or `--verify-store`, if asked; returns the exit status.
-  func runStoreCommand() -> Int32? {
+  /// Runs `--backup`, `--restore`, `--verify-store` or `--import`, if asked; returns the exit
+  /// status. `openRepository` opens the configured store, for an import.
+  func runStoreCommand(openRepository: Daemon.RepositoryOpener) -> Int32? {
     let commands = StoreCommands()
     if verifyStore, let file { return commands.verify(directory: nil, path: file) }
-    guard verifyStore || backup != nil || restore != nil else { return nil }
+    guard verifyStore || backup != nil || restore != nil || importFile != nil else { return nil }
     // The configuration only says where the store is: --state-dir makes it unneeded.
     var directory = stateDir ?? ""
     if stateDir == nil {
@@ -144,6 +163,9 @@ extension TrialwatchdCommand {
     }
     if let backup { return commands.backup(directory: directory, to: backup) }
     if let restore { return commands.restore(from: restore, into: directory, now: SystemWallClock().now()) }
+    if let importFile {
+      return commands.importTrials(from: importFile, open: { try openRepository(directory) })
+    }
     return commands.verify(directory: directory)
   }
 }

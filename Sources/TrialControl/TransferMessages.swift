@@ -1,0 +1,317 @@
+import Foundation
+import TrialCore
+
+// Export's records: the one model of a transfer, shared by the daemon that answers Export,
+// trialwatchctl export that writes them as JSON Lines, and trialwatchd --import that reads
+// them back into a store. Each line of an export file is one `ExportRecord` as the wire
+// carries it: {"trial":{...}} or {"event":{...}}.
+
+public struct ExportParameters: VarlinkParameters, Hashable {
+  public static let defaultLimit = 1000
+  public static let maximumLimit = 10_000
+
+  /// The cursor: the `next` of the previous page.
+  public var after: TrialID?
+  /// Trials per page.
+  public var limit: Int?
+
+  public init(after: TrialID? = nil, limit: Int? = nil) {
+    self.after = after
+    self.limit = limit
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case after, limit
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    after = try container.decodeIfPresent(TrialID.self, forKey: .after)
+    // Read as a number first: Foundation reports a fraction for an integer without its path.
+    if let number = try container.decodeIfPresent(Double.self, forKey: .limit) {
+      guard number == number.rounded(), abs(number) < 1e15 else {
+        throw DecodingError.dataCorruptedError(
+          forKey: .limit, in: container, debugDescription: "expected an integer, got \(number)")
+      }
+      limit = Int(number)
+    }
+  }
+
+  /// The page size to use.
+  public var pageSize: Int { limit ?? Self.defaultLimit }
+
+  public func validate() throws(WireProblem) {
+    if let limit, !(1...Self.maximumLimit).contains(limit) {
+      throw .parameter("limit", "must be between 1 and \(Self.maximumLimit), got \(limit)")
+    }
+  }
+}
+
+public struct ExportReply: Codable, Hashable, Sendable {
+  /// Each trial of the page, followed by its ledger entries.
+  public var records: [ExportRecord]
+  /// The last trial of the page, when more may follow; nil on the last page.
+  public var next: TrialID?
+
+  public init(records: [ExportRecord], next: TrialID? = nil) {
+    self.records = records
+    self.next = next
+  }
+}
+
+/// One line of an export (`io.trialwatch.Trials.ExportRecord`): a trial or a ledger entry.
+public struct ExportRecord: Codable, Hashable, Sendable {
+  public var trial: ExportTrial?
+  public var event: ExportEvent?
+
+  public init(_ trial: Trial) {
+    self.trial = ExportTrial(trial)
+  }
+
+  public init(_ entry: LedgerEntry) {
+    event = ExportEvent(entry)
+  }
+
+  /// A trial, then its ledger entries in id order.
+  public static func records(of trial: Trial, ledger: [LedgerEntry]) -> [ExportRecord] {
+    [ExportRecord(trial)] + ledger.sorted { $0.id < $1.id }.map(ExportRecord.init)
+  }
+
+  /// The record as one line of JSON, without its newline.
+  public var jsonLine: String { WireCoding.text(self) }
+
+  /// The record one line of JSON holds, checked.
+  public static func read(line: String) throws(WireProblem) -> TrialTransfer.Record {
+    let record: ExportRecord
+    do {
+      record = try WireCoding.makeDecoder().decode(ExportRecord.self, from: Data(line.utf8))
+    } catch let error as DecodingError {
+      throw WireProblem(error)
+    } catch {
+      throw WireProblem(path: [], problem: "not JSON: \(error)")
+    }
+    return try record.transferRecord()
+  }
+
+  /// What the record stands for.
+  public func transferRecord() throws(WireProblem) -> TrialTransfer.Record {
+    switch (trial, event) {
+    case (let trial?, nil): .trial(try trial.trial())
+    case (nil, let event?): .entry(try event.entry())
+    default: throw WireProblem(path: [], problem: "a record holds either trial or event")
+    }
+  }
+}
+
+/// A trial as Export carries it (`io.trialwatch.Trials.ExportTrial`).
+public struct ExportTrial: Codable, Hashable, Sendable {
+  public var id: TrialID
+  public var subject: String
+  public var state: TrialState
+  public var revision: UInt32
+  public var startedAt: PreciseTime
+  public var endsAt: PreciseTime
+  public var endedAt: PreciseTime?
+  /// Spans before the end, whole milliseconds, in the order they fall due.
+  public var reminders: [Span]
+
+  public init(_ trial: Trial) {
+    id = trial.id
+    subject = trial.subject
+    state = trial.state
+    revision = trial.revision
+    startedAt = PreciseTime(trial.period.startDate)
+    endsAt = PreciseTime(trial.period.endDate)
+    endedAt = trial.endedAt.map(PreciseTime.init)
+    reminders = trial.reminders.offsets.map(Span.init)
+  }
+
+  public func trial() throws(WireProblem) -> Trial {
+    if let problem = Trial.validateSubject(subject) {
+      throw WireProblem(path: ["trial", "subject"], problem: problem)
+    }
+    if revision == 0 { throw WireProblem(path: ["trial", "revision"], problem: "must be 1 or more") }
+    let schedule: ReminderSchedule
+    do {
+      schedule = try ReminderSchedule(reminders.map(\.duration))
+    } catch {
+      throw WireProblem(path: ["trial", "reminders"], problem: error.description)
+    }
+    return Trial(
+      id: id, subject: subject, period: TrialPeriod(startDate: startedAt.date, endDate: endsAt.date),
+      state: state, reminders: schedule, revision: revision, endedAt: endedAt?.date)
+  }
+}
+
+/// A ledger entry as Export carries it (`io.trialwatch.Trials.ExportEvent`).
+public struct ExportEvent: Codable, Hashable, Sendable {
+  public enum Outcome: String, WireChoice {
+    case fired
+    case skipped
+  }
+
+  public var id: EventID
+  public var due: PreciseTime
+  public var outcome: Outcome
+  /// For a skipped event: why, as a code (`already-due-at-start`).
+  public var reason: String?
+  /// The reason in words (not read back: the code and the fields below say it all).
+  public var detail: String?
+  /// For `superseded-by-reminder`: the reminder that fired in its place.
+  public var supersededBy: EventID?
+  /// For `beyond-grace`: how late it was, and the grace it was beyond.
+  public var lateness: PreciseSpan?
+  public var grace: PreciseSpan?
+  public var takenAt: PreciseTime
+  /// Taken later than the catch-up policy's threshold.
+  public var late: Bool
+  /// Nil while it waits to be delivered.
+  public var deliveredAt: PreciseTime?
+
+  public init(_ entry: LedgerEntry) {
+    id = entry.id
+    due = PreciseTime(entry.event.due)
+    takenAt = PreciseTime(entry.takenAt)
+    late = entry.isLate
+    deliveredAt = entry.deliveredAt.map(PreciseTime.init)
+    switch entry.outcome {
+    case .fired: outcome = .fired
+    case .skipped(let reason):
+      outcome = .skipped
+      self.reason = reason.code
+      detail = reason.description
+      switch reason {
+      case .supersededByReminder(let by): supersededBy = by
+      case .beyondGrace(let lateness, let grace):
+        self.lateness = PreciseSpan(lateness)
+        self.grace = PreciseSpan(grace)
+      case .alreadyDueAtStart, .alreadyDueAtExtension, .supersededByExpiry: break
+      }
+    }
+  }
+
+  public func entry() throws(WireProblem) -> LedgerEntry {
+    let result: LedgerEntry.Outcome
+    switch outcome {
+    case .fired:
+      if reason != nil {
+        throw WireProblem(path: ["event", "reason"], problem: "a fired event has no reason")
+      }
+      result = .fired
+    case .skipped: result = .skipped(try skipReason())
+    }
+    return LedgerEntry(
+      event: TrialEvent(id: id, due: due.date), outcome: result, takenAt: takenAt.date, isLate: late,
+      deliveredAt: deliveredAt?.date)
+  }
+
+  private func skipReason() throws(WireProblem) -> SkipReason {
+    func required<T>(_ value: T?, _ name: String) throws(WireProblem) -> T {
+      guard let value else {
+        throw WireProblem(path: ["event", name], problem: "is required for \(reason ?? "")")
+      }
+      return value
+    }
+    switch reason {
+    case "already-due-at-start": return .alreadyDueAtStart
+    case "already-due-at-extension": return .alreadyDueAtExtension
+    case "superseded-by-expiry": return .supersededByExpiry
+    case "superseded-by-reminder": return .supersededByReminder(try required(supersededBy, "supersededBy"))
+    case "beyond-grace":
+      return .beyondGrace(
+        lateness: try required(lateness, "lateness").duration, grace: try required(grace, "grace").duration)
+    case nil: throw WireProblem(path: ["event", "reason"], problem: "is required for a skipped event")
+    case let code?:
+      throw WireProblem(
+        path: ["event", "reason"],
+        problem: "\"\(code)\" is not one of: already-due-at-start, already-due-at-extension, "
+          + "superseded-by-reminder, superseded-by-expiry, beyond-grace")
+    }
+  }
+}
+
+/// An RFC 3339 time in UTC with six fraction digits (`2025-03-01T12:00:00.250000Z`): a
+/// transfer's times, exact to the microsecond. Any offset and fraction is read.
+public struct PreciseTime: Codable, Hashable, Sendable, CustomStringConvertible {
+  /// Rounded to the microsecond.
+  public var date: Date
+
+  public init(_ date: Date) {
+    self.date = TransferTime.rounded(date)
+  }
+
+  public var description: String {
+    let (seconds, micros) = Self.split(TransferTime.microseconds(date) + Self.referenceMicroseconds)
+    var text = CivilTime(millisecondsSince1970: seconds * 1000).rfc3339
+    text.removeLast()  // Z
+    let fraction = String(micros)
+    return text + "." + String(repeating: "0", count: 6 - fraction.count) + fraction + "Z"
+  }
+
+  public init(parsing text: String) throws(WireProblem) {
+    let characters = Array(text)
+    var whole = characters
+    var micros: Int64 = 0
+    let digits = characters.dropFirst(20).prefix { $0.isASCII && $0.isNumber }
+    if characters.count > 19, characters[19] == ".", !digits.isEmpty {
+      var scaled = Array(digits.prefix(7)).map { Int64(String($0))! }
+      while scaled.count < 7 { scaled.append(0) }
+      micros = (scaled.prefix(6).reduce(0) { $0 * 10 + $1 }) + (scaled[6] >= 5 ? 1 : 0)
+      whole = Array(characters[..<19]) + Array(characters[(20 + digits.count)...])
+    }
+    let seconds: Date
+    do {
+      seconds = try RFC3339.parse(String(whole))
+    } catch {
+      throw WireProblem(
+        path: [], problem: error.description.replacingOccurrences(of: String(whole), with: text))
+    }
+    let reference = Int64(seconds.timeIntervalSinceReferenceDate.rounded())
+    date = TransferTime.date(microseconds: reference * 1_000_000 + micros)
+  }
+
+  public init(from decoder: any Decoder) throws {
+    self = try decoder.decodeText { try PreciseTime(parsing: $0) }
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(description)
+  }
+
+  /// 2001-01-01T00:00:00Z in microseconds since 1970.
+  private static let referenceMicroseconds: Int64 = 978_307_200_000_000
+
+  private static func split(_ micros: Int64) -> (seconds: Int64, micros: Int64) {
+    let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
+    return (seconds, micros - seconds * 1_000_000)
+  }
+}
+
+/// A span in systemd's syntax exact to the microsecond (`1min 30s 250ms 7us`): a transfer's
+/// latenesses and graces.
+public struct PreciseSpan: Codable, Hashable, Sendable, CustomStringConvertible {
+  /// Rounded to the microsecond.
+  public var duration: Duration
+
+  public init(_ duration: Duration) {
+    self.duration = TransferTime.rounded(duration)
+  }
+
+  public var description: String {
+    let micros = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+    let rest = micros % 1000
+    let whole = TimeSpan.format(.microseconds(micros - rest))
+    guard rest != 0 else { return whole }
+    return whole == "0" ? "\(rest)us" : "\(whole) \(rest)us"
+  }
+
+  public init(from decoder: any Decoder) throws {
+    duration = try decoder.decodeText { try TimeSpan.parse($0) }
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(description)
+  }
+}

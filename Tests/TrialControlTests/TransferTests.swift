@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+import TrialControl
+import TrialCore
+
+@Suite struct TransferTests {
+  private let start = Date(timeIntervalSinceReferenceDate: 800_000_000.123_456)
+
+  private func trial(state: TrialState = .active) -> Trial {
+    Trial(
+      id: TrialID(0xACE), subject: "acme-42",
+      period: TrialPeriod(startDate: start, endDate: start.addingTimeInterval(5 * 86_400)), state: state,
+      reminders: try! ReminderSchedule([.days(3), .milliseconds(1_500)]), revision: 2,
+      endedAt: state == .active ? nil : start.addingTimeInterval(86_400))
+  }
+
+  /// A ledger entry of the trial's first event, taken the given way.
+  private func entry(_ outcome: LedgerEntry.Outcome, delivered: Bool = true) -> LedgerEntry {
+    let event = trial().events[0]
+    return LedgerEntry(
+      event: event, outcome: outcome, takenAt: event.due.addingTimeInterval(0.000_250), isLate: true,
+      deliveredAt: delivered ? event.due.addingTimeInterval(1) : nil)
+  }
+
+  private func roundTrip(_ record: ExportRecord) throws -> TrialTransfer.Record {
+    let line = record.jsonLine
+    #expect(!line.contains("\n"))
+    return try ExportRecord.read(line: line)
+  }
+
+  @Test func exportRecord_OfATrial_ReadsBackTheSameTrial() throws {
+    for state in TrialState.allCases {
+      #expect(try roundTrip(ExportRecord(trial(state: state))) == .trial(trial(state: state)))
+    }
+    let line = ExportRecord(trial()).jsonLine
+    #expect(line.hasPrefix(#"{"trial":{"endsAt":"2026-05-14T06:13:20.123456Z","#))
+    #expect(line.contains(#""reminders":["3d","1s 500ms"]"#))
+  }
+
+  @Test func exportRecord_OfEveryOutcome_ReadsBackTheSameEntry() throws {
+    let outcomes: [LedgerEntry.Outcome] = [
+      .fired, .skipped(.alreadyDueAtStart), .skipped(.alreadyDueAtExtension), .skipped(.supersededByExpiry),
+      .skipped(.supersededByReminder(trial().events[1].id)),
+      .skipped(.beyondGrace(lateness: .microseconds(7_200_000_007), grace: .hours(1))),
+    ]
+    for outcome in outcomes {
+      for delivered in [true, false] {
+        let entry = entry(outcome, delivered: delivered)
+        #expect(try roundTrip(ExportRecord(entry)) == .entry(entry), "\(outcome)")
+      }
+    }
+    let line = ExportRecord(
+      entry(.skipped(.beyondGrace(lateness: .microseconds(7_200_000_007), grace: .hours(1))))
+    )
+    .jsonLine
+    #expect(line.contains(#""lateness":"2h 7us""#) && line.contains(#""reason":"beyond-grace""#))
+  }
+
+  @Test func exportRecord_ThatIsInvalid_IsAProblemWithItsPath() {
+    func problem(_ line: String) -> String? {
+      do {
+        _ = try ExportRecord.read(line: line)
+        return nil
+      } catch {
+        return error.description
+      }
+    }
+    #expect(problem("{}") == "a record holds either trial or event")
+    #expect(problem("not json")?.contains("JSON") == true, "\(problem("not json") ?? "")")
+    let event = ExportRecord(entry(.skipped(.supersededByExpiry))).jsonLine
+    #expect(
+      problem(event.replacingOccurrences(of: "superseded-by-expiry", with: "superseded-by-reminder"))
+        == "event.supersededBy: is required for superseded-by-reminder")
+    #expect(
+      problem(event.replacingOccurrences(of: "\"late\":true", with: "\"late\":1"))?.hasPrefix("event.late")
+        == true)
+  }
+
+  @Test func preciseTime_OfAnyOffsetAndFraction_IsReadToTheMicrosecond() throws {
+    #expect(PreciseTime(Date(timeIntervalSince1970: 0)).description == "1970-01-01T00:00:00.000000Z")
+    #expect(PreciseTime(Date(timeIntervalSince1970: -0.25)).description == "1969-12-31T23:59:59.750000Z")
+    let read = try PreciseTime(parsing: "2025-06-15T17:06:40.1234567+02:00")
+    #expect(read.description == "2025-06-15T15:06:40.123457Z")
+    #expect(try PreciseTime(parsing: "2025-06-15T15:06:40Z").description == "2025-06-15T15:06:40.000000Z")
+    #expect(throws: WireProblem.self) { try PreciseTime(parsing: "2025-06-15T15:06:40.Z") }
+  }
+
+  @Test func fleetRanges_OfShards_AreCompact() {
+    #expect(FleetObject.ranges([0, 1, 2, 3, 9, 12, 13, 14, 15]) == "0-3,9,12-15")
+    #expect(FleetObject.ranges([5]) == "5")
+    #expect(FleetObject.ranges([]) == "none")
+  }
+}

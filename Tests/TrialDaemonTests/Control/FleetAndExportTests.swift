@@ -1,0 +1,190 @@
+import Foundation
+import TestSupport
+import Testing
+import TrialControl
+import TrialCore
+import TrialDaemonTesting
+import TrialStore
+import TrialTesting
+
+@testable import TrialDaemon
+
+/// A fleet node as GetStatus and GetFleet show it, and a store moved to another through
+/// Export and trialwatchd --import.
+@Suite struct FleetAndExportTests {
+  static let fleet = FleetStatus(
+    node: "node-a", shards: [0, 1, 2, 3, 9, 12, 13, 14, 15], shardCount: 16,
+    nodes: [
+      FleetStatus.Node(
+        name: "node-a", alive: true, shards: 9, leaseAge: .seconds(2), lag: .zero, version: "0.2.0"),
+      FleetStatus.Node(name: "node-b", alive: false, shards: 7, leaseAge: .seconds(95)),
+    ])
+
+  @Test func getStatusAndGetFleet_OfAFleetNode_CarryItsFleet() throws {
+    let fixture = try ControlFixture(fleetStatus: { Self.fleet })
+    let client = try fixture.client()
+    let expected = FleetObject(Self.fleet)
+    #expect(try client.getStatus().fleet == expected)
+    #expect(try client.call(Trials.getFleet).fleet == expected)
+    #expect(
+      expected.nodes[1].leaseAge?.description == "1min 35s" && expected.nodes[0].lag?.description == "0")
+    let raw = try client.call("io.trialwatch.Trials.GetFleet")
+    let text = String(decoding: raw.bytes, as: UTF8.self)
+    #expect(text.contains(#""shardCount":16"#) && text.contains(#""leaseAge":"2s""#), "\(text)")
+  }
+
+  @Test func getStatusAndGetFleet_OfASingleHost_CarryNoFleet() throws {
+    let fixture = try ControlFixture()
+    let client = try fixture.client()
+    #expect(try client.getStatus().fleet == nil)
+    #expect(try client.call(Trials.getFleet).fleet == nil)
+    let raw = String(decoding: try client.call("io.trialwatch.Trials.GetFleet").bytes, as: UTF8.self)
+    #expect(!raw.contains("fleet\":{"), "\(raw)")
+  }
+
+  @Test func export_OfALimitOutOfRange_IsAnInvalidParameter() throws {
+    let fixture = try ControlFixture()
+    let client = try fixture.client()
+    let error = remoteError { _ = try client.call(Trials.export, ExportParameters(limit: 10_001)) }
+    #expect(error?.name == ControlError.Name.invalidParameter)
+    #expect(try client.call(Trials.export, ExportParameters()).records.isEmpty)
+  }
+
+  /// Trials in every state: active with pending reminders, active with a fired reminder,
+  /// expired, converted, cancelled, extended to revision 2 after a reminder of revision 1,
+  /// and one whose reminder was skipped as already due at its start.
+  private func populate(_ fixture: ControlFixture) throws {
+    let client = try fixture.client()
+    let day: TimeInterval = 86_400
+    func start(_ subject: String, days: Double, reminders: [Duration]) throws -> TrialObject {
+      try client.startTrial(
+        StartTrialParameters(
+          subject: subject, duration: Days(days), reminders: try ReminderSchedule(reminders)))
+    }
+    _ = try start("pending", days: 10, reminders: [.days(3), .days(1)])
+    _ = try start("fired", days: 3, reminders: [.days(2), .days(1)])
+    _ = try start("expired", days: 1, reminders: [])
+    let converted = try start("converted", days: 5, reminders: [.days(1)])
+    let cancelled = try start("cancelled", days: 5, reminders: [.days(1)])
+    let extended = try start("extended", days: 2, reminders: [.seconds(129_600)])
+    _ = try start("skipped", days: 3, reminders: [.days(4)])
+    fixture.advance(by: 1.5 * day)
+    _ = fixture.fireDue()
+    _ = try client.endTrial(EndTrialParameters(id: converted.id, outcome: .converted))
+    _ = try client.endTrial(EndTrialParameters(id: cancelled.id, outcome: .cancelled))
+    _ = try client.extendTrial(ExtendTrialParameters(id: extended.id, change: .by(Days(5))))
+  }
+
+  /// Every page of Export, `limit` trials at a time.
+  private func exportPages(_ client: VarlinkClient, limit: Int) throws -> [ExportReply] {
+    var pages: [ExportReply] = []
+    var parameters = ExportParameters(limit: limit)
+    repeat {
+      let page = try client.call(Trials.export, parameters)
+      pages.append(page)
+      parameters.after = page.next
+    } while parameters.after != nil
+    return pages
+  }
+
+  /// Every trial with its ledger entries.
+  private func contents(of repository: any TrialRepository) throws -> [Trial: [LedgerEntry]] {
+    try repository.read { txn in
+      var contents: [Trial: [LedgerEntry]] = [:]
+      for trial in try txn.allTrials() { contents[trial] = try txn.ledgerEntries(trial: trial.id) }
+      return contents
+    }
+  }
+
+  @Test func exportThenImport_IntoAFreshStore_RecreatesTheTrialsAndLedgerExactly() throws {
+    let fixture = try ControlFixture(store: .lmdb, ids: Array(1...7))
+    try populate(fixture)
+    let client = try fixture.client()
+    let pages = try exportPages(client, limit: 3)
+    #expect(pages.map { $0.records.filter { $0.trial != nil }.count } == [3, 3, 1])
+    #expect(pages.map(\.next) == [TrialID(3), TrialID(6), nil])
+    let records = pages.flatMap(\.records)
+    let skipped = records.compactMap(\.event).filter { $0.reason == "already-due-at-start" }
+    #expect(skipped.count == 1)
+    #expect(
+      records.compactMap(\.trial).map(\.state) == [
+        .active, .active, .expired, .converted, .cancelled, .active, .active,
+      ])
+
+    let scratch = try TemporaryDirectory("import")
+    let file = scratch.appending("trials.jsonl")
+    try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+    var output: [String] = []
+    var errors: [String] = []
+    let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })
+    let directory = scratch.appending("store")
+    let status = commands.importTrials(from: file, open: { try LMDBTrialRepository(directory: directory) })
+    #expect(status == 0, "\(errors)")
+    let entries = records.count - 7
+    #expect(output.first == "imported 7 trials and \(entries) ledger entries, skipped 0 already present")
+
+    let imported = try LMDBTrialRepository(directory: directory)
+    defer { imported.close() }
+    #expect(try contents(of: imported) == contents(of: fixture.engine.repository))
+    #expect(try StoreQueries(imported).export(after: nil, limit: 100).records == records)
+
+    // Planned from the imported store: exactly the source's pending events; nothing re-fires.
+    var source = Planner()
+    try fixture.engine.repository.restore(into: &source)
+    var restored = Planner()
+    try imported.restore(into: &restored)
+    #expect(restored.pendingEventCount == source.pendingEventCount)
+    #expect(restored.pendingEventCount == 8)
+    for id in (1...7).map({ TrialID(UInt64($0)) }) {
+      #expect(restored.pendingEvents(of: id) == source.pendingEvents(of: id), "\(id)")
+    }
+    #expect(restored.takeDue(at: fixture.now).isEmpty)
+  }
+
+  @Test func import_RunAgainOrIntoAStoreInUse_ChangesNothing() throws {
+    let fixture = try ControlFixture(store: .lmdb, ids: Array(1...7))
+    try populate(fixture)
+    let records = try exportPages(try fixture.client(), limit: 1000).flatMap(\.records)
+    let scratch = try TemporaryDirectory("import")
+    let file = scratch.appending("trials.jsonl")
+    try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+    var output: [String] = []
+    var errors: [String] = []
+    let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })
+    let directory = scratch.appending("store")
+    let open = { try LMDBTrialRepository(directory: directory) as any TrialRepository }
+    #expect(commands.importTrials(from: file, open: open) == 0)
+    #expect(commands.importTrials(from: file, open: open) == 0)
+    #expect(
+      output.last { $0.hasPrefix("imported") }
+        == "imported 0 trials and 0 ledger entries, skipped \(records.count) already present")
+
+    // The source's own store is open in its daemon.
+    let busy = commands.importTrials(
+      from: file, open: { try LMDBTrialRepository(directory: fixture.scratch.appending("store")) })
+    #expect(busy == StoreCommands.ExitStatus.failure, "\(errors)")
+  }
+
+  @Test func import_OfAFileWithABadLine_NamesFileAndLineAndWritesNothing() throws {
+    let scratch = try TemporaryDirectory("import")
+    let file = scratch.appending("bad.jsonl")
+    let trial = Trial(
+      id: TrialID(1), subject: "acme-1",
+      period: TrialPeriod(
+        startDate: ControlFixture.start, endDate: ControlFixture.start.addingTimeInterval(86_400)))
+    let lines = [ExportRecord(trial).jsonLine, "", #"{"trial":{"id":"zz"}}"#]
+    try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: file))
+    var errors: [String] = []
+    var opened = false
+    let commands = StoreCommands(output: { _ in }, errors: { errors.append($0) })
+    let status = commands.importTrials(
+      from: file,
+      open: {
+        opened = true
+        return InMemoryTrialRepository()
+      })
+    #expect(status == StoreCommands.ExitStatus.problems)
+    #expect(!opened)
+    #expect(errors.first?.hasPrefix("cannot import \(file): line 3: trial.") == true, "\(errors)")
+  }
+}
