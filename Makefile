@@ -112,10 +112,12 @@ bench-peers-check: release
 # checks nothing is lost or taken twice, the failover times and the lateness (2-3 minutes;
 # root runs the cluster as nobody). First the unit tests of its analysis. FLEET_ARGS=--quick
 # runs the small variant, FLEET_ARGS=--keep leaves the scratch folder.
+# FLEET_DAEMON=Tests/fleet/standin_node.py checks the harness itself with its stand-in node.
 FLEET_ARGS ?=
+FLEET_DAEMON ?= $(RELEASE_BIN)/trialwatchd
 fleet-test: release
 	$(PEERS_PYTHON) -m unittest discover -s Tests/fleet
-	$(PEERS_PYTHON) Tests/fleet/fleet_test.py --daemon $(RELEASE_BIN)/trialwatchd --scratch $(BENCH_SCRATCH)/fleet $(FLEET_ARGS)
+	$(PEERS_PYTHON) Tests/fleet/fleet_test.py --daemon $(FLEET_DAEMON) --scratch $(BENCH_SCRATCH)/fleet $(FLEET_ARGS)
 
 soak: deps
 	$(SWIFT) build --build-tests $(STRICT)

@@ -107,12 +107,16 @@ def excluded(due, shard, windows, changes):
     return False
 
 
-def untouched_lateness(rows, faults, history):
-    """taken − due of the fired rows no fault touched, in seconds."""
+def untouched_rows(rows, faults, history):
+    """The fired rows no fault touched."""
     windows = exclusion_windows(faults)
     changes = owner_changes_by_shard(history)
-    return [row.taken - row.due for row in rows
-            if row.outcome == "fired" and not excluded(row.due, row.shard, windows, changes)]
+    return [row for row in rows if row.outcome == "fired" and not excluded(row.due, row.shard, windows, changes)]
+
+
+def untouched_lateness(rows, faults, history):
+    """taken − due of the fired rows no fault touched, in seconds."""
+    return [row.taken - row.due for row in untouched_rows(rows, faults, history)]
 
 
 # --- Failover -------------------------------------------------------------------------------

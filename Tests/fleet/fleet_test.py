@@ -10,6 +10,17 @@
 #
 # One line per check, `PASS name: detail` or `FAIL name: detail`, then `N passed, N failed`;
 # the status is 1 when a check failed, 2 when the harness itself could not run.
+#
+# What the test assumes of a node (standin_node.py does all of it, to check the harness):
+# - it takes [Store] Backend=postgresql and [PostgreSQL] Connection=, NodeName=, Shards= without
+#   a warning, creates the trialwatch schema itself, and answers GetStatus once it can take calls;
+# - every shard gets an owner within 30 s of the three nodes answering, spread so that node2
+#   owns some; a restarted node3 gets shards again (else the later kills measure nothing);
+# - StartTrial works on any node for any shard and its reply carries trial.id and trial.revision;
+# - the tables and columns of the SQL section below, times as timestamptz, ledger.node the
+#   taking node's NodeName=, shard_history.owner a node name, one history row per owner change;
+# - each taken event (fired or skipped) is one notice line on stderr with `event=<id>` metadata,
+#   and ledger.delivered_at is set once it is; SIGTERM ends a node with status 0.
 import argparse
 import datetime
 import json
@@ -254,6 +265,8 @@ class Node:
         self.state = os.path.join(directory, "state")
         self.socket = os.path.join(directory, "io.trialwatch")
         self.log = os.path.join(directory, "trialwatchd.log")
+        if len(self.socket.encode()) > 107:
+            raise BenchError(f"{self.socket} is too long for a Unix socket: give a shorter --scratch")
         with open(self.config, "w") as file:
             file.write(CONFIG.format(connection=connection, name=name, shards=SHARDS))
         self.process = None
@@ -515,7 +528,7 @@ def sample(ids, count=5):
     return ", ".join(ids[:count]) + (", ..." if len(ids) > count else "")
 
 
-def analyse(report, profile, expected, rows, twice_in_ledger, history, logs, faults, problems, exits):
+def analyse(report, profile, t0, expected, rows, twice_in_ledger, history, logs, faults, problems, exits):
     ledger = {row.event_id: row for row in rows}
     expected_ids = {event.event_id for event in expected}
     lost, skipped, fired = analysis.classify(expected, ledger, ALLOWED_SKIPS)
@@ -541,12 +554,15 @@ def analyse(report, profile, expected, rows, twice_in_ledger, history, logs, fau
     fired_all = {row.event_id for row in rows if row.outcome == "fired"}
     undelivered = fired_all - delivered_by.keys()
     strangers = delivered_by.keys() - ledger.keys()
-    report.check("delivered", not undelivered and not strangers,
+    unmarked = [row.event_id for row in rows if row.delivered is None]
+    report.check("delivered", not undelivered and not strangers and not unmarked,
                  f"{len(fired_all) - len(undelivered)} of {len(fired_all)} fired events in the nodes' logs, "
+                 f"{len(unmarked)} ledger rows without delivered_at, "
                  f"{sum(len(ids) for ids in logs.values())} delivery lines, {len(strangers)} of them for events "
                  f"not in the ledger"
                  + (f" (not delivered: {sample(undelivered)})" if undelivered else "")
-                 + (f" (not in the ledger: {sample(strangers)})" if strangers else ""))
+                 + (f" (not in the ledger: {sample(strangers)})" if strangers else "")
+                 + (f" (without delivered_at: {sample(unmarked)})" if unmarked else ""))
 
     for kind, name, limit in (("kill", "failover_kill", profile.failover_kill),
                               ("stop", "failover_stop", profile.failover_stop)):
@@ -584,6 +600,10 @@ def analyse(report, profile, expected, rows, twice_in_ledger, history, logs, fau
         report.check("lateness_p99", False, "no event outside the faults' windows")
     else:
         p99 = analysis.percentile(lateness, 0.99)
+        counted = sorted((row.taken - row.due, row) for row in analysis.untouched_rows(rows, faults, history))
+        for seconds, row in counted[-3:][::-1]:
+            report.info(f"latest counted: {row.event_id} (shard {row.shard}, due T0{row.due - t0:+.3f} s, "
+                        f"taken by {row.node}) {ms(seconds)}")
         report.check("lateness_p99", p99 <= LATENESS_P99,
                      f"p50 {ms(analysis.percentile(lateness, 0.5))}, p99 {ms(p99)}, max {ms(max(lateness))} "
                      f"over {len(lateness)} events (limit {ms(LATENESS_P99)})")
@@ -673,6 +693,9 @@ def main():
     started = time.time()
     expected = start_trials(nodes, specs)
     took = time.time() - started
+    with open(os.path.join(scratch, "expected.tsv"), "w") as file:
+        for event in expected:
+            file.write(f"{event.event_id}\t{event.trial_id}\t{event.kind}\t{event.due:.6f}\n")
     note(f"{len(specs)} trials started in {took:.1f} s (seed {seed}), {len(expected)} events expected; "
          f"T0 in {t0 - time.time():.1f} s")
     if time.time() > t0:
@@ -694,14 +717,9 @@ def main():
         if undelivered == 0:
             break
         if time.monotonic() > deadline:
-            runner.problems.append(f"undelivered after {SETTLE_TIMEOUT:.0f} s: {undelivered}")
+            note(f"still {undelivered} undelivered ledger rows {SETTLE_TIMEOUT:.0f} s after the last due time + 10 s")
             break
         time.sleep(0.2)
-
-    rows = database.ledger()
-    twice = database.query(SQL_LEDGER_TWICE)
-    history = database.history()
-    database.close()
 
     exits = {}
     for node in nodes:
@@ -709,10 +727,15 @@ def main():
             runner.problems.append(f"{node.name} had exited with {node.process.returncode} before the SIGTERM: "
                                    f"{tail(node.log, 3)}")
         exits[node.name] = node.terminate()
+
+    rows = database.ledger()
+    twice = database.query(SQL_LEDGER_TWICE)
+    history = database.history()
+    database.close()
     logs = {node.name: read_deliveries(node) for node in nodes}
 
     report = Report()
-    analyse(report, profile, expected, rows, twice, history, logs, runner.faults, runner.problems, exits)
+    analyse(report, profile, t0, expected, rows, twice, history, logs, runner.faults, runner.problems, exits)
     print(f"{report.passed} passed, {report.failed} failed", flush=True)
     if report.failed:
         note("the nodes' logs and the cluster are kept with --keep" if not args.keep else f"logs in {scratch}")
