@@ -651,7 +651,8 @@ def check_alive(nodes):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description="The fleet fault test: three trialwatchd nodes on a private "
+                                     "PostgreSQL, nodes killed and stopped and the cluster restarted under load.")
     parser.add_argument("--daemon", required=True, help="the trialwatchd to test")
     parser.add_argument("--scratch", default=".build-fleet", help="folder for the run's scratch folder")
     parser.add_argument("--quick", action="store_true", help="a small, faster variant")

@@ -84,6 +84,7 @@ class Node:
         self.owned = {}  # shard -> epoch
         self.lease_until = 0.0  # time.monotonic()
         self.heap, self.scheduled = [], set()
+        self.loaded = {}  # shard -> (epoch, due time its events are loaded up to)
         db = connect(dsn)
         cursor = db.cursor()
         cursor.execute("SELECT pg_advisory_lock(4242)")
@@ -161,14 +162,21 @@ class Node:
                        "trialwatch.event e USING (event_id) WHERE l.node = %s AND l.delivered_at IS NULL AND "
                        "l.taken_at < clock_timestamp() - interval '1 s'", (self.name,))
         self.deliver(cursor, cursor.fetchall())
-        # The owned shards' events due soon, into memory.
+        # The owned shards' events due soon, into memory: from where the last load of each
+        # shard (under its epoch) ended; a shard dropped or new is loaded from the start.
         if owned:
+            with self.lock:
+                since = min(self.loaded.get(shard, (None, 0.0))[1] if self.loaded.get(shard, (None,))[0] == epoch
+                            else 0.0 for shard, epoch in owned.items())
+            until = time.time() + HORIZON
             cursor.execute("SELECT e.event_id, e.shard, EXTRACT(EPOCH FROM e.due_at)::float8, e.trial_id, e.kind, "
-                           "e.subject FROM trialwatch.event e WHERE e.shard = ANY(%s) AND e.due_at < clock_timestamp() "
-                           "+ %s * interval '1 s' AND NOT EXISTS (SELECT 1 FROM trialwatch.ledger l WHERE "
-                           "l.event_id = e.event_id)", (list(owned), HORIZON))
+                           "e.subject FROM trialwatch.event e WHERE e.shard = ANY(%s) AND e.due_at >= to_timestamp(%s) "
+                           "AND e.due_at < to_timestamp(%s) AND NOT EXISTS (SELECT 1 FROM trialwatch.ledger l WHERE "
+                           "l.event_id = e.event_id)", (list(owned), since - 1.0, until))
             rows = cursor.fetchall()
             with self.lock:
+                for shard, epoch in owned.items():
+                    self.loaded[shard] = (epoch, until)
                 for event_id, shard, due, trial_id, kind, subject in rows:
                     key = (event_id, shard, owned[shard])
                     if key not in self.scheduled:
@@ -192,6 +200,8 @@ class Node:
                 due_now = [event for event in due_now if event not in dropped]
                 # loaded again if the node still owns the shard once its lease is renewed
                 self.scheduled -= {(event[1], event[2], event[3]) for event in dropped}
+                for event in dropped:
+                    self.loaded.pop(event[2], None)
             if not due_now:
                 continue
             taken = time.time()
@@ -203,6 +213,8 @@ class Node:
                 db = None
                 with self.lock:  # tried again once the shard is loaded again
                     self.scheduled -= {(event[1], event[2], event[3]) for event in due_now}
+                    for event in due_now:
+                        self.loaded.pop(event[2], None)
 
     def take(self, cursor, events, taken):
         """Inserts the wake's events in one statement, each only while its shard is still the
