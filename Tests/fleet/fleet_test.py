@@ -739,7 +739,8 @@ def main():
     analyse(report, profile, t0, expected, rows, twice, history, logs, runner.faults, runner.problems, exits)
     print(f"{report.passed} passed, {report.failed} failed", flush=True)
     if report.failed:
-        note("the nodes' logs and the cluster are kept with --keep" if not args.keep else f"logs in {scratch}")
+        note("rerun with --keep (make fleet-test FLEET_ARGS=--keep) to keep the nodes' logs and the cluster"
+             if not args.keep else f"the nodes' logs and the cluster in {scratch}")
     return 1 if report.failed else 0
 
 
