@@ -15,6 +15,8 @@ public protocol FleetMembershipDelegate: AnyObject, Sendable {
   /// The connection to the database was lost and is back: notifications may have been
   /// missed; re-read what the node owns and the log.
   func fleetReconnected()
+  /// A round failed (once per spell of failures, and when they end: `error` nil).
+  func fleetRoundFailed(_ error: (any Error)?)
 }
 
 /// One node of the fleet: its row and life lock, its lease, and its share of the shards.
@@ -69,6 +71,7 @@ public final class FleetMembership: @unchecked Sendable {
   private var epochs: [Int: Int64] = [:]
   private var renewedAt: UInt64 = 0
   private var leaving = false
+  private var failing = false
   private let view = Mutex<[Member]>([])
 
   public init(
@@ -184,7 +187,7 @@ public final class FleetMembership: @unchecked Sendable {
         lease_until = clock_timestamp() + $4 * interval '1 microsecond', seen_at = clock_timestamp()
       WHERE node_id = $1
       """,
-      [String(id), String(getpid()), version, String(settings.lease / .microseconds(1))])
+      [String(id), String(getpid()), version, String(settings.lease.roundedMicroseconds)])
     for channel in [
       PostgresTrialRepository.trialsChannel, PostgresTrialRepository.logChannel, "trialwatch_fleet",
     ] {
@@ -209,7 +212,15 @@ public final class FleetMembership: @unchecked Sendable {
         return
       }
       try tick()
+      if failing {
+        failing = false
+        delegate?.fleetRoundFailed(nil)
+      }
     } catch {
+      if !failing {
+        failing = true
+        delegate?.fleetRoundFailed(error)
+      }
       if let error = error as? PGError, error.isConnectionLoss { connection = nil }
       // Past the trust window, the node stops firing until it renews its lease.
       let age = Duration.nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - renewedAt))
@@ -222,29 +233,30 @@ public final class FleetMembership: @unchecked Sendable {
     }
   }
 
-  /// Renews the lease, reads the fleet, makes this node's moves: one transaction.
+  /// Renews the lease (a statement of its own, so that nothing holds it back), then reads
+  /// the fleet and makes this node's moves in one transaction.
   private func tick() throws {
     guard let connection, let nodeID else { return }
+    let sent = DispatchTime.now().uptimeNanoseconds
+    try connection.execute(
+      """
+      UPDATE trialwatch.node SET lease_until = clock_timestamp() + $2 * interval '1 microsecond',
+        seen_at = clock_timestamp(), lag_us = $3 WHERE node_id = $1
+      """,
+      [
+        String(nodeID), String(settings.lease.roundedMicroseconds),
+        lag.map { String($0().roundedMicroseconds) },
+      ])
+    renewedAt = sent
     try connection.execute("BEGIN")
     do {
-      try connection.execute(
-        """
-        UPDATE trialwatch.node SET lease_until = clock_timestamp() + $2 * interval '1 microsecond',
-          seen_at = clock_timestamp(), lag_us = $3 WHERE node_id = $1
-        """,
-        [
-          String(nodeID), String(settings.lease / .microseconds(1)),
-          lag.map { String($0() / .microseconds(1)) },
-        ])
-      var (alive, owners) = try readFleet(connection)
-      let moves = ShardBalance.moves(for: nodeID, alive: alive, owners: owners)
+      var owners = try readFleet(connection).owners
+      let moves = ShardBalance.moves(for: nodeID, alive: try readFleet(connection).alive, owners: owners)
       if !moves.isEmpty {
         try apply(claims: moves.claims, handoffs: moves.handoffs, on: connection, reason: "balance")
-        (alive, owners) = try readFleet(connection)
+        owners = try readFleet(connection).owners
       }
       try connection.execute("COMMIT")
-      renewedAt = DispatchTime.now().uptimeNanoseconds
-      _ = alive
       try settle(owners: owners)
     } catch {
       _ = try? connection.execute("ROLLBACK")
@@ -300,13 +312,16 @@ public final class FleetMembership: @unchecked Sendable {
       // Only shards still without a live owner: two nodes claiming at once take each shard once.
       try connection.execute(
         """
-        WITH claimed AS (
-          UPDATE trialwatch.shard s SET owner = $1, epoch = s.epoch + 1, changed_at = clock_timestamp()
+        WITH free AS (
+          SELECT s.shard FROM trialwatch.shard s
           WHERE s.shard = ANY($2::integer[]) AND (s.owner IS NULL OR NOT EXISTS (
             SELECT 1 FROM trialwatch.node n WHERE n.node_id = s.owner AND n.lease_until > clock_timestamp()
               AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
                 AND ((l.classid::bigint << 32) | l.objid::bigint) = $3 + n.node_id)))
-          RETURNING s.shard, s.epoch)
+          FOR UPDATE SKIP LOCKED),
+        claimed AS (
+          UPDATE trialwatch.shard s SET owner = $1, epoch = s.epoch + 1, changed_at = clock_timestamp()
+          FROM free WHERE s.shard = free.shard RETURNING s.shard, s.epoch)
         INSERT INTO trialwatch.shard_history (shard, epoch, owner, reason)
         SELECT shard, epoch, $4, $5 FROM claimed
         """, [String(nodeID), PGArray.literal(claims), String(PostgresSchema.nodeLockBase), name, "claimed"])
@@ -314,10 +329,13 @@ public final class FleetMembership: @unchecked Sendable {
     if !handoffs.isEmpty {
       try connection.execute(
         """
-        WITH moved AS (
+        WITH mine AS (
+          SELECT shard FROM trialwatch.shard WHERE owner = $1 AND shard = ANY($2::integer[])
+          FOR UPDATE SKIP LOCKED),
+        moved AS (
           UPDATE trialwatch.shard s SET owner = u.node, epoch = s.epoch + 1, changed_at = clock_timestamp()
-          FROM unnest($2::integer[], $3::bigint[]) AS u(shard, node)
-          WHERE s.shard = u.shard AND s.owner = $1 RETURNING s.shard, s.epoch, s.owner)
+          FROM unnest($2::integer[], $3::bigint[]) AS u(shard, node) JOIN mine USING (shard)
+          WHERE s.shard = u.shard RETURNING s.shard, s.epoch, s.owner)
         INSERT INTO trialwatch.shard_history (shard, epoch, owner, reason)
         SELECT m.shard, m.epoch, n.name, $4 FROM moved m JOIN trialwatch.node n ON n.node_id = m.owner
         """,

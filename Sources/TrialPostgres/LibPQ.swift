@@ -26,6 +26,9 @@ public final class PGConnection: @unchecked Sendable {
       PQfinish(connection)
       throw PGError.connection(message)
     }
+    // Server notices and the message of a connection the server ends would go to standard
+    // error, outside the daemon's log: the errors that matter reach the caller anyway.
+    PQsetNoticeProcessor(connection, { _, _ in }, nil)
     self.connection = connection
   }
 

@@ -51,13 +51,18 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     self.writer = Mutex(try Self.connect(conninfo))
   }
 
-  static func connect(_ conninfo: String) throws -> PGConnection {
+  /// A connection for the store or the membership. A statement never waits long on a lock
+  /// or a stuck server; a transaction left idle (its process paused in the middle: SIGSTOP,
+  /// a frozen VM) is ended by the server after `idleInTransaction`, which frees the rows it
+  /// locked (the fence's shard rows) for the node taking over. A failed write is retried by
+  /// the engine.
+  static func connect(_ conninfo: String, idleInTransaction: Duration = .seconds(1)) throws -> PGConnection {
     let connection = try PGConnection(conninfo: conninfo)
-    // A statement never waits long on a lock or a stuck server, nor does an idle transaction
-    // hold rows: a failed write is retried by the engine.
     try connection.executeScript(
-      "SET statement_timeout = '10s'; SET lock_timeout = '5s'; SET idle_in_transaction_session_timeout = '30s';"
-    )
+      """
+      SET statement_timeout = '10s'; SET lock_timeout = '5s';
+      SET idle_in_transaction_session_timeout = '\(idleInTransaction.roundedMilliseconds)ms';
+      """)
     return connection
   }
 
@@ -74,7 +79,9 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
   }
 
   private func readOnce<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
-    let connection = try readers.withLock { $0.popLast() } ?? Self.connect(conninfo)
+    // Reads may page through large tables: a longer allowance between their statements.
+    let connection =
+      try readers.withLock { $0.popLast() } ?? Self.connect(conninfo, idleInTransaction: .seconds(10))
     var healthy = true
     defer {
       if healthy { readers.withLock { if $0.count < Self.pooledReaders { $0.append(connection) } } }
@@ -110,8 +117,10 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
           connection: connection, owned: ownership.owned, shards: shards, node: node,
           refusesEarlyFires: refusesEarlyFires)
         let result = try body(txn)
-        try txn.flush()
-        try notify(txn, on: connection)
+        try txn.flushRows()
+        try notifyTrials(txn, on: connection)
+        // The log last, with its wake-up: the head's row is locked only for it and the commit.
+        try txn.flushHead()
         try connection.execute("COMMIT")
         return result
       } catch {
@@ -125,22 +134,20 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     }
   }
 
-  /// Sends the wake-ups, delivered by the server at the commit.
-  private func notify(_ txn: PostgresWriteTransaction, on connection: PGConnection) throws {
+  /// Wakes the owners of the trials written on their shards, at the commit.
+  private func notifyTrials(_ txn: PostgresWriteTransaction, on connection: PGConnection) throws {
     var payload = ""
     func send() throws {
       guard !payload.isEmpty else { return }
       try connection.execute("SELECT pg_notify($1, $2)", [Self.trialsChannel, node + " " + payload])
       payload = ""
     }
-    for id in Set(txn.changedTrials).sorted() {
+    // Only another node's trials: the owner of a shard plans its own changes.
+    for id in Set(txn.changedTrials).sorted() where txn.owned[shards.shard(of: id)] == nil {
       if payload.utf8.count > Self.payloadLimit { try send() }
       payload += payload.isEmpty ? id.description : "," + id.description
     }
     try send()
-    if let last = txn.appendedThrough {
-      try connection.execute("SELECT pg_notify($1, $2)", [Self.logChannel, last.description])
-    }
   }
 
   /// A second active trial of one subject (two nodes starting it at once) is the error the

@@ -25,8 +25,6 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   private(set) var fenced: [Int: Int64] = [:]
   /// Trials written, to wake their owners (`NOTIFY`) once committed.
   private(set) var changedTrials: [TrialID] = []
-  /// The newest cursor appended, when the log grew.
-  var appendedThrough: EventCursor? { logAppends.last?.cursor }
 
   let refusesEarlyFires: Bool
 
@@ -178,8 +176,11 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
 
   func appendEvent(_ entry: LedgerEntry, subject: String) throws -> LoggedEvent {
     if logBase == nil {
-      // The head row is locked until the commit: cursors follow the order of commits, so a
-      // reader never sees a later cursor before an earlier one.
+      // Cursors follow the order of commits, so that a reader never sees a later cursor
+      // before an earlier one: the head row stays locked from here to the commit. The writes
+      // kept so far go first, so that the lock is held only for the log's own statement and
+      // the commit (`flushHead`), the other nodes' commits waiting on it the least.
+      try flushRows()
       let head = try query("SELECT last FROM trialwatch.log_head FOR UPDATE")
       guard let last = head.int64(0, 0) else {
         throw PostgresStoreError.damaged("trialwatch.log_head is empty")
@@ -216,17 +217,17 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
 
   // MARK: Sending the writes
 
-  /// Sends every write kept so far.
+  /// Sends every write kept so far (before a read that must see them).
   func flush() throws {
+    try flushRows()
+    try flushHead()
+  }
+
+  /// Sends the writes but the log's: trials, ledger, consumers.
+  func flushRows() throws {
     try flushTrials()
     try flushLedger()
-    try flushLog()
     try flushConsumers()
-    if let lastSeen {
-      try query(
-        "UPDATE trialwatch.log_head SET last_seen_s = $1", [PostgresRecords.sql(lastSeen)])
-      self.lastSeen = nil
-    }
   }
 
   private func flushTrials() throws {
@@ -317,20 +318,30 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
 
   private var flushedLog = 0
 
-  private func flushLog() throws {
+  /// Sends the log's rows, moves its head (with the last wall time seen) and wakes the
+  /// other nodes' log readers, in one statement.
+  func flushHead() throws {
     let events = logAppends[flushedLog...]
-    guard let last = events.last else { return }
+    let seen = lastSeen.map(PostgresRecords.sql)
+    lastSeen = nil
+    guard let last = events.last else {
+      if let seen { try query("UPDATE trialwatch.log_head SET last_seen_s = $1", [seen]) }
+      return
+    }
     let outcomes = events.map { PostgresRecords.outcome($0.entry.outcome) }
     try query(
       """
-      WITH rows AS (
+      WITH head AS (
+        UPDATE trialwatch.log_head SET last = $11, last_seen_s = coalesce($12::float8, last_seen_s) RETURNING 1),
+      rows AS (
         INSERT INTO trialwatch.event_log (cursor, trial_id, revision, offset_ms, subject, outcome, skip_detail,
           due_s, taken_s, late)
         SELECT c, t, r, o, subj, oc, d, due, tk, l
         FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::bigint[], $5::text[], $6::text[], $7::text[],
           $8::float8[], $9::float8[], $10::boolean[]) AS u(c, t, r, o, subj, oc, d, due, tk, l)
-        RETURNING 1)
-      UPDATE trialwatch.log_head SET last = $11
+        RETURNING 1),
+      wake AS (SELECT pg_notify($13, $11::text))
+      SELECT (SELECT count(*) FROM head), (SELECT count(*) FROM rows), (SELECT count(*) FROM wake)
       """,
       [
         PGArray.literal(events.map { Int64(bitPattern: $0.cursor.sequence) }),
@@ -343,7 +354,7 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
         PGArray.literal(events.map { Optional(PostgresRecords.sql($0.event.due)) }),
         PGArray.literal(events.map { Optional(PostgresRecords.sql($0.takenAt)) }),
         PGArray.literal(events.map(\.isLate)),
-        String(Int64(bitPattern: last.cursor.sequence)),
+        String(Int64(bitPattern: last.cursor.sequence)), seen, PostgresTrialRepository.logChannel,
       ])
     flushedLog = logAppends.count
   }

@@ -161,4 +161,5 @@ final class Heard: FleetMembershipDelegate {
   }
   func fleetLogAdvanced() {}
   func fleetReconnected() {}
+  func fleetRoundFailed(_ error: (any Error)?) {}
 }

@@ -12,14 +12,27 @@ extension Engine {
   public func eventLogBounds() throws -> EventLogBounds { try queries.eventLogBounds() }
 
   /// Hands events just committed to the observers; the first must follow the last handed.
+  /// In a fleet, where other nodes log too, the follower reads the shared log instead.
   func published(_ events: [LoggedEvent]) {
     guard let last = events.last else { return }
+    if let logFollower {
+      logFollower()
+      return
+    }
     if events[0].cursor != publishedThrough.next {
       // Something was logged that the engine did not see commit: read the log instead.
       publishLogTail()
       return
     }
     handOver(events, through: last.cursor)
+  }
+
+  /// Hands the observers events a log follower read (a fleet's shared log), in cursor order;
+  /// those handed already are passed over.
+  public func handOverFollowed(_ events: [LoggedEvent]) {
+    let new = events.drop { $0.cursor <= publishedThrough }
+    guard let last = new.last else { return }
+    handOver(Array(new), through: last.cursor)
   }
 
   private func handOver(_ events: [LoggedEvent], through last: EventCursor) {

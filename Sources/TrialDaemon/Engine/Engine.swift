@@ -49,6 +49,12 @@ public final class Engine {
   var logObservers: [any EventLogObserver] = []
   /// The newest event handed to the log observers.
   public internal(set) var publishedThrough = EventCursor.origin
+  /// In a fleet: wakes the reader of the shared log, which hands the observers what every
+  /// node logged (`handOverFollowed`), so that the engine's queue never waits for that read.
+  public var logFollower: (@Sendable () -> Void)?
+  /// Whether the snapshot carries the next event's subject, read after every change. Off in
+  /// a fleet, where that read crosses the network: `GetStatus` reads it when asked.
+  public var resolvesNextSubject = true
   var pruneWake: (any ScheduledWake)?
   /// Where the snapshot for reads off the engine's queue is published; nil until asked for
   /// (`snapshots()`).

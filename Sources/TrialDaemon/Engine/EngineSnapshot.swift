@@ -56,7 +56,7 @@ extension Engine {
     if let next {
       if let previous, previous.nextEvent?.trialID == next.trialID, let known = previous.nextSubject {
         subject = known
-      } else {
+      } else if resolvesNextSubject {
         subject = (try? repository.read { try $0.trial(next.trialID) })??.subject
       }
     }

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Logging
-import Synchronization
 import TrialCore
 import TrialPostgres
 
@@ -16,8 +15,7 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
   let queue: DispatchQueue
   let logger: Logger
   private var engine: Engine?
-  /// A log wake-up is already on its way to the engine's queue.
-  private let logWakePending = LogWakeFlag()
+  private var follower: FleetLogFollower?
 
   /// Connects, creates or upgrades the schema, and joins the fleet (claiming a first share
   /// of the shards). Nothing fires yet: `attach` the engine, start it, then `start`.
@@ -49,6 +47,7 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
     let ownership = repository.ownership
     let shards = self.shards
     engine.owns = { ownership.owned[shards.shard(of: $0)] != nil }
+    engine.resolvesNextSubject = false
     membership.delegate = self
     // Its lag, reported with each lease: how overdue its next event is.
     let snapshots = queue.sync { engine.snapshots() }
@@ -59,7 +58,15 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
     }
   }
 
+  /// Starts the rounds, the wake-ups and the reading of the shared log. After the engine
+  /// started.
   public func start() {
+    if let engine {
+      let follower = FleetLogFollower(engine: engine, engineQueue: queue, logger: logger)
+      self.follower = follower
+      queue.sync { engine.logFollower = { follower.wake() } }
+      follower.wake()
+    }
     membership.start()
   }
 
@@ -69,7 +76,8 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
       node: membership.name, shards: repository.ownership.owned.keys.sorted(), shardCount: shards.count,
       nodes: membership.members.map {
         FleetStatus.Node(
-          name: $0.name, alive: $0.alive, shards: $0.shards, leaseAge: $0.leaseAge, lag: $0.lag, version: $0.version)
+          name: $0.name, alive: $0.alive, shards: $0.shards, leaseAge: $0.leaseAge, lag: $0.lag,
+          version: $0.version)
       })
   }
 
@@ -81,7 +89,7 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
   // MARK: FleetMembershipDelegate
 
   public func fleetShardsChanged(gained: Set<Int>, lost: Set<Int>) {
-    logger.info(
+    logger.notice(
       "shards changed hands", metadata: ["gained": "\(gained.sorted())", "lost": "\(lost.sorted())"])
     let shards = self.shards
     let repository = self.repository
@@ -98,11 +106,16 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
   }
 
   public func fleetLogAdvanced() {
-    guard logWakePending.set() else { return }
-    queue.async { [weak self] in
-      guard let self else { return }
-      logWakePending.clear()
-      engine?.publishLogTail()
+    follower?.wake()
+  }
+
+  public func fleetRoundFailed(_ error: (any Error)?) {
+    if let error {
+      logger.error(
+        "cannot renew this node's lease; it stops firing when the lease runs out",
+        metadata: ["error": "\(error)"])
+    } else {
+      logger.notice("renewing this node's lease again")
     }
   }
 
@@ -115,20 +128,7 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
         lost: { _ in true },
         load: { planner in try repository.restore(shards: owned, into: &planner) },
         outbox: { [] })
-      self?.engine?.publishLogTail()
     }
+    follower?.wake()
   }
-}
-
-/// A flag set from the membership's queue and cleared on the engine's.
-final class LogWakeFlag: Sendable {
-  private let flag = Mutex(false)
-
-  /// Sets the flag; false when it was set already.
-  func set() -> Bool {
-    flag.withLock { was in
-      defer { was = true }; return !was
-    }
-  }
-  func clear() { flag.withLock { $0 = false } }
 }

@@ -98,9 +98,12 @@ public final class TrialsHandlers: @unchecked Sendable {
         }
       }.scanning(),
       Route(Trials.getStatus) { _, done in
-        self.read(done) { _ in
+        self.read(done) { queries in
           let now = self.clock.now()
-          let status = self.snapshots.current
+          var status = self.snapshots.current
+          if let next = status.nextEvent, status.nextSubject == nil {
+            status.nextSubject = try queries.subjects(of: [next.trialID])[next.trialID]
+          }
           return GetStatusReply(
             version: self.version, startedAt: self.startedAt, uptime: now.duration(since: self.startedAt),
             trials: TrialCounts(status.counts), pendingEvents: status.pendingEvents,
