@@ -17,6 +17,9 @@ public protocol FleetMembershipDelegate: AnyObject, Sendable {
   func fleetReconnected()
   /// A round failed (once per spell of failures, and when they end: `error` nil).
   func fleetRoundFailed(_ error: (any Error)?)
+  /// These nodes were alive at the last round and are not now: what they took and did not
+  /// deliver is for the owners of its shards to deliver.
+  func fleetNodesDied(_ names: Set<String>)
 }
 
 /// One node of the fleet: its row and life lock, its lease, and its share of the shards.
@@ -250,8 +253,9 @@ public final class FleetMembership: @unchecked Sendable {
     renewedAt = sent
     try connection.execute("BEGIN")
     do {
-      var owners = try readFleet(connection).owners
-      let moves = ShardBalance.moves(for: nodeID, alive: try readFleet(connection).alive, owners: owners)
+      let fleet = try readFleet(connection)
+      var owners = fleet.owners
+      let moves = ShardBalance.moves(for: nodeID, alive: fleet.alive, owners: owners)
       if !moves.isEmpty {
         try apply(claims: moves.claims, handoffs: moves.handoffs, on: connection, reason: "balance")
         owners = try readFleet(connection).owners
@@ -295,7 +299,12 @@ public final class FleetMembership: @unchecked Sendable {
           shards: owners.count { $0 == id }, version: nodes.string(row, 4),
           lag: nodes.int64(row, 5).map { .microseconds($0) }))
     }
-    view.withLock { $0 = members }
+    let before = view.withLock { view in
+      defer { view = members }
+      return Set(view.filter(\.alive).map(\.name))
+    }
+    let died = before.subtracting(members.filter(\.alive).map(\.name))
+    if !died.isEmpty { delegate?.fleetNodesDied(died) }
     lastEpochs = epochsRead
     return (alive, owners)
   }

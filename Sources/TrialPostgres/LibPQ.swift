@@ -67,6 +67,63 @@ public final class PGConnection: @unchecked Sendable {
     return try take(result)
   }
 
+  /// Runs one statement, then `COMMIT`, sent together (`pipeline`): the server carries out
+  /// both without waiting for this process, so that a pause of the process between them
+  /// (SIGSTOP, a frozen VM) never leaves the transaction holding its locks. Returns the
+  /// statement's rows.
+  ///
+  /// - Throws: as `execute`, for the statement or the commit; after a failed statement the
+  ///   transaction is left aborted, for the caller to roll back.
+  @discardableResult
+  public func executeThenCommit(_ sql: String, _ parameters: [String?] = []) throws -> PGResult {
+    try pipeline([(sql, parameters), ("COMMIT", [])])[0]
+  }
+
+  /// Runs statements sent together in pipeline mode, one round trip for all, and returns
+  /// their rows in order. In a transaction, a failed statement aborts it and the server
+  /// skips the rest.
+  ///
+  /// - Throws: the first statement's error, as `execute` would.
+  public func pipeline(_ statements: [(sql: String, parameters: [String?])]) throws -> [PGResult] {
+    guard PQenterPipelineMode(connection) == 1 else {
+      throw PGError.connection(Self.message(of: connection))
+    }
+    defer { _ = PQexitPipelineMode(connection) }
+    for statement in statements {
+      let copies = statement.parameters.map { $0.map { strdup($0) } ?? nil }
+      defer { copies.forEach { free($0) } }
+      let values = copies.map { UnsafePointer<CChar>($0) }
+      let sent = values.withUnsafeBufferPointer { values in
+        PQsendQueryParams(
+          connection, statement.sql, Int32(values.count), nil, values.baseAddress, nil, nil, 0)
+      }
+      guard sent == 1 else { throw PGError.connection(Self.message(of: connection)) }
+    }
+    guard PQpipelineSync(connection) == 1 else { throw PGError.connection(Self.message(of: connection)) }
+    // Each statement's results end with a null; the sync point comes last.
+    var results: [PGResult] = []
+    var failure: (any Error)?
+    for _ in statements {
+      var rows: PGResult?
+      while let result = PQgetResult(connection) {
+        if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+          PQclear(result)
+          continue
+        }
+        do {
+          rows = try take(result)
+        } catch {
+          if failure == nil { failure = error }
+        }
+      }
+      if let rows { results.append(rows) }
+    }
+    while let sync = PQgetResult(connection) { PQclear(sync) }
+    if let failure { throw failure }
+    guard results.count == statements.count else { throw PGError.connection(Self.message(of: connection)) }
+    return results
+  }
+
   /// Runs several statements separated by semicolons (a DDL script), in one round trip.
   ///
   /// - Throws: as `execute`, for the first statement that fails.

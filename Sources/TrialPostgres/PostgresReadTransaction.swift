@@ -9,11 +9,14 @@ class PostgresReadTransaction: TrialReadTransaction {
   /// The shards this node owns, with their epochs, when the transaction began: the outbox
   /// it delivers is theirs.
   let owned: [Int: Int64]
+  /// This node's name: its own undelivered entries are in its outbox wherever their shard.
+  let nodeName: String
   static let page = 1_000
 
-  init(connection: PGConnection, owned: [Int: Int64]) {
+  init(connection: PGConnection, owned: [Int: Int64], node: String) {
     self.connection = connection
     self.owned = owned
+    self.nodeName = node
   }
 
   @discardableResult
@@ -31,10 +34,16 @@ class PostgresReadTransaction: TrialReadTransaction {
   /// The trials of `ids` that exist, in one statement.
   func trials(_ ids: some Collection<TrialID>) throws -> [Trial] {
     guard !ids.isEmpty else { return [] }
-    let result = try query(
+    let statement = Self.trialsStatement(ids)
+    return try PostgresRecords.trials(try query(statement.sql, statement.parameters))
+  }
+
+  /// The statement `trials(_:)` runs.
+  static func trialsStatement(_ ids: some Collection<TrialID>) -> (sql: String, parameters: [String?]) {
+    (
       "SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial WHERE trial_id = ANY($1::bigint[])",
-      [PGArray.literal(ids.map { Int64(bitPattern: $0.rawValue) })])
-    return try (0..<result.rows).map { try PostgresRecords.trial(result, $0) }
+      [PGArray.literal(ids.map { Int64(bitPattern: $0.rawValue) })]
+    )
   }
 
   func activeTrialID(subject: String) throws -> TrialID? {
@@ -92,7 +101,13 @@ class PostgresReadTransaction: TrialReadTransaction {
   /// The ledger entries of `ids` that exist, in one statement.
   func ledgerEntries(_ ids: some Collection<EventID>) throws -> [LedgerEntry] {
     guard !ids.isEmpty else { return [] }
-    let result = try query(
+    let statement = Self.ledgerStatement(ids)
+    return try PostgresRecords.ledgerEntries(try query(statement.sql, statement.parameters))
+  }
+
+  /// The statement `ledgerEntries(_:)` runs.
+  static func ledgerStatement(_ ids: some Collection<EventID>) -> (sql: String, parameters: [String?]) {
+    (
       """
       SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger
       WHERE (trial_id, revision, offset_ms) IN (
@@ -102,8 +117,8 @@ class PostgresReadTransaction: TrialReadTransaction {
         PGArray.literal(ids.map { Int64(bitPattern: $0.trialID.rawValue) }),
         PGArray.literal(ids.map { Int64($0.revision) }),
         PGArray.literal(ids.map { PostgresRecords.offset(of: $0.kind) }),
-      ])
-    return try (0..<result.rows).map { try PostgresRecords.ledgerEntry(result, $0) }
+      ]
+    )
   }
 
   func ledgerEntries(trial: TrialID) throws -> [LedgerEntry] {
@@ -113,15 +128,15 @@ class PostgresReadTransaction: TrialReadTransaction {
     return try (0..<result.rows).map { try PostgresRecords.ledgerEntry(result, $0) }.sorted { $0.id < $1.id }
   }
 
-  /// The outbox of the shards this node owns: another node's undelivered entries become
-  /// this node's to deliver when their shard changes hands.
+  /// The outbox of this node: the undelivered entries of the shards it owns (another node's
+  /// become this node's to deliver when their shard changes hands), and those it took
+  /// itself, wherever their shard now is (a restarted node delivers what it took before).
   func scanOutbox(_ body: (LedgerEntry) throws -> Bool) throws {
-    guard !owned.isEmpty else { return }
     let result = try query(
       """
       SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger
-      WHERE delivered_s IS NULL AND shard = ANY($1::integer[])
-      """, [PGArray.literal(owned.keys.sorted())])
+      WHERE delivered_s IS NULL AND (shard = ANY($1::integer[]) OR node = $2)
+      """, [PGArray.literal(owned.keys.sorted()), nodeName])
     let entries = try (0..<result.rows).map { try PostgresRecords.ledgerEntry(result, $0) }
     for entry in entries.sorted(by: { $0.id < $1.id }) {
       guard try body(entry) else { return }
@@ -135,7 +150,7 @@ class PostgresReadTransaction: TrialReadTransaction {
   func eventLogBounds() throws -> EventLogBounds {
     let result = try query(
       """
-      SELECT last, pruned_through, (SELECT count(*) FROM trialwatch.event_log) FROM trialwatch.log_head
+      SELECT last, pruned_through, kept FROM trialwatch.log_head
       """)
     guard let last = result.int64(0, 0), let pruned = result.int64(0, 1), let count = result.int(0, 2) else {
       throw PostgresStoreError.damaged("trialwatch.log_head is unreadable")

@@ -92,6 +92,14 @@ enum PostgresRecords {
       endedAt: result.double(row, 6).map(date))
   }
 
+  static func trials(_ result: PGResult) throws -> [Trial] {
+    try (0..<result.rows).map { try trial(result, $0) }
+  }
+
+  static func ledgerEntries(_ result: PGResult) throws -> [LedgerEntry] {
+    try (0..<result.rows).map { try ledgerEntry(result, $0) }
+  }
+
   /// The columns `ledgerEntry(_:_:)` reads, in order (a ledger row, or an event-log row
   /// joined to the ledger for `delivered_at`).
   static let entryColumns = """

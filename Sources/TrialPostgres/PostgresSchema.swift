@@ -101,6 +101,8 @@ public enum PostgresSchema {
       one boolean PRIMARY KEY DEFAULT true CHECK (one),
       last bigint NOT NULL,
       pruned_through bigint NOT NULL,
+      -- Events kept, so that the bounds are read without counting the table.
+      kept bigint NOT NULL DEFAULT 0,
       last_seen_s double precision
     );
     INSERT INTO trialwatch.log_head (last, pruned_through) VALUES (0, 0);

@@ -88,7 +88,8 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     }
     do {
       try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-      let result = try body(PostgresReadTransaction(connection: connection, owned: ownership.owned))
+      let result = try body(
+        PostgresReadTransaction(connection: connection, owned: ownership.owned, node: node))
       try connection.execute("COMMIT")
       return result
     } catch {
@@ -112,16 +113,14 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
         slot = connection
       }
       do {
-        try connection.execute("BEGIN")
+        // BEGIN goes with the transaction's first statement.
         let txn = PostgresWriteTransaction(
           connection: connection, owned: ownership.owned, shards: shards, node: node,
           refusesEarlyFires: refusesEarlyFires)
         let result = try body(txn)
-        try txn.flushRows()
-        try notifyTrials(txn, on: connection)
-        // The log last, with its wake-up: the head's row is locked only for it and the commit.
-        try txn.flushHead()
-        try connection.execute("COMMIT")
+        // The writes, the wake-ups, the log (its head's row locked only while the server
+        // carries these out) and the commit, in one round trip.
+        try txn.commit(also: trialNotifications)
         return result
       } catch {
         if let error = error as? PGError, error.isConnectionLoss {
@@ -134,20 +133,24 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     }
   }
 
-  /// Wakes the owners of the trials written on their shards, at the commit.
-  private func notifyTrials(_ txn: PostgresWriteTransaction, on connection: PGConnection) throws {
+  /// The wake-ups for the owners of the trials written, sent at the commit.
+  private func trialNotifications(_ txn: PostgresWriteTransaction) -> [PostgresWriteTransaction.Statement] {
+    var statements: [PostgresWriteTransaction.Statement] = []
     var payload = ""
-    func send() throws {
+    func send() {
       guard !payload.isEmpty else { return }
-      try connection.execute("SELECT pg_notify($1, $2)", [Self.trialsChannel, node + " " + payload])
+      statements.append(("SELECT pg_notify($1, $2)", [Self.trialsChannel, node + " " + payload]))
       payload = ""
     }
-    // Only another node's trials: the owner of a shard plans its own changes.
-    for id in Set(txn.changedTrials).sorted() where txn.owned[shards.shard(of: id)] == nil {
-      if payload.utf8.count > Self.payloadLimit { try send() }
+    // Every trial a command wrote: its shard may change hands while the command commits, and
+    // then only the wake-up tells the new owner. A fire's trial is left out: the fence held
+    // its shard for the transaction, and the owner that fired it plans it.
+    for id in Set(txn.changedTrials).sorted() where txn.fenced[shards.shard(of: id)] == nil {
+      if payload.utf8.count > Self.payloadLimit { send() }
       payload += payload.isEmpty ? id.description : "," + id.description
     }
-    try send()
+    send()
+    return statements
   }
 
   /// A second active trial of one subject (two nodes starting it at once) is the error the
@@ -208,6 +211,20 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
         planner.restore(try PostgresRecords.trial(trials, row)) { done.contains($0) }
       }
       return trials.rows
+    }
+  }
+
+  /// The entries of `shards` taken but not delivered, by nodes other than `nodes` (those
+  /// deliver their own), in id order: a shard's new owner delivers what a dead node took.
+  public func undelivered(shards: Set<Int>, takenByOtherThan nodes: Set<String>) throws -> [LedgerEntry] {
+    guard !shards.isEmpty else { return [] }
+    return try read { txn in
+      let result = try (txn as! PostgresReadTransaction).query(
+        """
+        SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger
+        WHERE delivered_s IS NULL AND shard = ANY($1::integer[]) AND NOT (coalesce(node, '') = ANY($2::text[]))
+        """, [PGArray.literal(shards.sorted()), PGArray.literal(nodes.sorted().map { Optional($0) })])
+      return try PostgresRecords.ledgerEntries(result).sorted { $0.id < $1.id }
     }
   }
 

@@ -9,22 +9,24 @@ import TrialCore
 final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransaction {
   let shards: ShardMap
   let node: String
-  private var trialWrites: [TrialID: Trial] = [:]
-  private var trialOrder: [TrialID] = []
+  var trialWrites: [TrialID: Trial] = [:]
+  var trialOrder: [TrialID] = []
   /// Trials read from the database, kept for this transaction (nil: none of that id).
-  private var trialReads: [TrialID: Trial?] = [:]
-  private var ledgerReads: [EventID: LedgerEntry?] = [:]
-  private var ledgerInserts: [EventID: LedgerEntry] = [:]
-  private var ledgerInsertOrder: [EventID] = []
-  private var ledgerUpdates: [EventID: LedgerEntry] = [:]
-  private var logBase: Int64?
-  private var logAppends: [LoggedEvent] = []
-  private var consumerWrites: [String: ConsumerRecord?] = [:]
-  private var lastSeen: Date?
+  var trialReads: [TrialID: Trial?] = [:]
+  var ledgerReads: [EventID: LedgerEntry?] = [:]
+  var ledgerInserts: [EventID: LedgerEntry] = [:]
+  var ledgerInsertOrder: [EventID] = []
+  var ledgerUpdates: [EventID: LedgerEntry] = [:]
+  var logBase: Int64?
+  var logAppends: [LoggedEvent] = []
+  /// How many of `logAppends` were sent.
+  var flushedLog = 0
+  var consumerWrites: [String: ConsumerRecord?] = [:]
+  var lastSeen: Date?
   /// The epochs the fence confirmed, by shard.
   private(set) var fenced: [Int: Int64] = [:]
   /// Trials written, to wake their owners (`NOTIFY`) once committed.
-  private(set) var changedTrials: [TrialID] = []
+  var changedTrials: [TrialID] = []
 
   let refusesEarlyFires: Bool
 
@@ -33,48 +35,78 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     self.shards = shards
     self.node = node
     self.refusesEarlyFires = refusesEarlyFires
-    super.init(connection: connection, owned: owned)
+    super.init(connection: connection, owned: owned, node: node)
+  }
+
+  // MARK: Statements
+
+  /// Whether `BEGIN` was sent: it goes with the transaction's first statement, in the same
+  /// round trip.
+  private(set) var begun = false
+
+  @discardableResult
+  override func query(_ sql: String, _ parameters: [String?] = []) throws -> PGResult {
+    guard begun else { return try pipeline([(sql, parameters)])[0] }
+    return try connection.execute(sql, parameters)
+  }
+
+  /// Runs statements in one round trip (`PGConnection.pipeline`), after `BEGIN` when the
+  /// transaction has not begun yet; returns their results.
+  @discardableResult
+  func pipeline(_ statements: [Statement]) throws -> [PGResult] {
+    guard !begun else { return try connection.pipeline(statements) }
+    begun = true
+    return Array(try connection.pipeline([("BEGIN", [])] + statements).dropFirst())
   }
 
   // MARK: The fence
 
   /// Keeps the due events of shards this node owns at the epoch it knows, and only those due
-  /// by the database's clock; reads ahead the trials and ledger entries `take` will look at.
+  /// by the database's clock; reads the trials and ledger entries `take` will look at in the
+  /// same round trip (`pipeline`).
   func admit(_ due: [DueEvent]) throws -> [DueEvent] {
-    let wanted = Set(due.map { shards.shard(of: $0.event.trialID) }).filter { owned[$0] != nil }.sorted()
+    let candidates = due.filter { owned[shards.shard(of: $0.event.trialID)] != nil }
+    let wanted = Set(candidates.map { shards.shard(of: $0.event.trialID) }).sorted()
     guard !wanted.isEmpty else { return [] }
-    let result = try query(
-      """
-      SELECT s.shard, s.epoch, trialwatch.now_s()
-      FROM trialwatch.shard s JOIN unnest($1::integer[], $2::bigint[]) AS f(shard, epoch) USING (shard)
-      JOIN trialwatch.node n ON n.node_id = s.owner
-      WHERE n.name = $3 AND s.epoch = f.epoch
-      FOR SHARE OF s
-      """, [PGArray.literal(wanted), PGArray.literal(wanted.map { owned[$0]! }), node])
+    let trialIDs = Set(candidates.map(\.event.trialID)).filter {
+      trialReads[$0] == nil && trialWrites[$0] == nil
+    }
+    let eventIDs = candidates.map(\.event.id).filter { ledgerReads[$0] == nil && ledgerInserts[$0] == nil }
+    let results = try pipeline([
+      (
+        """
+        SELECT s.shard, s.epoch, trialwatch.now_s()
+        FROM trialwatch.shard s JOIN unnest($1::integer[], $2::bigint[]) AS f(shard, epoch) USING (shard)
+        JOIN trialwatch.node n ON n.node_id = s.owner
+        WHERE n.name = $3 AND s.epoch = f.epoch
+        FOR SHARE OF s
+        """, [PGArray.literal(wanted), PGArray.literal(wanted.map { owned[$0]! }), node]
+      ),
+      Self.trialsStatement(trialIDs), Self.ledgerStatement(eventIDs),
+      // Where the log stands, for the cursors `appendEvent` returns.
+      ("SELECT last FROM trialwatch.log_head", []),
+    ])
+    if logBase == nil { logBase = results[3].int64(0, 0) }
+    let fence = results[0]
     var databaseNow = -Double.infinity
-    for row in 0..<result.rows {
-      guard let shard = result.int(row, 0), let epoch = result.int64(row, 1), let now = result.double(row, 2)
+    for row in 0..<fence.rows {
+      guard let shard = fence.int(row, 0), let epoch = fence.int64(row, 1), let now = fence.double(row, 2)
       else { continue }
       fenced[shard] = epoch
       databaseNow = now
     }
+    for id in trialIDs { trialReads[id] = .some(nil) }
+    for trial in try PostgresRecords.trials(results[1]) { trialReads[trial.id] = trial }
+    for id in eventIDs { ledgerReads[id] = .some(nil) }
+    for entry in try PostgresRecords.ledgerEntries(results[2]) { ledgerReads[entry.id] = entry }
     let now = PostgresRecords.date(databaseNow)
-    let admitted = due.filter {
+    return candidates.filter {
       fenced[shards.shard(of: $0.event.trialID)] != nil && (!refusesEarlyFires || $0.event.due <= now)
     }
-    try prefetch(trials: Set(admitted.map(\.event.trialID)), events: admitted.map(\.event.id))
-    return admitted
   }
 
   func prefetch(_ ids: [EventID]) throws {
-    try prefetch(trials: [], events: ids)
-  }
-
-  private func prefetch(trials ids: Set<TrialID>, events: [EventID]) throws {
-    let missing = ids.filter { trialReads[$0] == nil && trialWrites[$0] == nil }
-    for id in missing { trialReads[id] = .some(nil) }
-    for trial in try trials(missing) { trialReads[trial.id] = trial }
-    let unread = events.filter { ledgerReads[$0] == nil && ledgerInserts[$0] == nil }
+    let unread = ids.filter { ledgerReads[$0] == nil && ledgerInserts[$0] == nil }
     for id in unread { ledgerReads[id] = .some(nil) }
     for entry in try ledgerEntries(unread) { ledgerReads[entry.id] = entry }
   }
@@ -177,11 +209,12 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   func appendEvent(_ entry: LedgerEntry, subject: String) throws -> LoggedEvent {
     if logBase == nil {
       // Cursors follow the order of commits, so that a reader never sees a later cursor
-      // before an earlier one: the head row stays locked from here to the commit. The writes
-      // kept so far go first, so that the lock is held only for the log's own statement and
-      // the commit (`flushHead`), the other nodes' commits waiting on it the least.
-      try flushRows()
-      let head = try query("SELECT last FROM trialwatch.log_head FOR UPDATE")
+      // before an earlier one: the server gives them in the statement that writes the rows,
+      // sent with the commit (`flushHead`), the head's row locked only while it carries them
+      // out. The cursors returned here are read from the head as it stands: when another
+      // node commits appends first, the log gives these events the cursors after its. (The
+      // engine of a fleet node reads the log for its observers, never these.)
+      let head = try query("SELECT last FROM trialwatch.log_head")
       guard let last = head.int64(0, 0) else {
         throw PostgresStoreError.damaged("trialwatch.log_head is empty")
       }
@@ -201,7 +234,8 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     let through = String(min(through.sequence, UInt64(Int64.max)))
     let removed = try query("DELETE FROM trialwatch.event_log WHERE cursor <= $1", [through]).affectedRows
     try query(
-      "UPDATE trialwatch.log_head SET pruned_through = greatest(pruned_through, least($1, last))", [through])
+      "UPDATE trialwatch.log_head SET pruned_through = greatest(pruned_through, least($1, last)), kept = kept - $2",
+      [through, String(removed)])
     return removed
   }
 
@@ -223,162 +257,49 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     try flushHead()
   }
 
-  /// Sends the writes but the log's: trials, ledger, consumers.
-  func flushRows() throws {
-    try flushTrials()
-    try flushLedger()
-    try flushConsumers()
+  typealias Statement = (sql: String, parameters: [String?])
+
+  /// Sends the writes but the log's: trials, ledger, consumers, and `then`, in one round
+  /// trip (`pipeline`). Returns the results of `then`.
+  @discardableResult
+  func flushRows(then: [Statement] = []) throws -> [PGResult] {
+    var statements: [Statement] = []
+    flushTrials(into: &statements)
+    flushLedger(into: &statements)
+    flushConsumers(into: &statements)
+    guard !statements.isEmpty else {
+      return try then.map { try query($0.sql, $0.parameters) }
+    }
+    return Array(try pipeline(statements + then).suffix(then.count))
   }
 
-  private func flushTrials() throws {
-    guard !trialOrder.isEmpty else { return }
-    let trials = trialOrder.map { trialWrites[$0]! }
-    try query(
-      """
-      INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, ended_s,
-        reminders_ms)
-      SELECT t, s, subj, st, r, b, e, x, m::bigint[]
-      FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::text[], $5::integer[], $6::float8[],
-        $7::float8[], $8::float8[], $9::text[]) AS u(t, s, subj, st, r, b, e, x, m)
-      ON CONFLICT (trial_id) DO UPDATE SET subject = excluded.subject, state = excluded.state,
-        revision = excluded.revision, start_s = excluded.start_s, end_s = excluded.end_s,
-        ended_s = excluded.ended_s, reminders_ms = excluded.reminders_ms
-      """,
-      [
-        PGArray.literal(trials.map { Int64(bitPattern: $0.id.rawValue) }),
-        PGArray.literal(trials.map { shards.shard(of: $0.id) }),
-        PGArray.literal(trials.map { Optional($0.subject) }),
-        PGArray.literal(trials.map { Optional($0.state.rawValue) }),
-        PGArray.literal(trials.map { Int64($0.revision) }),
-        PGArray.literal(trials.map { Optional(PostgresRecords.sql($0.period.startDate)) }),
-        PGArray.literal(trials.map { Optional(PostgresRecords.sql($0.period.endDate)) }),
-        PGArray.literal(trials.map { $0.endedAt.map(PostgresRecords.sql) }),
-        PGArray.literal(
-          trials.map { Optional(PGArray.literal($0.reminders.offsets.map(\.roundedMilliseconds))) }),
-      ])
-    for trial in trials {
-      trialReads[trial.id] = trial
-      changedTrials.append(trial.id)
-    }
-    trialWrites = [:]
-    trialOrder = []
-  }
-
-  private func flushLedger() throws {
-    if !ledgerInsertOrder.isEmpty {
-      let entries = ledgerInsertOrder.map { ledgerInserts[$0]! }
-      let outcomes = entries.map { PostgresRecords.outcome($0.outcome) }
-      let epochs = entries.map { fenced[shards.shard(of: $0.event.trialID)].map(String.init) }
-      try query(
-        """
-        INSERT INTO trialwatch.ledger (trial_id, revision, offset_ms, event_id, shard, kind, outcome, skip_detail,
-          due_s, taken_s, late, delivered_s, node, epoch)
-        SELECT t, r, o, id, s, CASE WHEN o = 0 THEN 'expiry' ELSE 'reminder' END, oc, d, due, tk, l, dl, $13, ep
-        FROM unnest($1::bigint[], $2::integer[], $3::bigint[], $4::text[], $5::integer[], $6::text[], $7::text[],
-          $8::float8[], $9::float8[], $10::boolean[], $11::float8[], $12::bigint[])
-          AS u(t, r, o, id, s, oc, d, due, tk, l, dl, ep)
-        """,
-        [
-          PGArray.literal(entries.map { Int64(bitPattern: $0.event.trialID.rawValue) }),
-          PGArray.literal(entries.map { Int64($0.event.revision) }),
-          PGArray.literal(entries.map { PostgresRecords.offset(of: $0.event.kind) }),
-          PGArray.literal(entries.map { Optional($0.id.description) }),
-          PGArray.literal(entries.map { shards.shard(of: $0.event.trialID) }),
-          PGArray.literal(outcomes.map { Optional($0.text) }),
-          PGArray.literal(outcomes.map(\.detail)),
-          PGArray.literal(entries.map { Optional(PostgresRecords.sql($0.event.due)) }),
-          PGArray.literal(entries.map { Optional(PostgresRecords.sql($0.takenAt)) }),
-          PGArray.literal(entries.map(\.isLate)),
-          PGArray.literal(entries.map { $0.deliveredAt.map(PostgresRecords.sql) }),
-          PGArray.literal(epochs),
-          node,
-        ])
-      for entry in entries { ledgerReads[entry.id] = entry }
-      ledgerInserts = [:]
-      ledgerInsertOrder = []
-    }
-    if !ledgerUpdates.isEmpty {
-      let entries = Array(ledgerUpdates.values)
-      try query(
-        """
-        UPDATE trialwatch.ledger l SET delivered_s = u.d
-        FROM unnest($1::bigint[], $2::integer[], $3::bigint[], $4::float8[]) AS u(t, r, o, d)
-        WHERE l.trial_id = u.t AND l.revision = u.r AND l.offset_ms = u.o
-        """,
-        [
-          PGArray.literal(entries.map { Int64(bitPattern: $0.event.trialID.rawValue) }),
-          PGArray.literal(entries.map { Int64($0.event.revision) }),
-          PGArray.literal(entries.map { PostgresRecords.offset(of: $0.event.kind) }),
-          PGArray.literal(entries.map { $0.deliveredAt.map(PostgresRecords.sql) }),
-        ])
-      for entry in entries { ledgerReads[entry.id] = entry }
-      ledgerUpdates = [:]
-    }
-  }
-
-  private var flushedLog = 0
-
-  /// Sends the log's rows, moves its head (with the last wall time seen) and wakes the
-  /// other nodes' log readers, in one statement.
+  /// Sends what the log has pending, before a read that must see it.
   func flushHead() throws {
-    let events = logAppends[flushedLog...]
-    let seen = lastSeen.map(PostgresRecords.sql)
-    lastSeen = nil
-    guard let last = events.last else {
-      if let seen { try query("UPDATE trialwatch.log_head SET last_seen_s = $1", [seen]) }
-      return
+    guard let (statement, count) = headStatement() else { return }
+    let result = try query(statement.sql, statement.parameters)
+    guard count > 0 else { return }
+    guard let base = result.int64(0, 0) else {
+      throw PostgresStoreError.damaged("trialwatch.log_head is empty")
     }
-    let outcomes = events.map { PostgresRecords.outcome($0.entry.outcome) }
-    try query(
-      """
-      WITH head AS (
-        UPDATE trialwatch.log_head SET last = $11, last_seen_s = coalesce($12::float8, last_seen_s) RETURNING 1),
-      rows AS (
-        INSERT INTO trialwatch.event_log (cursor, trial_id, revision, offset_ms, subject, outcome, skip_detail,
-          due_s, taken_s, late)
-        SELECT c, t, r, o, subj, oc, d, due, tk, l
-        FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::bigint[], $5::text[], $6::text[], $7::text[],
-          $8::float8[], $9::float8[], $10::boolean[]) AS u(c, t, r, o, subj, oc, d, due, tk, l)
-        RETURNING 1),
-      wake AS (SELECT pg_notify($13, $11::text))
-      SELECT (SELECT count(*) FROM head), (SELECT count(*) FROM rows), (SELECT count(*) FROM wake)
-      """,
-      [
-        PGArray.literal(events.map { Int64(bitPattern: $0.cursor.sequence) }),
-        PGArray.literal(events.map { Int64(bitPattern: $0.event.trialID.rawValue) }),
-        PGArray.literal(events.map { Int64($0.event.revision) }),
-        PGArray.literal(events.map { PostgresRecords.offset(of: $0.event.kind) }),
-        PGArray.literal(events.map { Optional($0.subject) }),
-        PGArray.literal(outcomes.map { Optional($0.text) }),
-        PGArray.literal(outcomes.map(\.detail)),
-        PGArray.literal(events.map { Optional(PostgresRecords.sql($0.event.due)) }),
-        PGArray.literal(events.map { Optional(PostgresRecords.sql($0.takenAt)) }),
-        PGArray.literal(events.map(\.isLate)),
-        String(Int64(bitPattern: last.cursor.sequence)), seen, PostgresTrialRepository.logChannel,
-      ])
+    // Appends later in this transaction follow the cursors the server gave.
+    logBase = base - Int64(flushedLog)
     flushedLog = logAppends.count
   }
 
-  private func flushConsumers() throws {
-    for (name, consumer) in consumerWrites.sorted(by: { $0.key < $1.key }) {
-      if let consumer {
-        try query(
-          """
-          INSERT INTO trialwatch.consumer (name, acknowledged, created_s, acknowledged_s, lost, lost_s)
-          VALUES ($1, $2, $3, $4, $5, $6)
-          ON CONFLICT (name) DO UPDATE SET acknowledged = excluded.acknowledged,
-            acknowledged_s = excluded.acknowledged_s, lost = excluded.lost, lost_s = excluded.lost_s
-          """,
-          [
-            name, String(Int64(bitPattern: consumer.acknowledged.sequence)),
-            PostgresRecords.sql(consumer.createdAt),
-            consumer.acknowledgedAt.map(PostgresRecords.sql), String(Int64(bitPattern: consumer.lost)),
-            consumer.lostAt.map(PostgresRecords.sql),
-          ])
-      } else {
-        try query("DELETE FROM trialwatch.consumer WHERE name = $1", [name])
-      }
+  /// Sends every pending write, `also` (the wake-ups, made once the writes are known), the
+  /// log's statement and the commit, in one round trip. Nothing when nothing was written.
+  func commit(also: (PostgresWriteTransaction) -> [Statement]) throws {
+    var statements: [Statement] = []
+    flushTrials(into: &statements)
+    flushLedger(into: &statements)
+    flushConsumers(into: &statements)
+    statements += also(self)
+    if let (statement, _) = headStatement() {
+      statements.append(statement)
+      flushedLog = logAppends.count
     }
-    consumerWrites = [:]
+    guard begun || !statements.isEmpty else { return }
+    try pipeline(statements + [("COMMIT", [])])
   }
+
 }

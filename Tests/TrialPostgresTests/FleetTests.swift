@@ -162,4 +162,5 @@ final class Heard: FleetMembershipDelegate {
   func fleetLogAdvanced() {}
   func fleetReconnected() {}
   func fleetRoundFailed(_ error: (any Error)?) {}
+  func fleetNodesDied(_ names: Set<String>) {}
 }

@@ -29,7 +29,7 @@ final class FleetLogFollower: @unchecked Sendable {
 
   /// Reads at most this often: under a steady stream of commits on several nodes, one read
   /// takes many of them, at the cost of this much more delay for the Watches.
-  static let interval: DispatchTimeInterval = .milliseconds(10)
+  static let interval: DispatchTimeInterval = .milliseconds(25)
   private var scheduled = false
 
   func wake() {

@@ -93,11 +93,26 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
       "shards changed hands", metadata: ["gained": "\(gained.sorted())", "lost": "\(lost.sorted())"])
     let shards = self.shards
     let repository = self.repository
+    let alive = Set(membership.members.filter(\.alive).map(\.name))
     queue.async { [weak self] in
       self?.engine?.shardsChanged(
         lost: { lost.contains(shards.shard(of: $0)) },
         load: { planner in try repository.restore(shards: gained, into: &planner) },
-        outbox: { try repository.outbox().filter { gained.contains(shards.shard(of: $0.event.trialID)) } })
+        // What the shards' previous owners took and did not deliver, unless they are alive
+        // and deliver it themselves.
+        outbox: { try repository.undelivered(shards: gained, takenByOtherThan: alive) })
+    }
+  }
+
+  public func fleetNodesDied(_ names: Set<String>) {
+    logger.notice("nodes stopped renewing their leases", metadata: ["nodes": "\(names.sorted())"])
+    let owned = Set(repository.ownership.owned.keys)
+    let alive = Set(membership.members.filter(\.alive).map(\.name))
+    let repository = self.repository
+    queue.async { [weak self] in
+      self?.engine?.shardsChanged(
+        lost: { _ in false }, load: { _ in },
+        outbox: { try repository.undelivered(shards: owned, takenByOtherThan: alive) })
     }
   }
 
