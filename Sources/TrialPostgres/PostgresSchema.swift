@@ -167,6 +167,22 @@ public enum PostgresSchema {
     return from == 0 ? .created : .upgraded(from: from)
   }
 
+  /// Checks, without changing anything, that a node could start on this database: the
+  /// schema is absent (it would be created), older (upgraded) or current, and has `shards`
+  /// shards. Returns what it found, in words.
+  /// - Throws: `PostgresStoreError` for a newer schema or another shard count.
+  public static func check(on connection: PGConnection, shards: Int) throws -> String {
+    guard let found = try installedVersion(on: connection) else {
+      return "no trialwatch schema yet: the first node to start creates it with \(shards) shards"
+    }
+    if found > version { throw PostgresStoreError.schemaTooNew(found: found, known: version) }
+    let existing = try shardCount(on: connection)
+    guard existing == shards else { throw PostgresStoreError.shardCountMismatch(schema: existing, configured: shards) }
+    return found == version
+      ? "trialwatch schema version \(found), \(existing) shards"
+      : "trialwatch schema version \(found), upgraded to \(version) at the next start; \(existing) shards"
+  }
+
   /// The version recorded in `trialwatch.meta`, or nil when the schema does not exist.
   static func installedVersion(on connection: PGConnection) throws -> Int? {
     let exists = try connection.execute("SELECT to_regclass('trialwatch.meta') IS NOT NULL")

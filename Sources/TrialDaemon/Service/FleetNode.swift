@@ -41,6 +41,17 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
     try membership.join()
   }
 
+  /// What `--check-config` says of the database: a line, and whether a node could start.
+  public static func check(_ settings: PostgreSQLSettings) -> (text: String, ok: Bool) {
+    do {
+      let connection = try PGConnection(conninfo: settings.connection)
+      let found = try PostgresSchema.check(on: connection, shards: settings.shards)
+      return ("PostgreSQL: connected as node \(settings.nodeName); \(found)\n", true)
+    } catch {
+      return ("error: PostgreSQL ([PostgreSQL] Connection=): \(error)\n", false)
+    }
+  }
+
   /// Lets the engine fire only the shards this node owns.
   public func attach(_ engine: Engine) {
     self.engine = engine

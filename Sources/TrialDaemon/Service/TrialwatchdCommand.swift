@@ -131,7 +131,15 @@ public struct TrialwatchdCommand: ParsableCommand {
       exit(withError: error)
     }
     if command.checkConfig {
-      let report = command.options.load().checkReport
+      let loaded = command.options.load()
+      var report = loaded.checkReport
+      // A fleet node's database is checked too: reachable, the password found, the schema
+      // one this daemon can use.
+      if !loaded.hasErrors, let settings = loaded.configuration.postgreSQL {
+        let database = FleetNode.check(settings)
+        report.text += database.text
+        if !database.ok { report.exitCode = 1 }
+      }
       print(report.text)
       Glibc.exit(report.exitCode)
     }

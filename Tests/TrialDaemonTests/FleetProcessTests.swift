@@ -1,0 +1,70 @@
+import Foundation
+import TestSupport
+import Testing
+import TrialControl
+import TrialCore
+import TrialDaemonTesting
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// trialwatchd as a fleet node on the tests' private PostgreSQL: its configuration check,
+/// its start and stop, its fleet status.
+@Suite struct FleetProcessTests {
+  static func config(_ connection: String, node: String = "node-a") -> String {
+    "[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=\(connection)\nNodeName=\(node)\nShards=8\n"
+  }
+
+  @Test func checkConfig_OfAFleetNode_ConnectsAndReportsTheSchema() throws {
+    let server = try PostgresServer.shared()
+    let daemon = try DaemonProcess(
+      config: Self.config(server.conninfo(database: try server.createDatabase())), arguments: ["--check-config"])
+    try daemon.start()
+    #expect(daemon.waitForExit() == 0)
+    #expect(daemon.standardOutput.contains("PostgreSQL: connected as node node-a; no trialwatch schema yet"))
+  }
+
+  @Test func checkConfig_WithAWrongPassword_FailsNamingTheAuthentication() throws {
+    let server = try PostgresServer.shared()
+    // The password comes from libpq's environment, never from the file.
+    let daemon = try DaemonProcess(
+      config: Self.config(server.conninfo(user: "pwuser")), environment: ["PGPASSWORD": "wrong"],
+      arguments: ["--check-config"])
+    try daemon.start()
+    #expect(daemon.waitForExit() == 1)
+    let output = daemon.standardOutput
+    #expect(output.contains("error: PostgreSQL ([PostgreSQL] Connection=)"))
+    #expect(output.contains("password authentication failed"))
+  }
+
+  @Test func unreachableDatabase_FailsToStart_WithoutReady() throws {
+    let empty = try TemporaryDirectory("no-server")
+    let daemon = try DaemonProcess(config: Self.config("host=\(empty.path) dbname=trialwatch user=nobody"))
+    try daemon.start()
+    let failure = try #require(daemon.notify.waitFor { $0.contains("ERRNO=") }.found)
+    #expect(failure.contains("cannot join the fleet on PostgreSQL"))
+    #expect(!failure.contains("READY=1"))
+    #expect(daemon.waitForExit() == 1)
+  }
+
+  @Test func fleetNode_StartsAnswersAndHandsItsShardsBackOnStop() throws {
+    let server = try PostgresServer.shared()
+    let database = try server.createDatabase()
+    let daemon = try DaemonProcess(config: Self.config(server.conninfo(database: database)))
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let client = try VarlinkClient(path: daemon.socketPath)
+    let fleet = try #require(try client.call(Trials.getFleet).fleet)
+    #expect(fleet.node == "node-a" && fleet.shards == Array(0..<8) && fleet.shardCount == 8)
+    #expect(fleet.nodes.map(\.name) == ["node-a"])
+    let trial = try client.startTrial(StartTrialParameters(subject: "acme-1"))
+    #expect(try client.getTrial(GetTrialParameters(subject: "acme-1")).id == trial.id)
+    #expect(try client.getStatus().fleet?.node == "node-a")
+    daemon.signal(SIGTERM)
+    #expect(daemon.waitForExit() == 0)
+    let owners = try server.psql(
+      "SELECT count(*) FROM trialwatch.shard WHERE owner IS NOT NULL", database: database)
+    #expect(owners.trimmingCharacters(in: .whitespacesAndNewlines).hasSuffix("0"))
+  }
+}
