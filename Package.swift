@@ -155,7 +155,8 @@ let package = Package(
       name: "TrialDaemonTests",
       dependencies: [
         "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialDaemonTesting",
-        "TrialStore", "TrialStoreTesting", "Systemd", .product(name: "Logging", package: "swift-log"),
+        "TrialStore", "TrialStoreTesting", "TrialPostgresTesting", "Systemd",
+        .product(name: "Logging", package: "swift-log"),
       ]
     ),
     .testTarget(

@@ -177,7 +177,9 @@ public enum PostgresSchema {
     }
     if found > version { throw PostgresStoreError.schemaTooNew(found: found, known: version) }
     let existing = try shardCount(on: connection)
-    guard existing == shards else { throw PostgresStoreError.shardCountMismatch(schema: existing, configured: shards) }
+    guard existing == shards else {
+      throw PostgresStoreError.shardCountMismatch(schema: existing, configured: shards)
+    }
     return found == version
       ? "trialwatch schema version \(found), \(existing) shards"
       : "trialwatch schema version \(found), upgraded to \(version) at the next start; \(existing) shards"

@@ -19,7 +19,8 @@ import TrialDaemonTesting
   @Test func checkConfig_OfAFleetNode_ConnectsAndReportsTheSchema() throws {
     let server = try PostgresServer.shared()
     let daemon = try DaemonProcess(
-      config: Self.config(server.conninfo(database: try server.createDatabase())), arguments: ["--check-config"])
+      config: Self.config(server.conninfo(database: try server.createDatabase())),
+      arguments: ["--check-config"])
     try daemon.start()
     #expect(daemon.waitForExit() == 0)
     #expect(daemon.standardOutput.contains("PostgreSQL: connected as node node-a; no trialwatch schema yet"))

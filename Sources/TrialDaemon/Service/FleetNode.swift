@@ -52,6 +52,14 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
     }
   }
 
+  /// The fleet's store, for `trialwatchd --import`: the schema created or upgraded first.
+  /// Each trial written wakes its shard's owner, which plans it.
+  public static func openForImport(_ settings: PostgreSQLSettings) throws -> any TrialRepository {
+    try PostgresSchema.prepare(on: try PGConnection(conninfo: settings.connection), shards: settings.shards)
+    return try PostgresTrialRepository(
+      conninfo: settings.connection, node: settings.nodeName, shards: ShardMap(count: settings.shards))
+  }
+
   /// Lets the engine fire only the shards this node owns.
   public func attach(_ engine: Engine) {
     self.engine = engine

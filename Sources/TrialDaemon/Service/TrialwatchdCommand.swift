@@ -172,6 +172,10 @@ extension TrialwatchdCommand {
     if let backup { return commands.backup(directory: directory, to: backup) }
     if let restore { return commands.restore(from: restore, into: directory, now: SystemWallClock().now()) }
     if let importFile {
+      // Into the configured store: a fleet's database, or the store of one host.
+      if let settings = options.load().configuration.postgreSQL {
+        return commands.importTrials(from: importFile, open: { try FleetNode.openForImport(settings) })
+      }
       return commands.importTrials(from: importFile, open: { try openRepository(directory) })
     }
     return commands.verify(directory: directory)

@@ -4,6 +4,7 @@ import Testing
 import TrialControl
 import TrialCore
 import TrialDaemonTesting
+import TrialPostgresTesting
 import TrialStore
 import TrialTesting
 
@@ -139,6 +140,43 @@ import TrialTesting
       #expect(restored.pendingEvents(of: id) == source.pendingEvents(of: id), "\(id)")
     }
     #expect(restored.takeDue(at: fixture.now).isEmpty)
+  }
+
+  @Test func exportThenImport_FromOneHostToAFleetAndBack_KeepsTrialsLedgerAndPlans() throws {
+    let fixture = try ControlFixture(store: .lmdb, ids: Array(1...7))
+    try populate(fixture)
+    let records = try exportPages(try fixture.client(), limit: 1_000).flatMap(\.records)
+    let scratch = try TemporaryDirectory("transfer")
+    let file = scratch.appending("trials.jsonl")
+    try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+    var errors: [String] = []
+    let commands = StoreCommands(output: { _ in }, errors: { errors.append($0) })
+
+    // Into a fleet's store: the same trials, ledger and plans; nothing fired again.
+    let fleet = try PostgresTestStore()
+    #expect(commands.importTrials(from: file, open: { fleet.repository }) == 0, "\(errors)")
+    #expect(try contents(of: fleet.repository) == contents(of: fixture.engine.repository))
+    var source = Planner()
+    try fixture.engine.repository.restore(into: &source)
+    var planned = Planner()
+    try fleet.repository.restore(into: &planned)
+    #expect(planned.pendingEventCount == source.pendingEventCount)
+    for id in (1...7).map({ TrialID(UInt64($0)) }) {
+      #expect(planned.pendingEvents(of: id) == source.pendingEvents(of: id), "\(id)")
+    }
+
+    // And back to one host, from the fleet's export.
+    let back = try StoreQueries(fleet.repository).export(after: nil, limit: 1_000).records
+    #expect(back == records)
+    let returned = scratch.appending("back.jsonl")
+    try Data(back.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: returned))
+    let directory = scratch.appending("store")
+    #expect(
+      commands.importTrials(from: returned, open: { try LMDBTrialRepository(directory: directory) }) == 0,
+      "\(errors)")
+    let host = try LMDBTrialRepository(directory: directory)
+    defer { host.close() }
+    #expect(try contents(of: host) == contents(of: fixture.engine.repository))
   }
 
   @Test func import_RunAgainOrIntoAStoreInUse_ChangesNothing() throws {
