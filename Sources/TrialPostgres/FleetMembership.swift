@@ -199,6 +199,7 @@ public final class FleetMembership: @unchecked Sendable {
     self.connection = connection
     self.nodeID = id
     renewedAt = DispatchTime.now().uptimeNanoseconds
+    ownership.trust(until: renewedAt + UInt64((settings.lease - settings.margin) / .nanoseconds(1)))
   }
 
   // MARK: Ticks
@@ -251,6 +252,7 @@ public final class FleetMembership: @unchecked Sendable {
         lag.map { String($0().roundedMicroseconds) },
       ])
     renewedAt = sent
+    ownership.trust(until: sent + UInt64((settings.lease - settings.margin) / .nanoseconds(1)))
     try connection.execute("BEGIN")
     do {
       let fleet = try readFleet(connection)

@@ -17,8 +17,11 @@ public struct PostgresTestStore {
     try Self.prepare(conninfo: conninfo, shards: shards)
     let map = ShardMap(count: shards)
     let ownership = ShardOwnership()
+    // No rounds run after the first: a lease long enough for any test.
+    var settings = FleetMembership.Settings()
+    settings.lease = .seconds(3_600)
     membership = FleetMembership(
-      conninfo: conninfo, name: node, version: "test", shards: map, ownership: ownership)
+      conninfo: conninfo, name: node, version: "test", shards: map, ownership: ownership, settings: settings)
     // The only node: its first round claims every shard.
     try membership.join()
     repository = try PostgresTrialRepository(
