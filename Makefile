@@ -9,7 +9,7 @@
 #   make bench-peers-check  the same harness on tiny workloads, its output checked (part of
 #                make test; a minute or two)
 #   make bench-fleet  release build; the fleet figures (three nodes on PostgreSQL) against a
-#                db-scheduler-style poller on the same cluster (bench/fleet/, about 10 minutes);
+#                db-scheduler-style poller on the same cluster (bench/fleet/, about 8 minutes);
 #                make bench runs it last
 #   make bench-fleet-check  the same on small workloads, its output checked (a few minutes)
 #   make fleet-test  three release nodes in fleet mode on a private PostgreSQL, nodes killed and
@@ -128,7 +128,7 @@ fleet-test: release
 # The fleet figures (bench/fleet/): three release trialwatchd nodes on a private PostgreSQL against
 # a db-scheduler-style poller (three workers polling every 1 s, then every 10 s) on the same
 # cluster and workloads: burst rate, lateness, failover after SIGKILL and SIGSTOP, statements
-# per second idle and loaded, events taken twice under faults (about 10 minutes; root runs the
+# per second idle and loaded, events taken twice under faults (about 8 minutes; root runs the
 # cluster as nobody). Every figure as `name: value unit`.
 FLEET_BENCH_SCRATCH = $(BENCH_SCRATCH)/fleet-bench
 bench-fleet: release

@@ -23,7 +23,7 @@
 #                 logs a job before the transaction that records it)
 # The poller's failover and faults run for poller1s only (its rescue takes 4 heartbeats: 40 s
 # and more at 10 s). Full run: 30 s idle, 60 s at 100 events/s, 20,000 at once, 3 kills and 3
-# stops, 30 s of faults (about 10 minutes); --quick: 10 s, 15 s, 2,000, 1 and 1, 12 s.
+# stops, 30 s of faults (about 8 minutes); --quick: 10 s, 15 s, 2,000, 1 and 1, 12 s.
 import argparse
 import os
 import re
