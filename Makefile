@@ -8,6 +8,10 @@
 #                at, systemd and PostgreSQL), every figure as `name: value unit`, then the ratios
 #   make bench-peers-check  the same harness on tiny workloads, its output checked (part of
 #                make test; a minute or two)
+#   make bench-fleet  release build; the fleet figures (three nodes on PostgreSQL) against a
+#                db-scheduler-style poller on the same cluster (bench/fleet/, about 8 minutes);
+#                make bench runs it last
+#   make bench-fleet-check  the same on small workloads, its output checked (a few minutes)
 #   make fleet-test  three release nodes in fleet mode on a private PostgreSQL, nodes killed and
 #                stopped and the cluster restarted under load; nothing lost or taken twice,
 #                failover and lateness checked (Tests/fleet/; part of make test; 2-3 minutes)
@@ -43,7 +47,7 @@ APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev libpq-dev \
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 
-.PHONY: all build deps test bench bench-peers bench-peers-check fleet-test soak run clean format lint release install install-files uninstall install-check e2e \
+.PHONY: all build deps test bench bench-peers bench-peers-check bench-fleet bench-fleet-check fleet-test soak run clean format lint release install install-files uninstall install-check e2e \
   deb e2e-package
 
 all: build
@@ -93,6 +97,7 @@ lint:
 bench: deps
 	$(SWIFT) build -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
 	$(BENCH_SCRATCH)/release/trialwatch-bench
+	$(MAKE) bench-fleet
 
 # The peers harness runs on Debian's python3 (python3-psycopg2 and python3-redis are Debian
 # packages), which need not be the python3 first on PATH. Its servers' files go under
@@ -119,6 +124,25 @@ FLEET_DAEMON ?= $(RELEASE_BIN)/trialwatchd
 fleet-test: release
 	$(PEERS_PYTHON) -m unittest discover -s Tests/fleet
 	$(PEERS_PYTHON) Tests/fleet/fleet_test.py --daemon $(FLEET_DAEMON) --scratch $(BENCH_SCRATCH)/fleet $(FLEET_ARGS)
+
+# The fleet figures (bench/fleet/): three release trialwatchd nodes on a private PostgreSQL against
+# a db-scheduler-style poller (three workers polling every 1 s, then every 10 s) on the same
+# cluster and workloads: burst rate, lateness, failover after SIGKILL and SIGSTOP, statements
+# per second idle and loaded, events taken twice under faults (about 8 minutes; root runs the
+# cluster as nobody). Every figure as `name: value unit`.
+FLEET_BENCH_SCRATCH = $(BENCH_SCRATCH)/fleet-bench
+bench-fleet: release
+	$(PEERS_PYTHON) bench/fleet/fleet_bench.py --daemon $(RELEASE_BIN)/trialwatchd --scratch $(FLEET_BENCH_SCRATCH)
+
+# The same on small workloads (under 3 minutes), its output checked: every figure line present
+# and parseable. First the unit tests of its pure parts.
+bench-fleet-check: release
+	$(PEERS_PYTHON) -m unittest discover -s bench/fleet
+	@mkdir -p $(FLEET_BENCH_SCRATCH)-check
+	$(PEERS_PYTHON) bench/fleet/fleet_bench.py --daemon $(RELEASE_BIN)/trialwatchd \
+	  --scratch $(FLEET_BENCH_SCRATCH)-check --quick > $(FLEET_BENCH_SCRATCH)-check/figures.out
+	@cat $(FLEET_BENCH_SCRATCH)-check/figures.out
+	$(PEERS_PYTHON) bench/fleet/fleet_bench.py --check $(FLEET_BENCH_SCRATCH)-check/figures.out
 
 soak: deps
 	$(SWIFT) build --build-tests $(STRICT)

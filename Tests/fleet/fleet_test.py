@@ -446,7 +446,8 @@ class FaultRunner:
             steps.append((at + p.restart_after, "restart", number))
         steps.append((p.stop_at, "stop", None))
         steps.append((p.stop_at + p.stop_for, "cont", None))
-        steps.append((p.pg_at, "pg", None))
+        if p.pg_at is not None:  # None: no PostgreSQL restart (bench/fleet runs the same faults without it)
+            steps.append((p.pg_at, "pg", None))
         return sorted(steps, key=lambda step: step[0])
 
     def run(self):
