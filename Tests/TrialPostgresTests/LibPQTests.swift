@@ -128,6 +128,31 @@ import TrialPostgres
     #expect(scriptError?.sqlState == "23505")
   }
 
+  @Test func pipeline_OfStatements_AnswersEachInOrder() throws {
+    let (_, connection) = try Self.freshConnection()
+    let results = try connection.pipeline([
+      ("SELECT $1::int + 1", ["41"]), ("SELECT 'b'", []), ("SELECT generate_series(1, 3)", []),
+    ])
+    #expect(results.map(\.rows) == [1, 1, 3])
+    #expect(results[0].int(0, 0) == 42 && results[1].string(0, 0) == "b")
+    // The connection is back to one statement at a time.
+    #expect(try connection.execute("SELECT 7").int(0, 0) == 7)
+  }
+
+  @Test func executeThenCommit_AfterAFailingStatement_CommitsNothing() throws {
+    let (_, connection) = try Self.freshConnection()
+    try connection.execute("CREATE TABLE t (k integer PRIMARY KEY)")
+    try connection.execute("BEGIN")
+    try connection.execute("INSERT INTO t VALUES (1)")
+    #expect(throws: PGError.self) { try connection.executeThenCommit("INSERT INTO t VALUES (1)") }
+    try connection.execute("ROLLBACK")
+    #expect(try connection.execute("SELECT count(*) FROM t").int(0, 0) == 0)
+    try connection.execute("BEGIN")
+    try connection.execute("INSERT INTO t VALUES (2)")
+    #expect(try connection.executeThenCommit("INSERT INTO t VALUES (3) RETURNING k").int(0, 0) == 3)
+    #expect(try connection.execute("SELECT array_agg(k ORDER BY k)::text FROM t").string(0, 0) == "{2,3}")
+  }
+
   @Test func connect_WithUnknownOption_ThrowsConnectionError() {
     let error = Self.pgError { _ = try PGConnection(conninfo: "nonsense=1") }
     guard case .connection(let message) = error else {
