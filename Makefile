@@ -81,6 +81,7 @@ test: deps lint
 	$(SWIFT) test --skip-build
 	$(MAKE) bench-peers-check
 	$(MAKE) fleet-test
+	$(MAKE) bench-fleet-check
 	$(MAKE) install-check
 	$(MAKE) e2e
 	$(MAKE) e2e-package

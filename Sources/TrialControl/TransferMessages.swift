@@ -27,14 +27,7 @@ public struct ExportParameters: VarlinkParameters, Hashable {
   public init(from decoder: any Decoder) throws {
     let container = try decoder.container(keyedBy: CodingKeys.self)
     after = try container.decodeIfPresent(TrialID.self, forKey: .after)
-    // Read as a number first: Foundation reports a fraction for an integer without its path.
-    if let number = try container.decodeIfPresent(Double.self, forKey: .limit) {
-      guard number == number.rounded(), abs(number) < 1e15 else {
-        throw DecodingError.dataCorruptedError(
-          forKey: .limit, in: container, debugDescription: "expected an integer, got \(number)")
-      }
-      limit = Int(number)
-    }
+    limit = try container.decodeWholeNumber(forKey: .limit)
   }
 
   /// The page size to use.

@@ -101,14 +101,7 @@ public struct ListTrialsParameters: VarlinkParameters, Hashable {
     state = try container.decodeIfPresent(TrialState.self, forKey: .state)
     expiringWithin = try container.decodeIfPresent(Span.self, forKey: .expiringWithin)
     after = try container.decodeIfPresent(TrialID.self, forKey: .after)
-    // Read as a number first: Foundation reports a fraction for an integer without its path.
-    if let number = try container.decodeIfPresent(Double.self, forKey: .limit) {
-      guard number == number.rounded(), abs(number) < 1e15 else {
-        throw DecodingError.dataCorruptedError(
-          forKey: .limit, in: container, debugDescription: "expected an integer, got \(number)")
-      }
-      limit = Int(number)
-    }
+    limit = try container.decodeWholeNumber(forKey: .limit)
   }
 
   /// The page size to use.
@@ -316,5 +309,18 @@ public struct GetInterfaceDescriptionReply: Codable, Hashable, Sendable {
 
   public init(description: String) {
     self.description = description
+  }
+}
+
+extension KeyedDecodingContainer {
+  /// An optional whole number, read as a number first: Foundation reports a fraction for an
+  /// integer without its path.
+  func decodeWholeNumber(forKey key: Key) throws -> Int? {
+    guard let number = try decodeIfPresent(Double.self, forKey: key) else { return nil }
+    guard number == number.rounded(), abs(number) < 1e15 else {
+      throw DecodingError.dataCorruptedError(
+        forKey: key, in: self, debugDescription: "expected an integer, got \(number)")
+    }
+    return Int(number)
   }
 }

@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "peers"))
 
 import analysis  # noqa: E402
 from analysis import Change, Expected, Fault, Row  # noqa: E402
-from common import BenchError, install_signal_handlers, on_cleanup, run_cleanups  # noqa: E402
+from common import BenchError, on_cleanup, run_main  # noqa: E402
 import servers  # noqa: E402
 
 SHARDS = 64
@@ -746,15 +746,4 @@ def main():
 
 
 if __name__ == "__main__":
-    install_signal_handlers()
-    status = 2
-    try:
-        status = main()
-    except BenchError as error:
-        print(f"fleet-test: error: {error}", file=sys.stderr, flush=True)
-    except KeyboardInterrupt as interrupt:
-        print(f"fleet-test: interrupted ({interrupt})", file=sys.stderr, flush=True)
-        status = 130
-    finally:
-        run_cleanups()
-    sys.exit(status)
+    run_main(main, "fleet-test")

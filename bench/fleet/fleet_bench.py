@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "Tests", "fleet"))
 import fleet_test  # noqa: E402  (puts bench/peers on the path)
 import analysis  # noqa: E402
 from analysis import Fault  # noqa: E402
-from common import BenchError, install_signal_handlers, on_cleanup, run_cleanups  # noqa: E402
+from common import BenchError, on_cleanup, run_main  # noqa: E402
 import poller as pollers  # noqa: E402
 
 Bench = namedtuple("Bench", "idle rate steady burst kills stops faults")
@@ -582,15 +582,4 @@ if __name__ == "__main__":
         for problem in found:
             print(f"FAIL: bench-fleet-check: {problem}", file=sys.stderr)
         sys.exit(1 if found else 0)
-    install_signal_handlers()
-    status = 2
-    try:
-        status = main()
-    except BenchError as error:
-        print(f"fleet-bench: error: {error}", file=sys.stderr, flush=True)
-    except KeyboardInterrupt as interrupt:
-        print(f"fleet-bench: interrupted ({interrupt})", file=sys.stderr, flush=True)
-        status = 130
-    finally:
-        run_cleanups()
-    sys.exit(status)
+    run_main(main, "fleet-bench")

@@ -58,6 +58,24 @@ def install_signal_handlers():
     signal.signal(signal.SIGINT, _interrupted)
 
 
+def run_main(main, name):
+    """Runs `main` (which returns an exit status) with the signal handlers installed, reports a
+    BenchError or an interruption under `name`, always runs the cleanups, and exits: 2 when
+    main did not return."""
+    install_signal_handlers()
+    status = 2
+    try:
+        status = main()
+    except BenchError as error:
+        print(f"{name}: error: {error}", file=sys.stderr, flush=True)
+    except KeyboardInterrupt as interrupt:
+        print(f"{name}: interrupted ({interrupt})", file=sys.stderr, flush=True)
+        status = 130
+    finally:
+        run_cleanups()
+    sys.exit(status)
+
+
 def stop_process(process, timeout=15, sig=signal.SIGTERM):
     """Stops a subprocess.Popen: `sig`, then SIGKILL after `timeout` seconds."""
     if process.poll() is not None:
