@@ -29,6 +29,14 @@ extension Engine {
     publishStatus()
   }
 
+  /// The fleet's trial counts, read from the shared store: the engine of a node counts only
+  /// the changes it makes, so a fleet node sets them from time to time.
+  public func setCounts(_ counts: [TrialState: Int]) {
+    guard counts != self.counts else { return }
+    self.counts = counts
+    publishStatus()
+  }
+
   /// Another node changed these trials: re-plans those this node fires from the store.
   public func refresh(_ ids: [TrialID]) {
     guard !stopped else { return }

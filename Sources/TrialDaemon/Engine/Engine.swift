@@ -66,7 +66,7 @@ public final class Engine {
   public var owns: ((TrialID) -> Bool)?
 
   /// Trials by state, kept current as trials start, end and expire.
-  public private(set) var counts: [TrialState: Int] = [:]
+  public internal(set) var counts: [TrialState: Int] = [:]
   /// How many events were fired and skipped since start.
   public private(set) var firedCount = 0
   public private(set) var skippedCount = 0

@@ -16,6 +16,9 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
   let logger: Logger
   private var engine: Engine?
   private var follower: FleetLogFollower?
+  private var countsTimer: (any DispatchSourceTimer)?
+  /// How often the engine's trial counts are read from the shared store.
+  static let countsInterval: DispatchTimeInterval = .seconds(5)
 
   /// Connects, creates or upgrades the schema, and joins the fleet (claiming a first share
   /// of the shards). Nothing fires yet: `attach` the engine, start it, then `start`.
@@ -85,11 +88,23 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
       self.follower = follower
       queue.sync { engine.logFollower = { follower.wake() } }
       follower.wake()
+      let repository = self.repository
+      let engineQueue = queue
+      let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "trialwatch.fleet.counts"))
+      timer.setEventHandler { [weak self] in
+        guard let counts = try? repository.counts() else { return }
+        engineQueue.async { [weak self] in self?.engine?.setCounts(counts) }
+      }
+      timer.schedule(
+        deadline: .now() + Self.countsInterval, repeating: Self.countsInterval, leeway: .seconds(1))
+      timer.resume()
+      countsTimer = timer
     }
     membership.start()
   }
 
-  /// What this node knows of the fleet, from its last round; any thread.
+  /// What this node knows of the fleet, from its last round, with the fleet's trial counts
+  /// read now; any thread.
   public func status() -> FleetStatus {
     FleetStatus(
       node: membership.name, shards: repository.ownership.owned.keys.sorted(), shardCount: shards.count,
@@ -97,7 +112,7 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
         FleetStatus.Node(
           name: $0.name, alive: $0.alive, shards: $0.shards, leaseAge: $0.leaseAge, lag: $0.lag,
           version: $0.version)
-      })
+      }, counts: try? repository.counts())
   }
 
   /// Hands this node's shards to the others (on `systemctl stop`).

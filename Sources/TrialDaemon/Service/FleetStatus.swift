@@ -1,5 +1,6 @@
 import Foundation
 import TrialControl
+import TrialCore
 
 /// What a fleet node knows of its fleet, as its last lease round read it: for `GetStatus`,
 /// `GetFleet`, `trialwatchctl daemon-status` and `trialwatchctl fleet`.
@@ -38,12 +39,16 @@ public struct FleetStatus: Hashable, Sendable {
   public var shardCount: Int
   /// Every node the fleet knows, this one included, by name.
   public var nodes: [Node]
+  /// Trials by state over the whole fleet, read from the database when asked (the engine of
+  /// a node counts only what it saw); nil when they could not be read.
+  public var counts: [TrialState: Int]?
 
-  public init(node: String, shards: [Int], shardCount: Int, nodes: [Node]) {
+  public init(node: String, shards: [Int], shardCount: Int, nodes: [Node], counts: [TrialState: Int]? = nil) {
     self.node = node
     self.shards = shards
     self.shardCount = shardCount
     self.nodes = nodes
+    self.counts = counts
   }
 }
 

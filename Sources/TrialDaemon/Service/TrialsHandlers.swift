@@ -104,12 +104,13 @@ public final class TrialsHandlers: @unchecked Sendable {
           if let next = status.nextEvent, status.nextSubject == nil {
             status.nextSubject = try queries.subjects(of: [next.trialID])[next.trialID]
           }
+          let fleet = self.fleetStatus?()
           return GetStatusReply(
             version: self.version, startedAt: self.startedAt, uptime: now.duration(since: self.startedAt),
-            trials: TrialCounts(status.counts), pendingEvents: status.pendingEvents,
+            trials: TrialCounts(fleet?.counts ?? status.counts), pendingEvents: status.pendingEvents,
             nextEvent: status.nextEvent.map { EventObject(pending: $0, subject: status.nextSubject) },
             storeBytes: self.storeBytes(), connections: self.counters.connections,
-            watchers: self.counters.watchers, fleet: self.fleet())
+            watchers: self.counters.watchers, fleet: fleet.map(FleetObject.init))
         }
       },
       Route(Trials.getFleet) { _, done in self.read(done) { _ in GetFleetReply(fleet: self.fleet()) } },
