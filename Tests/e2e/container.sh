@@ -15,7 +15,7 @@
 
 CACHE=$REPO/.cache
 SUITE=bookworm
-PACKAGES=systemd,systemd-sysv,dbus,procps,liblmdb0
+PACKAGES=systemd,systemd-sysv,dbus,procps,liblmdb0,libpq5
 ROOT=$SCRATCH/root
 NSPAWN_PID=
 CPID=

@@ -244,6 +244,50 @@ def varlink_calls(path, calls, depth=64, timeout=60.0):
         connection.close()
 
 
+class Watcher(threading.Thread):
+    """A Watch on one node from the start of the log (`after` the origin), kept open through
+    the whole run: it records every event the node streams, with its cursor. The node is one
+    no fault touches, so it must see every node's events, in cursor order, with no gap."""
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.path = path
+        self.events = []  # (cursor, event id)
+        self.problem = None
+        self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.connection.connect(path)
+        call = {"method": "io.trialwatch.Trials.Watch", "parameters": {"after": "0" * 16}, "more": True}
+        self.connection.sendall(json.dumps(call).encode() + b"\0")
+
+    def run(self):
+        buffer = b""
+        try:
+            while True:
+                data = self.connection.recv(1 << 16)
+                if not data:
+                    return
+                buffer += data
+                *complete, buffer = buffer.split(b"\0")
+                for text in complete:
+                    reply = json.loads(text)
+                    if "error" in reply:
+                        self.problem = f"{reply['error']} {json.dumps(reply.get('parameters', {}))[:200]}"
+                        return
+                    event = reply.get("parameters", {}).get("event")
+                    if event:
+                        self.events.append((event["cursor"], event["id"]))
+        except OSError as error:
+            self.problem = self.problem or str(error)
+
+    def stop(self):
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.join(10)
+        self.connection.close()
+
+
 def tail(path, lines=8):
     try:
         with open(path, errors="replace") as file:
@@ -529,6 +573,19 @@ def sample(ids, count=5):
     return ", ".join(ids[:count]) + (", ..." if len(ids) > count else "")
 
 
+def check_watch(report, name, watcher, rows):
+    """Every event in the ledger reached the Watch on `name`, each once, in cursor order."""
+    cursors = [cursor for cursor, _ in watcher.events]
+    seen = [event_id for _, event_id in watcher.events]
+    missing = {row.event_id for row in rows} - set(seen)
+    in_order = all(a < b for a, b in zip(cursors, cursors[1:]))
+    report.check("watch", not missing and in_order and len(seen) == len(set(seen)) and not watcher.problem,
+                 f"a Watch on {name} streamed {len(seen)} events of every node, {len(missing)} of the ledger's "
+                 f"missing, {len(seen) - len(set(seen))} twice, cursors {'in order' if in_order else 'OUT OF ORDER'}"
+                 + (f" (missing: {sample(sorted(missing))})" if missing else "")
+                 + (f"; ended with {watcher.problem}" if watcher.problem else ""))
+
+
 def analyse(report, profile, t0, expected, rows, twice_in_ledger, history, logs, faults, problems, exits):
     ledger = {row.event_id: row for row in rows}
     expected_ids = {event.event_id for event in expected}
@@ -705,6 +762,8 @@ def main():
              "skipped as already due")
     check_alive(nodes)
 
+    watcher = Watcher(nodes[0].socket)
+    watcher.start()
     runner = FaultRunner(profile, t0, nodes, cluster, database)
     runner.run()
 
@@ -723,6 +782,9 @@ def main():
             break
         time.sleep(0.2)
 
+    # The log readers of the nodes wake every 25 ms at most: a moment for the last events.
+    time.sleep(1.0)
+    watcher.stop()
     exits = {}
     for node in nodes:
         if node.process.poll() is not None:
@@ -738,6 +800,7 @@ def main():
 
     report = Report()
     analyse(report, profile, t0, expected, rows, twice, history, logs, runner.faults, runner.problems, exits)
+    check_watch(report, nodes[0].name, watcher, rows)
     print(f"{report.passed} passed, {report.failed} failed", flush=True)
     if report.failed:
         note("rerun with --keep (make fleet-test FLEET_ARGS=--keep) to keep the nodes' logs and the cluster"
