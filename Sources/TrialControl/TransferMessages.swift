@@ -6,7 +6,7 @@ import TrialCore
 // them back into a store. Each line of an export file is one `ExportRecord` as the wire
 // carries it: {"trial":{...}} or {"event":{...}}.
 
-public struct ExportParameters: VarlinkParameters, Hashable {
+public struct ExportParameters: PagedParameters, Hashable {
   public static let defaultLimit = 1000
   public static let maximumLimit = 10_000
 
@@ -30,14 +30,6 @@ public struct ExportParameters: VarlinkParameters, Hashable {
     limit = try container.decodeWholeNumber(forKey: .limit)
   }
 
-  /// The page size to use.
-  public var pageSize: Int { limit ?? Self.defaultLimit }
-
-  public func validate() throws(WireProblem) {
-    if let limit, !(1...Self.maximumLimit).contains(limit) {
-      throw .parameter("limit", "must be between 1 and \(Self.maximumLimit), got \(limit)")
-    }
-  }
 }
 
 public struct ExportReply: Codable, Hashable, Sendable {

@@ -73,7 +73,7 @@ public struct GetTrialParameters: VarlinkParameters, Hashable {
   }
 }
 
-public struct ListTrialsParameters: VarlinkParameters, Hashable {
+public struct ListTrialsParameters: PagedParameters, Hashable {
   public static let defaultLimit = 100
   public static let maximumLimit = 1000
 
@@ -104,14 +104,6 @@ public struct ListTrialsParameters: VarlinkParameters, Hashable {
     limit = try container.decodeWholeNumber(forKey: .limit)
   }
 
-  /// The page size to use.
-  public var pageSize: Int { limit ?? Self.defaultLimit }
-
-  public func validate() throws(WireProblem) {
-    if let limit, !(1...Self.maximumLimit).contains(limit) {
-      throw .parameter("limit", "must be between 1 and \(Self.maximumLimit), got \(limit)")
-    }
-  }
 }
 
 public struct ListTrialsReply: Codable, Hashable, Sendable {
@@ -322,5 +314,24 @@ extension KeyedDecodingContainer {
         forKey: key, in: self, debugDescription: "expected an integer, got \(number)")
     }
     return Int(number)
+  }
+}
+
+/// The parameters of a paged read: `limit` items at most, between 1 and `maximumLimit`,
+/// `defaultLimit` when absent.
+public protocol PagedParameters: VarlinkParameters {
+  static var defaultLimit: Int { get }
+  static var maximumLimit: Int { get }
+  var limit: Int? { get }
+}
+
+extension PagedParameters {
+  /// The page size to use.
+  public var pageSize: Int { limit ?? Self.defaultLimit }
+
+  public func validate() throws(WireProblem) {
+    if let limit, !(1...Self.maximumLimit).contains(limit) {
+      throw .parameter("limit", "must be between 1 and \(Self.maximumLimit), got \(limit)")
+    }
   }
 }

@@ -76,6 +76,11 @@ import TrialTesting
     _ = try client.extendTrial(ExtendTrialParameters(id: extended.id, change: .by(Days(5))))
   }
 
+  /// Writes records as an export file: one JSON object a line.
+  private func writeJSONLines(_ records: [ExportRecord], to path: String) throws {
+    try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: path))
+  }
+
   /// Every page of Export, `limit` trials at a time.
   private func exportPages(_ client: VarlinkClient, limit: Int) throws -> [ExportReply] {
     var pages: [ExportReply] = []
@@ -114,7 +119,7 @@ import TrialTesting
 
     let scratch = try TemporaryDirectory("import")
     let file = scratch.appending("trials.jsonl")
-    try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+    try writeJSONLines(records, to: file)
     var output: [String] = []
     var errors: [String] = []
     let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })
@@ -148,7 +153,7 @@ import TrialTesting
     let records = try exportPages(try fixture.client(), limit: 1_000).flatMap(\.records)
     let scratch = try TemporaryDirectory("transfer")
     let file = scratch.appending("trials.jsonl")
-    try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+    try writeJSONLines(records, to: file)
     var errors: [String] = []
     let commands = StoreCommands(output: { _ in }, errors: { errors.append($0) })
 
@@ -169,7 +174,7 @@ import TrialTesting
     let back = try StoreQueries(fleet.repository).export(after: nil, limit: 1_000).records
     #expect(back == records)
     let returned = scratch.appending("back.jsonl")
-    try Data(back.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: returned))
+    try writeJSONLines(back, to: returned)
     let directory = scratch.appending("store")
     #expect(
       commands.importTrials(from: returned, open: { try LMDBTrialRepository(directory: directory) }) == 0,
@@ -185,7 +190,7 @@ import TrialTesting
     let records = try exportPages(try fixture.client(), limit: 1000).flatMap(\.records)
     let scratch = try TemporaryDirectory("import")
     let file = scratch.appending("trials.jsonl")
-    try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+    try writeJSONLines(records, to: file)
     var output: [String] = []
     var errors: [String] = []
     let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })

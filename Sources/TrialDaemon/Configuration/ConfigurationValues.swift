@@ -1,0 +1,162 @@
+import TrialCore
+
+/// The parsers of the configuration's values: each takes a value as written and returns it
+/// as the configuration holds it, or says why it cannot be used.
+extension ConfigurationSchema {
+  static let nodeNameRule =
+    "not a node name (1 to \(PostgreSQLSettings.maximumNodeNameLength) ASCII letters, digits, \"-\", \"_\" or "
+    + "\".\", starting with a letter or digit)"
+
+  static let passwordAdvice =
+    "put it in a .pgpass file instead (named by PGPASSFILE; under systemd, passed with LoadCredential= "
+    + "as trialwatch-fleet.conf does)"
+
+  /// A libpq connection string or URI, checked for form only, and refused when it holds a
+  /// password.
+  static func connection(_ value: String) throws(InvalidValue) -> String {
+    let lowered = value.lowercased()
+    if let scheme = ["postgresql://", "postgres://"].first(where: { lowered.hasPrefix($0) }) {
+      try connectionURI(value.dropFirst(scheme.count))
+    } else if let separator = value.range(of: "://") {
+      throw InvalidValue(
+        reason:
+          "unknown URI scheme \"\(value[..<separator.lowerBound])\"; expected postgresql:// or postgres://")
+    } else {
+      try connectionKeywords(value)
+    }
+    return value
+  }
+
+  /// The part of a URI after `postgresql://`: `[user[:password]@][hosts][/db][?params]`.
+  private static func connectionURI(_ rest: Substring) throws(InvalidValue) {
+    let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+    if let at = authority.lastIndex(of: "@"), authority[..<at].contains(":") {
+      throw InvalidValue(reason: "holds a password (user:password@); " + passwordAdvice)
+    }
+    guard let question = rest.firstIndex(of: "?") else { return }
+    let query = rest[rest.index(after: question)...].prefix { $0 != "#" }
+    for parameter in query.split(separator: "&") {
+      let name = String(parameter.prefix { $0 != "=" })
+      if (name.removingPercentEncoding ?? name).lowercased() == "password" {
+        throw InvalidValue(reason: "holds a password (password=); " + passwordAdvice)
+      }
+    }
+  }
+
+  /// `keyword=value` pairs separated by spaces, as libpq reads them: spaces around `=`, a
+  /// value in single quotes with `\'` and `\\` escapes, or unquoted with backslash escapes.
+  private static func connectionKeywords(_ value: String) throws(InvalidValue) {
+    let chars = Array(value)
+    var index = 0
+    func skipSpaces() { while index < chars.count, chars[index].isWhitespace { index += 1 } }
+    skipSpaces()
+    while index < chars.count {
+      var keyword = ""
+      while index < chars.count, !chars[index].isWhitespace, chars[index] != "=" {
+        keyword.append(chars[index])
+        index += 1
+      }
+      skipSpaces()
+      guard index < chars.count, chars[index] == "=" else {
+        throw InvalidValue(
+          reason: "missing \"=\" after \"\(keyword)\"; expected keyword=value pairs separated by spaces, "
+            + "or a postgresql:// URI")
+      }
+      guard !keyword.isEmpty else {
+        throw InvalidValue(
+          reason: "missing keyword before \"=\"; expected keyword=value pairs separated by spaces")
+      }
+      if keyword.lowercased() == "password" {
+        throw InvalidValue(reason: "holds a password (password=); " + passwordAdvice)
+      }
+      index += 1
+      skipSpaces()
+      if index < chars.count, chars[index] == "'" {
+        index += 1
+        var closed = false
+        while index < chars.count {
+          if chars[index] == "\\" {
+            index += 2
+          } else if chars[index] == "'" {
+            index += 1
+            closed = true
+            break
+          } else {
+            index += 1
+          }
+        }
+        guard closed else { throw InvalidValue(reason: "unterminated quoted value of \(keyword)=") }
+      } else {
+        while index < chars.count, !chars[index].isWhitespace {
+          index += chars[index] == "\\" ? 2 : 1
+        }
+      }
+      skipSpaces()
+    }
+  }
+
+  static func positiveSpan(_ value: String, infinity: Bool = false) throws(InvalidValue) -> Duration {
+    let span = try span(value)
+    guard span > .zero else {
+      throw InvalidValue(
+        reason: "must be longer than 0" + (infinity ? " (use \"infinity\" for no timeout)" : ""))
+    }
+    return span
+  }
+
+  static func span(_ value: String) throws(InvalidValue) -> Duration {
+    do {
+      return try TimeSpan.parse(value)
+    } catch {
+      throw InvalidValue(reason: "not a time span (like 5d, 36h, 90s or 1d 12h): \(error.problem)")
+    }
+  }
+
+  static func reminders(_ value: String) throws(InvalidValue) -> ReminderSchedule {
+    if value == "none" { return .none }
+    var offsets: [Duration] = []
+    for item in value.split(separator: ",", omittingEmptySubsequences: false) {
+      let text = ConfigurationSyntax.trimmed(item)
+      guard !text.isEmpty else {
+        throw InvalidValue(reason: "empty reminder offset; expected time spans separated by commas, or none")
+      }
+      offsets.append(try span(text))
+    }
+    do {
+      return try ReminderSchedule(offsets)
+    } catch {
+      throw InvalidValue(reason: error.description)
+    }
+  }
+
+  static func absolutePath(_ value: String) throws(InvalidValue) -> String {
+    guard value.hasPrefix("/") else { throw InvalidValue(reason: "must be an absolute path") }
+    guard !value.utf8.contains(0) else { throw InvalidValue(reason: "must not contain NUL") }
+    return value
+  }
+
+  /// A group name as useradd(8) accepts it, or a numeric group id.
+  static func groupName(_ value: String) throws(InvalidValue) -> String {
+    if !value.isEmpty, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+      guard UInt32(value) != nil, value != "4294967295" else {
+        throw InvalidValue(reason: "group id out of range")
+      }
+      return value
+    }
+    let bytes = Array(value.utf8)
+    let isLetter = { (b: UInt8) in (b >= 97 && b <= 122) || (b >= 65 && b <= 90) }
+    let isDigit = { (b: UInt8) in b >= 48 && b <= 57 }
+    guard let first = bytes.first, isLetter(first) || first == UInt8(ascii: "_"),
+      bytes.count <= 32,
+      bytes.dropFirst().allSatisfy({
+        isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+          || $0 == UInt8(ascii: ".")
+      })
+    else {
+      throw InvalidValue(
+        reason: "not a group name (a letter or \"_\", then letters, digits, \"_\", \"-\" or \".\", "
+          + "at most 32) or a numeric group id")
+    }
+    return value
+  }
+}
