@@ -49,9 +49,42 @@ private func runEngine(repository: any TrialRepository, ends: [Date], label: Str
   return sink
 }
 
+/// The scheduler's wall-clock wakes alone: 2,000 due at random over 2 s, each action noting
+/// how late it started. What a due event costs before the engine's own work.
+private func runTimerWakes() throws {
+  final class Wakes: @unchecked Sendable {
+    // @unchecked: written on the queue, read after `done` is signalled.
+    var lateness = Latencies()
+    let done = DispatchSemaphore(value: 0)
+  }
+  let queue = DispatchQueue(label: "trialwatch.bench.timer")
+  let scheduler = DispatchWakeScheduler(queue: queue)
+  let clock = scheduler.clock
+  let wakes = Wakes()
+  let count = 2_000
+  var generator = SeededGenerator(seed: 0x7469_6D65)
+  let start = clock.now().addingTimeInterval(0.5)
+  let deadlines = (0..<count).map { _ in start.addingTimeInterval(Double.random(in: 0..<2, using: &generator))
+  }
+  queue.sync {
+    for deadline in deadlines {
+      scheduler.schedule(at: deadline, label: "bench") {
+        wakes.lateness.record(seconds: clock.now().timeIntervalSince(deadline))
+        if wakes.lateness.count == count { wakes.done.signal() }
+      }
+    }
+  }
+  guard wakes.done.wait(timeout: .now() + 30) == .success else {
+    throw BenchError("timer: not every wake ran within 30 s")
+  }
+  wakes.lateness.reportFigures(
+    p50: "engine_timer_wake_p50", p99: "engine_timer_wake_p99", max: "engine_timer_wake_max")
+}
+
 /// The engine on the real Dispatch path, with durable commits to `makeRepository`'s store.
 func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws {
   let clock = SystemWallClock()
+  try runTimerWakes()
 
   // 10,000 events due at random instants over 10 s.
   do {
@@ -64,6 +97,18 @@ func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws 
     let sink = try runEngine(repository: try makeRepository(directory), ends: ends, label: "lateness")
     sink.lateness.reportFigures(
       p50: "engine_fire_lateness_p50", p99: "engine_fire_lateness_p99", max: "engine_fire_lateness_max")
+  }
+
+  // 500 events 10 ms apart: no event falls due while the one before is committed, so each
+  // lateness is one timer wake, one wake's commit and the hand-over, with no queueing.
+  do {
+    let scratch = try TemporaryDirectory("bench-sparse")
+    let start = clock.now().addingTimeInterval(1)
+    let ends = (0..<500).map { start.addingTimeInterval(Double($0) / 100) }
+    let sink = try runEngine(repository: try makeRepository(scratch.url), ends: ends, label: "sparse")
+    sink.lateness.reportFigures(
+      p50: "engine_fire_lateness_sparse_p50", p99: "engine_fire_lateness_sparse_p99",
+      max: "engine_fire_lateness_sparse_max")
   }
 
   // 100,000 events due in the same second.

@@ -11,6 +11,7 @@ import TrialStore
 ///     store_restore_1m            open + full scan + planner rebuild (a fresh open)
 ///     store_rss_after_restore_1m  resident memory once restored (mapped pages released)
 ///     store_commit_p50 / _p99     one small durable commit (one trial started)
+///     store_commit_after_idle_p50 / _p99   the same, each after 10 ms of nothing
 ///     store_fire_100k             one transaction recording 100,000 due events
 ///     store_fire_100k_written     what that transaction wrote to the store file
 ///     store_fire_100k_ledger_1m   the same once the ledger holds as many entries as trials
@@ -77,6 +78,20 @@ func runStoreBench() throws {
       })
   }
   commits.reportFigures(p50: "store_commit_p50", p99: "store_commit_p99")
+
+  // The same commit after 10 ms with nothing to do, 300 times: what a lone due event's commit
+  // costs once the machine has gone idle (the back-to-back figure above keeps it busy).
+  var idleCommits = Latencies()
+  for index in 0..<300 {
+    Thread.sleep(forTimeInterval: 0.01)
+    idleCommits.record(
+      seconds: try measure {
+        _ = try repository.startTrial(
+          subject: "after-idle-\(index)", endDate: origin.addingTimeInterval(30 * 24 * hour),
+          reminders: .default, now: origin, ids: ids)
+      })
+  }
+  idleCommits.reportFigures(p50: "store_commit_after_idle_p50", p99: "store_commit_after_idle_p99")
 
   // A burst: the first 100,000 events due a day later, reminders and expiries, recorded in
   // one transaction (ledger, outbox, expired trials).
