@@ -20,11 +20,23 @@ private final class LatenessSink: EventSink, @unchecked Sendable {
   }
 
   func deliver(_ entry: LedgerEntry, trial: Trial) throws {
+    record(due: entry.event.due)
+  }
+
+  /// Notes an action for something due at `due` taken now; signals once `expected` are in.
+  func record(due: Date) {
     let now = clock.now()
-    lateness.record(seconds: now.timeIntervalSince(entry.event.due))
+    lateness.record(seconds: now.timeIntervalSince(due))
     lastDelivery = now
     if lateness.count == expected { done.signal() }
   }
+}
+
+/// `count` instants at random within `span` seconds after `start`, the same for a seed.
+private func randomInstants(_ count: Int, over span: TimeInterval, after start: Date, seed: UInt64) -> [Date]
+{
+  var generator = SeededGenerator(seed: seed)
+  return (0..<count).map { _ in start.addingTimeInterval(Double.random(in: 0..<span, using: &generator)) }
 }
 
 /// Runs the real Dispatch engine over `repository` with trials ending at `ends`, and
@@ -52,26 +64,14 @@ private func runEngine(repository: any TrialRepository, ends: [Date], label: Str
 /// The scheduler's wall-clock wakes alone: 2,000 due at random over 2 s, each action noting
 /// how late it started. What a due event costs before the engine's own work.
 private func runTimerWakes() throws {
-  final class Wakes: @unchecked Sendable {
-    // @unchecked: written on the queue, read after `done` is signalled.
-    var lateness = Latencies()
-    let done = DispatchSemaphore(value: 0)
-  }
   let queue = DispatchQueue(label: "trialwatch.bench.timer")
   let scheduler = DispatchWakeScheduler(queue: queue)
-  let clock = scheduler.clock
-  let wakes = Wakes()
-  let count = 2_000
-  var generator = SeededGenerator(seed: 0x7469_6D65)
-  let start = clock.now().addingTimeInterval(0.5)
-  let deadlines = (0..<count).map { _ in start.addingTimeInterval(Double.random(in: 0..<2, using: &generator))
-  }
+  let deadlines = randomInstants(
+    2_000, over: 2, after: scheduler.clock.now().addingTimeInterval(0.5), seed: 0x7469_6D65)
+  let wakes = LatenessSink(clock: scheduler.clock, expected: deadlines.count)
   queue.sync {
     for deadline in deadlines {
-      scheduler.schedule(at: deadline, label: "bench") {
-        wakes.lateness.record(seconds: clock.now().timeIntervalSince(deadline))
-        if wakes.lateness.count == count { wakes.done.signal() }
-      }
+      scheduler.schedule(at: deadline, label: "bench") { wakes.record(due: deadline) }
     }
   }
   guard wakes.done.wait(timeout: .now() + 30) == .success else {
@@ -90,10 +90,7 @@ func runEngineBench(makeRepository: (URL) throws -> any TrialRepository) throws 
   do {
     let scratch = try TemporaryDirectory("bench-lateness")
     let directory = scratch.url
-    let start = clock.now().addingTimeInterval(1)
-    var generator = SeededGenerator(seed: 0x6C61_7465)
-    let ends = (0..<10_000).map { _ in start.addingTimeInterval(Double.random(in: 0..<10, using: &generator))
-    }
+    let ends = randomInstants(10_000, over: 10, after: clock.now().addingTimeInterval(1), seed: 0x6C61_7465)
     let sink = try runEngine(repository: try makeRepository(directory), ends: ends, label: "lateness")
     sink.lateness.reportFigures(
       p50: "engine_fire_lateness_p50", p99: "engine_fire_lateness_p99", max: "engine_fire_lateness_max")

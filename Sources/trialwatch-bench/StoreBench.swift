@@ -66,32 +66,26 @@ func runStoreBench() throws {
   report("store_rss_after_restore_1m", Double(residentBytes()) / 1_048_576, "MB", digits: 0)
   precondition(planner.trialCount == count, "restored \(planner.trialCount) of \(count) trials")
 
-  // One small durable commit, 1,000 times.
+  // One small durable commit, 1,000 times back to back; then 300 times, each after 10 ms
+  // with nothing to do: what a lone due event's commit costs once the machine has gone idle.
   let ids = RandomTrialIDGenerator()
-  var commits = Latencies()
-  for index in 0..<1_000 {
-    commits.record(
-      seconds: try measure {
-        _ = try repository.startTrial(
-          subject: "single-\(index)", endDate: origin.addingTimeInterval(30 * 24 * hour), reminders: .default,
-          now: origin, ids: ids)
-      })
+  func commitLatencies(_ count: Int, pause: TimeInterval, subject: String) throws -> Latencies {
+    var commits = Latencies()
+    for index in 0..<count {
+      if pause > 0 { Thread.sleep(forTimeInterval: pause) }
+      commits.record(
+        seconds: try measure {
+          _ = try repository.startTrial(
+            subject: "\(subject)-\(index)", endDate: origin.addingTimeInterval(30 * 24 * hour),
+            reminders: .default, now: origin, ids: ids)
+        })
+    }
+    return commits
   }
-  commits.reportFigures(p50: "store_commit_p50", p99: "store_commit_p99")
-
-  // The same commit after 10 ms with nothing to do, 300 times: what a lone due event's commit
-  // costs once the machine has gone idle (the back-to-back figure above keeps it busy).
-  var idleCommits = Latencies()
-  for index in 0..<300 {
-    Thread.sleep(forTimeInterval: 0.01)
-    idleCommits.record(
-      seconds: try measure {
-        _ = try repository.startTrial(
-          subject: "after-idle-\(index)", endDate: origin.addingTimeInterval(30 * 24 * hour),
-          reminders: .default, now: origin, ids: ids)
-      })
-  }
-  idleCommits.reportFigures(p50: "store_commit_after_idle_p50", p99: "store_commit_after_idle_p99")
+  try commitLatencies(1_000, pause: 0, subject: "single")
+    .reportFigures(p50: "store_commit_p50", p99: "store_commit_p99")
+  try commitLatencies(300, pause: 0.01, subject: "after-idle")
+    .reportFigures(p50: "store_commit_after_idle_p50", p99: "store_commit_after_idle_p99")
 
   // A burst: the first 100,000 events due a day later, reminders and expiries, recorded in
   // one transaction (ledger, outbox, expired trials).
