@@ -271,13 +271,24 @@ public final class FleetMembership: @unchecked Sendable {
     try drainNotifications()
   }
 
+  /// SQL true when node row `n` is alive: its lease has not run out and its session holds
+  /// its life lock (`lockBase` + node id) in this database. Advisory locks are per database
+  /// but `pg_locks` shows every database's, and another fleet on the same server numbers its
+  /// nodes from 1 too.
+  private static func isAlive(lockBase: String) -> String {
+    """
+    (n.lease_until > clock_timestamp() AND EXISTS (
+      SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND ((l.classid::bigint << 32) | l.objid::bigint) = \(lockBase) + n.node_id))
+    """
+  }
+
   /// The live nodes and each shard's owner; also refreshes `members`.
   private func readFleet(_ connection: PGConnection) throws -> (alive: Set<Int64>, owners: [Int64?]) {
     let nodes = try connection.execute(
       """
-      SELECT n.node_id, n.name, n.lease_until > clock_timestamp() AND EXISTS (
-          SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-            AND ((l.classid::bigint << 32) | l.objid::bigint) = $1 + n.node_id),
+      SELECT n.node_id, n.name, \(Self.isAlive(lockBase: "$1")),
         (extract(epoch FROM clock_timestamp() - n.seen_at) * 1000000)::bigint, n.version, n.lag_us
       FROM trialwatch.node n ORDER BY n.node_id
       """, [String(PostgresSchema.nodeLockBase)])
@@ -326,9 +337,7 @@ public final class FleetMembership: @unchecked Sendable {
         WITH free AS (
           SELECT s.shard FROM trialwatch.shard s
           WHERE s.shard = ANY($2::integer[]) AND (s.owner IS NULL OR NOT EXISTS (
-            SELECT 1 FROM trialwatch.node n WHERE n.node_id = s.owner AND n.lease_until > clock_timestamp()
-              AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-                AND ((l.classid::bigint << 32) | l.objid::bigint) = $3 + n.node_id)))
+            SELECT 1 FROM trialwatch.node n WHERE n.node_id = s.owner AND \(Self.isAlive(lockBase: "$3"))))
           FOR UPDATE SKIP LOCKED),
         claimed AS (
           UPDATE trialwatch.shard s SET owner = $1, epoch = s.epoch + 1, changed_at = clock_timestamp()

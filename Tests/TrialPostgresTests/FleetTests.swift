@@ -83,6 +83,26 @@ import TrialTesting
     #expect(a.membership.members.first { $0.name == "b" }?.alive == false)
   }
 
+  @Test func killedNode_IsNotKeptAlive_ByANodeOfAnotherFleetWithItsNumber() throws {
+    // Two fleets on one server, each in its own database: their nodes are numbered alike.
+    let conninfo = try Self.database()
+    let a = try Node("a", on: conninfo)
+    let b = try Node("b", on: conninfo)
+    let other = try Self.database()
+    let otherA = try Node("other-a", on: other)
+    let otherB = try Node("other-b", on: other)
+    try a.membership.round()
+    try b.membership.round()
+    try otherA.membership.round()
+    try otherB.membership.round()
+    try b.membership.abandon()
+    try a.membership.round()
+    #expect(a.owned == Set(0..<Self.shards))
+    #expect(a.membership.members.first { $0.name == "b" }?.alive == false)
+    try otherA.membership.round()
+    #expect(otherA.membership.members.first { $0.name == "other-b" }?.alive == true)
+  }
+
   @Test func leavingNode_HandsEveryShardToTheOthers() throws {
     let conninfo = try Self.database()
     let a = try Node("a", on: conninfo)
