@@ -45,7 +45,9 @@ private func runEngine(repository: any TrialRepository, ends: [Date], label: Str
   let queue = DispatchQueue(label: "trialwatch.bench.\(label)")
   let scheduler = DispatchWakeScheduler(queue: queue)
   let sink = LatenessSink(clock: scheduler.clock, expected: ends.count)
-  let engine = Engine(repository: repository, scheduler: scheduler, sinks: [sink])
+  let commits = DispatchCommitLane(
+    repository: repository, engineQueue: queue, monotonicNow: { scheduler.monotonicNow })
+  let engine = Engine(repository: repository, scheduler: scheduler, sinks: [sink], commits: commits)
   try queue.sync {
     _ = try engine.start()
     for (index, end) in ends.enumerated() {

@@ -171,15 +171,18 @@ final class DeliveryQueue {
     markWakeDelay = nil
   }
 
+  /// Commits the deliveries not recorded yet in a write of their own, on the engine's commit
+  /// lane; set by the engine.
+  var commitMarks: ((@escaping (Result<Void, any Error>) -> Void) -> Void)?
+
   /// The mark wake's action: the deliveries in a commit of their own.
   private func writeMarks() {
-    do {
-      marksRecorded(try repository.write { try recordMarks(in: $0) })
-    } catch {
-      logger.error(
+    commitMarks? { [weak self] result in
+      guard let self, case .failure(let error) = result else { return }
+      self.logger.error(
         "could not record deliveries; will try again",
-        metadata: ["error": "\(error)", "count": "\(unrecordedCount)"])
-      armMarkWake(after: retryDelay.timeInterval)
+        metadata: ["error": "\(error)", "count": "\(self.unrecordedCount)"])
+      self.armMarkWake(after: self.retryDelay.timeInterval)
     }
   }
 

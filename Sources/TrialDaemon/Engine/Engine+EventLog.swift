@@ -70,16 +70,22 @@ extension Engine {
     }
   }
 
-  /// One step: at most `pruneBatch` events, in one short transaction; the next step is armed
-  /// at once when there is more, else when the oldest event left comes of age.
+  /// One step: at most `pruneBatch` events, in one short transaction of the commit lane; the
+  /// next step is armed at once when there is more, else when the oldest event left comes of
+  /// age.
   func pruneStep() {
     let now = clock.now()
+    let settings = self.settings
+    commits.submit({ txn in
+      try EventFeed.prune(now: now, retention: settings.retention, limit: settings.pruneBatch, in: txn)
+    }) { [weak self] result in self?.pruned(result, now: now) }
+  }
+
+  private func pruned(_ result: Result<EventFeed.PruneStep, any Error>, now: Date) {
     let step: EventFeed.PruneStep
-    do {
-      step = try write { txn in
-        try EventFeed.prune(now: now, retention: settings.retention, limit: settings.pruneBatch, in: txn)
-      }
-    } catch {
+    switch result {
+    case .success(let value): step = value
+    case .failure(let error):
       logger.error("could not prune the event log; will retry", metadata: ["error": "\(error)"])
       schedulePrune(at: now.adding(settings.retryDelay))
       return

@@ -10,10 +10,27 @@ extension Engine {
     guard let interval = settings.watchdogInterval, interval > .zero, !stopped else { return }
     watchdogWake = scheduler.schedule(after: interval.timeInterval, label: "watchdog") { [weak self] in
       guard let self else { return }
-      self.observer?.engineWatchdogPing()
+      self.watchdogTick(interval: interval)
       self.publishStatus()
       self.scheduleWatchdog()
     }
+  }
+
+  /// `WATCHDOG=1`, unless a write has been in progress for longer than the interval: the
+  /// engine's queue answers, but nothing it takes becomes durable, and systemd should restart
+  /// the daemon as it would a stuck queue.
+  private func watchdogTick(interval: Duration) {
+    if let since = commits.busySince, scheduler.monotonicNow - since > interval.timeInterval {
+      if !watchdogWithheld {
+        logger.critical(
+          "a commit has been in progress too long; withholding the watchdog ping",
+          metadata: ["since_s": "\(scheduler.monotonicNow - since)"])
+      }
+      watchdogWithheld = true
+      return
+    }
+    watchdogWithheld = false
+    observer?.engineWatchdogPing()
   }
 
   /// The status line: `3 active trials; next: acme-42 expires in 2h 13min` (the time to go

@@ -2,21 +2,6 @@ import Foundation
 import Logging
 import TrialCore
 
-/// A change to trials, asked for by a client.
-public enum TrialCommand: Hashable, Sendable {
-  /// Starts a trial. With neither `length` nor `endsAt`, the configured default length.
-  case start(subject: String, length: Days?, endsAt: Date?, reminders: ReminderSchedule?)
-  /// Moves the end: by a span from the current end, or to a date.
-  case extend(TrialID, by: Days?, endsAt: Date?)
-  case end(TrialID, TrialOutcome)
-}
-
-/// A command carried out: the trial as it now is, and reminders skipped because already due.
-public struct CommandResult: Hashable, Sendable {
-  public var trial: Trial
-  public var skipped: [DueEvent]
-}
-
 /// The scheduling engine: owns the planner, fires due events exactly once, delivers them.
 ///
 /// Every method must be called on the one serial context that also runs the scheduler's
@@ -28,7 +13,9 @@ public final class Engine {
   public private(set) var settings: EngineSettings
   public internal(set) var planner: Planner
   let scheduler: any WakeScheduler
-  private let ids: any TrialIDGenerator
+  let ids: any TrialIDGenerator
+  /// Where the engine's writes are carried out, off its context (see `CommitLane`).
+  public let commits: any CommitLane
   /// The sinks, and the events held back from them (journald's rate limit, a failing sink).
   let delivery: DeliveryQueue
   public weak var observer: (any EngineObserver)?
@@ -37,12 +24,14 @@ public final class Engine {
   private var wake: (any ScheduledWake)?
   private var armedDeadline: Date?
   var watchdogWake: (any ScheduledWake)?
+  /// The watchdog ping is withheld while a write is stuck (see `watchdogTick`).
+  var watchdogWithheld = false
   var statusWake: (any ScheduledWake)?
   var lastStatusUptime: TimeInterval?
   var lastStatus: String?
   private var retryWake: (any ScheduledWake)?
-  private var flushWake: (any ScheduledWake)?
-  private var pendingCommands: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)] = []
+  var flushWake: (any ScheduledWake)?
+  var pendingCommands: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)] = []
   private var reference: (wall: Date, uptime: TimeInterval)?
   private(set) var stopped = false
   /// Told of every event logged, in cursor order.
@@ -74,15 +63,21 @@ public final class Engine {
   public init(
     repository: any TrialRepository, scheduler: any WakeScheduler,
     settings: EngineSettings = EngineSettings(), ids: any TrialIDGenerator = RandomTrialIDGenerator(),
-    sinks: [any EventSink] = [], logger: Logger = Logger(label: "trialwatch.engine")
+    sinks: [any EventSink] = [], commits: (any CommitLane)? = nil,
+    logger: Logger = Logger(label: "trialwatch.engine")
   ) {
     self.repository = repository
+    self.commits = commits ?? ImmediateCommitLane(repository: repository)
     self.scheduler = scheduler
     self.settings = settings
     self.ids = ids
     self.delivery = DeliveryQueue(repository: repository, scheduler: scheduler, sinks: sinks, logger: logger)
     self.logger = logger
     self.planner = Planner(policy: settings.policy)
+    let delivery = self.delivery
+    self.commits.hooks = CommitHooks(
+      prelude: { txn in try delivery.recordMarks(in: txn) }, committed: { delivery.marksRecorded($0) })
+    delivery.commitMarks = { [weak self] completion in self?.commitMarks(completion) }
   }
 
   public var clock: any WallClock { scheduler.clock }
@@ -144,6 +139,8 @@ public final class Engine {
     let log = try repository.read { try $0.eventLogBounds() }
     publishedThrough = log.last
     report.caughtUp = fireDue(at: now)
+    // READY=1 comes after the catch-up is durable and delivered.
+    commits.drain()
     report.activeTrials = counts[.active, default: 0]
     reference = (now, scheduler.monotonicNow)
     scheduleWatchdog()
@@ -163,10 +160,12 @@ public final class Engine {
     publishStatus(force: true)
   }
 
-  /// Stops arming timers; records the wall time last seen. Commands still queued fail.
+  /// Commits the commands queued and waits for every write in progress (their events are
+  /// delivered); then stops arming timers and records the wall time last seen.
   public func stop() {
     guard !stopped else { return }
     flushCommands()
+    commits.drain()
     stopped = true
     for item in [wake, watchdogWake, statusWake, retryWake, flushWake, pruneWake] { item?.cancel() }
     delivery.stop()
@@ -211,40 +210,50 @@ public final class Engine {
     }
   }
 
-  /// Takes, commits and delivers everything due at `now`; re-arms. Returns how many were taken.
+  /// Takes everything due at `now` and hands its commit to the lane; re-arms. The events are
+  /// delivered once the commit is done (`fired`), while the engine is free to wake for the
+  /// next ones. Returns how many were taken.
   @discardableResult
   private func fireDue(at now: Date) -> Int {
     let due = planner.takeDue(at: now)
     if !due.isEmpty {
-      let taken: [TakenEvent]
-      do {
-        taken = try write { txn in try TrialBook.take(in: txn, due, now: now) }
-      } catch {
-        logger.error(
-          "could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
-        replan(Set(due.map(\.event.trialID)))
-        // Hold the timer until the retry: re-arming at the overdue deadline would spin.
-        wake?.cancel()
-        wake = nil
-        armedDeadline = nil
-        scheduleRetry()
-        return 0
+      commits.submit({ txn in try TrialBook.take(in: txn, due, now: now) }) { [weak self] result in
+        self?.fired(due, result)
       }
-      if taken.count < due.count { replanRefused(due, taken: taken) }
-      let entries = taken.map(\.logged.entry)
-      for entry in entries {
-        if entry.fired { firedCount += 1 } else { skippedCount += 1 }
-        if entry.fired, entry.event.kind == .expiry {
-          counts[.active, default: 0] -= 1
-          counts[.expired, default: 0] += 1
-        }
-      }
-      published(taken.map(\.logged))
-      deliver(entries, trials: taken.map(\.trial))
-      publishStatus()
     }
     arm()
     return due.count
+  }
+
+  /// The commit of taken events is done: delivers them, or puts them back for a retry.
+  private func fired(_ due: [DueEvent], _ result: Result<[TakenEvent], any Error>) {
+    let taken: [TakenEvent]
+    switch result {
+    case .success(let value): taken = value
+    case .failure(let error):
+      logger.error(
+        "could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
+      replan(Set(due.map(\.event.trialID)))
+      // Hold the timer until the retry: re-arming at the overdue deadline would spin.
+      wake?.cancel()
+      wake = nil
+      armedDeadline = nil
+      scheduleRetry()
+      return
+    }
+    if taken.count < due.count { replanRefused(due, taken: taken) }
+    let entries = taken.map(\.logged.entry)
+    for entry in entries {
+      if entry.fired { firedCount += 1 } else { skippedCount += 1 }
+      if entry.fired, entry.event.kind == .expiry {
+        counts[.active, default: 0] -= 1
+        counts[.expired, default: 0] += 1
+      }
+    }
+    published(taken.map(\.logged))
+    deliver(entries, trials: taken.map(\.trial))
+    publishStatus()
+    arm()
   }
 
   /// A store shared by a fleet may refuse due events (`admit`): not due yet by its clock, or
@@ -277,16 +286,16 @@ public final class Engine {
     delivery.deliver(entries, trials: trials, retryDelay: settings.retryDelay, nextDue: planner.nextDeadline)
   }
 
-  /// A write transaction that also records the deliveries made since the last write, so that
-  /// they ride in its commit rather than costing one of their own (see `DeliveryQueue`).
+  /// A write transaction of its own, behind the writes in progress, waited for; it also
+  /// records the deliveries made since the last write (see `CommitLane`).
   func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
-    var recorded: [EventID] = []
-    let result = try repository.write { txn in
-      recorded = try delivery.recordMarks(in: txn)
-      return try body(txn)
-    }
-    delivery.marksRecorded(recorded)
-    return result
+    try commits.perform(body)
+  }
+
+  /// Records the deliveries made since the last write, in a commit of their own (when no
+  /// other write comes soon enough to carry them; see `DeliveryQueue`).
+  func commitMarks(_ completion: @escaping (Result<Void, any Error>) -> Void) {
+    commits.submit({ _ in () }, completion: completion)
   }
 
   /// Delivers held events now, without waiting for their wake (the pace changed).
@@ -326,118 +335,4 @@ public final class Engine {
 
   /// When the timer is armed for; nil when nothing is pending.
   public var nextWake: Date? { wake == nil ? nil : armedDeadline }
-
-  // MARK: Commands (group commit)
-
-  /// Queues a change. Changes queued before the engine's context next runs are committed
-  /// together, in one durable transaction, then answered in order.
-  public func submit(
-    _ command: TrialCommand, completion: @escaping (Result<CommandResult, any Error>) -> Void
-  ) {
-    guard !stopped else {
-      completion(.failure(TrialError.invalid("daemon", "the daemon is stopping")))
-      return
-    }
-    pendingCommands.append((command, completion))
-    guard flushWake == nil else { return }
-    flushWake = scheduler.schedule(after: 0, label: "commit") { [weak self] in
-      self?.flushWake = nil
-      self?.flushCommands()
-    }
-  }
-
-  /// Carries out one command at once, alone in its transaction.
-  public func perform(_ command: TrialCommand) throws -> CommandResult {
-    var outcome: Result<CommandResult, any Error>?
-    pendingCommands.append((command, { outcome = $0 }))
-    flushCommands()
-    return try outcome!.get()
-  }
-
-  private func flushCommands() {
-    flushWake?.cancel()
-    flushWake = nil
-    let batch = pendingCommands
-    pendingCommands = []
-    guard !batch.isEmpty else { return }
-    let now = clock.now()
-    var results: [Result<CommandResult, any Error>] = []
-    // The reminders skipped as trials start or move, as the event log holds them.
-    var logged: [LoggedEvent] = []
-    do {
-      (results, logged) = try write { txn in
-        var logged: [LoggedEvent] = []
-        let results = try batch.map { command, _ -> Result<CommandResult, any Error> in
-          do {
-            let (result, events) = try apply(command, in: txn, now: now)
-            logged += events
-            return .success(result)
-          } catch let error as TrialError {
-            return .failure(error)
-          }
-        }
-        return (results, logged)
-      }
-    } catch {
-      logger.error("could not commit changes", metadata: ["error": "\(error)", "count": "\(batch.count)"])
-      results = batch.map { _ in .failure(error) }
-    }
-    for ((command, _), result) in zip(batch, results) {
-      guard case .success(let done) = result else { continue }
-      // In a fleet, the owner of another shard plans the trial when the commit wakes it.
-      let planned = owns?(done.trial.id) ?? true
-      switch command {
-      case .start:
-        if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtStart) }
-        counts[.active, default: 0] += 1
-      case .extend:
-        if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtExtension) }
-      case .end:
-        planner.cancel(done.trial.id)
-        counts[.active, default: 0] -= 1
-        counts[done.trial.state, default: 0] += 1
-      }
-    }
-    published(logged)
-    arm()
-    publishStatus()
-    for ((_, completion), result) in zip(batch, results) { completion(result) }
-  }
-
-  /// Carries out one command; returns its result and the events it logged.
-  private func apply(_ command: TrialCommand, in txn: any TrialWriteTransaction, now: Date) throws
-    -> (CommandResult, [LoggedEvent])
-  {
-    switch command {
-    case .start(let subject, let length, let endsAt, let reminders):
-      let end: Date
-      if let endsAt {
-        end = endsAt
-      } else {
-        let span = length ?? settings.defaultLength
-        guard span.timeInterval > 0 else { throw TrialError.invalid("duration", "must be positive") }
-        end = now.addingTimeInterval(span.timeInterval)
-      }
-      let started = try TrialBook.startTrial(
-        in: txn, subject: subject, endDate: end, reminders: reminders ?? settings.defaultReminders, now: now,
-        ids: ids)
-      return (CommandResult(trial: started.trial, skipped: started.skipped), started.logged)
-    case .extend(let id, let by, let endsAt):
-      guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
-      let end: Date
-      if let endsAt {
-        end = endsAt
-      } else if let by {
-        guard by.timeInterval > 0 else { throw TrialError.invalid("by", "must be positive") }
-        end = current.period.endDate.addingTimeInterval(by.timeInterval)
-      } else {
-        throw TrialError.invalid("by", "give either by or endsAt")
-      }
-      let extended = try TrialBook.extendTrial(in: txn, id, to: end, now: now)
-      return (CommandResult(trial: extended.trial, skipped: extended.skipped), extended.logged)
-    case .end(let id, let outcome):
-      let trial = try TrialBook.endTrial(in: txn, id, outcome: outcome, now: now)
-      return (CommandResult(trial: trial, skipped: []), [])
-    }
-  }
 }

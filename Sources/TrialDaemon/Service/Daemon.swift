@@ -171,9 +171,12 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       destination: destination, limit: journalLimit(configuration), monotonicNow: { scheduler.monotonicNow },
       logger: Logger(label: "trialwatchd.events"))
     journalSink = sink
+    // Commits run on a queue of their own, so that a slow one never holds up the next wake.
+    let commits = DispatchCommitLane(
+      repository: repository, engineQueue: queue, monotonicNow: { scheduler.monotonicNow })
     let engine = Engine(
       repository: repository, scheduler: scheduler, settings: engineSettings(configuration), sinks: [sink],
-      logger: Logger(label: "trialwatchd.engine"))
+      commits: commits, logger: Logger(label: "trialwatchd.engine"))
     engine.observer = self
     self.engine = engine
     if let fleet {

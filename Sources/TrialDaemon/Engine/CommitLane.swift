@@ -1,0 +1,214 @@
+import Dispatch
+import Foundation
+import Synchronization
+import TrialCore
+
+/// Where the engine's writes are carried out: one at a time, in the order they were
+/// submitted, each durable before its completion runs on the engine's context.
+///
+/// The engine takes due events at the instant its timer wakes and hands their commit to the
+/// lane, so that a slow commit (a busy machine, a slow `fdatasync`, a database across a
+/// network) never holds up the next wake: the taken time stays the wake time, and the events
+/// are delivered once their commit is done. Writes submitted while another is in progress are
+/// carried out together, in one transaction (a group commit), each body in turn.
+///
+/// Every transaction of the lane first runs `prelude` (the engine records the deliveries made
+/// since the last write there), whose result is handed to `committed` on the engine's context
+/// before the completions of the transaction's writes.
+public protocol CommitLane: AnyObject {
+  /// Runs `body` in a write transaction after every write submitted before it; then, on the
+  /// engine's context, `completion` with its result. A body throws only for a failure of the
+  /// store, which fails every write of its transaction.
+  func submit(
+    _ body: @escaping (any TrialWriteTransaction) throws -> Any,
+    completion: @escaping (Result<Any, any Error>) -> Void)
+  /// Runs `body` in a transaction of its own after every write submitted before it, and
+  /// returns its result; called on the engine's context, which waits. For writes whose body
+  /// may throw a caller's error (a consumer that does not exist), and which are rare.
+  func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R
+  /// Waits until every write submitted so far is done, and runs their completions now; on
+  /// the engine's context.
+  func drain()
+  /// Since when (the scheduler's monotonic time) the oldest write still in progress was
+  /// submitted; nil when none is. The watchdog stays silent while a write is stuck.
+  var busySince: TimeInterval? { get }
+  /// Set by the engine before its first write.
+  var hooks: CommitHooks? { get set }
+}
+
+/// What the engine does in every transaction of its lane (see `CommitLane`).
+public struct CommitHooks {
+  /// Runs first in every transaction of the lane; returns the deliveries it recorded.
+  public let prelude: (any TrialWriteTransaction) throws -> [EventID]
+  /// On the engine's context, once those deliveries are durable.
+  public let committed: ([EventID]) -> Void
+}
+
+extension CommitLane {
+  /// `submit` with the body's result typed.
+  func submit<R>(
+    _ body: @escaping (any TrialWriteTransaction) throws -> R,
+    completion: @escaping (Result<R, any Error>) -> Void
+  ) {
+    submit({ try body($0) as Any }, completion: { completion($0.map { $0 as! R }) })
+  }
+}
+
+/// A lane that carries out each write at once, on the caller's context, and runs its
+/// completion before returning: a write is done when `submit` returns. For tests in virtual
+/// time, where the engine's context is the test itself.
+public final class ImmediateCommitLane: CommitLane {
+  let repository: any TrialRepository
+  public var hooks: CommitHooks?
+
+  public init(repository: any TrialRepository) {
+    self.repository = repository
+  }
+
+  public func submit(
+    _ body: @escaping (any TrialWriteTransaction) throws -> Any,
+    completion: @escaping (Result<Any, any Error>) -> Void
+  ) {
+    var recorded: [EventID] = []
+    let result = Result {
+      try repository.write { txn in
+        recorded = try hooks?.prelude(txn) ?? []
+        return try body(txn)
+      }
+    }
+    if case .success = result { hooks?.committed(recorded) }
+    completion(result)
+  }
+
+  public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
+    var recorded: [EventID] = []
+    let result = try repository.write { txn in
+      recorded = try hooks?.prelude(txn) ?? []
+      return try body(txn)
+    }
+    hooks?.committed(recorded)
+    return result
+  }
+
+  public func drain() {}
+
+  public var busySince: TimeInterval? { nil }
+}
+
+/// The daemon's lane: a serial queue of its own carries the writes out, and their
+/// completions go back to the engine's queue in the order of the writes. Writes that wait
+/// while one is in progress are carried out together, in one transaction.
+public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
+  // @unchecked: `hooks` is set before the first write; the rest is guarded by `state`.
+  // @unchecked: a job's closures run on the lane's queue (body) and the engine's (completion),
+  // one at a time; the lock only passes them from one to the other.
+  private struct Job: @unchecked Sendable {
+    var body: (any TrialWriteTransaction) throws -> Any
+    var completion: (Result<Any, any Error>) -> Void
+  }
+
+  /// A transaction carried out, waiting for its completions on the engine's queue.
+  private struct Done: @unchecked Sendable {
+    var jobs: [Job]
+    var result: Result<[Any], any Error>
+    var recorded: [EventID]
+  }
+
+  private struct State {
+    var waiting: [Job] = []
+    /// Submission times of the writes not done yet, oldest first.
+    var submitted: [TimeInterval] = []
+    var running = false
+    /// Transactions done whose completions have not run yet, in order.
+    var done: [Done] = []
+  }
+
+  private let repository: any TrialRepository
+  private let engineQueue: DispatchQueue
+  private let monotonicNow: @Sendable () -> TimeInterval
+  private let queue = DispatchQueue(label: "trialwatch.commit")
+  private let state = Mutex(State())
+  public var hooks: CommitHooks?
+
+  /// `monotonicNow`: the engine's scheduler's monotonic time, for `busySince`.
+  public init(
+    repository: any TrialRepository, engineQueue: DispatchQueue,
+    monotonicNow: @escaping @Sendable () -> TimeInterval
+  ) {
+    self.repository = repository
+    self.engineQueue = engineQueue
+    self.monotonicNow = monotonicNow
+  }
+
+  public var busySince: TimeInterval? { state.withLock { $0.submitted.first } }
+
+  public func submit(
+    _ body: @escaping (any TrialWriteTransaction) throws -> Any,
+    completion: @escaping (Result<Any, any Error>) -> Void
+  ) {
+    let now = monotonicNow()
+    let start = state.withLock { state in
+      state.waiting.append(Job(body: body, completion: completion))
+      state.submitted.append(now)
+      defer { state.running = true }
+      return !state.running
+    }
+    if start { queue.async { self.run() } }
+  }
+
+  /// On the lane's queue: carries out the waiting writes, all of them in each transaction,
+  /// until none is left.
+  private func run() {
+    while true {
+      let jobs = state.withLock { state in
+        defer { state.waiting = [] }
+        if state.waiting.isEmpty { state.running = false }
+        return state.waiting
+      }
+      guard !jobs.isEmpty else { return }
+      var recorded: [EventID] = []
+      let result = Result {
+        try repository.write { txn in
+          recorded = try hooks?.prelude(txn) ?? []
+          return try jobs.map { try $0.body(txn) }
+        }
+      }
+      state.withLock { state in
+        state.submitted.removeFirst(jobs.count)
+        state.done.append(Done(jobs: jobs, result: result, recorded: recorded))
+      }
+      engineQueue.async { self.complete() }
+    }
+  }
+
+  /// On the engine's queue: the completions of the transactions done, in order.
+  private func complete() {
+    while let done = state.withLock({ $0.done.isEmpty ? nil : $0.done.removeFirst() }) {
+      switch done.result {
+      case .success(let values):
+        hooks?.committed(done.recorded)
+        for (job, value) in zip(done.jobs, values) { job.completion(.success(value)) }
+      case .failure(let error):
+        for job in done.jobs { job.completion(.failure(error)) }
+      }
+    }
+  }
+
+  public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
+    // Behind the writes submitted before: the lane's queue runs them first.
+    var recorded: [EventID] = []
+    let result = try queue.sync {
+      try repository.write { txn in
+        recorded = try hooks?.prelude(txn) ?? []
+        return try body(txn)
+      }
+    }
+    hooks?.committed(recorded)
+    return result
+  }
+
+  public func drain() {
+    queue.sync {}
+    complete()
+  }
+}

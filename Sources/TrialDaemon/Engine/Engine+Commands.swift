@@ -1,0 +1,148 @@
+import Foundation
+import TrialCore
+
+/// A change to trials, asked for by a client.
+public enum TrialCommand: Hashable, Sendable {
+  /// Starts a trial. With neither `length` nor `endsAt`, the configured default length.
+  case start(subject: String, length: Days?, endsAt: Date?, reminders: ReminderSchedule?)
+  /// Moves the end: by a span from the current end, or to a date.
+  case extend(TrialID, by: Days?, endsAt: Date?)
+  case end(TrialID, TrialOutcome)
+}
+
+/// A command carried out: the trial as it now is, and reminders skipped because already due.
+public struct CommandResult: Hashable, Sendable {
+  public var trial: Trial
+  public var skipped: [DueEvent]
+}
+
+/// Commands (group commit): the changes queued before the engine's context next runs are
+/// committed together, in one durable transaction of the commit lane, then answered in order.
+extension Engine {
+  /// Queues a change; `completion` runs on the engine's context once it is durable (or failed).
+  public func submit(
+    _ command: TrialCommand, completion: @escaping (Result<CommandResult, any Error>) -> Void
+  ) {
+    guard !stopped else {
+      completion(.failure(TrialError.invalid("daemon", "the daemon is stopping")))
+      return
+    }
+    pendingCommands.append((command, completion))
+    guard flushWake == nil else { return }
+    flushWake = scheduler.schedule(after: 0, label: "commit") { [weak self] in
+      self?.flushWake = nil
+      self?.flushCommands()
+    }
+  }
+
+  /// Carries out one command at once and waits for its commit.
+  public func perform(_ command: TrialCommand) throws -> CommandResult {
+    var outcome: Result<CommandResult, any Error>?
+    pendingCommands.append((command, { outcome = $0 }))
+    flushCommands()
+    commits.drain()
+    return try outcome!.get()
+  }
+
+  /// Hands the queued commands to the commit lane as one write.
+  func flushCommands() {
+    flushWake?.cancel()
+    flushWake = nil
+    let batch = pendingCommands
+    pendingCommands = []
+    guard !batch.isEmpty else { return }
+    let now = clock.now()
+    let settings = self.settings
+    let ids = self.ids
+    let commands = batch.map(\.0)
+    commits.submit(
+      { txn in
+        // Each command's result, and the reminders skipped as trials start or move, as the
+        // event log holds them.
+        var logged: [LoggedEvent] = []
+        let results = try commands.map { command -> Result<CommandResult, any Error> in
+          do {
+            let (result, events) = try Self.apply(command, in: txn, now: now, settings: settings, ids: ids)
+            logged += events
+            return .success(result)
+          } catch let error as TrialError {
+            return .failure(error)
+          }
+        }
+        return (results, logged)
+      },
+      completion: { [weak self] outcome in self?.commandsCommitted(batch, outcome, now: now) })
+  }
+
+  private func commandsCommitted(
+    _ batch: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)],
+    _ outcome: Result<([Result<CommandResult, any Error>], [LoggedEvent]), any Error>, now: Date
+  ) {
+    let results: [Result<CommandResult, any Error>]
+    switch outcome {
+    case .success(let (done, logged)):
+      results = done
+      for (command, result) in zip(batch.map(\.0), results) {
+        guard case .success(let done) = result else { continue }
+        // In a fleet, the owner of another shard plans the trial when the commit wakes it.
+        let planned = owns?(done.trial.id) ?? true
+        switch command {
+        case .start:
+          if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtStart) }
+          counts[.active, default: 0] += 1
+        case .extend:
+          if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtExtension) }
+        case .end:
+          planner.cancel(done.trial.id)
+          counts[.active, default: 0] -= 1
+          counts[done.trial.state, default: 0] += 1
+        }
+      }
+      published(logged)
+    case .failure(let error):
+      logger.error("could not commit changes", metadata: ["error": "\(error)", "count": "\(batch.count)"])
+      results = batch.map { _ in .failure(error) }
+    }
+    arm()
+    publishStatus()
+    for ((_, completion), result) in zip(batch, results) { completion(result) }
+  }
+
+  /// Carries out one command; returns its result and the events it logged.
+  private static func apply(
+    _ command: TrialCommand, in txn: any TrialWriteTransaction, now: Date, settings: EngineSettings,
+    ids: any TrialIDGenerator
+  ) throws -> (CommandResult, [LoggedEvent]) {
+    switch command {
+    case .start(let subject, let length, let endsAt, let reminders):
+      let end: Date
+      if let endsAt {
+        end = endsAt
+      } else {
+        let span = length ?? settings.defaultLength
+        guard span.timeInterval > 0 else { throw TrialError.invalid("duration", "must be positive") }
+        end = now.addingTimeInterval(span.timeInterval)
+      }
+      let started = try TrialBook.startTrial(
+        in: txn, subject: subject, endDate: end, reminders: reminders ?? settings.defaultReminders, now: now,
+        ids: ids)
+      return (CommandResult(trial: started.trial, skipped: started.skipped), started.logged)
+    case .extend(let id, let by, let endsAt):
+      guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
+      let end: Date
+      if let endsAt {
+        end = endsAt
+      } else if let by {
+        guard by.timeInterval > 0 else { throw TrialError.invalid("by", "must be positive") }
+        end = current.period.endDate.addingTimeInterval(by.timeInterval)
+      } else {
+        throw TrialError.invalid("by", "give either by or endsAt")
+      }
+      let extended = try TrialBook.extendTrial(in: txn, id, to: end, now: now)
+      return (CommandResult(trial: extended.trial, skipped: extended.skipped), extended.logged)
+    case .end(let id, let outcome):
+      let trial = try TrialBook.endTrial(in: txn, id, outcome: outcome, now: now)
+      return (CommandResult(trial: trial, skipped: []), [])
+    }
+  }
+}
