@@ -87,7 +87,9 @@ import TrialDaemonTesting
       words: ["trialwatchctl", "status", ""], prefix: "", variables: ["TRIALWATCH_SOCKET": path]
     )
     #expect(found == [])
-    #expect(ContinuousClock.now - began < .seconds(TrialCompletion.timeout * 4))
+    // It gives up after its timeout rather than hanging the shell: the bound says "did not
+    // hang", with room for a busy machine, not how fast it gave up.
+    #expect(ContinuousClock.now - began < .seconds(TrialCompletion.timeout * 20))
   }
 
   @Test func completionRequest_FromTheShell_PrintsTheCandidates() throws {

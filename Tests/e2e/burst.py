@@ -6,6 +6,11 @@
                                       calls are pipelined on one connection (Varlink messages
                                       are NUL-terminated JSON). Prints how many started and how
                                       long it took; exit status 1 when a call failed
+  start SOCKET PREFIX COUNT auto      the same, ending at a moment this machine leaves time for:
+                                      it first starts and cancels PROBE trials (PREFIX-probe-N) to
+                                      measure its rate, then picks a common end that leaves three
+                                      times the time the COUNT starts should take, plus 10 s. The
+                                      first line printed is `ends <epoch seconds> <RFC 3339>`
   expired SOCKET                      prints the number of expired trials (GetStatus)
 """
 
@@ -16,6 +21,8 @@ import threading
 import time
 
 START = "io.trialwatch.Trials.StartTrial"
+END = "io.trialwatch.Trials.EndTrial"
+PROBE = 1000
 
 
 def connect(path):
@@ -50,29 +57,56 @@ def call(path, method, parameters=None):
     return reply.get("parameters", {})
 
 
-def start(path, prefix, count, ends_at):
-    began = time.monotonic()
+def pipeline(path, messages):
+    """Sends every message on one connection, pipelined; returns the replies, in order."""
     with connect(path) as client:
         def send():
-            batch = []
-            for index in range(count):
-                parameters = {"subject": f"{prefix}-{index}", "endsAt": ends_at, "reminders": []}
-                batch.append(json.dumps({"method": START, "parameters": parameters}).encode() + b"\0")
-                if len(batch) == 256 or index == count - 1:
-                    client.sendall(b"".join(batch))
-                    batch = []
+            for first in range(0, len(messages), 256):
+                client.sendall(b"".join(json.dumps(m).encode() + b"\0" for m in messages[first:first + 256]))
 
         writer = threading.Thread(target=send, daemon=True)
         writer.start()
-        started, errors = 0, {}
+        answers = []
         for reply in replies(client):
-            if "error" in reply:
-                errors[reply["error"]] = errors.get(reply["error"], 0) + 1
-            else:
-                started += 1
-            if started + sum(errors.values()) == count:
+            answers.append(reply)
+            if len(answers) == len(messages):
                 break
         writer.join()
+    return answers
+
+
+def rfc3339(seconds):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def pick_end(path, prefix, count):
+    """A common end this machine leaves time for: PROBE starts (then cancelled) give the rate."""
+    began = time.monotonic()
+    probes = [{"method": START, "parameters": {"subject": f"{prefix}-probe-{n}", "endsAt": rfc3339(time.time() + 86400),
+                                                "reminders": []}} for n in range(PROBE)]
+    answers = pipeline(path, probes)
+    took = max(time.monotonic() - began, 1e-3)
+    ids = [a["parameters"]["trial"]["id"] for a in answers if "error" not in a]
+    if len(ids) != PROBE:
+        raise SystemExit(f"probe: {PROBE - len(ids)} of {PROBE} starts failed: {answers[0]}")
+    pipeline(path, [{"method": END, "parameters": {"id": i, "outcome": "cancelled"}} for i in ids])
+    return int(time.time() + 10 + 3 * count * took / PROBE) + 1
+
+
+def start(path, prefix, count, ends_at):
+    if ends_at == "auto":
+        end = pick_end(path, prefix, count)
+        ends_at = rfc3339(end)
+        print(f"ends {end} {ends_at}", flush=True)
+    began = time.monotonic()
+    messages = [{"method": START, "parameters": {"subject": f"{prefix}-{index}", "endsAt": ends_at, "reminders": []}}
+                for index in range(count)]
+    started, errors = 0, {}
+    for reply in pipeline(path, messages):
+        if "error" in reply:
+            errors[reply["error"]] = errors.get(reply["error"], 0) + 1
+        else:
+            started += 1
     took = time.monotonic() - began
     print(f"{started} started in {took:.1f} s ({started / max(took, 1e-6):.0f}/s)")
     for error, n in sorted(errors.items()):

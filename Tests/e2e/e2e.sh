@@ -66,7 +66,8 @@ container_boot
 jfetch() {
   local file=$1
   shift
-  ct journalctl --no-pager -o json "$@" > "$file" 2> /dev/null
+  # Two minutes: a whole journal of the burst's 40,000 entries, on a busy machine.
+  ctt 120 journalctl --no-pager -o json "$@" > "$file" 2> /dev/null
 }
 J=$SCRATCH/j.json
 # The journal's current end, to look only at what comes after (jfetch_after).
@@ -313,7 +314,8 @@ if [ -z "$L" ] || [ "$STATES" != "inactive inactive " ]; then
 else
   # Wait until the trial's end is more than 2 s past (LateThreshold= is 1 s).
   END_NS=$(date -d "$ENDS" +%s%N)
-  poll 30 test "$(date +%s%N)" -gt $((END_NS + 2000000000))
+  two_seconds_past() { [ "$(date +%s%N)" -gt $((END_NS + 2000000000)) ]; }
+  poll 30 two_seconds_past
   OUT=$(ctt 60 systemctl start trialwatch.service 2>&1) || note "systemctl start: $OUT"
   late_there() { events_there "$L:expiry:late"; }
   poll 15 late_there
@@ -509,13 +511,14 @@ if [ "${E2E_BURST_UNPACED:-}" = 1 ]; then
   note "burst: pacing turned off (E2E_BURST_UNPACED=1)"
 fi
 C=$(cursor_now)
-BURST_START_NS=$(date +%s%N)
 EXPIRED_BEFORE=$(python3 "$BURST_CLIENT" expired "$SOCK")
-# The common end leaves time to start them all (over 2000 a second here).
-ENDS_S=$((BURST_START_NS / 1000000000 + 10 + BURST / 2000))
-ENDS=$(date -u -d "@$ENDS_S" +%Y-%m-%dT%H:%M:%SZ)
-OUT=$(python3 "$BURST_CLIENT" start "$SOCK" e2e-burst "$BURST" "$ENDS" 2>&1)
+# The client picks the common end from the rate it measures here (three times the time the
+# starts should take): a slow or busy machine gets a later end, never a failure.
+OUT=$(python3 "$BURST_CLIENT" start "$SOCK" e2e-burst "$BURST" auto 2>&1)
 RC=$?
+ENDS_S=$(echo "$OUT" | sed -n 's/^ends \([0-9]*\) .*/\1/p')
+[ -n "$ENDS_S" ] || { RC=1; ENDS_S=$(date +%s); }
+OUT=$(echo "$OUT" | tr '\n' ';')
 all_expired() { [ "$(python3 "$BURST_CLIENT" expired "$SOCK" 2> /dev/null)" = $((EXPIRED_BEFORE + BURST)) ]; }
 BURST_J=$SCRATCH/burst.json
 # The unit's whole journal, not --after-cursor: with a match (-u), journalctl skips the first
@@ -533,7 +536,7 @@ DEADLINE=$(((BURST + PACE_BURST - 1) / PACE_BURST * PACE_WINDOW + 180))
 [ "${E2E_BURST_UNPACED:-}" = 1 ] && DEADLINE=$((PACE_WINDOW * 3 / 2))
 if [ $RC -ne 0 ]; then
   fail "$BURST_NAME" "starting the trials: $(echo "$OUT" | tr '\n' ' ')"
-elif ! poll $((ENDS_S - $(date +%s) + 60)) all_expired; then
+elif ! poll $((ENDS_S - $(date +%s) + 300)) all_expired; then
   fail "$BURST_NAME" "$OUT; only $(($(python3 "$BURST_CLIENT" expired "$SOCK") - EXPIRED_BEFORE)) expired"
 else
   EXPIRED_S=$(($(date +%s) - ENDS_S))

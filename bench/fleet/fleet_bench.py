@@ -48,12 +48,10 @@ Bench = namedtuple("Bench", "idle rate steady burst kills stops faults")
 # faults: fleet_test.Profile for FaultRunner (offsets after the first due event; no pg restart).
 FULL = Bench(idle=30.0, rate=100, steady=60.0, burst=20_000, kills=3, stops=3,
              faults=fleet_test.Profile(trials=0, burst=0, lead=0.0, window=30.0, kills=(5.0, 20.0),
-                                       restart_after=2.0, stop_at=11.0, stop_for=5.0, pg_at=None,
-                                       failover_kill=0.0, failover_stop=0.0))
+                                       restart_after=2.0, stop_at=11.0, stop_for=5.0, pg_at=None))
 QUICK = Bench(idle=10.0, rate=100, steady=15.0, burst=2_000, kills=1, stops=1,
               faults=fleet_test.Profile(trials=0, burst=0, lead=0.0, window=12.0, kills=(2.0, 10.0),
-                                        restart_after=2.0, stop_at=4.0, stop_for=5.0, pg_at=None,
-                                        failover_kill=0.0, failover_stop=0.0))
+                                        restart_after=2.0, stop_at=4.0, stop_for=5.0, pg_at=None))
 POLLERS = ((1.0, "poller1s"), (10.0, "poller10s"))
 FAILOVER_EVENTS = 100  # per fault, due from 1 ms after it every 5 ms
 POLLER_FAILOVER_JOBS = 300  # due at one instant; a worker is killed as soon as one holds some
