@@ -62,20 +62,24 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     self.node = node
     self.shards = shards
     self.ownership = ownership
-    self.writer = Mutex(try Self.connect(conninfo))
+    self.writer = Mutex(try Self.connect(conninfo, node: node))
   }
 
   /// A connection for the store or the membership. A statement never waits long on a lock
   /// or a stuck server; a transaction left idle (its process paused in the middle: SIGSTOP,
   /// a frozen VM) is ended by the server after `idleInTransaction`, which frees the rows it
   /// locked (the fence's shard rows) for the node taking over. A failed write is retried by
-  /// the engine.
-  static func connect(_ conninfo: String, idleInTransaction: Duration = .seconds(1)) throws -> PGConnection {
+  /// the engine. `node` names the connection's writes in the trial counts
+  /// (`trialwatch.trial_count`, schema version 3).
+  static func connect(
+    _ conninfo: String, node: String? = nil, idleInTransaction: Duration = .seconds(1)
+  ) throws -> PGConnection {
     let connection = try PGConnection(conninfo: conninfo)
+    let name = node.map { "SET trialwatch.node = \(connection.quoteLiteral($0));" } ?? ""
     try connection.executeScript(
       """
       SET statement_timeout = '10s'; SET lock_timeout = '5s';
-      SET idle_in_transaction_session_timeout = '\(idleInTransaction.roundedMilliseconds)ms';
+      SET idle_in_transaction_session_timeout = '\(idleInTransaction.roundedMilliseconds)ms'; \(name)
       """)
     return connection
   }
@@ -93,19 +97,39 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
   }
 
   private func readOnce<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
-    // Reads may page through large tables: a longer allowance between their statements.
-    let connection =
-      try readers.withLock { $0.popLast() } ?? Self.connect(conninfo, idleInTransaction: .seconds(10))
-    var healthy = true
-    defer {
-      if healthy { readers.withLock { if $0.count < Self.pooledReaders { $0.append(connection) } } }
-    }
-    do {
+    try withReader { connection in
       try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
       let result = try body(
         PostgresReadTransaction(connection: connection, owned: ownership.owned, node: node))
       try connection.execute("COMMIT")
       return result
+    }
+  }
+
+  /// Runs one statement that changes nothing on a reader connection, as a transaction of its
+  /// own (no `BEGIN` and `COMMIT`: one round trip); once more on a new connection when the
+  /// old one was lost.
+  func readStatement(_ sql: String, _ parameters: [String?] = []) throws -> PGResult {
+    do {
+      return try withReader { try $0.execute(sql, parameters) }
+    } catch let error as PGError where error.isConnectionLoss {
+      return try withReader { try $0.execute(sql, parameters) }
+    }
+  }
+
+  /// Lends `body` a reader connection from the pool (or a new one), and takes it back when it
+  /// is still fit for use: connected, and out of any transaction `body` left open.
+  private func withReader<R>(_ body: (PGConnection) throws -> R) throws -> R {
+    // Reads may page through large tables: a longer allowance between their statements.
+    let connection =
+      try readers.withLock { $0.popLast() }
+      ?? Self.connect(conninfo, node: node, idleInTransaction: .seconds(10))
+    var healthy = true
+    defer {
+      if healthy { readers.withLock { if $0.count < Self.pooledReaders { $0.append(connection) } } }
+    }
+    do {
+      return try body(connection)
     } catch {
       if let error = error as? PGError, error.isConnectionLoss {
         healthy = false
@@ -123,7 +147,7 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
         connection = existing
       } else {
         slot = nil
-        connection = try Self.connect(conninfo)
+        connection = try Self.connect(conninfo, node: node)
         slot = connection
       }
       do {
@@ -242,20 +266,19 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     }
   }
 
-  /// Trials by state, over the whole fleet.
+  /// Trials by state, over the whole fleet: the sums of the counts the writes keep
+  /// (`trialwatch.trial_count`), a few rows a node, read in one statement. States without a
+  /// trial are left out.
   public func counts() throws -> [TrialState: Int] {
-    try read { txn in
-      let result = try (txn as! PostgresReadTransaction).query(
-        "SELECT state, count(*) FROM trialwatch.trial GROUP BY state")
-      var counts: [TrialState: Int] = [:]
-      for row in 0..<result.rows {
-        guard let state = result.string(row, 0).flatMap(TrialState.init), let count = result.int(row, 1)
-        else {
-          continue
-        }
-        counts[state] = count
+    let result = try readStatement(
+      "SELECT state, sum(n)::bigint FROM trialwatch.trial_count GROUP BY state HAVING sum(n) <> 0")
+    var counts: [TrialState: Int] = [:]
+    for row in 0..<result.rows {
+      guard let state = result.string(row, 0).flatMap(TrialState.init), let count = result.int(row, 1) else {
+        continue
       }
-      return counts
+      counts[state] = count
     }
+    return counts
   }
 }
