@@ -140,34 +140,60 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     }
   }
 
+  /// How many times `write` runs its body when another node's trial takes the subject of a
+  /// trial it starts (`trial_active_subject`) between the body's read and the commit.
+  static let writeAttempts = 3
+
+  /// Runs `body` again, in a new transaction, when the database refuses a trial it starts
+  /// because another node committed an active trial of that subject after `body` read the
+  /// subject as free: the next run sees that node's trial, so that only the command that
+  /// started the subject fails (`subjectAlreadyActive`), not every command of the
+  /// transaction. After `writeAttempts` runs, the error is `translate`d.
   public func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
     try writer.withLock { slot in
-      let connection: PGConnection
-      if let existing = slot, existing.isConnected {
-        connection = existing
-      } else {
-        slot = nil
-        connection = try Self.connect(conninfo, node: node)
-        slot = connection
-      }
-      do {
-        // BEGIN goes with the transaction's first statement.
-        let txn = PostgresWriteTransaction(
-          connection: connection, owned: ownership.owned, shards: shards, node: node,
-          refusesEarlyFires: refusesEarlyFires)
-        let result = try body(txn)
-        // The writes, the wake-ups, the log (its head's row locked only while the server
-        // carries these out) and the commit, in one round trip.
-        try txn.commit(also: trialNotifications)
-        return result
-      } catch {
-        if let error = error as? PGError, error.isConnectionLoss {
-          slot = nil
-        } else if (try? connection.execute("ROLLBACK")) == nil {
-          slot = nil
+      var attempt = 1
+      while true {
+        do {
+          return try writeOnce(body, on: &slot)
+        } catch let error as PGError where Self.isActiveSubjectRace(error) && attempt < Self.writeAttempts {
+          attempt += 1
+        } catch {
+          throw Self.translate(error)
         }
-        throw Self.translate(error)
       }
+    }
+  }
+
+  /// One run of `body` and its commit on the writer connection (`slot`, connected first when
+  /// it is not); rolled back when it fails.
+  private func writeOnce<R>(
+    _ body: (any TrialWriteTransaction) throws -> R, on slot: inout PGConnection?
+  ) throws -> sending R {
+    let connection: PGConnection
+    if let existing = slot, existing.isConnected {
+      connection = existing
+    } else {
+      slot = nil
+      connection = try Self.connect(conninfo, node: node)
+      slot = connection
+    }
+    do {
+      // BEGIN goes with the transaction's first statement.
+      let txn = PostgresWriteTransaction(
+        connection: connection, owned: ownership.owned, shards: shards, node: node,
+        refusesEarlyFires: refusesEarlyFires)
+      let result = try body(txn)
+      // The writes, the wake-ups, the log (its head's row locked only while the server
+      // carries these out) and the commit, in one round trip.
+      try txn.commit(also: trialNotifications)
+      return result
+    } catch {
+      if let error = error as? PGError, error.isConnectionLoss {
+        slot = nil
+      } else if (try? connection.execute("ROLLBACK")) == nil {
+        slot = nil
+      }
+      throw error
     }
   }
 
@@ -191,12 +217,17 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     return statements
   }
 
+  /// Whether `error` is the refusal of a second active trial of one subject (two nodes
+  /// starting it at once).
+  static func isActiveSubjectRace(_ error: PGError) -> Bool {
+    guard error.sqlState == "23505", case .server(_, let message, _) = error else { return false }
+    return message.contains("trial_active_subject")
+  }
+
   /// A second active trial of one subject (two nodes starting it at once) is the error the
   /// caller knows; any other database error travels as it is.
   static func translate(_ error: any Error) -> any Error {
-    guard let error = error as? PGError, error.sqlState == "23505", case .server(_, let message, _) = error,
-      message.contains("trial_active_subject")
-    else { return error }
+    guard let error = error as? PGError, isActiveSubjectRace(error) else { return error }
     return TrialError.invalid("subject", "another node started a trial for this subject at the same moment")
   }
 
