@@ -155,7 +155,7 @@ let package = Package(
       name: "TrialDaemonTests",
       dependencies: [
         "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialDaemonTesting",
-        "TrialStore", "TrialStoreTesting", "TrialPostgresTesting", "Systemd",
+        "TrialStore", "TrialStoreTesting", "TrialPostgres", "TrialPostgresTesting", "Systemd",
         .product(name: "Logging", package: "swift-log"),
       ]
     ),

@@ -3,7 +3,6 @@
 /// newer one, each under an advisory lock so that nodes starting together do it once; a
 /// daemon refuses a schema newer than it knows.
 public enum PostgresSchema {
-  /// The version this build writes and reads.
   /// The version this build writes and reads: the number of `steps`.
   public static var version: Int { steps.count }
   /// The advisory lock (`pg_advisory_lock`) held while the schema is created or upgraded.
@@ -122,8 +121,75 @@ public enum PostgresSchema {
     ALTER TABLE trialwatch.node ADD COLUMN version text, ADD COLUMN lag_us bigint;
     """
 
+  /// Version 3: trials by state, kept by the writes to `trial` themselves (statement-level
+  /// triggers over the rows each statement inserted, updated or deleted, in its
+  /// transaction), so that the counts are read without scanning the trials. Each writer adds
+  /// its deltas to rows of its own: its node name (`SET trialwatch.node`, from the
+  /// repository's connections; '(unnamed)' for any other session) and a slot, taken with a
+  /// transaction-level advisory lock it only tries (`pg_try_advisory_xact_lock`), so that two
+  /// transactions never update one row: none waits on another, none can deadlock. Filled from
+  /// the trials as they are, with the table locked against writes until the upgrade commits.
+  static let upgradeTo3 = """
+    LOCK TABLE trialwatch.trial IN SHARE ROW EXCLUSIVE MODE;
+    CREATE TABLE trialwatch.trial_count (
+      writer text NOT NULL,
+      slot integer NOT NULL,
+      state text NOT NULL,
+      n bigint NOT NULL,
+      PRIMARY KEY (writer, slot, state)
+    );
+    CREATE FUNCTION trialwatch.count_trials() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+      states text[];
+      deltas bigint[];
+      me text := coalesce(nullif(current_setting('trialwatch.node', true), ''), '(unnamed)');
+      k integer := 0;
+    BEGIN
+      IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(c.state), array_agg(c.d) INTO states, deltas
+        FROM (SELECT r.state, count(*) AS d FROM new_rows r GROUP BY r.state) c;
+      ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(c.state), array_agg(c.d) INTO states, deltas
+        FROM (SELECT r.state, -count(*) AS d FROM old_rows r GROUP BY r.state) c;
+      ELSE
+        SELECT array_agg(c.state), array_agg(c.d) INTO states, deltas
+        FROM (SELECT u.state, sum(u.d) AS d
+          FROM (SELECT r.state, 1 AS d FROM new_rows r UNION ALL SELECT r.state, -1 FROM old_rows r) u
+          GROUP BY u.state HAVING sum(u.d) <> 0) c;
+      END IF;
+      IF states IS NULL THEN
+        RETURN NULL;
+      END IF;
+      -- The first slot of this writer that no other transaction holds (this one may already).
+      -- The two-key advisory locks are apart from the one-key ones (migration, node lives).
+      WHILE NOT pg_try_advisory_xact_lock(1954046830, hashtext(me || ' ' || k)) LOOP
+        k := k + 1;
+      END LOOP;
+      INSERT INTO trialwatch.trial_count AS t (writer, slot, state, n)
+      SELECT me, k, u.state, u.d FROM unnest(states, deltas) AS u(state, d)
+      ON CONFLICT (writer, slot, state) DO UPDATE SET n = t.n + excluded.n;
+      RETURN NULL;
+    END $$;
+    CREATE FUNCTION trialwatch.forget_trial_counts() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      DELETE FROM trialwatch.trial_count;
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER trial_count_insert AFTER INSERT ON trialwatch.trial
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION trialwatch.count_trials();
+    CREATE TRIGGER trial_count_update AFTER UPDATE ON trialwatch.trial
+      REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+      FOR EACH STATEMENT EXECUTE FUNCTION trialwatch.count_trials();
+    CREATE TRIGGER trial_count_delete AFTER DELETE ON trialwatch.trial
+      REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION trialwatch.count_trials();
+    CREATE TRIGGER trial_count_truncate AFTER TRUNCATE ON trialwatch.trial
+      FOR EACH STATEMENT EXECUTE FUNCTION trialwatch.forget_trial_counts();
+    INSERT INTO trialwatch.trial_count (writer, slot, state, n)
+    SELECT '(upgrade)', 0, state, count(*) FROM trialwatch.trial GROUP BY state;
+    """
+
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
-  static let steps = [createVersion1, upgradeTo2]
+  static let steps = [createVersion1, upgradeTo2, upgradeTo3]
 
   /// What `prepare` found or did.
   public enum Outcome: Hashable, Sendable {

@@ -62,20 +62,24 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     self.node = node
     self.shards = shards
     self.ownership = ownership
-    self.writer = Mutex(try Self.connect(conninfo))
+    self.writer = Mutex(try Self.connect(conninfo, node: node))
   }
 
   /// A connection for the store or the membership. A statement never waits long on a lock
   /// or a stuck server; a transaction left idle (its process paused in the middle: SIGSTOP,
   /// a frozen VM) is ended by the server after `idleInTransaction`, which frees the rows it
   /// locked (the fence's shard rows) for the node taking over. A failed write is retried by
-  /// the engine.
-  static func connect(_ conninfo: String, idleInTransaction: Duration = .seconds(1)) throws -> PGConnection {
+  /// the engine. `node` names the connection's writes in the trial counts
+  /// (`trialwatch.trial_count`, schema version 3).
+  static func connect(
+    _ conninfo: String, node: String? = nil, idleInTransaction: Duration = .seconds(1)
+  ) throws -> PGConnection {
     let connection = try PGConnection(conninfo: conninfo)
+    let name = node.map { "SET trialwatch.node = \(connection.quoteLiteral($0));" } ?? ""
     try connection.executeScript(
       """
       SET statement_timeout = '10s'; SET lock_timeout = '5s';
-      SET idle_in_transaction_session_timeout = '\(idleInTransaction.roundedMilliseconds)ms';
+      SET idle_in_transaction_session_timeout = '\(idleInTransaction.roundedMilliseconds)ms'; \(name)
       """)
     return connection
   }
@@ -93,19 +97,39 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
   }
 
   private func readOnce<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
-    // Reads may page through large tables: a longer allowance between their statements.
-    let connection =
-      try readers.withLock { $0.popLast() } ?? Self.connect(conninfo, idleInTransaction: .seconds(10))
-    var healthy = true
-    defer {
-      if healthy { readers.withLock { if $0.count < Self.pooledReaders { $0.append(connection) } } }
-    }
-    do {
+    try withReader { connection in
       try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
       let result = try body(
         PostgresReadTransaction(connection: connection, owned: ownership.owned, node: node))
       try connection.execute("COMMIT")
       return result
+    }
+  }
+
+  /// Runs one statement that changes nothing on a reader connection, as a transaction of its
+  /// own (no `BEGIN` and `COMMIT`: one round trip); once more on a new connection when the
+  /// old one was lost.
+  func readStatement(_ sql: String, _ parameters: [String?] = []) throws -> PGResult {
+    do {
+      return try withReader { try $0.execute(sql, parameters) }
+    } catch let error as PGError where error.isConnectionLoss {
+      return try withReader { try $0.execute(sql, parameters) }
+    }
+  }
+
+  /// Lends `body` a reader connection from the pool (or a new one), and takes it back when it
+  /// is still fit for use: connected, and out of any transaction `body` left open.
+  private func withReader<R>(_ body: (PGConnection) throws -> R) throws -> R {
+    // Reads may page through large tables: a longer allowance between their statements.
+    let connection =
+      try readers.withLock { $0.popLast() }
+      ?? Self.connect(conninfo, node: node, idleInTransaction: .seconds(10))
+    var healthy = true
+    defer {
+      if healthy { readers.withLock { if $0.count < Self.pooledReaders { $0.append(connection) } } }
+    }
+    do {
+      return try body(connection)
     } catch {
       if let error = error as? PGError, error.isConnectionLoss {
         healthy = false
@@ -116,34 +140,60 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     }
   }
 
+  /// How many times `write` runs its body when another node's trial takes the subject of a
+  /// trial it starts (`trial_active_subject`) between the body's read and the commit.
+  static let writeAttempts = 3
+
+  /// Runs `body` again, in a new transaction, when the database refuses a trial it starts
+  /// because another node committed an active trial of that subject after `body` read the
+  /// subject as free: the next run sees that node's trial, so that only the command that
+  /// started the subject fails (`subjectAlreadyActive`), not every command of the
+  /// transaction. After `writeAttempts` runs, the error is `translate`d.
   public func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
     try writer.withLock { slot in
-      let connection: PGConnection
-      if let existing = slot, existing.isConnected {
-        connection = existing
-      } else {
-        slot = nil
-        connection = try Self.connect(conninfo)
-        slot = connection
-      }
-      do {
-        // BEGIN goes with the transaction's first statement.
-        let txn = PostgresWriteTransaction(
-          connection: connection, owned: ownership.owned, shards: shards, node: node,
-          refusesEarlyFires: refusesEarlyFires)
-        let result = try body(txn)
-        // The writes, the wake-ups, the log (its head's row locked only while the server
-        // carries these out) and the commit, in one round trip.
-        try txn.commit(also: trialNotifications)
-        return result
-      } catch {
-        if let error = error as? PGError, error.isConnectionLoss {
-          slot = nil
-        } else if (try? connection.execute("ROLLBACK")) == nil {
-          slot = nil
+      var attempt = 1
+      while true {
+        do {
+          return try writeOnce(body, on: &slot)
+        } catch let error as PGError where Self.isActiveSubjectRace(error) && attempt < Self.writeAttempts {
+          attempt += 1
+        } catch {
+          throw Self.translate(error)
         }
-        throw Self.translate(error)
       }
+    }
+  }
+
+  /// One run of `body` and its commit on the writer connection (`slot`, connected first when
+  /// it is not); rolled back when it fails.
+  private func writeOnce<R>(
+    _ body: (any TrialWriteTransaction) throws -> R, on slot: inout PGConnection?
+  ) throws -> sending R {
+    let connection: PGConnection
+    if let existing = slot, existing.isConnected {
+      connection = existing
+    } else {
+      slot = nil
+      connection = try Self.connect(conninfo, node: node)
+      slot = connection
+    }
+    do {
+      // BEGIN goes with the transaction's first statement.
+      let txn = PostgresWriteTransaction(
+        connection: connection, owned: ownership.owned, shards: shards, node: node,
+        refusesEarlyFires: refusesEarlyFires)
+      let result = try body(txn)
+      // The writes, the wake-ups, the log (its head's row locked only while the server
+      // carries these out) and the commit, in one round trip.
+      try txn.commit(also: trialNotifications)
+      return result
+    } catch {
+      if let error = error as? PGError, error.isConnectionLoss {
+        slot = nil
+      } else if (try? connection.execute("ROLLBACK")) == nil {
+        slot = nil
+      }
+      throw error
     }
   }
 
@@ -167,12 +217,17 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     return statements
   }
 
+  /// Whether `error` is the refusal of a second active trial of one subject (two nodes
+  /// starting it at once).
+  static func isActiveSubjectRace(_ error: PGError) -> Bool {
+    guard error.sqlState == "23505", case .server(_, let message, _) = error else { return false }
+    return message.contains("trial_active_subject")
+  }
+
   /// A second active trial of one subject (two nodes starting it at once) is the error the
   /// caller knows; any other database error travels as it is.
   static func translate(_ error: any Error) -> any Error {
-    guard let error = error as? PGError, error.sqlState == "23505", case .server(_, let message, _) = error,
-      message.contains("trial_active_subject")
-    else { return error }
+    guard let error = error as? PGError, isActiveSubjectRace(error) else { return error }
     return TrialError.invalid("subject", "another node started a trial for this subject at the same moment")
   }
 
@@ -242,20 +297,19 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     }
   }
 
-  /// Trials by state, over the whole fleet.
+  /// Trials by state, over the whole fleet: the sums of the counts the writes keep
+  /// (`trialwatch.trial_count`), a few rows a node, read in one statement. States without a
+  /// trial are left out.
   public func counts() throws -> [TrialState: Int] {
-    try read { txn in
-      let result = try (txn as! PostgresReadTransaction).query(
-        "SELECT state, count(*) FROM trialwatch.trial GROUP BY state")
-      var counts: [TrialState: Int] = [:]
-      for row in 0..<result.rows {
-        guard let state = result.string(row, 0).flatMap(TrialState.init), let count = result.int(row, 1)
-        else {
-          continue
-        }
-        counts[state] = count
+    let result = try readStatement(
+      "SELECT state, sum(n)::bigint FROM trialwatch.trial_count GROUP BY state HAVING sum(n) <> 0")
+    var counts: [TrialState: Int] = [:]
+    for row in 0..<result.rows {
+      guard let state = result.string(row, 0).flatMap(TrialState.init), let count = result.int(row, 1) else {
+        continue
       }
-      return counts
+      counts[state] = count
     }
+    return counts
   }
 }

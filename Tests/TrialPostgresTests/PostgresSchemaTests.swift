@@ -1,3 +1,4 @@
+import Foundation
 import TestSupport
 import Testing
 import TrialCore
@@ -7,8 +8,13 @@ import TrialCore
 /// The shared store's schema: created once, upgraded in place, refused when newer.
 @Suite struct PostgresSchemaTests {
   static func database() throws -> PGConnection {
+    try PGConnection(conninfo: try emptyDatabase())
+  }
+
+  /// The connection string of a fresh database.
+  static func emptyDatabase() throws -> String {
     let server = try PostgresServer.shared()
-    return try PGConnection(conninfo: server.conninfo(database: try server.createDatabase()))
+    return server.conninfo(database: try server.createDatabase())
   }
 
   @Test func schema_OnAnEmptyDatabase_IsCreatedOnceThenCurrent() throws {
@@ -36,6 +42,69 @@ import TrialCore
     #expect(node.string(0, 0) == "old-node")
     #expect(node.rows == 1 && node.string(0, 1) == nil)
     #expect(try PostgresSchema.installedVersion(on: connection) == PostgresSchema.version)
+  }
+
+  /// Trials in every state, written as a node of schema version 2 would: 250 of each.
+  static let version2Trials = """
+    INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, reminders_ms)
+    SELECT g, g % 4, 'subject-' || g, (ARRAY['active', 'expired', 'converted', 'cancelled'])[1 + g % 4], 1, 0, 60,
+      '{}'
+    FROM generate_series(1, 1000) g;
+    """
+
+  @Test func schema_OfVersion2WithTrials_IsUpgradedInPlaceWithItsCounts() throws {
+    let conninfo = try Self.emptyDatabase()
+    let connection = try PGConnection(conninfo: conninfo)
+    try connection.executeScript(
+      "BEGIN;\n" + PostgresSchema.steps[0...1].joined(separator: "\n")
+        + """
+        INSERT INTO trialwatch.meta (key, value) VALUES ('schema_version', '2'), ('shards', '4');
+        INSERT INTO trialwatch.shard (shard) SELECT generate_series(0, 3);
+        \(Self.version2Trials)
+        COMMIT;
+        """)
+    #expect(try PostgresSchema.prepare(on: connection, shards: 4) == .upgraded(from: 2))
+    #expect(try PostgresSchema.installedVersion(on: connection) == PostgresSchema.version)
+    let kept = try connection.execute("SELECT count(*), count(DISTINCT state) FROM trialwatch.trial")
+    #expect(kept.int(0, 0) == 1_000 && kept.int(0, 1) == 4)
+    let repository = try PostgresTrialRepository(
+      conninfo: conninfo, node: "new-node", shards: ShardMap(count: 4))
+    #expect(try repository.counts() == [.active: 250, .expired: 250, .converted: 250, .cancelled: 250])
+    // The writes keep them from then on.
+    _ = try repository.endTrial(TrialID(4), outcome: .converted, now: Date(timeIntervalSinceReferenceDate: 1))
+    #expect(try repository.counts() == [.active: 249, .expired: 250, .converted: 251, .cancelled: 250])
+  }
+
+  @Test func schema_NewerThanThisDaemon_IsLeftUntouched() throws {
+    let connection = try Self.database()
+    try PostgresSchema.prepare(on: connection, shards: 4)
+    try connection.executeScript(
+      Self.version2Trials + "UPDATE trialwatch.meta SET value = '99' WHERE key = 'schema_version';")
+    // What a newer trialwatchd might have changed: this one must not put it back.
+    try connection.executeScript(
+      """
+      DROP TRIGGER trial_count_update ON trialwatch.trial;
+      UPDATE trialwatch.trial_count SET n = n + 1;
+      """)
+    func snapshot() throws -> [String?] {
+      let result = try connection.execute(
+        """
+        SELECT (SELECT string_agg(key || '=' || value, ',' ORDER BY key) FROM trialwatch.meta
+          WHERE key <> 'created_at'),
+          (SELECT string_agg(tgname, ',' ORDER BY tgname) FROM pg_trigger
+          WHERE tgrelid = 'trialwatch.trial'::regclass),
+          (SELECT string_agg(writer || slot || state || n, ',' ORDER BY writer, slot, state)
+          FROM trialwatch.trial_count),
+          (SELECT count(*)::text FROM trialwatch.trial)
+        """)
+      return (0..<4).map { result.string(0, $0) }
+    }
+    let before = try snapshot()
+    #expect(throws: PostgresStoreError.schemaTooNew(found: 99, known: PostgresSchema.version)) {
+      try PostgresSchema.prepare(on: connection, shards: 4)
+    }
+    #expect(try snapshot() == before)
+    #expect(before[0] == "schema_version=99,shards=4" && before[3] == "1000")
   }
 
   @Test func schema_NewerThanThisDaemon_IsRefusedNamingBothVersions() throws {
