@@ -24,19 +24,24 @@ public protocol FleetMembershipDelegate: AnyObject, Sendable {
 
 /// One node of the fleet: its row and life lock, its lease, and its share of the shards.
 ///
-/// Every `tick` (150 ms) renews the node's lease on the database's clock, reads which nodes
-/// are alive (lease not run out, and the node's session advisory lock held: a killed node's
-/// lock goes with its connection) and who owns each shard, and makes this node's moves
-/// (`ShardBalance`): claiming shards without a live owner, handing surplus to nodes under
-/// their share. Each move bumps the shard's epoch, the fencing token every fire is checked
-/// against. The same connection `LISTEN`s for the wake-ups.
+/// Every round (`tick`, 250 ms) is one statement when nothing changed: it renews the node's
+/// lease on the database's clock, reads which nodes are alive (lease not run out, and the
+/// node's session advisory lock held: a killed node's lock goes with its connection) and the
+/// shard table's version (the sum of the epochs, which only grow). Only when that version
+/// moved, a node died or came, or a move of this node's is still to make, does the round read
+/// who owns each shard and make this node's moves (`ShardBalance`) in a transaction: claiming
+/// shards without a live owner, handing surplus to nodes under their share. Each move bumps
+/// the shard's epoch, the fencing token every fire is checked against. The same connection
+/// `LISTEN`s for the wake-ups.
 public final class FleetMembership: @unchecked Sendable {
   // @unchecked: mutable state is touched only on `queue`.
   public struct Settings: Sendable {
     /// How long a renewed lease lasts, on the database's clock.
     public var lease: Duration = .milliseconds(1500)
-    /// How often the lease is renewed and the fleet read.
-    public var tick: Duration = .milliseconds(150)
+    /// How often the lease is renewed and the fleet read: one statement each time when
+    /// nothing changed. A killed node is noticed within one round (its life lock is gone), a
+    /// paused one within one round after its lease ran out.
+    public var tick: Duration = .milliseconds(250)
     /// This node trusts its ownership until this long before its lease could have run out,
     /// by its own monotonic clock since the last renewal.
     public var margin: Duration = .milliseconds(300)
@@ -198,6 +203,8 @@ public final class FleetMembership: @unchecked Sendable {
     }
     self.connection = connection
     self.nodeID = id
+    // A new session: the next round reads the shards whatever their version.
+    seen = nil
     renewedAt = DispatchTime.now().uptimeNanoseconds
     ownership.trust(until: renewedAt + UInt64((settings.lease - settings.margin) / .nanoseconds(1)))
   }
@@ -237,36 +244,65 @@ public final class FleetMembership: @unchecked Sendable {
     }
   }
 
-  /// Renews the lease (a statement of its own, so that nothing holds it back), then reads
-  /// the fleet and makes this node's moves in one transaction.
+  /// What the last round read that decides whether the shards must be read again.
+  private struct Seen: Equatable {
+    var alive: Set<Int64>
+    var shardVersion: Int64?
+  }
+
+  private var seen: Seen?
+  /// The owners the last read of the shard table found.
+  private var lastOwners: [Int64?] = []
+  /// Whether the last moves of this node were made in full (a claim or hand-off may skip a
+  /// locked shard, to be tried again next round).
+  private var settled = false
+
+  /// Renews the lease and reads the fleet in one statement; then, when something moved, reads
+  /// the shards and makes this node's moves in one transaction.
   private func tick() throws {
     guard let connection, let nodeID else { return }
     let sent = DispatchTime.now().uptimeNanoseconds
-    try connection.execute(
+    let nodes = try connection.execute(
       """
-      UPDATE trialwatch.node SET lease_until = clock_timestamp() + $2 * interval '1 microsecond',
-        seen_at = clock_timestamp(), lag_us = $3 WHERE node_id = $1
+      WITH renewed AS (
+        UPDATE trialwatch.node SET lease_until = clock_timestamp() + $2 * interval '1 microsecond',
+          seen_at = clock_timestamp(), lag_us = $3 WHERE node_id = $1 RETURNING node_id)
+      SELECT n.node_id, n.name, \(Self.isAlive(lockBase: "$4")),
+        (extract(epoch FROM clock_timestamp() - n.seen_at) * 1000000)::bigint, n.version, n.lag_us,
+        (SELECT sum(epoch) FROM trialwatch.shard)::bigint, (SELECT count(*) FROM renewed)
+      FROM trialwatch.node n ORDER BY n.node_id
       """,
       [
         String(nodeID), String(settings.lease.roundedMicroseconds),
-        lag.map { String($0().roundedMicroseconds) },
+        lag.map { String($0().roundedMicroseconds) }, String(PostgresSchema.nodeLockBase),
       ])
+    // The statement reads the node rows as they were before its own renewal: this node is
+    // alive once the renewal took.
+    guard nodes.int(0, 7) == 1 else { throw PostgresStoreError.damaged("node \(name) has no row") }
     renewedAt = sent
     ownership.trust(until: sent + UInt64((settings.lease - settings.margin) / .nanoseconds(1)))
-    try connection.execute("BEGIN")
-    do {
-      let fleet = try readFleet(connection)
-      var owners = fleet.owners
-      let moves = ShardBalance.moves(for: nodeID, alive: fleet.alive, owners: owners)
-      if !moves.isEmpty {
-        try apply(claims: moves.claims, handoffs: moves.handoffs, on: connection, reason: "balance")
-        owners = try readFleet(connection).owners
+    var alive = members(from: nodes)
+    alive.insert(nodeID)
+    let now = Seen(alive: alive, shardVersion: nodes.int64(0, 6))
+    if now != seen || !settled {
+      try connection.execute("BEGIN")
+      do {
+        var owners = try readOwners(connection)
+        let moves = ShardBalance.moves(for: nodeID, alive: alive, owners: owners)
+        if !moves.isEmpty {
+          try apply(claims: moves.claims, handoffs: moves.handoffs, on: connection, reason: "balance")
+          owners = try readOwners(connection)
+        }
+        try connection.execute("COMMIT")
+        settled = ShardBalance.moves(for: nodeID, alive: alive, owners: owners).isEmpty
+        lastOwners = owners
+        // The version as this node's own moves left it: read again at the next round.
+        seen = moves.isEmpty ? now : nil
+        try settle(owners: owners)
+      } catch {
+        _ = try? connection.execute("ROLLBACK")
+        throw error
       }
-      try connection.execute("COMMIT")
-      try settle(owners: owners)
-    } catch {
-      _ = try? connection.execute("ROLLBACK")
-      throw error
     }
     try drainNotifications()
   }
@@ -292,6 +328,12 @@ public final class FleetMembership: @unchecked Sendable {
         (extract(epoch FROM clock_timestamp() - n.seen_at) * 1000000)::bigint, n.version, n.lag_us
       FROM trialwatch.node n ORDER BY n.node_id
       """, [String(PostgresSchema.nodeLockBase)])
+    let alive = members(from: nodes)
+    return (alive, try readOwners(connection))
+  }
+
+  /// Each shard's owner, from the shard table; keeps their epochs in `lastEpochs`.
+  private func readOwners(_ connection: PGConnection) throws -> [Int64?] {
     let rows = try connection.execute("SELECT shard, owner, epoch FROM trialwatch.shard ORDER BY shard")
     var owners = [Int64?](repeating: nil, count: shards.count)
     var epochsRead: [Int: Int64] = [:]
@@ -300,17 +342,29 @@ public final class FleetMembership: @unchecked Sendable {
       owners[shard] = rows.int64(row, 1)
       epochsRead[shard] = rows.int64(row, 2)
     }
+    lastEpochs = epochsRead
+    let counted = owners
+    view.withLock { view in
+      for index in view.indices { view[index].shards = counted.count { $0 == view[index].id } }
+    }
+    return owners
+  }
+
+  /// The nodes of `result` (node_id, name, alive, lease age µs, version, lag µs, ...) as
+  /// `members`, with the shard counts of the last read of the shard table; tells the delegate
+  /// of the nodes that died since. Returns the live ones.
+  private func members(from result: PGResult) -> Set<Int64> {
     var alive = Set<Int64>()
     var members: [Member] = []
-    for row in 0..<nodes.rows {
-      guard let id = nodes.int64(row, 0), let name = nodes.string(row, 1) else { continue }
-      let isAlive = nodes.bool(row, 2) == true
+    for row in 0..<result.rows {
+      guard let id = result.int64(row, 0), let name = result.string(row, 1) else { continue }
+      let isAlive = result.bool(row, 2) == true || id == nodeID
       if isAlive { alive.insert(id) }
       members.append(
         Member(
-          id: id, name: name, alive: isAlive, leaseAge: nodes.int64(row, 3).map { .microseconds($0) },
-          shards: owners.count { $0 == id }, version: nodes.string(row, 4),
-          lag: nodes.int64(row, 5).map { .microseconds($0) }))
+          id: id, name: name, alive: isAlive, leaseAge: result.int64(row, 3).map { .microseconds($0) },
+          shards: lastOwners.count { $0 == id }, version: result.string(row, 4),
+          lag: result.int64(row, 5).map { .microseconds($0) }))
     }
     let before = view.withLock { view in
       defer { view = members }
@@ -318,8 +372,7 @@ public final class FleetMembership: @unchecked Sendable {
     }
     let died = before.subtracting(members.filter(\.alive).map(\.name))
     if !died.isEmpty { delegate?.fleetNodesDied(died) }
-    lastEpochs = epochsRead
-    return (alive, owners)
+    return alive
   }
 
   private var lastEpochs: [Int: Int64] = [:]

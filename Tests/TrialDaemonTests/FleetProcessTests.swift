@@ -49,6 +49,41 @@ import TrialDaemonTesting
     #expect(daemon.waitForExit() == 1)
   }
 
+  /// A node reads the shared log only while a Watch runs on it: one started without `after`
+  /// begins at the log's newest event, whatever the node skipped before, and then streams what
+  /// every node logs.
+  @Test func watch_OnANodeThatReadNoLogWhileUnwatched_StartsAtTheNewestAndStreamsOtherNodes() throws {
+    let server = try PostgresServer.shared()
+    let connection = server.conninfo(database: try server.createDatabase())
+    let a = try DaemonProcess(config: Self.config(connection, node: "node-a"))
+    try a.start()
+    #expect(a.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let b = try DaemonProcess(config: Self.config(connection, node: "node-b"))
+    try b.start()
+    #expect(b.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let onA = try VarlinkClient(path: a.socketPath)
+    // A reminder already due when its trial starts is logged as skipped at once.
+    let due = try ReminderSchedule([.hours(2)])
+    _ = try onA.startTrial(StartTrialParameters(subject: "before", duration: Days(1.0 / 24), reminders: due))
+    var subjects: [String?] = []
+    let watch = try VarlinkClient(path: b.socketPath, timeout: 30)
+    try watch.stream(Trials.watch, WatchParameters()) { reply in
+      guard let event = reply.event else {
+        // In place: what node-a logs from now on must reach this Watch on node-b.
+        _ = try onA.startTrial(
+          StartTrialParameters(subject: "after", duration: Days(1.0 / 24), reminders: due))
+        return true
+      }
+      subjects.append(event.subject)
+      return false
+    }
+    #expect(subjects == ["after"])
+    for daemon in [a, b] {
+      daemon.signal(SIGTERM)
+      #expect(daemon.waitForExit() == 0)
+    }
+  }
+
   @Test func fleetNode_StartsAnswersAndHandsItsShardsBackOnStop() throws {
     let server = try PostgresServer.shared()
     let database = try server.createDatabase()

@@ -11,12 +11,17 @@ public enum EventFeed {
     -> EventLogBounds
   {
     let bounds = try txn.eventLogBounds()
+    try checkCursor(after, against: bounds)
+    return bounds
+  }
+
+  /// `checkCursor(_:in:)` against bounds read already.
+  public static func checkCursor(_ after: EventCursor, against bounds: EventLogBounds) throws {
     if after > bounds.last { throw TrialError(.cursorAhead(cursor: after, last: bounds.last)) }
     if after < bounds.prunedThrough {
       throw TrialError(
         .cursorPruned(cursor: after, resumeAfter: bounds.prunedThrough, oldest: bounds.first))
     }
-    return bounds
   }
 
   /// Up to `limit` events after `after`, in order, having checked the cursor.

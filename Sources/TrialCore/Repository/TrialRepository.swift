@@ -78,4 +78,21 @@ public protocol TrialRepository: AnyObject {
   @discardableResult
   func restore(into planner: inout Planner, progressEvery: Int, progress: (Int) -> Void) throws
     -> RestoreSummary
+  /// One trial, in a read of its own. A default (`read`) is written over the transaction; a
+  /// store across a network reads it in one statement.
+  func trial(_ id: TrialID) throws -> Trial?
+  /// Up to `limit` logged events after `after`, the cursor checked first (`EventFeed.events`),
+  /// in a read of its own. A default (`read`) is written over the transaction; a store across a
+  /// network reads them in one statement.
+  func loggedEvents(after: EventCursor, limit: Int) throws -> [LoggedEvent]
+}
+
+extension TrialRepository {
+  public func trial(_ id: TrialID) throws -> Trial? {
+    try read { try $0.trial(id) }
+  }
+
+  public func loggedEvents(after: EventCursor, limit: Int) throws -> [LoggedEvent] {
+    try read { try EventFeed.events(after: after, limit: limit, in: $0) }
+  }
 }

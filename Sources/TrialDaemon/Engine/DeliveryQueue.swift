@@ -115,8 +115,10 @@ final class DeliveryQueue {
   private var markWake: (any ScheduledWake)?
   /// How long a delivery may wait for a write to ride in before it gets a commit of its own.
   static let markDelay: TimeInterval = 1
-  /// Deliveries ride in the next wake's commit when it comes this soon.
-  static let rideWindow: TimeInterval = 0.005
+  /// Deliveries ride in the next wake's commit when it comes this soon (the engine sets a
+  /// longer one in a fleet, where a commit of their own costs a transaction on the shared
+  /// database: `Engine.deliveryRecordWindow`).
+  var rideWindow: TimeInterval = 0.005
 
   /// Deliveries not recorded in the store yet.
   var unrecordedCount: Int { unrecorded.count }
@@ -130,7 +132,7 @@ final class DeliveryQueue {
     guard !ids.isEmpty else { return }
     let now = scheduler.clock.now()
     unrecorded.insert(ids, at: now)
-    let rides = nextDue.map { $0.timeIntervalSince(now) <= Self.rideWindow } ?? false
+    let rides = nextDue.map { $0.timeIntervalSince(now) <= rideWindow } ?? false
     armMarkWake(after: rides ? Self.markDelay : 0)
   }
 

@@ -16,6 +16,8 @@ extension Engine {
   func published(_ events: [LoggedEvent]) {
     guard let last = events.last else { return }
     if let logFollower {
+      // What this node logged comes of age like the rest, whether or not it is read back.
+      schedulePrune(at: clock.now().adding(settings.retention.age))
       logFollower()
       return
     }
@@ -28,8 +30,13 @@ extension Engine {
   }
 
   /// Hands the observers events a log follower read (a fleet's shared log), in cursor order;
-  /// those handed already are passed over.
-  public func handOverFollowed(_ events: [LoggedEvent]) {
+  /// those handed already are passed over. `skippedTo`: the follower did not read the log up
+  /// to there, while nobody watched (the Watches read what they need of it themselves).
+  public func handOverFollowed(_ events: [LoggedEvent], skippedTo: EventCursor? = nil) {
+    if let skippedTo, skippedTo > publishedThrough {
+      publishedThrough = skippedTo
+      for observer in logObservers { observer.logSkipped(to: skippedTo) }
+    }
     let new = events.drop { $0.cursor <= publishedThrough }
     guard let last = new.last else { return }
     handOver(Array(new), through: last.cursor)

@@ -39,7 +39,11 @@ extension Engine {
     let active = counts[.active, default: 0]
     var line = "\(active) active trial\(active == 1 ? "" : "s")"
     guard let next = planner.nextEvent else { return line + "; nothing scheduled" }
-    let subject = (try? repository.read { try $0.trial(next.trialID) })??.subject ?? "\(next.trialID)"
+    // Read once per trial that comes next (a statement on a fleet's shared database).
+    if statusSubject?.id != next.trialID {
+      statusSubject = (try? repository.trial(next.trialID))?.map { ($0.id, $0.subject) }
+    }
+    let subject = statusSubject.map(\.subject) ?? "\(next.trialID)"
     let left = next.due.duration(since: clock.now())
     let when = left <= .zero ? "now" : "in " + TimeSpan.format(left, style: .brief)
     switch next.kind {

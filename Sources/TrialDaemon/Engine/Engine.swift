@@ -29,6 +29,8 @@ public final class Engine {
   var statusWake: (any ScheduledWake)?
   var lastStatusUptime: TimeInterval?
   var lastStatus: String?
+  /// The subject of the trial the status line names, read once for each trial it names.
+  var statusSubject: (id: TrialID, subject: String)?
   private var retryWake: (any ScheduledWake)?
   var flushWake: (any ScheduledWake)?
   var pendingCommands: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)] = []
@@ -41,6 +43,9 @@ public final class Engine {
   /// In a fleet: wakes the reader of the shared log, which hands the observers what every
   /// node logged (`handOverFollowed`), so that the engine's queue never waits for that read.
   public var logFollower: (@Sendable () -> Void)?
+  /// The Watches running (told by the feed that serves them); in a fleet the shared log is
+  /// read only while there is one.
+  public let logDemand = LogDemand()
   /// Whether the snapshot carries the next event's subject, read after every change. Off in
   /// a fleet, where that read crosses the network: `GetStatus` reads it when asked.
   public var resolvesNextSubject = true
@@ -305,6 +310,19 @@ public final class Engine {
 
   /// Events taken but waiting for the sinks: journald's rate limit, or a failing sink.
   public var heldEvents: Int { delivery.heldCount }
+
+  /// How soon the next wake must come for the deliveries made to be recorded in its commit
+  /// rather than in one of their own (see `DeliveryQueue`): 5 ms by default, so that a crash
+  /// delivers again at most what fell due that densely; a fleet node waits for up to a second
+  /// (`DeliveryQueue.markDelay`), as a commit there is a transaction on the shared database.
+  public var deliveryRecordWindow: TimeInterval {
+    get { delivery.rideWindow }
+    set { delivery.rideWindow = newValue }
+  }
+
+  /// The longest `deliveryRecordWindow` that changes anything: deliveries are recorded within
+  /// this time whatever comes.
+  public static var deliveryRecordDelay: TimeInterval { DeliveryQueue.markDelay }
 
   private func scheduleRetry() {
     guard retryWake == nil, !stopped else { return }

@@ -14,6 +14,14 @@ public protocol EventSink: AnyObject {
 /// and without gaps: the running Watches are fed from here.
 public protocol EventLogObserver: AnyObject {
   func eventsLogged(_ events: [LoggedEvent])
+  /// The log reaches `cursor`, and the events up to it were not handed over (a fleet node's
+  /// log follower skipped them while nobody watched): an observer that needs them reads them
+  /// from the log.
+  func logSkipped(to cursor: EventCursor)
+}
+
+extension EventLogObserver {
+  public func logSkipped(to cursor: EventCursor) {}
 }
 
 /// A sink's "not now": it took nothing, and can take the entry from `until` on (monotonic

@@ -65,3 +65,36 @@ extension Engine {
       settings: settings)
   }
 }
+
+/// How many Watches are running, from any thread: in a fleet, the shared log is read for them
+/// only while there is one (a statement a read on the shared database, at every node).
+public final class LogDemand: Sendable {
+  private struct State {
+    var watches = 0
+    var onWanted: (@Sendable () -> Void)?
+  }
+
+  private let state = Mutex(State())
+
+  public init() {}
+
+  /// Whether any Watch is running.
+  public var isWanted: Bool { state.withLock { $0.watches > 0 } }
+
+  /// Called, on the thread that starts it, when the first Watch starts.
+  public func whenWanted(_ action: @escaping @Sendable () -> Void) {
+    state.withLock { $0.onWanted = action }
+  }
+
+  func watchStarted() {
+    let action = state.withLock { state -> (@Sendable () -> Void)? in
+      state.watches += 1
+      return state.watches == 1 ? state.onWanted : nil
+    }
+    action?()
+  }
+
+  func watchEnded() {
+    state.withLock { $0.watches -= 1 }
+  }
+}

@@ -70,6 +70,9 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
     let shards = self.shards
     engine.owns = { ownership.owned[shards.shard(of: $0)] != nil }
     engine.resolvesNextSubject = false
+    // Deliveries ride in the next wake's transaction when one comes within a second: one of
+    // their own would cost three statements on the shared database.
+    queue.sync { engine.deliveryRecordWindow = Engine.deliveryRecordDelay }
     membership.delegate = self
     // Its lag, reported with each lease: how overdue its next event is.
     let snapshots = queue.sync { engine.snapshots() }

@@ -42,12 +42,17 @@ public final class TrialsHandlers: @unchecked Sendable {
     // Watches read the log on their connection's queue, in read transactions of their own.
     let queries = self.queries
     let read: @Sendable (EventCursor, Int) throws -> [LoggedEvent] = { after, limit in
-      try queries.repository.read { try EventFeed.events(after: after, limit: limit, in: $0) }
+      try queries.repository.loggedEvents(after: after, limit: limit)
     }
     // One step on the queue, so that no event is logged between reading `last` and observing.
     let bound = Bound(value: engine)
     (watchers, snapshots) = queue.sync {
-      let hub = FeedHub(last: bound.value.publishedThrough, read: read)
+      // A fleet's shared log reaches the hub through the log follower, only while a Watch runs.
+      let shared = bound.value.logFollower != nil
+      let head: @Sendable () throws -> EventCursor = { try queries.eventLogBounds().last }
+      let hub = FeedHub(
+        last: bound.value.publishedThrough, read: read, demand: shared ? bound.value.logDemand : nil,
+        head: shared ? head : nil)
       bound.value.addLogObserver(hub)
       return (hub, bound.value.snapshots())
     }

@@ -18,10 +18,20 @@ final class FeedHub: EventLogObserver, Sendable {
   private let state: Mutex<State>
   /// Reads up to `limit` logged events after a cursor (checking it), from any thread.
   private let read: @Sendable (EventCursor, Int) throws -> [LoggedEvent]
+  /// In a fleet: told of every Watch that starts and ends (the shared log is read only while
+  /// one runs), and the log's newest cursor read when one starts without `after` (the events
+  /// handed over may be behind while none ran).
+  private let demand: LogDemand?
+  private let head: (@Sendable () throws -> EventCursor)?
 
-  init(last: EventCursor, read: @escaping @Sendable (EventCursor, Int) throws -> [LoggedEvent]) {
+  init(
+    last: EventCursor, read: @escaping @Sendable (EventCursor, Int) throws -> [LoggedEvent],
+    demand: LogDemand? = nil, head: (@Sendable () throws -> EventCursor)? = nil
+  ) {
     state = Mutex(State(last: last))
     self.read = read
+    self.demand = demand
+    self.head = head
   }
 
   func eventsLogged(_ events: [LoggedEvent]) {
@@ -36,17 +46,40 @@ final class FeedHub: EventLogObserver, Sendable {
     for watch in watches { watch.offer(events, replies) }
   }
 
+  func logSkipped(to cursor: EventCursor) {
+    let watches = state.withLock { state in
+      if cursor > state.last { state.last = cursor }
+      return Array(state.watches.values)
+    }
+    for watch in watches { watch.learn(cursor) }
+  }
+
   /// Starts a Watch: after `after` when given, else after the newest event. Returns what
   /// ends it.
   func watch(after: EventCursor?, _ sink: StreamSink<WatchReply>) -> @Sendable () -> Void {
+    demand?.watchStarted()
+    var newest: EventCursor?
+    if after == nil, let head {
+      do {
+        newest = try head()
+      } catch {
+        sink.fail(ControlError(answering: error, context: "could not read the event log: "))
+        demand?.watchEnded()
+        return {}
+      }
+    }
     let (key, watch) = state.withLock { state in
+      if let newest, newest > state.last { state.last = newest }
       state.nextKey += 1
       let watch = FeedWatch(position: after ?? state.last, known: state.last, sink: sink, read: read)
       state.watches[state.nextKey] = watch
       return (state.nextKey, watch)
     }
     sink.perform { watch.start(checking: after != nil) }
-    return { [weak self] in _ = self?.state.withLock { $0.watches.removeValue(forKey: key) } }
+    return { [weak self] in
+      guard let self, self.state.withLock({ $0.watches.removeValue(forKey: key) }) != nil else { return }
+      self.demand?.watchEnded()
+    }
   }
 
   /// Ends every Watch (the daemon is stopping).
@@ -55,7 +88,10 @@ final class FeedHub: EventLogObserver, Sendable {
       defer { state.watches.removeAll() }
       return Array(state.watches.values)
     }
-    for watch in all { watch.sink.finish() }
+    for watch in all {
+      demand?.watchEnded()
+      watch.sink.finish()
+    }
   }
 }
 
@@ -98,6 +134,16 @@ final class FeedWatch: @unchecked Sendable {
     started = true
     sink.send(WatchReply(event: nil))
     pump()
+  }
+
+  /// The log reaches `cursor`, though the hub handed none of the events up to it: read them
+  /// from the log (handed over on any thread).
+  func learn(_ cursor: EventCursor) {
+    sink.perform {
+      guard !self.failed, cursor > self.known else { return }
+      self.known = cursor
+      if self.started && !self.waitingForRoom { self.pump() }
+    }
   }
 
   /// Events just logged, with their replies, from the hub (handed over on any thread).

@@ -1,0 +1,51 @@
+import Foundation
+import TrialCore
+
+/// Reads that need one snapshot of a single statement, run as that one statement on a pooled
+/// reader connection (no `BEGIN`, no `COMMIT`): the shared database counts every statement of
+/// every node, and these are the reads a node makes as it runs (the status line's subject, the
+/// shared log's tail for the Watches).
+extension PostgresTrialRepository {
+  public func trial(_ id: TrialID) throws -> Trial? {
+    let result = try readStatement(
+      "SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial WHERE trial_id = $1",
+      [PostgresRecords.sql(id)])
+    return result.rows == 0 ? nil : try PostgresRecords.trial(result, 0)
+  }
+
+  /// The log's bounds and the events after `after` in one statement, so in one snapshot: the
+  /// bounds on every row (a row of NULL events when there is none after `after`).
+  public func loggedEvents(after: EventCursor, limit: Int) throws -> [LoggedEvent] {
+    let start = Int64(min(after.sequence, UInt64(Int64.max)))
+    let result = try readStatement(
+      """
+      SELECT h.last, h.pruned_through, h.kept, e.cursor, e.subject, e.trial_id, e.revision, e.offset_ms,
+        e.outcome, e.skip_detail, e.due_s, e.taken_s, e.late, NULL::double precision
+      FROM trialwatch.log_head h LEFT JOIN LATERAL (
+        SELECT * FROM trialwatch.event_log WHERE cursor > $1 ORDER BY cursor LIMIT $2) e ON true
+      ORDER BY e.cursor
+      """, [String(start), String(max(0, limit))])
+    guard result.rows > 0, let last = result.int64(0, 0), let pruned = result.int64(0, 1),
+      let kept = result.int(0, 2)
+    else {
+      throw PostgresStoreError.damaged("trialwatch.log_head is unreadable")
+    }
+    let bounds = EventLogBounds(
+      last: EventCursor(UInt64(bitPattern: last)), prunedThrough: EventCursor(UInt64(bitPattern: pruned)),
+      count: kept)
+    try EventFeed.checkCursor(after, against: bounds)
+    var events: [LoggedEvent] = []
+    events.reserveCapacity(result.rows)
+    for row in 0..<result.rows {
+      guard let cursor = result.int64(row, 3) else { continue }
+      guard let subject = result.string(row, 4) else {
+        throw PostgresStoreError.damaged("an unreadable event log row")
+      }
+      // The log keeps the entry as taken, without its delivery.
+      let entry = try PostgresRecords.ledgerEntry(result, row, from: 5)
+      events.append(
+        LoggedEvent(cursor: EventCursor(UInt64(bitPattern: cursor)), entry: entry, subject: subject))
+    }
+    return events
+  }
+}
