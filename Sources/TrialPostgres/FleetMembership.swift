@@ -244,6 +244,22 @@ public final class FleetMembership: @unchecked Sendable {
     }
   }
 
+  /// How soon a round follows one whose moves were not all made.
+  static let retry: DispatchTimeInterval = .milliseconds(20)
+  /// At most this many such rounds in a row; then the moves wait for the regular rounds.
+  static let retries = 10
+  private var retries = 0
+  private var retryScheduled = false
+
+  private func scheduleRetry() {
+    guard !retryScheduled else { return }
+    retryScheduled = true
+    queue.asyncAfter(deadline: .now() + Self.retry) { [weak self] in
+      self?.retryScheduled = false
+      self?.safeTick()
+    }
+  }
+
   /// What the last round read that decides whether the shards must be read again.
   private struct Seen: Equatable {
     var alive: Set<Int64>
@@ -295,6 +311,14 @@ public final class FleetMembership: @unchecked Sendable {
         }
         try connection.execute("COMMIT")
         settled = ShardBalance.moves(for: nodeID, alive: alive, owners: owners).isEmpty
+        // A claim skips a shard whose row is locked (the fence of a commit in flight, which a
+        // dead node's session ends at once): another round soon, not a whole round later.
+        if settled {
+          retries = 0
+        } else if retries < Self.retries {
+          retries += 1
+          scheduleRetry()
+        }
         lastOwners = owners
         // The version as this node's own moves left it: read again at the next round.
         seen = moves.isEmpty ? now : nil

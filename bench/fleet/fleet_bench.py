@@ -9,8 +9,10 @@
 # stdout (progress on stderr). The pieces of the fleet fault test (Tests/fleet/: the cluster, the
 # nodes, their configuration, the Varlink calls, the workload, the ledger, the fault runner and
 # analysis.py) are imported, not copied. Per system (fleet, poller1s, poller10s):
-#   idle          statements per second the database runs with nothing due
+#   idle          statements per second the database runs with nothing due (fleet: also per node)
 #   steady        events at a steady rate: lateness p50/p99 (taken - due) and statements per second
+#                 (fleet: also per event, every statement of the window over the events in it)
+#   loaded        fleet only: the steady phase again beside two busy loops (`yes > /dev/null`)
 #   burst         N events due at one instant: events / (last fired - due), fired: the fleet's
 #                 ledger delivered_at (its taken_at precedes the committing transaction), the
 #                 poller's execution time
@@ -21,15 +23,19 @@
 #                 carry the nodes' names): event ids taken more than once (fleet: ledger rows,
 #                 poller: executions rows), and seen twice in the nodes' or workers' logs (a worker
 #                 logs a job before the transaction that records it)
+#   get status    fleet only, last: 1,000,000 ended trials written into the database, then the
+#                 median time of GetStatus (it counts every trial of the fleet)
 # The poller's failover and faults run for poller1s only (its rescue takes 4 heartbeats: 40 s
 # and more at 10 s). Full run: 30 s idle, 60 s at 100 events/s, 20,000 at once, 3 kills and 3
-# stops, 30 s of faults (about 8 minutes); --quick: 10 s, 15 s, 2,000, 1 and 1, 12 s.
+# stops, 30 s of faults, 1,000,000 trials (about 10 minutes); --quick: 10 s, 15 s, 2,000, 1 and 1,
+# 12 s, 20,000.
 import argparse
 import os
 import re
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,15 +50,18 @@ from analysis import Fault  # noqa: E402
 from common import BenchError, on_cleanup, run_main  # noqa: E402
 import poller as pollers  # noqa: E402
 
-Bench = namedtuple("Bench", "idle rate steady burst kills stops faults")
+Bench = namedtuple("Bench", "idle rate steady burst kills stops faults big")
 # faults: fleet_test.Profile for FaultRunner (offsets after the first due event; no pg restart).
 FULL = Bench(idle=30.0, rate=100, steady=60.0, burst=20_000, kills=3, stops=3,
              faults=fleet_test.Profile(trials=0, burst=0, lead=0.0, window=30.0, kills=(5.0, 20.0),
-                                       restart_after=2.0, stop_at=11.0, stop_for=5.0, pg_at=None))
+                                       restart_after=2.0, stop_at=11.0, stop_for=5.0, pg_at=None),
+             big=1_000_000)
 QUICK = Bench(idle=10.0, rate=100, steady=15.0, burst=2_000, kills=1, stops=1,
               faults=fleet_test.Profile(trials=0, burst=0, lead=0.0, window=12.0, kills=(2.0, 10.0),
-                                        restart_after=2.0, stop_at=4.0, stop_for=5.0, pg_at=None))
+                                        restart_after=2.0, stop_at=4.0, stop_for=5.0, pg_at=None),
+              big=20_000)
 POLLERS = ((1.0, "poller1s"), (10.0, "poller10s"))
+BUSY_LOOPS = 2  # processes keeping a core busy beside the fleet in its loaded steady phase
 FAILOVER_EVENTS = 100  # per fault, due from 1 ms after it every 5 ms
 POLLER_FAILOVER_JOBS = 300  # due at one instant; a worker is killed as soon as one holds some
 
@@ -69,8 +78,12 @@ def figure_names(statements="statements"):
                   (f"{system}_lateness_p99", "ms"), (f"{system}_db_{statements}_idle_per_s", per_s),
                   (f"{system}_db_{statements}_loaded_per_s", per_s)]
         if system == "fleet":
-            names += [("fleet_failover_kill", "ms"), ("fleet_failover_stop", "ms"),
-                      ("fleet_duplicates_under_faults", "events"), ("fleet_redeliveries_under_faults", "events")]
+            names += [("fleet_lateness_p50_loaded", "ms"), ("fleet_lateness_p99_loaded", "ms"),
+                      (f"fleet_db_{statements}_idle_per_node_per_s", per_s),
+                      (f"fleet_db_{statements}_per_event", f"{statements}/event"),
+                      ("fleet_failover_kill", "ms"), ("fleet_failover_stop", "ms"),
+                      ("fleet_duplicates_under_faults", "events"), ("fleet_redeliveries_under_faults", "events"),
+                      ("fleet_get_status_ms_1m", "ms")]
         elif system == "poller1s":
             names += [("poller1s_failover_kill", "ms"), ("poller1s_duplicates_under_faults", "events"),
                       ("poller1s_redeliveries_under_faults", "events")]
@@ -379,6 +392,47 @@ def phase_steady(system, statements, bench):
     return p50, p99, loaded
 
 
+def phase_loaded(system, statements, bench):
+    """The steady phase again beside BUSY_LOOPS processes that each keep a core busy (`yes`
+    writing to /dev/null), as a machine running other work: (p50, p99) lateness in ms."""
+    loops = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(BUSY_LOOPS)]
+    on_cleanup(lambda: [loop.kill() for loop in loops])
+    try:
+        note(f"{system.name}: the steady phase beside {BUSY_LOOPS} busy loops")
+        p50, p99, _ = phase_steady(system, statements, bench)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    return p50, p99
+
+
+def phase_get_status(fleet, bench):
+    """GetStatus on a node with `bench.big` more trials (ended, so no node plans them) written
+    into the shared database: the median milliseconds of 50 calls, each a connection of its own,
+    as trialwatchctl makes it."""
+    started = time.time()
+    with fleet.cluster.connect("trialwatch") as connection:
+        connection.autocommit = True
+        connection.cursor().execute(f"""
+            INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, ended_s,
+              reminders_ms)
+            SELECT -n, n % {fleet_test.SHARDS}, 'bench-big-' || n, 'converted', 1, 0, 86400, 3600, '{{}}'
+            FROM generate_series(1, {bench.big}) AS n""")
+    note(f"fleet: {bench.big} trials written in {time.time() - started:.1f} s")
+    node = fleet.nodes[0]
+    times, total = [], None
+    for _ in range(50):
+        began = time.perf_counter()
+        status = fleet_test.varlink_calls(node.socket, [("GetStatus", {})])[0]
+        times.append((time.perf_counter() - began) * 1000)
+        total = sum(status["trials"].values())
+    note(f"fleet: GetStatus counts {total} trials; p50 {statistics.median(times):.2f} ms, max {max(times):.2f} ms")
+    if total is None or total < bench.big:
+        raise BenchError(f"GetStatus counts {total} trials, fewer than the {bench.big} written")
+    return statistics.median(times)
+
+
 def phase_burst(system, bench):
     due = time.time() + system.lead(bench.burst) + 1.0
     events = system.schedule([due] * bench.burst)
@@ -493,10 +547,15 @@ def run_fleet(cluster, statements, scratch, daemon, bench, figures):
     fleet = Fleet(cluster, scratch, daemon)
     fleet.start()
     kind = statements.kind
-    figures["fleet_db_%s_idle_per_s" % kind] = phase_idle(fleet, statements, bench)
+    idle = phase_idle(fleet, statements, bench)
+    figures["fleet_db_%s_idle_per_s" % kind] = idle
+    figures[f"fleet_db_{kind}_idle_per_node_per_s"] = idle / len(fleet.nodes)
     p50, p99, loaded = phase_steady(fleet, statements, bench)
     figures["fleet_lateness_p50"], figures["fleet_lateness_p99"] = p50, p99
     figures[f"fleet_db_{kind}_loaded_per_s"] = loaded
+    # Everything the database ran while the events fell due, idle rounds included, per event.
+    figures[f"fleet_db_{kind}_per_event"] = loaded / bench.rate
+    figures["fleet_lateness_p50_loaded"], figures["fleet_lateness_p99_loaded"] = phase_loaded(fleet, statements, bench)
     figures["fleet_fires_per_s"] = phase_burst(fleet, bench)
     failovers = phase_fleet_failover(fleet, bench)
     figures["fleet_failover_kill"] = statistics.median(failovers["kill"]) if failovers["kill"] else -1.0
@@ -510,6 +569,7 @@ def run_fleet(cluster, statements, scratch, daemon, bench, figures):
     figures["fleet_redeliveries_under_faults"] = duplicates(delivered)
     note(f"fleet faults: {len(first_taken(rows))} of {len(ids)} taken, {len(delivered)} delivery lines")
     statements.top("trialwatch")
+    figures["fleet_get_status_ms_1m"] = phase_get_status(fleet, bench)
     fleet.halt()
 
 
