@@ -10,7 +10,8 @@ import Foundation
 /// this module does not link libpq.
 ///
 /// Authentication: role `pwuser` (password `secret`) by password, every other role trusted;
-/// the superuser is `nobody`.
+/// the superuser is `nobody`. The server counts the statements each database runs
+/// (`pg_stat_statements`, when the server ships it: `statementCalls(database:)`).
 public final class PostgresServer: @unchecked Sendable {
   /// Where the cluster lives: `data/`, `socket/` and `server.log`.
   public let directory: String
@@ -104,6 +105,9 @@ public final class PostgresServer: @unchecked Sendable {
     running = true
     if !createdRoles {
       _ = try psql("CREATE ROLE pwuser LOGIN PASSWORD 'secret'", database: "postgres")
+      if countsStatements {
+        _ = try psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", database: "postgres")
+      }
       createdRoles = true
     }
   }
@@ -153,11 +157,38 @@ public final class PostgresServer: @unchecked Sendable {
     return completion.output
   }
 
+  // MARK: Counting statements
+
+  /// Whether the server counts statements: it ships `pg_stat_statements`, which it loads.
+  public var countsStatements: Bool {
+    FileManager.default.fileExists(atPath: binaries + "/../lib/pg_stat_statements.so")
+  }
+
+  /// The statements `database` has run, by their normalized text, with how many times each
+  /// ran (`BEGIN` and `COMMIT` included; statements run inside functions and triggers not).
+  /// Read from the `postgres` database, so that reading them adds none to `database`.
+  /// - Throws: when the server does not count statements (`countsStatements`).
+  public func statementCalls(database: String) throws -> [String: Int] {
+    guard countsStatements else { throw TestSupportError("this PostgreSQL has no pg_stat_statements") }
+    let output = try psql(
+      """
+      SELECT calls, replace(replace(query, E'\\n', ' '), E'\\t', ' ') FROM pg_stat_statements
+      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '\(database)')
+      """, database: "postgres")
+    var calls: [String: Int] = [:]
+    for line in output.split(separator: "\n") {
+      guard let bar = line.firstIndex(of: "|"), let count = Int(line[..<bar]) else { continue }
+      calls[String(line[line.index(after: bar)...]), default: 0] += count
+    }
+    return calls
+  }
+
   // MARK: Parts
 
   private var serverOptions: String {
     "-c listen_addresses='' -c unix_socket_directories='\(socketDirectory)' -p \(port) -c fsync=off"
       + " -c synchronous_commit=off -c full_page_writes=off"
+      + (countsStatements ? " -c shared_preload_libraries=pg_stat_statements" : "")
   }
 
   /// initdb as the server's user, and pg_hba.conf: pwuser by password, everyone else trusted.

@@ -31,21 +31,6 @@ class PostgresReadTransaction: TrialReadTransaction {
     return result.rows == 0 ? nil : try PostgresRecords.trial(result, 0)
   }
 
-  /// The trials of `ids` that exist, in one statement.
-  func trials(_ ids: some Collection<TrialID>) throws -> [Trial] {
-    guard !ids.isEmpty else { return [] }
-    let statement = Self.trialsStatement(ids)
-    return try PostgresRecords.trials(try query(statement.sql, statement.parameters))
-  }
-
-  /// The statement `trials(_:)` runs.
-  static func trialsStatement(_ ids: some Collection<TrialID>) -> (sql: String, parameters: [String?]) {
-    (
-      "SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial WHERE trial_id = ANY($1::bigint[])",
-      [PGArray.literal(ids.map { Int64(bitPattern: $0.rawValue) })]
-    )
-  }
-
   func activeTrialID(subject: String) throws -> TrialID? {
     let result = try query(
       "SELECT trial_id FROM trialwatch.trial WHERE subject = $1 AND state = 'active'", [subject])
@@ -96,29 +81,6 @@ class PostgresReadTransaction: TrialReadTransaction {
       WHERE trial_id = $1 AND revision = $2 AND offset_ms = $3
       """, PostgresRecords.key(id))
     return result.rows == 0 ? nil : try PostgresRecords.ledgerEntry(result, 0)
-  }
-
-  /// The ledger entries of `ids` that exist, in one statement.
-  func ledgerEntries(_ ids: some Collection<EventID>) throws -> [LedgerEntry] {
-    guard !ids.isEmpty else { return [] }
-    let statement = Self.ledgerStatement(ids)
-    return try PostgresRecords.ledgerEntries(try query(statement.sql, statement.parameters))
-  }
-
-  /// The statement `ledgerEntries(_:)` runs.
-  static func ledgerStatement(_ ids: some Collection<EventID>) -> (sql: String, parameters: [String?]) {
-    (
-      """
-      SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger
-      WHERE (trial_id, revision, offset_ms) IN (
-        SELECT * FROM unnest($1::bigint[], $2::integer[], $3::bigint[]))
-      """,
-      [
-        PGArray.literal(ids.map { Int64(bitPattern: $0.trialID.rawValue) }),
-        PGArray.literal(ids.map { Int64($0.revision) }),
-        PGArray.literal(ids.map { PostgresRecords.offset(of: $0.kind) }),
-      ]
-    )
   }
 
   func ledgerEntries(trial: TrialID) throws -> [LedgerEntry] {

@@ -92,10 +92,6 @@ enum PostgresRecords {
       endedAt: result.double(row, 6).map(date))
   }
 
-  static func trials(_ result: PGResult) throws -> [Trial] {
-    try (0..<result.rows).map { try trial(result, $0) }
-  }
-
   static func ledgerEntries(_ result: PGResult) throws -> [LedgerEntry] {
     try (0..<result.rows).map { try ledgerEntry(result, $0) }
   }

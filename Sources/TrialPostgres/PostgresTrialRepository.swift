@@ -185,7 +185,7 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
       let result = try body(txn)
       // The writes, the wake-ups, the log (its head's row locked only while the server
       // carries these out) and the commit, in one round trip.
-      try txn.commit(also: trialNotifications)
+      try txn.commit(notifying: trialNotifications)
       return result
     } catch {
       if let error = error as? PGError, error.isConnectionLoss {
@@ -198,12 +198,13 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
   }
 
   /// The wake-ups for the owners of the trials written, sent at the commit.
-  private func trialNotifications(_ txn: PostgresWriteTransaction) -> [PostgresWriteTransaction.Statement] {
-    var statements: [PostgresWriteTransaction.Statement] = []
+  private func trialNotifications(_ txn: PostgresWriteTransaction) -> [PostgresWriteTransaction.Notification]
+  {
+    var notifications: [PostgresWriteTransaction.Notification] = []
     var payload = ""
     func send() {
       guard !payload.isEmpty else { return }
-      statements.append(("SELECT pg_notify($1, $2)", [Self.trialsChannel, node + " " + payload]))
+      notifications.append((Self.trialsChannel, node + " " + payload))
       payload = ""
     }
     // Every trial a command wrote: its shard may change hands while the command commits, and
@@ -214,7 +215,7 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
       payload += payload.isEmpty ? id.description : "," + id.description
     }
     send()
-    return statements
+    return notifications
   }
 
   /// Whether `error` is the refusal of a second active trial of one subject (two nodes

@@ -1,37 +1,116 @@
 import Foundation
 import TrialCore
 
-/// The statements that send a write transaction's kept writes, each set-based: one per table
-/// whatever the number of rows.
+/// One statement of data-modifying CTEs, written a piece at a time: each value bound is
+/// appended to the parameters and stands in the text as the placeholder handed back.
+///
+/// Every data-modifying CTE runs to its end whether or not anything reads it; a plain
+/// `SELECT` CTE (a wake-up) runs only when read, so the final `SELECT` reads each. The CTEs
+/// share one snapshot: none sees the rows another inserted or updated, and no row is written
+/// by two of them.
+struct WriteQuery {
+  private(set) var parameters: [String?] = []
+  private var ctes: [String] = []
+  /// The names of the data-modifying CTEs so far.
+  private var writes: [String] = []
+  /// What the final `SELECT` reads, after `first`.
+  private var reads: [String] = []
+  /// The final `SELECT`'s first column; NULL when nil.
+  var first: String?
+
+  var isEmpty: Bool { ctes.isEmpty }
+
+  /// The placeholder of `value`, appended to the parameters.
+  mutating func bind(_ value: String?) -> String {
+    parameters.append(value)
+    return "$\(parameters.count)"
+  }
+
+  /// Adds an `INSERT`, `UPDATE` or `DELETE` (without `RETURNING`), as a CTE `name`
+  /// returning `returning`; returns the name.
+  @discardableResult
+  mutating func write(_ statement: String, named name: String? = nil, returning: String = "1") -> String {
+    let name = name ?? "w\(ctes.count)"
+    ctes.append("\(name) AS (\n\(statement)\nRETURNING \(returning))")
+    writes.append(name)
+    return name
+  }
+
+  /// Adds a `SELECT` that is run for its effect (`pg_notify`), as a CTE the final `SELECT`
+  /// reads.
+  mutating func call(_ select: String, named name: String? = nil) {
+    let name = name ?? "w\(ctes.count)"
+    ctes.append("\(name) AS (\(select))")
+    reads.append("(SELECT count(*) FROM \(name))")
+  }
+
+  /// A condition that holds once every write added so far has run to its end: a statement
+  /// that tests it waits for their row locks before taking its own (the log's head last, as
+  /// every transaction takes it, so that none waits on another in a cycle).
+  var afterWrites: String {
+    writes.isEmpty ? "true" : writes.map { "(SELECT count(*) FROM \($0))" }.joined(separator: " + ") + " >= 0"
+  }
+
+  var statement: PostgresWriteTransaction.Statement {
+    let columns = [first ?? "NULL::bigint"] + reads
+    return (
+      "WITH " + ctes.joined(separator: ",\n") + "\nSELECT " + columns.joined(separator: ", "), parameters
+    )
+  }
+}
+
+/// The pieces that send a write transaction's kept writes, each set-based: one or two per
+/// table whatever the number of rows, all in one statement.
 extension PostgresWriteTransaction {
-  func flushTrials(into statements: inout [Statement]) {
+  typealias Notification = (channel: String, payload: String)
+
+  /// The statement that sends every write kept so far, then `notifying`'s wake-ups (asked
+  /// for once the trials are sent, `changedTrials`), then the log; nil when nothing is kept.
+  /// Returns also how many log events it sends: its first column is then the log's head as
+  /// it found it.
+  func writesStatement(notifying: (PostgresWriteTransaction) -> [Notification] = { _ in [] })
+    -> (statement: Statement, events: Int)?
+  {
+    var query = WriteQuery()
+    writeTrials(into: &query)
+    writeLedger(into: &query)
+    writeConsumers(into: &query)
+    let notifications = notifying(self)
+    if !notifications.isEmpty {
+      let channels = query.bind(PGArray.literal(notifications.map { Optional($0.channel) }))
+      let payloads = query.bind(PGArray.literal(notifications.map { Optional($0.payload) }))
+      query.call("SELECT pg_notify(c, p) FROM unnest(\(channels)::text[], \(payloads)::text[]) AS n(c, p)")
+    }
+    let events = writeHead(into: &query)
+    return query.isEmpty ? nil : (query.statement, events)
+  }
+
+  func writeTrials(into query: inout WriteQuery) {
     guard !trialOrder.isEmpty else { return }
     let trials = trialOrder.map { trialWrites[$0]! }
-    statements.append(
-      (
-        """
-        INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, ended_s,
-          reminders_ms)
-        SELECT t, s, subj, st, r, b, e, x, m::bigint[]
-        FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::text[], $5::integer[], $6::float8[],
-          $7::float8[], $8::float8[], $9::text[]) AS u(t, s, subj, st, r, b, e, x, m)
-        ON CONFLICT (trial_id) DO UPDATE SET subject = excluded.subject, state = excluded.state,
-          revision = excluded.revision, start_s = excluded.start_s, end_s = excluded.end_s,
-          ended_s = excluded.ended_s, reminders_ms = excluded.reminders_ms
-        """,
-        [
-          PGArray.literal(trials.map { Int64(bitPattern: $0.id.rawValue) }),
-          PGArray.literal(trials.map { shards.shard(of: $0.id) }),
-          PGArray.literal(trials.map { Optional($0.subject) }),
-          PGArray.literal(trials.map { Optional($0.state.rawValue) }),
-          PGArray.literal(trials.map { Int64($0.revision) }),
-          PGArray.literal(trials.map { Optional(PostgresRecords.sql($0.period.startDate)) }),
-          PGArray.literal(trials.map { Optional(PostgresRecords.sql($0.period.endDate)) }),
-          PGArray.literal(trials.map { $0.endedAt.map(PostgresRecords.sql) }),
-          PGArray.literal(
-            trials.map { Optional(PGArray.literal($0.reminders.offsets.map(\.roundedMilliseconds))) }),
-        ]
-      ))
+    let p = [
+      PGArray.literal(trials.map { Int64(bitPattern: $0.id.rawValue) }),
+      PGArray.literal(trials.map { shards.shard(of: $0.id) }),
+      PGArray.literal(trials.map { Optional($0.subject) }),
+      PGArray.literal(trials.map { Optional($0.state.rawValue) }),
+      PGArray.literal(trials.map { Int64($0.revision) }),
+      PGArray.literal(trials.map { Optional(PostgresRecords.sql($0.period.startDate)) }),
+      PGArray.literal(trials.map { Optional(PostgresRecords.sql($0.period.endDate)) }),
+      PGArray.literal(trials.map { $0.endedAt.map(PostgresRecords.sql) }),
+      PGArray.literal(
+        trials.map { Optional(PGArray.literal($0.reminders.offsets.map(\.roundedMilliseconds))) }),
+    ].map { query.bind($0) }
+    query.write(
+      """
+      INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, ended_s,
+        reminders_ms)
+      SELECT t, s, subj, st, r, b, e, x, m::bigint[]
+      FROM unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::text[], \(p[3])::text[], \(p[4])::integer[],
+        \(p[5])::float8[], \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[]) AS u(t, s, subj, st, r, b, e, x, m)
+      ON CONFLICT (trial_id) DO UPDATE SET subject = excluded.subject, state = excluded.state,
+        revision = excluded.revision, start_s = excluded.start_s, end_s = excluded.end_s,
+        ended_s = excluded.ended_s, reminders_ms = excluded.reminders_ms
+      """)
     for trial in trials {
       trialReads[trial.id] = trial
       changedTrials.append(trial.id)
@@ -40,131 +119,144 @@ extension PostgresWriteTransaction {
     trialOrder = []
   }
 
-  func flushLedger(into statements: inout [Statement]) {
+  /// The ledger's new entries, then its deliveries: those of entries read (`ledgerUpdates`)
+  /// as they are, those sent unread (`ledgerMarks`) only to entries still undelivered. An
+  /// entry inserted by this transaction is never among them (`putLedgerEntry`).
+  func writeLedger(into query: inout WriteQuery) {
     if !ledgerInsertOrder.isEmpty {
       let entries = ledgerInsertOrder.map { ledgerInserts[$0]! }
       let outcomes = entries.map { PostgresRecords.outcome($0.outcome) }
-      let epochs = entries.map { fenced[shards.shard(of: $0.event.trialID)].map(String.init) }
-      statements.append(
-        (
-          """
-          INSERT INTO trialwatch.ledger (trial_id, revision, offset_ms, event_id, shard, kind, outcome, skip_detail,
-            due_s, taken_s, late, delivered_s, node, epoch)
-          SELECT t, r, o, id, s, CASE WHEN o = 0 THEN 'expiry' ELSE 'reminder' END, oc, d, due, tk, l, dl, $13, ep
-          FROM unnest($1::bigint[], $2::integer[], $3::bigint[], $4::text[], $5::integer[], $6::text[], $7::text[],
-            $8::float8[], $9::float8[], $10::boolean[], $11::float8[], $12::bigint[])
-            AS u(t, r, o, id, s, oc, d, due, tk, l, dl, ep)
-          """,
-          [
-            PGArray.literal(entries.map { Int64(bitPattern: $0.event.trialID.rawValue) }),
-            PGArray.literal(entries.map { Int64($0.event.revision) }),
-            PGArray.literal(entries.map { PostgresRecords.offset(of: $0.event.kind) }),
-            PGArray.literal(entries.map { Optional($0.id.description) }),
-            PGArray.literal(entries.map { shards.shard(of: $0.event.trialID) }),
-            PGArray.literal(outcomes.map { Optional($0.text) }),
-            PGArray.literal(outcomes.map(\.detail)),
-            PGArray.literal(entries.map { Optional(PostgresRecords.sql($0.event.due)) }),
-            PGArray.literal(entries.map { Optional(PostgresRecords.sql($0.takenAt)) }),
-            PGArray.literal(entries.map(\.isLate)),
-            PGArray.literal(entries.map { $0.deliveredAt.map(PostgresRecords.sql) }),
-            PGArray.literal(epochs),
-            node,
-          ]
-        ))
+      let p = [
+        PGArray.literal(entries.map { Int64(bitPattern: $0.event.trialID.rawValue) }),
+        PGArray.literal(entries.map { Int64($0.event.revision) }),
+        PGArray.literal(entries.map { PostgresRecords.offset(of: $0.event.kind) }),
+        PGArray.literal(entries.map { Optional($0.id.description) }),
+        PGArray.literal(entries.map { shards.shard(of: $0.event.trialID) }),
+        PGArray.literal(outcomes.map { Optional($0.text) }),
+        PGArray.literal(outcomes.map(\.detail)),
+        PGArray.literal(entries.map { Optional(PostgresRecords.sql($0.event.due)) }),
+        PGArray.literal(entries.map { Optional(PostgresRecords.sql($0.takenAt)) }),
+        PGArray.literal(entries.map(\.isLate)),
+        PGArray.literal(entries.map { $0.deliveredAt.map(PostgresRecords.sql) }),
+        PGArray.literal(entries.map { fenced[shards.shard(of: $0.event.trialID)].map(String.init) }),
+        node,
+      ].map { query.bind($0) }
+      query.write(
+        """
+        INSERT INTO trialwatch.ledger (trial_id, revision, offset_ms, event_id, shard, kind, outcome, skip_detail,
+          due_s, taken_s, late, delivered_s, node, epoch)
+        SELECT t, r, o, id, s, CASE WHEN o = 0 THEN 'expiry' ELSE 'reminder' END, oc, d, due, tk, l, dl, \(p[12]), ep
+        FROM unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::bigint[], \(p[3])::text[], \(p[4])::integer[],
+          \(p[5])::text[], \(p[6])::text[], \(p[7])::float8[], \(p[8])::float8[], \(p[9])::boolean[],
+          \(p[10])::float8[], \(p[11])::bigint[]) AS u(t, r, o, id, s, oc, d, due, tk, l, dl, ep)
+        """)
       for entry in entries { ledgerReads[entry.id] = entry }
       ledgerInserts = [:]
       ledgerInsertOrder = []
     }
-    if !ledgerUpdates.isEmpty {
-      let entries = Array(ledgerUpdates.values)
-      statements.append(
-        (
-          """
-          UPDATE trialwatch.ledger l SET delivered_s = u.d
-          FROM unnest($1::bigint[], $2::integer[], $3::bigint[], $4::float8[]) AS u(t, r, o, d)
-          WHERE l.trial_id = u.t AND l.revision = u.r AND l.offset_ms = u.o
-          """,
-          [
-            PGArray.literal(entries.map { Int64(bitPattern: $0.event.trialID.rawValue) }),
-            PGArray.literal(entries.map { Int64($0.event.revision) }),
-            PGArray.literal(entries.map { PostgresRecords.offset(of: $0.event.kind) }),
-            PGArray.literal(entries.map { $0.deliveredAt.map(PostgresRecords.sql) }),
-          ]
-        ))
-      for entry in entries { ledgerReads[entry.id] = entry }
-      ledgerUpdates = [:]
-    }
+    guard !ledgerUpdates.isEmpty || !ledgerMarks.isEmpty else { return }
+    let updates = ledgerUpdates.values.sorted { $0.id < $1.id }
+    let marks = ledgerMarks.sorted { $0.key < $1.key }
+    let ids = updates.map(\.id) + marks.map(\.key)
+    let p = [
+      PGArray.literal(ids.map { Int64(bitPattern: $0.trialID.rawValue) }),
+      PGArray.literal(ids.map { Int64($0.revision) }),
+      PGArray.literal(ids.map { PostgresRecords.offset(of: $0.kind) }),
+      PGArray.literal(
+        updates.map { $0.deliveredAt.map(PostgresRecords.sql) } + marks.map { PostgresRecords.sql($0.value) }),
+      PGArray.literal(updates.map { _ in false } + marks.map { _ in true }),
+    ].map { query.bind($0) }
+    query.write(
+      """
+      UPDATE trialwatch.ledger l SET delivered_s = u.d
+      FROM unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::bigint[], \(p[3])::float8[], \(p[4])::boolean[])
+        AS u(t, r, o, d, unread)
+      WHERE l.trial_id = u.t AND l.revision = u.r AND l.offset_ms = u.o AND (NOT u.unread OR l.delivered_s IS NULL)
+      """)
+    for entry in updates { ledgerReads[entry.id] = entry }
+    ledgerUpdates = [:]
+    // What the marks found is not known here: a later read asks the database.
+    ledgerMarks = [:]
   }
 
-  /// The statement that sends the log's rows, moves its head (with the last wall time seen)
-  /// and wakes the other nodes' log readers, for what is pending; nil when nothing is. The
-  /// server gives the rows their cursors, after the head as the statement finds it, so that
-  /// it needs no round trip before, and the head's row is locked only from this statement to
-  /// the commit. Returns the events it sends.
-  func headStatement() -> (statement: Statement, events: Int)? {
+  /// The log's rows, its head moved (with the last wall time seen) and the wake-up of the
+  /// other nodes' log readers, for what is pending; only the last wall time when no event
+  /// is. The server gives the rows their cursors, after the head as the statement finds it,
+  /// so that no round trip goes before; the head's row is locked after every other write of
+  /// the statement (`afterWrites`), until the commit. Returns how many events it sends.
+  func writeHead(into query: inout WriteQuery) -> Int {
     let events = logAppends[flushedLog...]
     let seen = lastSeen.map(PostgresRecords.sql)
     lastSeen = nil
+    let after = query.afterWrites
     guard !events.isEmpty else {
-      return seen.map { (("UPDATE trialwatch.log_head SET last_seen_s = $1", [$0]), 0) }
+      if let seen {
+        let time = query.bind(seen)
+        query.write("UPDATE trialwatch.log_head SET last_seen_s = \(time)::float8 WHERE \(after)")
+      }
+      return 0
     }
     let outcomes = events.map { PostgresRecords.outcome($0.entry.outcome) }
-    return (
-      (
-        """
-        WITH head AS (
-          UPDATE trialwatch.log_head
-          SET last = last + cardinality($1::bigint[]), kept = kept + cardinality($1::bigint[]),
-            last_seen_s = coalesce($11::float8, last_seen_s)
-          RETURNING last - cardinality($1::bigint[]) AS base, last),
-        rows AS (
-          INSERT INTO trialwatch.event_log (cursor, trial_id, revision, offset_ms, subject, outcome, skip_detail,
-            due_s, taken_s, late)
-          SELECT head.base + u.n, t, r, o, subj, oc, d, due, tk, l
-          FROM head, unnest($1::bigint[], $2::integer[], $3::bigint[], $4::text[], $5::text[], $6::text[],
-            $7::float8[], $8::float8[], $9::boolean[]) WITH ORDINALITY AS u(t, r, o, subj, oc, d, due, tk, l, n)
-          RETURNING 1),
-        wake AS (SELECT pg_notify($10, (SELECT last FROM head)::text))
-        SELECT (SELECT base FROM head), (SELECT count(*) FROM rows), (SELECT count(*) FROM wake)
-        """,
-        [
-          PGArray.literal(events.map { Int64(bitPattern: $0.event.trialID.rawValue) }),
-          PGArray.literal(events.map { Int64($0.event.revision) }),
-          PGArray.literal(events.map { PostgresRecords.offset(of: $0.event.kind) }),
-          PGArray.literal(events.map { Optional($0.subject) }),
-          PGArray.literal(outcomes.map { Optional($0.text) }),
-          PGArray.literal(outcomes.map(\.detail)),
-          PGArray.literal(events.map { Optional(PostgresRecords.sql($0.event.due)) }),
-          PGArray.literal(events.map { Optional(PostgresRecords.sql($0.takenAt)) }),
-          PGArray.literal(events.map(\.isLate)),
-          PostgresTrialRepository.logChannel, seen,
-        ]
-      ), events.count
-    )
+    let p = [
+      PGArray.literal(events.map { Int64(bitPattern: $0.event.trialID.rawValue) }),
+      PGArray.literal(events.map { Int64($0.event.revision) }),
+      PGArray.literal(events.map { PostgresRecords.offset(of: $0.event.kind) }),
+      PGArray.literal(events.map { Optional($0.subject) }),
+      PGArray.literal(outcomes.map { Optional($0.text) }),
+      PGArray.literal(outcomes.map(\.detail)),
+      PGArray.literal(events.map { Optional(PostgresRecords.sql($0.event.due)) }),
+      PGArray.literal(events.map { Optional(PostgresRecords.sql($0.takenAt)) }),
+      PGArray.literal(events.map(\.isLate)),
+      PostgresTrialRepository.logChannel, seen,
+    ].map { query.bind($0) }
+    query.write(
+      """
+      UPDATE trialwatch.log_head
+      SET last = last + cardinality(\(p[0])::bigint[]), kept = kept + cardinality(\(p[0])::bigint[]),
+        last_seen_s = coalesce(\(p[10])::float8, last_seen_s)
+      WHERE \(after)
+      """, named: "head", returning: "last - cardinality(\(p[0])::bigint[]) AS base, last")
+    query.write(
+      """
+      INSERT INTO trialwatch.event_log (cursor, trial_id, revision, offset_ms, subject, outcome, skip_detail,
+        due_s, taken_s, late)
+      SELECT head.base + u.n, t, r, o, subj, oc, d, due, tk, l
+      FROM head, unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::bigint[], \(p[3])::text[],
+        \(p[4])::text[], \(p[5])::text[], \(p[6])::float8[], \(p[7])::float8[], \(p[8])::boolean[])
+        WITH ORDINALITY AS u(t, r, o, subj, oc, d, due, tk, l, n)
+      """, named: "log_rows")
+    query.call("SELECT pg_notify(\(p[9]), (SELECT last FROM head)::text)", named: "log_wake")
+    query.first = "(SELECT base FROM head)"
+    return events.count
   }
 
-  func flushConsumers(into statements: inout [Statement]) {
-    for (name, consumer) in consumerWrites.sorted(by: { $0.key < $1.key }) {
-      if let consumer {
-        statements.append(
-          (
-            """
-            INSERT INTO trialwatch.consumer (name, acknowledged, created_s, acknowledged_s, lost, lost_s)
-            VALUES ($1, $2, $3, $4, $5, $6)
-            ON CONFLICT (name) DO UPDATE SET acknowledged = excluded.acknowledged,
-              acknowledged_s = excluded.acknowledged_s, lost = excluded.lost, lost_s = excluded.lost_s
-            """,
-            [
-              name, String(Int64(bitPattern: consumer.acknowledged.sequence)),
-              PostgresRecords.sql(consumer.createdAt),
-              consumer.acknowledgedAt.map(PostgresRecords.sql), String(Int64(bitPattern: consumer.lost)),
-              consumer.lostAt.map(PostgresRecords.sql),
-            ]
-          ))
-      } else {
-        statements.append(("DELETE FROM trialwatch.consumer WHERE name = $1", [name]))
-      }
-    }
+  /// The consumers written, then those removed (a name is in one or the other).
+  func writeConsumers(into query: inout WriteQuery) {
+    let writes = consumerWrites.sorted { $0.key < $1.key }
     consumerWrites = [:]
+    let kept = writes.compactMap(\.value)
+    if !kept.isEmpty {
+      let p = [
+        PGArray.literal(kept.map { Optional($0.name) }),
+        PGArray.literal(kept.map { Int64(bitPattern: $0.acknowledged.sequence) }),
+        PGArray.literal(kept.map { Optional(PostgresRecords.sql($0.createdAt)) }),
+        PGArray.literal(kept.map { $0.acknowledgedAt.map(PostgresRecords.sql) }),
+        PGArray.literal(kept.map { Int64(bitPattern: $0.lost) }),
+        PGArray.literal(kept.map { $0.lostAt.map(PostgresRecords.sql) }),
+      ].map { query.bind($0) }
+      query.write(
+        """
+        INSERT INTO trialwatch.consumer (name, acknowledged, created_s, acknowledged_s, lost, lost_s)
+        SELECT * FROM unnest(\(p[0])::text[], \(p[1])::bigint[], \(p[2])::float8[], \(p[3])::float8[],
+          \(p[4])::bigint[], \(p[5])::float8[])
+        ON CONFLICT (name) DO UPDATE SET acknowledged = excluded.acknowledged,
+          acknowledged_s = excluded.acknowledged_s, lost = excluded.lost, lost_s = excluded.lost_s
+        """)
+    }
+    let removed = writes.filter { $0.value == nil }.map { Optional($0.key) }
+    if !removed.isEmpty {
+      let names = query.bind(PGArray.literal(removed))
+      query.write("DELETE FROM trialwatch.consumer WHERE name = ANY(\(names)::text[])")
+    }
   }
 }

@@ -2,10 +2,14 @@ import Foundation
 import TrialCore
 
 /// A write transaction on the shared store. Writes are kept in memory and sent at the
-/// commit (or before a scan) as a few set-based statements, whatever their number; reads
-/// see them first. `admit` fences a fire: it locks the rows of the shards this node owns,
-/// at the epochs it knows, until the commit, so that a takeover waits for the commit and
-/// every later commit of this node for those shards finds its epoch gone.
+/// commit (or before a scan) as one statement of set-based pieces, whatever their number
+/// (`writesStatement`); reads see them first. `admit` fences a fire: it locks the rows of
+/// the shards this node owns, at the epochs it knows, until the commit, so that a takeover
+/// waits for the commit and every later commit of this node for those shards finds its
+/// epoch gone.
+///
+/// A wake that takes events costs two round trips: `BEGIN`, the fence and the trials with
+/// their ledger entries (`admit`), then the writes and `COMMIT`.
 final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransaction {
   let shards: ShardMap
   let node: String
@@ -17,6 +21,10 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   var ledgerInserts: [EventID: LedgerEntry] = [:]
   var ledgerInsertOrder: [EventID] = []
   var ledgerUpdates: [EventID: LedgerEntry] = [:]
+  /// Deliveries of entries not read, sent as they are: the database gives them only to
+  /// entries still undelivered (`markDelivered`). Never of an id the other ledger
+  /// dictionaries hold.
+  var ledgerMarks: [EventID: Date] = [:]
   var logBase: Int64?
   var logAppends: [LoggedEvent] = []
   /// How many of `logAppends` were sent.
@@ -62,8 +70,10 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   // MARK: The fence
 
   /// Keeps the due events of shards this node owns at the epoch it knows, and only those due
-  /// by the database's clock; reads the trials and ledger entries `take` will look at in the
-  /// same round trip (`pipeline`).
+  /// by the database's clock. In the same round trip (`pipeline`), reads the trials `take`
+  /// will look at, each with the offsets of its current revision's ledger entries: an event
+  /// of that revision whose entry is not among them is known to be absent, and no entry is
+  /// read.
   func admit(_ due: [DueEvent]) throws -> [DueEvent] {
     let candidates = due.filter { owned[shards.shard(of: $0.event.trialID)] != nil }
     let wanted = Set(candidates.map { shards.shard(of: $0.event.trialID) }).sorted()
@@ -71,44 +81,69 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     let trialIDs = Set(candidates.map(\.event.trialID)).filter {
       trialReads[$0] == nil && trialWrites[$0] == nil
     }
-    let eventIDs = candidates.map(\.event.id).filter { ledgerReads[$0] == nil && ledgerInserts[$0] == nil }
-    let results = try pipeline([
+    var statements = [
+      // One row whatever is fenced: the shards and epochs locked, then the database's clock
+      // and where the log stands (for the cursors `appendEvent` returns), read once the
+      // locks are held.
       (
         """
-        SELECT s.shard, s.epoch, trialwatch.now_s()
-        FROM trialwatch.shard s JOIN unnest($1::integer[], $2::bigint[]) AS f(shard, epoch) USING (shard)
-        JOIN trialwatch.node n ON n.node_id = s.owner
-        WHERE n.name = $3 AND s.epoch = f.epoch
-        FOR SHARE OF s
+        SELECT array_agg(f.shard), array_agg(f.epoch), trialwatch.now_s(), (SELECT last FROM trialwatch.log_head)
+        FROM (
+          SELECT s.shard, s.epoch
+          FROM trialwatch.shard s JOIN unnest($1::integer[], $2::bigint[]) AS f(shard, epoch) USING (shard)
+          JOIN trialwatch.node n ON n.node_id = s.owner
+          WHERE n.name = $3 AND s.epoch = f.epoch
+          FOR SHARE OF s) f
         """, [PGArray.literal(wanted), PGArray.literal(wanted.map { owned[$0]! }), node]
-      ),
-      Self.trialsStatement(trialIDs), Self.ledgerStatement(eventIDs),
-      // Where the log stands, for the cursors `appendEvent` returns.
-      ("SELECT last FROM trialwatch.log_head", []),
-    ])
-    if logBase == nil { logBase = results[3].int64(0, 0) }
-    let fence = results[0]
-    var databaseNow = -Double.infinity
-    for row in 0..<fence.rows {
-      guard let shard = fence.int(row, 0), let epoch = fence.int64(row, 1), let now = fence.double(row, 2)
-      else { continue }
-      fenced[shard] = epoch
-      databaseNow = now
+      )
+    ]
+    if !trialIDs.isEmpty {
+      statements.append(
+        (
+          """
+          SELECT \(PostgresRecords.trialColumns), ARRAY(
+            SELECT l.offset_ms FROM trialwatch.ledger l WHERE l.trial_id = t.trial_id AND l.revision = t.revision)
+          FROM trialwatch.trial t WHERE t.trial_id = ANY($1::bigint[])
+          """, [PGArray.literal(trialIDs.map { Int64(bitPattern: $0.rawValue) })]
+        ))
     }
-    for id in trialIDs { trialReads[id] = .some(nil) }
-    for trial in try PostgresRecords.trials(results[1]) { trialReads[trial.id] = trial }
-    for id in eventIDs { ledgerReads[id] = .some(nil) }
-    for entry in try PostgresRecords.ledgerEntries(results[2]) { ledgerReads[entry.id] = entry }
-    let now = PostgresRecords.date(databaseNow)
+    let results = try pipeline(statements)
+    let fence = results[0]
+    if logBase == nil { logBase = fence.int64(0, 3) }
+    let locked = zip(
+      fence.string(0, 0).flatMap(PGArray.int64s) ?? [], fence.string(0, 1).flatMap(PGArray.int64s) ?? [])
+    for (shard, epoch) in locked { fenced[Int(shard)] = epoch }
+    let now = PostgresRecords.date(fence.double(0, 2) ?? -.infinity)
+    if !trialIDs.isEmpty { try readTrials(results[1], ids: trialIDs, for: candidates) }
     return candidates.filter {
       fenced[shards.shard(of: $0.event.trialID)] != nil && (!refusesEarlyFires || $0.event.due <= now)
     }
   }
 
-  func prefetch(_ ids: [EventID]) throws {
-    let unread = ids.filter { ledgerReads[$0] == nil && ledgerInserts[$0] == nil }
-    for id in unread { ledgerReads[id] = .some(nil) }
-    for entry in try ledgerEntries(unread) { ledgerReads[entry.id] = entry }
+  /// Keeps the trials `admit` read (of `ids`), and the ledger entries of `candidates` known
+  /// to be absent: those of their trial's current revision whose offset is not in the ledger.
+  private func readTrials(_ result: PGResult, ids: Set<TrialID>, for candidates: [DueEvent]) throws {
+    for id in ids { trialReads[id] = .some(nil) }
+    var taken: [TrialID: Set<Int64>] = [:]
+    for row in 0..<result.rows {
+      let trial = try PostgresRecords.trial(result, row)
+      guard let offsets = result.string(row, 8).flatMap(PGArray.int64s) else {
+        throw PostgresStoreError.damaged("an unreadable ledger of trial \(trial.id)")
+      }
+      trialReads[trial.id] = trial
+      taken[trial.id] = Set(offsets)
+    }
+    for id in candidates.map(\.event.id) {
+      guard let offsets = taken[id.trialID], trialReads[id.trialID]??.revision == id.revision,
+        !offsets.contains(PostgresRecords.offset(of: id.kind)), !ledgerHolds(id)
+      else { continue }
+      ledgerReads[id] = .some(nil)
+    }
+  }
+
+  /// Whether this transaction knows of the ledger entry `id`: read, written or marked.
+  private func ledgerHolds(_ id: EventID) -> Bool {
+    ledgerReads[id] != nil || ledgerInserts[id] != nil || ledgerUpdates[id] != nil || ledgerMarks[id] != nil
   }
 
   // MARK: Reads through the writes
@@ -140,11 +175,20 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     if let read = ledgerReads[id] { return read }
     let entry = try super.ledgerEntry(id)
     ledgerReads[id] = entry
+    // A delivery sent unread becomes one of an entry read.
+    if let at = ledgerMarks.removeValue(forKey: id), var marked = entry, marked.deliveredAt == nil {
+      marked.deliveredAt = at
+      ledgerUpdates[id] = marked
+      return marked
+    }
     return entry
   }
 
   override func ledgerEntries(trial: TrialID) throws -> [LedgerEntry] {
     var entries = Dictionary(uniqueKeysWithValues: try super.ledgerEntries(trial: trial).map { ($0.id, $0) })
+    for (id, at) in ledgerMarks where id.trialID == trial && entries[id]?.deliveredAt == nil {
+      entries[id]?.deliveredAt = at
+    }
     for (id, entry) in ledgerInserts where id.trialID == trial { entries[id] = entry }
     for (id, entry) in ledgerUpdates where id.trialID == trial { entries[id] = entry }
     return entries.values.sorted { $0.id < $1.id }
@@ -202,6 +246,20 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     }
   }
 
+  /// Deliveries of entries this transaction knows are applied here; the others are sent
+  /// unread (`ledgerMarks`), so that recording them reads nothing.
+  func markDelivered(_ deliveries: [(id: EventID, at: Date)]) throws {
+    for (id, at) in deliveries {
+      if var entry = ledgerInserts[id] ?? ledgerUpdates[id] ?? ledgerReads[id].flatMap({ $0 }) {
+        guard entry.deliveredAt == nil else { continue }
+        entry.deliveredAt = at
+        try putLedgerEntry(entry)
+      } else if !ledgerHolds(id) {
+        ledgerMarks[id] = at
+      }
+    }
+  }
+
   func setLastSeenWallTime(_ date: Date) throws {
     lastSeen = date
   }
@@ -251,33 +309,13 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
 
   // MARK: Sending the writes
 
-  /// Sends every write kept so far (before a read that must see them).
-  func flush() throws {
-    try flushRows()
-    try flushHead()
-  }
-
   typealias Statement = (sql: String, parameters: [String?])
 
-  /// Sends the writes but the log's: trials, ledger, consumers, and `then`, in one round
-  /// trip (`pipeline`). Returns the results of `then`.
-  @discardableResult
-  func flushRows(then: [Statement] = []) throws -> [PGResult] {
-    var statements: [Statement] = []
-    flushTrials(into: &statements)
-    flushLedger(into: &statements)
-    flushConsumers(into: &statements)
-    guard !statements.isEmpty else {
-      return try then.map { try query($0.sql, $0.parameters) }
-    }
-    return Array(try pipeline(statements + then).suffix(then.count))
-  }
-
-  /// Sends what the log has pending, before a read that must see it.
-  func flushHead() throws {
-    guard let (statement, count) = headStatement() else { return }
+  /// Sends every write kept so far (before a read that must see them).
+  func flush() throws {
+    guard let (statement, events) = writesStatement() else { return }
     let result = try query(statement.sql, statement.parameters)
-    guard count > 0 else { return }
+    guard events > 0 else { return }
     guard let base = result.int64(0, 0) else {
       throw PostgresStoreError.damaged("trialwatch.log_head is empty")
     }
@@ -286,20 +324,17 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     flushedLog = logAppends.count
   }
 
-  /// Sends every pending write, `also` (the wake-ups, made once the writes are known), the
-  /// log's statement and the commit, in one round trip. Nothing when nothing was written.
-  func commit(also: (PostgresWriteTransaction) -> [Statement]) throws {
-    var statements: [Statement] = []
-    flushTrials(into: &statements)
-    flushLedger(into: &statements)
-    flushConsumers(into: &statements)
-    statements += also(self)
-    if let (statement, _) = headStatement() {
-      statements.append(statement)
-      flushedLog = logAppends.count
+  /// Sends every pending write, with `notifying`'s wake-ups, and commits: in one round trip,
+  /// the writes in one statement (`writesStatement`). A transaction that has not begun and
+  /// has writes sends that statement alone, a transaction of its own. Nothing when nothing
+  /// was written.
+  func commit(notifying: (PostgresWriteTransaction) -> [Notification]) throws {
+    let writes = writesStatement(notifying: notifying)?.statement
+    flushedLog = logAppends.count
+    if begun {
+      try pipeline((writes.map { [$0] } ?? []) + [("COMMIT", [])])
+    } else if let writes {
+      try connection.execute(writes.sql, writes.parameters)
     }
-    guard begun || !statements.isEmpty else { return }
-    try pipeline(statements + [("COMMIT", [])])
   }
-
 }

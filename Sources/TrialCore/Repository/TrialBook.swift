@@ -201,9 +201,9 @@ public enum TrialBook {
     var recorded = [(LedgerEntry, Trial)?](repeating: nil, count: due.count)
     for index in order {
       let item = due[index]
-      guard try txn.ledgerEntry(item.event.id) == nil,
-        var trial = try txn.trial(item.event.trialID), trial.isActive,
-        trial.revision == item.event.revision
+      // The trial first: an event of another revision never needs its ledger entry read.
+      guard var trial = try txn.trial(item.event.trialID), trial.isActive,
+        trial.revision == item.event.revision, try txn.ledgerEntry(item.event.id) == nil
       else { continue }
       let entry = LedgerEntry(item)
       try txn.putLedgerEntry(entry)
@@ -221,16 +221,12 @@ public enum TrialBook {
   }
 
   /// Records deliveries: each entry still undelivered gets `deliveredAt`, which takes it out
-  /// of the outbox. Ids not in the ledger, or already delivered, are passed over.
+  /// of the outbox. Ids not in the ledger, or already delivered, are passed over (the
+  /// transaction's `markDelivered`).
   public static func markDelivered(
     in txn: any TrialWriteTransaction, _ deliveries: some Sequence<(id: EventID, at: Date)>
   ) throws {
-    try txn.prefetch(deliveries.map(\.id))
-    for delivery in deliveries {
-      guard var entry = try txn.ledgerEntry(delivery.id), entry.deliveredAt == nil else { continue }
-      entry.deliveredAt = delivery.at
-      try txn.putLedgerEntry(entry)
-    }
+    try txn.markDelivered(Array(deliveries))
   }
 
   /// Records reminders skipped as a trial starts or moves: in the ledger as delivered (the

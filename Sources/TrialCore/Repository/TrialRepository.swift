@@ -50,14 +50,23 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
   /// shards this node owns at its epoch, due by the store's clock, and holds that ownership
   /// until the commit.
   func admit(_ due: [DueEvent]) throws -> [DueEvent]
-  /// Reads ahead the ledger entries of `ids`, which the caller is about to look at one by
-  /// one (a store across a network reads them in one round trip). A hint: may do nothing.
-  func prefetch(_ ids: [EventID]) throws
+  /// Records deliveries: each entry still undelivered gets its time, which takes it out of
+  /// the outbox; ids not in the ledger, or delivered already (in this transaction too), are
+  /// passed over. The default reads each entry and puts it back; a store across a network
+  /// may send the marks unread, to be applied by the database with the commit.
+  func markDelivered(_ deliveries: [(id: EventID, at: Date)]) throws
 }
 
 extension TrialWriteTransaction {
   public func admit(_ due: [DueEvent]) throws -> [DueEvent] { due }
-  public func prefetch(_ ids: [EventID]) throws {}
+
+  public func markDelivered(_ deliveries: [(id: EventID, at: Date)]) throws {
+    for delivery in deliveries {
+      guard var entry = try ledgerEntry(delivery.id), entry.deliveredAt == nil else { continue }
+      entry.deliveredAt = delivery.at
+      try putLedgerEntry(entry)
+    }
+  }
 }
 
 /// Where trials and the event ledger live. Implementations: the LMDB file store
