@@ -80,7 +80,7 @@ import TrialTesting
     #expect(try fixture.wake([reminder], at: reminder.takenAt).taken.isEmpty)
   }
 
-  @Test func wake_TakingAnExpiry_WithDeliveryMarksRiding_RunsAtMostFiveStatements() throws {
+  @Test func wake_TakingAnExpiryWithDeliveryMarksRiding_RunsAtMostFiveStatements() throws {
     let fixture = try Fixture()
     let trial = try fixture.start("acme-2", id: 0x20)
     let reminder = Self.fire(try Self.event(trial, .reminder(before: .seconds(30))), at: Self.origin + 31)
