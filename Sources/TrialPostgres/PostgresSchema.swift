@@ -188,8 +188,24 @@ public enum PostgresSchema {
     SELECT '(upgrade)', 0, state, count(*) FROM trialwatch.trial GROUP BY state;
     """
 
+  /// Version 4: a write of a trial another node changed since this transaction read it fails
+  /// the transaction as a serialization failure (SQLSTATE 40001), which the writer runs again
+  /// on what is there now: `trialwatch.written(n, expected)` raises it when a conditional
+  /// update wrote fewer rows than it was given.
+  static let upgradeTo4 = """
+    CREATE FUNCTION trialwatch.written(n bigint, expected bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+    BEGIN
+      IF n <> expected THEN
+        RAISE EXCEPTION USING ERRCODE = '40001',
+          MESSAGE = format('%s of %s trials changed on another node since this transaction read them',
+            expected - n, expected);
+      END IF;
+      RETURN n;
+    END $$;
+    """
+
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
-  static let steps = [createVersion1, upgradeTo2, upgradeTo3]
+  static let steps = [createVersion1, upgradeTo2, upgradeTo3, upgradeTo4]
 
   /// What `prepare` found or did.
   public enum Outcome: Hashable, Sendable {

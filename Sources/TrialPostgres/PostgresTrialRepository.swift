@@ -140,22 +140,24 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     }
   }
 
-  /// How many times `write` runs its body when another node's trial takes the subject of a
-  /// trial it starts (`trial_active_subject`) between the body's read and the commit.
+  /// How many times `write` runs its body when another node changed what it read before it
+  /// could commit (`runsAgain`).
   static let writeAttempts = 3
 
-  /// Runs `body` again, in a new transaction, when the database refuses a trial it starts
-  /// because another node committed an active trial of that subject after `body` read the
-  /// subject as free: the next run sees that node's trial, so that only the command that
-  /// started the subject fails (`subjectAlreadyActive`), not every command of the
-  /// transaction. After `writeAttempts` runs, the error is `translate`d.
+  /// Runs `body` again, in a new transaction, when the database refuses its commit because
+  /// another node changed what it read: committed an active trial of a subject it starts
+  /// (after `body` read the subject as free), or changed a trial it writes (after `body` read
+  /// it). The next run reads what is there now, so that only the command the change concerns
+  /// fails (`subjectAlreadyActive`, `notActive`) or sees it (an extension of an extended
+  /// trial), not every command of the transaction, and a fire of a trial that moved is left
+  /// out. After `writeAttempts` runs, the error is `translate`d.
   public func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
     try writer.withLock { slot in
       var attempt = 1
       while true {
         do {
           return try writeOnce(body, on: &slot)
-        } catch let error as PGError where Self.isActiveSubjectRace(error) && attempt < Self.writeAttempts {
+        } catch let error as PGError where Self.runsAgain(error) && attempt < Self.writeAttempts {
           attempt += 1
         } catch {
           throw Self.translate(error)
@@ -220,6 +222,12 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
 
   /// Whether `error` is the refusal of a second active trial of one subject (two nodes
   /// starting it at once).
+  /// Whether a failed write is run again: another node took the subject of a trial it starts,
+  /// or changed a trial it read (`trialwatch.written`: a serialization failure).
+  static func runsAgain(_ error: PGError) -> Bool {
+    isActiveSubjectRace(error) || error.sqlState == "40001"
+  }
+
   static func isActiveSubjectRace(_ error: PGError) -> Bool {
     guard error.sqlState == "23505", case .server(_, let message, _) = error else { return false }
     return message.contains("trial_active_subject")

@@ -62,6 +62,23 @@ struct WriteQuery {
 /// The pieces that send a write transaction's kept writes, each set-based: one or two per
 /// table whatever the number of rows, all in one statement.
 extension PostgresWriteTransaction {
+  /// The columns of `trials` as array literals: id, shard, subject, state, revision, start,
+  /// end, ended, reminders.
+  static func trialColumns(_ trials: [Trial], shards: ShardMap) -> [String?] {
+    [
+      PGArray.literal(trials.map { Int64(bitPattern: $0.id.rawValue) }),
+      PGArray.literal(trials.map { shards.shard(of: $0.id) }),
+      PGArray.literal(trials.map { Optional($0.subject) }),
+      PGArray.literal(trials.map { Optional($0.state.rawValue) }),
+      PGArray.literal(trials.map { Int64($0.revision) }),
+      PGArray.literal(trials.map { Optional(PostgresRecords.sql($0.period.startDate)) }),
+      PGArray.literal(trials.map { Optional(PostgresRecords.sql($0.period.endDate)) }),
+      PGArray.literal(trials.map { $0.endedAt.map(PostgresRecords.sql) }),
+      PGArray.literal(
+        trials.map { Optional(PGArray.literal($0.reminders.offsets.map(\.roundedMilliseconds))) }),
+    ]
+  }
+
   typealias Notification = (channel: String, payload: String)
 
   /// The statement that sends every write kept so far, then `notifying`'s wake-ups (asked
@@ -85,34 +102,52 @@ extension PostgresWriteTransaction {
     return query.isEmpty ? nil : (query.statement, events)
   }
 
+  /// The trials this transaction read are updated only as it read them (revision and state):
+  /// when another node changed one meanwhile, `trialwatch.written` fails the transaction as a
+  /// serialization failure and the repository runs it again. The others (new trials, or
+  /// written without a read) are inserted or replaced.
   func writeTrials(into query: inout WriteQuery) {
     guard !trialOrder.isEmpty else { return }
     let trials = trialOrder.map { trialWrites[$0]! }
-    let p = [
-      PGArray.literal(trials.map { Int64(bitPattern: $0.id.rawValue) }),
-      PGArray.literal(trials.map { shards.shard(of: $0.id) }),
-      PGArray.literal(trials.map { Optional($0.subject) }),
-      PGArray.literal(trials.map { Optional($0.state.rawValue) }),
-      PGArray.literal(trials.map { Int64($0.revision) }),
-      PGArray.literal(trials.map { Optional(PostgresRecords.sql($0.period.startDate)) }),
-      PGArray.literal(trials.map { Optional(PostgresRecords.sql($0.period.endDate)) }),
-      PGArray.literal(trials.map { $0.endedAt.map(PostgresRecords.sql) }),
-      PGArray.literal(
-        trials.map { Optional(PGArray.literal($0.reminders.offsets.map(\.roundedMilliseconds))) }),
-    ].map { query.bind($0) }
-    query.write(
-      """
-      INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, ended_s,
-        reminders_ms)
-      SELECT t, s, subj, st, r, b, e, x, m::bigint[]
-      FROM unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::text[], \(p[3])::text[], \(p[4])::integer[],
-        \(p[5])::float8[], \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[]) AS u(t, s, subj, st, r, b, e, x, m)
-      ON CONFLICT (trial_id) DO UPDATE SET subject = excluded.subject, state = excluded.state,
-        revision = excluded.revision, start_s = excluded.start_s, end_s = excluded.end_s,
-        ended_s = excluded.ended_s, reminders_ms = excluded.reminders_ms
-      """)
+    let updates = trials.filter { trialBases[$0.id] != nil }
+    let upserts = trials.filter { trialBases[$0.id] == nil }
+    if !upserts.isEmpty {
+      let p = Self.trialColumns(upserts, shards: shards).map { query.bind($0) }
+      query.write(
+        """
+        INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, ended_s,
+          reminders_ms)
+        SELECT t, s, subj, st, r, b, e, x, m::bigint[]
+        FROM unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::text[], \(p[3])::text[], \(p[4])::integer[],
+          \(p[5])::float8[], \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[]) AS u(t, s, subj, st, r, b, e, x, m)
+        ON CONFLICT (trial_id) DO UPDATE SET subject = excluded.subject, state = excluded.state,
+          revision = excluded.revision, start_s = excluded.start_s, end_s = excluded.end_s,
+          ended_s = excluded.ended_s, reminders_ms = excluded.reminders_ms
+        """)
+    }
+    if !updates.isEmpty {
+      // Every column but the shard, which a trial keeps.
+      let p = Self.trialColumns(updates, shards: shards).enumerated().map {
+        $0.offset == 1 ? "" : query.bind($0.element)
+      }
+      let bases = updates.map { trialBases[$0.id]! }
+      let baseRevisions = query.bind(PGArray.literal(bases.map { Int64($0.revision) }))
+      let baseStates = query.bind(PGArray.literal(bases.map { Optional($0.state.rawValue) }))
+      let updated = query.write(
+        """
+        UPDATE trialwatch.trial AS t SET subject = u.subj, state = u.st, revision = u.r, start_s = u.b,
+          end_s = u.e, ended_s = u.x, reminders_ms = u.m::bigint[]
+        FROM unnest(\(p[0])::bigint[], \(p[2])::text[], \(p[3])::text[], \(p[4])::integer[], \(p[5])::float8[],
+          \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[], \(baseRevisions)::integer[], \(baseStates)::text[])
+          AS u(id, subj, st, r, b, e, x, m, br, bs)
+        WHERE t.trial_id = u.id AND t.revision = u.br AND t.state = u.bs
+        """)
+      query.call("SELECT trialwatch.written((SELECT count(*) FROM \(updated)), \(updates.count))")
+    }
     for trial in trials {
       trialReads[trial.id] = trial
+      // Written by this transaction, which holds the row from now on.
+      trialBases[trial.id] = TrialBase(revision: trial.revision, state: trial.state)
       changedTrials.append(trial.id)
     }
     trialWrites = [:]

@@ -17,6 +17,15 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   var trialOrder: [TrialID] = []
   /// Trials read from the database, kept for this transaction (nil: none of that id).
   var trialReads: [TrialID: Trial?] = [:]
+  /// The revision and state of each trial as this transaction first found it in the database:
+  /// its write is an update of that version only (another node may have changed it since; the
+  /// transaction then fails and runs again). Absent: not read before it was written.
+  var trialBases: [TrialID: TrialBase] = [:]
+
+  struct TrialBase: Hashable {
+    var revision: UInt32
+    var state: TrialState
+  }
   var ledgerReads: [EventID: LedgerEntry?] = [:]
   var ledgerInserts: [EventID: LedgerEntry] = [:]
   var ledgerInsertOrder: [EventID] = []
@@ -131,6 +140,7 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
         throw PostgresStoreError.damaged("an unreadable ledger of trial \(trial.id)")
       }
       trialReads[trial.id] = trial
+      trialBases[trial.id] = TrialBase(revision: trial.revision, state: trial.state)
       taken[trial.id] = Set(offsets)
     }
     for id in candidates.map(\.event.id) {
@@ -153,6 +163,7 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     if let read = trialReads[id] { return read }
     let trial = try super.trial(id)
     trialReads[id] = trial
+    if let trial { trialBases[id] = TrialBase(revision: trial.revision, state: trial.state) }
     return trial
   }
 
