@@ -7,16 +7,11 @@ import TrialDaemon
 /// writes are carried out together, in one transaction, as the daemon's lane does; `perform`
 /// and `drain` carry out what waits first.
 public final class ManualCommitLane: CommitLane {
-  private struct Job {
-    var body: (any TrialWriteTransaction) throws -> Any
-    var completion: (Result<Any, any Error>) -> Void
-    var submittedAt: TimeInterval
-  }
-
   public var hooks: CommitHooks?
   private let repository: any TrialRepository
   private let monotonicNow: () -> TimeInterval
-  private var waiting: [Job] = []
+  private var waiting = CommitBatch()
+  private var submitted: [TimeInterval] = []
   /// How many transactions were carried out.
   public private(set) var transactions = 0
 
@@ -29,53 +24,46 @@ public final class ManualCommitLane: CommitLane {
   /// Writes submitted and not carried out yet.
   public var waitingCount: Int { waiting.count }
 
-  public var busySince: TimeInterval? { waiting.first?.submittedAt }
+  public var busySince: TimeInterval? { submitted.first }
 
   public func submit(
     _ body: @escaping (any TrialWriteTransaction) throws -> Any,
     completion: @escaping (Result<Any, any Error>) -> Void
   ) {
-    waiting.append(Job(body: body, completion: completion, submittedAt: monotonicNow()))
+    waiting.append(body, completion: completion)
+    submitted.append(monotonicNow())
   }
 
   /// Carries out every waiting write in one transaction, then runs their completions.
   public func commitWaiting() {
-    let jobs = waiting
-    waiting = []
-    guard !jobs.isEmpty else { return }
-    var recorded: [EventID] = []
-    let result = Result {
-      try repository.write { txn in
-        recorded = try hooks?.prelude(txn) ?? []
-        return try jobs.map { try $0.body(txn) }
-      }
-    }
+    guard !waiting.isEmpty else { return }
+    var batch = take()
+    batch.commit(to: repository, hooks: hooks)
     transactions += 1
-    switch result {
-    case .success(let values):
-      hooks?.committed(recorded)
-      for (job, value) in zip(jobs, values) { job.completion(.success(value)) }
-    case .failure(let error):
-      for job in jobs { job.completion(.failure(error)) }
-    }
+    batch.complete(hooks: hooks)
   }
 
   /// Fails every waiting write with `error`, as a failed commit would; nothing is written.
   public func failWaiting(_ error: any Error) {
-    let jobs = waiting
-    waiting = []
-    for job in jobs { job.completion(.failure(error)) }
+    var batch = take()
+    batch.fail(error)
+    batch.complete(hooks: hooks)
+  }
+
+  private func take() -> CommitBatch {
+    defer {
+      waiting = CommitBatch()
+      submitted = []
+    }
+    return waiting
   }
 
   public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
     commitWaiting()
-    var recorded: [EventID] = []
-    let result = try repository.write { txn in
-      recorded = try hooks?.prelude(txn) ?? []
-      return try body(txn)
-    }
     transactions += 1
-    hooks?.committed(recorded)
+    guard let hooks else { return try repository.write(body) }
+    let (result, recorded) = try hooks.write(body, on: repository)
+    hooks.committed(recorded)
     return result
   }
 

@@ -44,6 +44,73 @@ public struct CommitHooks {
   public let committed: ([EventID]) -> Void
 }
 
+/// Writes a lane carries out together, in one transaction, and what came of them: the lanes
+/// share this, so that each runs a transaction and its completions the same way.
+public struct CommitBatch {
+  public typealias Body = (any TrialWriteTransaction) throws -> Any
+  public typealias Completion = (Result<Any, any Error>) -> Void
+
+  private(set) var bodies: [Body] = []
+  private(set) var completions: [Completion] = []
+  private var result: Result<[Any], any Error> = .success([])
+  private var recorded: [EventID] = []
+
+  public init() {}
+
+  public var isEmpty: Bool { bodies.isEmpty }
+  public var count: Int { bodies.count }
+
+  public mutating func append(_ body: @escaping Body, completion: @escaping Completion) {
+    bodies.append(body)
+    completions.append(completion)
+  }
+
+  /// Runs the hooks' prelude, then every body in turn, in one write transaction.
+  public mutating func commit(to repository: any TrialRepository, hooks: CommitHooks?) {
+    var recorded: [EventID] = []
+    let bodies = self.bodies
+    result = Result {
+      try repository.write { txn in
+        recorded = try hooks?.prelude(txn) ?? []
+        return try bodies.map { try $0(txn) }
+      }
+    }
+    self.recorded = recorded
+  }
+
+  /// Fails every write without running it (nothing is written).
+  public mutating func fail(_ error: any Error) {
+    result = .failure(error)
+  }
+
+  /// On the engine's context, once `commit` (or `fail`) ran: the deliveries the transaction
+  /// recorded, then each write's completion, in order.
+  public func complete(hooks: CommitHooks?) {
+    switch result {
+    case .success(let values):
+      hooks?.committed(recorded)
+      for (completion, value) in zip(completions, values) { completion(.success(value)) }
+    case .failure(let error):
+      for completion in completions { completion(.failure(error)) }
+    }
+  }
+}
+
+extension CommitHooks {
+  /// A write of its own, the prelude first: its result, and the deliveries it recorded (for
+  /// `committed`, on the engine's context). A lane's `perform`.
+  public func write<R>(_ body: (any TrialWriteTransaction) throws -> R, on repository: any TrialRepository)
+    throws -> (result: R, recorded: [EventID])
+  {
+    var recorded: [EventID] = []
+    let result = try repository.write { txn in
+      recorded = try prelude(txn)
+      return try body(txn)
+    }
+    return (result, recorded)
+  }
+}
+
 extension CommitLane {
   /// `submit` with the body's result typed.
   func submit<R>(
@@ -69,24 +136,16 @@ public final class ImmediateCommitLane: CommitLane {
     _ body: @escaping (any TrialWriteTransaction) throws -> Any,
     completion: @escaping (Result<Any, any Error>) -> Void
   ) {
-    var recorded: [EventID] = []
-    let result = Result {
-      try repository.write { txn in
-        recorded = try hooks?.prelude(txn) ?? []
-        return try body(txn)
-      }
-    }
-    if case .success = result { hooks?.committed(recorded) }
-    completion(result)
+    var batch = CommitBatch()
+    batch.append(body, completion: completion)
+    batch.commit(to: repository, hooks: hooks)
+    batch.complete(hooks: hooks)
   }
 
   public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
-    var recorded: [EventID] = []
-    let result = try repository.write { txn in
-      recorded = try hooks?.prelude(txn) ?? []
-      return try body(txn)
-    }
-    hooks?.committed(recorded)
+    guard let hooks else { return try repository.write(body) }
+    let (result, recorded) = try hooks.write(body, on: repository)
+    hooks.committed(recorded)
     return result
   }
 
@@ -100,27 +159,19 @@ public final class ImmediateCommitLane: CommitLane {
 /// while one is in progress are carried out together, in one transaction.
 public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
   // @unchecked: `hooks` is set before the first write; the rest is guarded by `state`.
-  // @unchecked: a job's closures run on the lane's queue (body) and the engine's (completion),
-  // one at a time; the lock only passes them from one to the other.
-  private struct Job: @unchecked Sendable {
-    var body: (any TrialWriteTransaction) throws -> Any
-    var completion: (Result<Any, any Error>) -> Void
-  }
-
-  /// A transaction carried out, waiting for its completions on the engine's queue.
-  private struct Done: @unchecked Sendable {
-    var jobs: [Job]
-    var result: Result<[Any], any Error>
-    var recorded: [EventID]
+  // @unchecked: a batch's closures run on the lane's queue (bodies) and the engine's
+  // (completions), one at a time; the lock only passes them from one to the other.
+  private struct Batch: @unchecked Sendable {
+    var batch = CommitBatch()
   }
 
   private struct State {
-    var waiting: [Job] = []
+    var waiting = Batch()
     /// Submission times of the writes not done yet, oldest first.
     var submitted: [TimeInterval] = []
     var running = false
     /// Transactions done whose completions have not run yet, in order.
-    var done: [Done] = []
+    var done: [Batch] = []
   }
 
   private let repository: any TrialRepository
@@ -148,7 +199,7 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
   ) {
     let now = monotonicNow()
     let start = state.withLock { state in
-      state.waiting.append(Job(body: body, completion: completion))
+      state.waiting.batch.append(body, completion: completion)
       state.submitted.append(now)
       defer { state.running = true }
       return !state.running
@@ -160,22 +211,16 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
   /// until none is left.
   private func run() {
     while true {
-      let jobs = state.withLock { state in
-        defer { state.waiting = [] }
-        if state.waiting.isEmpty { state.running = false }
+      var jobs = state.withLock { state in
+        defer { state.waiting = Batch() }
+        if state.waiting.batch.isEmpty { state.running = false }
         return state.waiting
       }
-      guard !jobs.isEmpty else { return }
-      var recorded: [EventID] = []
-      let result = Result {
-        try repository.write { txn in
-          recorded = try hooks?.prelude(txn) ?? []
-          return try jobs.map { try $0.body(txn) }
-        }
-      }
+      guard !jobs.batch.isEmpty else { return }
+      jobs.batch.commit(to: repository, hooks: hooks)
       state.withLock { state in
-        state.submitted.removeFirst(jobs.count)
-        state.done.append(Done(jobs: jobs, result: result, recorded: recorded))
+        state.submitted.removeFirst(jobs.batch.count)
+        state.done.append(jobs)
       }
       engineQueue.async { self.complete() }
     }
@@ -184,26 +229,15 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
   /// On the engine's queue: the completions of the transactions done, in order.
   private func complete() {
     while let done = state.withLock({ $0.done.isEmpty ? nil : $0.done.removeFirst() }) {
-      switch done.result {
-      case .success(let values):
-        hooks?.committed(done.recorded)
-        for (job, value) in zip(done.jobs, values) { job.completion(.success(value)) }
-      case .failure(let error):
-        for job in done.jobs { job.completion(.failure(error)) }
-      }
+      done.batch.complete(hooks: hooks)
     }
   }
 
   public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
     // Behind the writes submitted before: the lane's queue runs them first.
-    var recorded: [EventID] = []
-    let result = try queue.sync {
-      try repository.write { txn in
-        recorded = try hooks?.prelude(txn) ?? []
-        return try body(txn)
-      }
-    }
-    hooks?.committed(recorded)
+    guard let hooks else { return try queue.sync { try repository.write(body) } }
+    let (result, recorded) = try queue.sync { try hooks.write(body, on: repository) }
+    hooks.committed(recorded)
     return result
   }
 
