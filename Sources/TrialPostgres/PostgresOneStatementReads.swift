@@ -7,9 +7,8 @@ import TrialCore
 /// shared log's tail for the Watches).
 extension PostgresTrialRepository {
   public func trial(_ id: TrialID) throws -> Trial? {
-    let result = try readStatement(
-      "SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial WHERE trial_id = $1",
-      [PostgresRecords.sql(id)])
+    let statement = PostgresRecords.trialStatement(id)
+    let result = try readStatement(statement.sql, statement.parameters)
     return result.rows == 0 ? nil : try PostgresRecords.trial(result, 0)
   }
 
@@ -19,10 +18,10 @@ extension PostgresTrialRepository {
     let start = Int64(min(after.sequence, UInt64(Int64.max)))
     let result = try readStatement(
       """
-      SELECT h.last, h.pruned_through, h.kept, e.cursor, e.subject, e.trial_id, e.revision, e.offset_ms,
-        e.outcome, e.skip_detail, e.due_s, e.taken_s, e.late, NULL::double precision
+      SELECT h.last, h.pruned_through, h.kept, e.*
       FROM trialwatch.log_head h LEFT JOIN LATERAL (
-        SELECT * FROM trialwatch.event_log WHERE cursor > $1 ORDER BY cursor LIMIT $2) e ON true
+        SELECT \(PostgresRecords.eventColumns)
+        FROM trialwatch.event_log WHERE cursor > $1 ORDER BY cursor LIMIT $2) e ON true
       ORDER BY e.cursor
       """, [String(start), String(max(0, limit))])
     guard result.rows > 0, let last = result.int64(0, 0), let pruned = result.int64(0, 1),
@@ -37,14 +36,7 @@ extension PostgresTrialRepository {
     var events: [LoggedEvent] = []
     events.reserveCapacity(result.rows)
     for row in 0..<result.rows {
-      guard let cursor = result.int64(row, 3) else { continue }
-      guard let subject = result.string(row, 4) else {
-        throw PostgresStoreError.damaged("an unreadable event log row")
-      }
-      // The log keeps the entry as taken, without its delivery.
-      let entry = try PostgresRecords.ledgerEntry(result, row, from: 5)
-      events.append(
-        LoggedEvent(cursor: EventCursor(UInt64(bitPattern: cursor)), entry: entry, subject: subject))
+      if let event = try PostgresRecords.loggedEvent(result, row, from: 3) { events.append(event) }
     }
     return events
   }

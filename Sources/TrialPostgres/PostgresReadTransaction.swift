@@ -25,9 +25,8 @@ class PostgresReadTransaction: TrialReadTransaction {
   }
 
   func trial(_ id: TrialID) throws -> Trial? {
-    let result = try query(
-      "SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial WHERE trial_id = $1",
-      [PostgresRecords.sql(id)])
+    let statement = PostgresRecords.trialStatement(id)
+    let result = try query(statement.sql, statement.parameters)
     return result.rows == 0 ? nil : try PostgresRecords.trial(result, 0)
   }
 
@@ -128,20 +127,15 @@ class PostgresReadTransaction: TrialReadTransaction {
     while true {
       let result = try query(
         """
-        SELECT cursor, subject, trial_id, revision, offset_ms, outcome, skip_detail, due_s, taken_s, late,
-          NULL::double precision
+        SELECT \(PostgresRecords.eventColumns)
         FROM trialwatch.event_log WHERE cursor > $1 ORDER BY cursor LIMIT \(Self.page)
         """, [String(position)])
       for row in 0..<result.rows {
-        guard let cursor = result.int64(row, 0), let subject = result.string(row, 1) else {
+        guard let event = try PostgresRecords.loggedEvent(result, row) else {
           throw PostgresStoreError.damaged("an unreadable event log row")
         }
-        // The log keeps the entry as taken, without its delivery.
-        let entry = try PostgresRecords.ledgerEntry(result, row, from: 2)
-        let event = LoggedEvent(
-          cursor: EventCursor(UInt64(bitPattern: cursor)), entry: entry, subject: subject)
         guard try body(event) else { return }
-        position = cursor
+        position = Int64(bitPattern: event.cursor.sequence)
       }
       if result.rows < Self.page { return }
     }

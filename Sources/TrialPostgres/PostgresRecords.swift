@@ -102,6 +102,29 @@ enum PostgresRecords {
     trial_id, revision, offset_ms, outcome, skip_detail, due_s, taken_s, late, delivered_s
     """
 
+  /// The columns of a logged event, in the order `loggedEvent` reads them from its `column`:
+  /// the cursor and subject, then a ledger entry's without its delivery (the log keeps none).
+  static let eventColumns = """
+    cursor, subject, trial_id, revision, offset_ms, outcome, skip_detail, due_s, taken_s, late,
+      NULL::double precision
+    """
+
+  /// The logged event at `row` (`eventColumns` from `column`); nil when its cursor is NULL (a
+  /// row of an outer join with no event).
+  static func loggedEvent(_ result: PGResult, _ row: Int, from column: Int = 0) throws -> LoggedEvent? {
+    guard let cursor = result.int64(row, column) else { return nil }
+    guard let subject = result.string(row, column + 1) else {
+      throw PostgresStoreError.damaged("an unreadable event log row")
+    }
+    let entry = try ledgerEntry(result, row, from: column + 2)
+    return LoggedEvent(cursor: EventCursor(UInt64(bitPattern: cursor)), entry: entry, subject: subject)
+  }
+
+  /// The statement that reads one trial by id.
+  static func trialStatement(_ id: TrialID) -> (sql: String, parameters: [String?]) {
+    ("SELECT \(trialColumns) FROM trialwatch.trial WHERE trial_id = $1", [sql(id)])
+  }
+
   static func ledgerEntry(_ result: PGResult, _ row: Int, from column: Int = 0) throws -> LedgerEntry {
     let c = column
     guard let trial = result.int64(row, c), let revision = result.int(row, c + 1),

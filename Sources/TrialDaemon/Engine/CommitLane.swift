@@ -159,6 +159,7 @@ public final class ImmediateCommitLane: CommitLane {
 /// while one is in progress are carried out together, in one transaction.
 public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
   // @unchecked: `hooks` is set before the first write; the rest is guarded by `state`.
+
   // @unchecked: a batch's closures run on the lane's queue (bodies) and the engine's
   // (completions), one at a time; the lock only passes them from one to the other.
   private struct Batch: @unchecked Sendable {
