@@ -15,19 +15,6 @@ import TrialTesting
   import Glibc
 #endif
 
-/// Where the engine behind a `ControlFixture` keeps its trials.
-public enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
-  /// `InMemoryTrialRepository`.
-  case memory
-  /// `LMDBTrialRepository` on real files.
-  case lmdb
-  /// `PostgresTrialRepository` on a fresh database of the tests' private PostgreSQL, one node
-  /// owning every shard.
-  case postgres
-
-  public var description: String { rawValue }
-}
-
 /// A control server on a socket in a fresh temporary directory, answering through the
 /// daemon's own handlers over a real `Engine` (in memory or on LMDB). Time is virtual: it
 /// starts at `start` and moves only when the test moves it.

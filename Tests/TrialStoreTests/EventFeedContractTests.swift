@@ -19,8 +19,8 @@ import TrialTesting
     try subject.repository.read { try $0.consumer(named: name) }
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func checkCursor_PrunedOrAhead_ThrowsSayingWhereToResume(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func checkCursor_PrunedOrAhead_ThrowsSayingWhereToResume(kind: StoreKind) throws {
     let subject = try Subject(kind)
     try fireExpiries(subject.repository, at: (1...5).map { at(Double($0)) })
     _ = try subject.repository.write { try $0.pruneEvents(through: EventCursor(2)) }
@@ -47,8 +47,8 @@ import TrialTesting
     #expect(all.code == .cursorPruned(cursor: EventCursor(4), resumeAfter: EventCursor(5), oldest: nil))
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func createConsumer_StartsAtTheNewestOrAtTheCursorGiven(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func createConsumer_StartsAtTheNewestOrAtTheCursorGiven(kind: StoreKind) throws {
     let subject = try Subject(kind)
     try fireExpiries(subject.repository, at: (1...3).map { at(Double($0)) })
     let created = try subject.repository.write { txn in
@@ -74,8 +74,8 @@ import TrialTesting
     #expect(try consumer(subject, "ahead") == nil)
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func acknowledge_MovesForwardOnly(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func acknowledge_MovesForwardOnly(kind: StoreKind) throws {
     let subject = try Subject(kind)
     try fireExpiries(subject.repository, at: (1...5).map { at(Double($0)) })
     try subject.repository.write { txn in
@@ -104,8 +104,8 @@ import TrialTesting
     #expect(try acknowledge(5, at: 8).acknowledged == EventCursor(5))
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func prune_ByAge_StopsAtAConsumerThatHasNotAcknowledged(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func prune_ByAge_StopsAtAConsumerThatHasNotAcknowledged(kind: StoreKind) throws {
     let subject = try Subject(kind)
     try fireExpiries(subject.repository, at: (1...5).map { at(Double($0)) })
     try subject.repository.write { txn in
@@ -140,8 +140,8 @@ import TrialTesting
     #expect(try consumer(subject, "slow")?.lost == 0)
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func prune_PastTheCap_MovesTheConsumerOnAndCountsWhatItLost(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func prune_PastTheCap_MovesTheConsumerOnAndCountsWhatItLost(kind: StoreKind) throws {
     let subject = try Subject(kind)
     try fireExpiries(subject.repository, at: (1...6).map { at(Double($0)) })
     try subject.repository.write { txn in
@@ -177,8 +177,8 @@ import TrialTesting
       try bounds(subject) == EventLogBounds(last: EventCursor(6), prunedThrough: EventCursor(6), count: 0))
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func prune_InStepsOfTheLimit_SaysWhenThereIsMore(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func prune_InStepsOfTheLimit_SaysWhenThereIsMore(kind: StoreKind) throws {
     let subject = try Subject(kind)
     try fireExpiries(subject.repository, at: (1...5).map { at(Double($0)) })
     let retention = EventRetention(age: .seconds(day), cap: nil)

@@ -40,8 +40,8 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
 /// The event log and its consumers, through the repository's primitives: the same in the file
 /// store and in memory.
 @Suite struct EventLogContractTests {
-  @Test(arguments: RepositoryKind.allCases)
-  func commit_LogsEachEventUnderConsecutiveCursors_AndTheLogSurvivesReopen(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func commit_LogsEachEventUnderConsecutiveCursors_AndTheLogSurvivesReopen(kind: StoreKind) throws {
     let subject = try Subject(kind)
     #expect(try subject.repository.read { try $0.eventLogBounds() } == EventLogBounds())
     let trials = try startTrials(subject.repository, count: 6)
@@ -73,8 +73,8 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
     #expect(more.map(\.cursor) == [EventCursor(19)])
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func commit_ReturnsLoggedEventsInTheOrderGiven_WithIncreasingCursors(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func commit_ReturnsLoggedEventsInTheOrderGiven_WithIncreasingCursors(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let trials = try startTrials(subject.repository, count: 4)
     let before = try subject.repository.read { try $0.eventLogBounds() }.last.sequence
@@ -94,8 +94,8 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
     #expect(try subject.repository.read { try $0.eventLogBounds() }.last == EventCursor(before + 4))
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func remindersSkippedAtStartAndAtExtension_AreLogged(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func remindersSkippedAtStartAndAtExtension_AreLogged(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let started = try subject.repository.startTrial(
       subject: "acme-1", endDate: origin.addingTimeInterval(2 * day), reminders: .default, now: origin,
@@ -117,8 +117,8 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
     #expect(try subject.repository.read { try $0.ledgerEntry(log[0].id) }?.deliveredAt == origin)
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func appendEvent_KeepsEveryKindOfEntryExactly_ButNotItsDelivery(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func appendEvent_KeepsEveryKindOfEntryExactly_ButNotItsDelivery(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let reminders = try ReminderSchedule([.days(3), .milliseconds(90_125)])
     let trial = Trial(
@@ -150,8 +150,8 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
     #expect(log.allSatisfy { $0.subject == "ünïcödé ✓" })
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func pruneEvents_RemovesTheOldest_AndNeverMovesBack(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func pruneEvents_RemovesTheOldest_AndNeverMovesBack(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let all = try fireExpiries(
       subject.repository, at: (1...6).map { origin.addingTimeInterval(Double($0) * day) })
@@ -177,8 +177,8 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
     #expect(try loggedEvents(subject.repository) == next)
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func scanEvents_AfterACursor_StartsRightAfterItUntilStopped(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func scanEvents_AfterACursor_StartsRightAfterItUntilStopped(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let all = try fireExpiries(
       subject.repository, at: (1...5).map { origin.addingTimeInterval(Double($0) * day) })
@@ -202,8 +202,8 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
     #expect(try loggedEvents(subject.repository, after: EventCursor(3)) == Array(all.suffix(2)))
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func consumers_ArePutReadScannedAndRemoved(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func consumers_ArePutReadScannedAndRemoved(kind: StoreKind) throws {
     let subject = try Subject(kind)
     try fireExpiries(subject.repository, at: [origin.addingTimeInterval(day)])
     let consumers = [
@@ -248,8 +248,8 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
       ])
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func throwInsideAWrite_LeavesTheLogAndTheConsumersAsTheyWere(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func throwInsideAWrite_LeavesTheLogAndTheConsumersAsTheyWere(kind: StoreKind) throws {
     let subject = try Subject(kind)
     try fireExpiries(
       subject.repository, at: [origin.addingTimeInterval(day), origin.addingTimeInterval(2 * day)])

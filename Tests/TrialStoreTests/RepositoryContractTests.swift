@@ -8,27 +8,17 @@ import TrialTesting
 
 @testable import TrialStore
 
-/// The repository contract, run against the LMDB file store, the fleet's PostgreSQL store and
-/// the in-memory repository alike: all must behave the same.
-enum RepositoryKind: String, CaseIterable, CustomTestStringConvertible {
-  case file
-  case memory
-  case postgres
-
-  var testDescription: String { rawValue }
-}
-
 /// A repository under test; for the file store, with its directory and a way to reopen it.
 final class Subject {
-  let kind: RepositoryKind
+  let kind: StoreKind
   private let directory: TemporaryDirectory?
   private let shared: PostgresTestStore?
   private(set) var repository: any TrialRepository
 
-  init(_ kind: RepositoryKind) throws {
+  init(_ kind: StoreKind) throws {
     self.kind = kind
     switch kind {
-    case .file:
+    case .lmdb:
       let directory = try TemporaryDirectory("contract")
       self.directory = directory
       shared = nil
@@ -67,9 +57,11 @@ final class Subject {
   }
 }
 
+/// The repository contract, run against the LMDB file store, the fleet's PostgreSQL store and
+/// the in-memory repository alike: all must behave the same.
 @Suite struct RepositoryContractTests {
-  @Test(arguments: RepositoryKind.allCases)
-  func takenFirstID_LeadsToTheSecond(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func takenFirstID_LeadsToTheSecond(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let first = try subject.repository.startTrial(
       subject: "acme-1", endDate: origin.addingTimeInterval(5 * day), reminders: .default, now: origin,
@@ -86,8 +78,8 @@ final class Subject {
     #expect(try subject.repository.read { try $0.trial(TrialID(7)) }?.subject == "acme-1")
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func secondActiveTrialForASubject_IsRefused_NamingTheExistingTrial(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func secondActiveTrialForASubject_IsRefused_NamingTheExistingTrial(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let end = origin.addingTimeInterval(5 * day)
     let first = try subject.repository.startTrial(
@@ -115,8 +107,8 @@ final class Subject {
     #expect(try subject.repository.read { try $0.latestTrialID(subject: "acme-42") } == again.trial.id)
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func commit_RecordsEachEventExactlyOnce_AndExpiryEndsTheTrial(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func commit_RecordsEachEventExactlyOnce_AndExpiryEndsTheTrial(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let started = try subject.repository.startTrial(
       subject: "acme-1", endDate: origin.addingTimeInterval(5 * day), reminders: .default, now: origin,
@@ -143,8 +135,8 @@ final class Subject {
     #expect(entries.last?.isLate == true)
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func eventsOfAnOlderRevision_AreNeverRecorded(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func eventsOfAnOlderRevision_AreNeverRecorded(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let started = try subject.repository.startTrial(
       subject: "acme-1", endDate: origin.addingTimeInterval(5 * day), reminders: .none, now: origin,
@@ -157,8 +149,8 @@ final class Subject {
     #expect(try subject.repository.read { try $0.trial(started.trial.id) }?.state == .active)
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func outbox_HoldsUndeliveredEntries_UntilMarkedDelivered(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func outbox_HoldsUndeliveredEntries_UntilMarkedDelivered(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let trials = try startTrials(subject.repository, count: 4)
     var planner = Planner(policy: CatchUpPolicy(reminders: .all))
@@ -183,8 +175,8 @@ final class Subject {
         == now.addingTimeInterval(5))
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func lastSeenWallTime_IsKept_EvenWhenItGoesBack(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func lastSeenWallTime_IsKept_EvenWhenItGoesBack(kind: StoreKind) throws {
     let subject = try Subject(kind)
     #expect(try subject.repository.read { try $0.lastSeenWallTime() } == nil)
     let later = origin.addingTimeInterval(1234.5678)
@@ -195,8 +187,8 @@ final class Subject {
     #expect(try subject.repository.read { try $0.lastSeenWallTime() } == origin)
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func restore_PlansWhatIsNotInTheLedger_AndCountsByState(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func restore_PlansWhatIsNotInTheLedger_AndCountsByState(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let trials = try startTrials(subject.repository, count: 30)
     _ = try subject.repository.endTrial(trials[0].id, outcome: .cancelled, now: origin)
@@ -234,8 +226,8 @@ final class Subject {
     }
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func scanTrials_FromAfter_GoesInIDOrderUntilStopped(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func scanTrials_FromAfter_GoesInIDOrderUntilStopped(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let ids: [UInt64] = [0x50, 0x3, UInt64.max, 0x1000, 0x7]
     for (index, id) in ids.enumerated() {
@@ -259,8 +251,8 @@ final class Subject {
     #expect(try scan(after: TrialID(UInt64.max), limit: 10) == [])
   }
 
-  @Test(arguments: RepositoryKind.allCases)
-  func everyKindOfLedgerEntry_ReadsBackExactly(kind: RepositoryKind) throws {
+  @Test(arguments: StoreKind.allCases)
+  func everyKindOfLedgerEntry_ReadsBackExactly(kind: StoreKind) throws {
     let subject = try Subject(kind)
     let reminders = try ReminderSchedule([.days(3), .days(1), .milliseconds(90_125)])
     let started = try subject.repository.startTrial(
@@ -297,7 +289,7 @@ final class Subject {
   @Test(arguments: [1, 2, 3, 4] as [UInt64])
   func randomOperations_LeaveBothRepositoriesEqual(seed: UInt64) throws {
     var random = SeededGenerator(seed: seed)
-    let file = try Subject(.file)
+    let file = try Subject(.lmdb)
     let memory = try Subject(.memory)
     var planner = Planner()
     var now = origin

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 import TrialControl
 import TrialCore
