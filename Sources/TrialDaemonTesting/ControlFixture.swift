@@ -143,9 +143,8 @@ public final class EngineParts: @unchecked Sendable {
     let scheduler = TestScheduler(now: start)
     self.scheduler = scheduler
     self.repository = repository
-    engine = Engine(
-      repository: repository, scheduler: QueueRunScheduler(scheduler, queue: queue),
-      ids: SequenceTrialIDGenerator(ids), sinks: [taken])
+    engine = makeEngine(
+      repository: repository, scheduler: QueueRunScheduler(scheduler, queue: queue), ids: ids, sinks: [taken])
     _ = try queue.sync { [engine] in try engine.start() }
     let lmdb = repository as? LMDBTrialRepository
     handlers = TrialsHandlers(

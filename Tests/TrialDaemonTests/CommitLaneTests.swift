@@ -22,10 +22,10 @@ private struct LaneHarness {
     lane = ManualCommitLane(repository: repository, monotonicNow: { scheduler.monotonicNow })
     sink = SpySink(clock: scheduler.clock)
     observer = SpyObserver(clock: scheduler.clock)
-    engine = Engine(
-      repository: repository, scheduler: scheduler, settings: settings, ids: SequenceTrialIDGenerator(ids),
-      sinks: [sink], commits: lane)
-    engine.observer = observer
+    engine = makeEngine(
+      repository: repository, scheduler: scheduler, settings: settings, ids: ids, sinks: [sink],
+      commits: lane,
+      observer: observer)
     _ = try engine.start()
   }
 
@@ -154,7 +154,7 @@ private struct LaneHarness {
     let scheduler = DispatchWakeScheduler(queue: queue)
     let lane = DispatchCommitLane(
       repository: repository, engineQueue: queue, monotonicNow: { scheduler.monotonicNow })
-    let engine = Engine(repository: repository, scheduler: scheduler, commits: lane)
+    let engine = makeEngine(repository: repository, scheduler: scheduler, commits: lane)
     _ = try queue.sync { try engine.start() }
     let answered = DispatchSemaphore(value: 0)
     let answers = Answers()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrialCore
+import TrialDaemonTesting
 import TrialTesting
 
 @testable import TrialDaemon
@@ -61,10 +62,9 @@ struct Harness {
     self.repository = repository
     sink = SpySink(clock: scheduler.clock)
     observer = SpyObserver(clock: scheduler.clock)
-    engine = Engine(
-      repository: repository, scheduler: scheduler, settings: settings, ids: SequenceTrialIDGenerator(ids),
-      sinks: [sink])
-    engine.observer = observer
+    engine = makeEngine(
+      repository: repository, scheduler: scheduler, settings: settings, ids: ids, sinks: [sink],
+      observer: observer)
   }
 
   @discardableResult

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 import TrialCore
+import TrialDaemonTesting
 import TrialTesting
 
 @testable import TrialDaemon
@@ -174,10 +175,8 @@ final class Collector<T>: @unchecked Sendable {
     queue.setSpecific(key: key, value: true)
     let observer = PingObserver(key: key)
     let scheduler = DueTellingScheduler(queue: queue)
-    let engine = Engine(
-      repository: InMemoryTrialRepository(), scheduler: scheduler,
-      settings: EngineSettings(watchdogInterval: interval))
-    engine.observer = observer
+    let engine = makeEngine(
+      scheduler: scheduler, settings: EngineSettings(watchdogInterval: interval), observer: observer)
     _ = try queue.sync { try engine.start() }
     defer { queue.sync { engine.stop() } }
 

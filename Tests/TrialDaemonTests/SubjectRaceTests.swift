@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrialCore
+import TrialDaemonTesting
 import TrialPostgres
 import TrialPostgresTesting
 import TrialTesting
@@ -55,7 +56,7 @@ private final class RacedRepository: TrialRepository {
       ).trial
     }
     let scheduler = TestScheduler(now: epoch)
-    let engine = Engine(repository: repository, scheduler: scheduler)
+    let engine = makeEngine(repository: repository, scheduler: scheduler)
     _ = try engine.start()
     var results: [Int: Result<CommandResult, any Error>] = [:]
     for i in 0..<50 {

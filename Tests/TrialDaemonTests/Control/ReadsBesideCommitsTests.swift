@@ -84,9 +84,9 @@ import TrialTesting
       ? try LMDBTrialRepository(directory: scratch.appending("store")) : InMemoryTrialRepository()
     let scheduler = TestScheduler(now: ControlFixture.start)
     let policy = CatchUpPolicy(reminders: reminders, grace: .seconds(3_600))
-    let engine = Engine(
+    let engine = makeEngine(
       repository: repository, scheduler: scheduler, settings: EngineSettings(policy: policy),
-      ids: SequenceTrialIDGenerator(Array(1...8)))
+      ids: Array(1...8))
     _ = try engine.start()
     let day: TimeInterval = 86_400
     func start(_ subject: String, days: Double, reminders: [Double]) throws -> Trial {
