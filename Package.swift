@@ -56,6 +56,8 @@ let package = Package(
       name: "Systemd",
       dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]
     ),
+    // A journal for tests that records what it is sent.
+    .target(name: "SystemdTesting", dependencies: ["Systemd"]),
     // <sys/timerfd.h>, which Glibc's module does not export: clock-step detection.
     .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
     // <sys/epoll.h> and <sys/eventfd.h>, likewise: the control server's poller thread.
@@ -146,7 +148,9 @@ let package = Package(
       name: "TrialPostgresTests", dependencies: ["TrialPostgres", "TestSupport", "TrialCore", "TrialTesting"]),
     .testTarget(
       name: "SystemdTests",
-      dependencies: ["Systemd", "TestSupport", .product(name: "Logging", package: "swift-log")]
+      dependencies: [
+        "Systemd", "SystemdTesting", "TestSupport", .product(name: "Logging", package: "swift-log"),
+      ]
     ),
     .testTarget(
       name: "TrialControlTests", dependencies: ["TestSupport", "TrialCore", "TrialControl", "TrialTesting"]
@@ -156,6 +160,7 @@ let package = Package(
       dependencies: [
         "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialDaemonTesting",
         "TrialStore", "TrialStoreTesting", "TrialPostgres", "TrialPostgresTesting", "Systemd",
+        "SystemdTesting",
         .product(name: "Logging", package: "swift-log"),
       ]
     ),

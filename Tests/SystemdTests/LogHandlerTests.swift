@@ -1,29 +1,13 @@
 import Foundation
 import Logging
-import Synchronization
+import SystemdTesting
 import Testing
 
 @testable import Systemd
 
-/// Records the entries a handler would send, or fails every send.
-final class RecordingJournal: JournalSink {
-  struct Unavailable: Error, CustomStringConvertible {
-    var description: String { "journal is down" }
-  }
-
-  private let entries = Mutex<[[JournalField]]>([])
-  let fails: Bool
-
-  init(fails: Bool = false) {
-    self.fails = fails
-  }
-
-  func send(_ fields: [JournalField]) throws {
-    if fails { throw Unavailable() }
-    entries.withLock { $0.append(fields) }
-  }
-
-  var sent: [[JournalField]] { entries.withLock { $0 } }
+/// What a journal that is down throws.
+struct JournalDown: Error, CustomStringConvertible {
+  var description: String { "journal is down" }
 }
 
 /// A pipe read back with a bounded wait, standing in for standard error.
@@ -75,7 +59,7 @@ final class LinePipe {
     logger.error(
       "commit failed", metadata: ["trial.id": "00000000000000ff", "message": "clash", "shared": "event"])
 
-    let entry = try #require(journal.sent.first)
+    let entry = try #require(journal.sent.first).fields
     #expect(journal.sent.count == 1)
     #expect(
       entry == [
@@ -115,7 +99,8 @@ final class LinePipe {
   @Test func journalHandler_WhenTheJournalFails_FallsBackToStandardError() async {
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
       let handler = JournalLogHandler(
-        label: "io.trialwatch.test", identifier: "trialwatchd", sink: RecordingJournal(fails: true))
+        label: "io.trialwatch.test", identifier: "trialwatchd",
+        sink: RecordingJournal(failuresLeft: .max, failure: JournalDown()))
       Logger(label: "io.trialwatch.test", factory: { _ in handler }).warning("store is slow")
     }
     let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
@@ -177,7 +162,7 @@ final class LinePipe {
       label: "x", destination: .journal, identifier: "trialwatchd", level: level, journal: journal)
     #expect(handler is JournalLogHandler)
     Logger(label: "x", factory: { _ in handler }).info("to the journal")
-    #expect(journal.sent.first?.first == JournalField(name: "MESSAGE", value: "to the journal"))
+    #expect(journal.sent.first?.fields.first == JournalField(name: "MESSAGE", value: "to the journal"))
     let console = SystemdLogging.makeHandler(
       label: "x", destination: .standardError, identifier: "trialwatchd", level: level, journal: journal)
     #expect(console is StderrLogHandler)

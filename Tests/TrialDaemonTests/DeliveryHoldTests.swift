@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Systemd
+import SystemdTesting
 import Testing
 import TrialCore
 import TrialDaemonTesting
@@ -8,33 +9,16 @@ import TrialTesting
 
 @testable import TrialDaemon
 
-/// A journal that keeps what it is sent, with the monotonic time of each send, and can fail.
-final class FakeJournal: JournalSink, @unchecked Sendable {
-  // @unchecked: used from the test's one thread.
-  var sent: [(fields: [JournalField], at: TimeInterval)] = []
-  var failuresLeft = 0
-  var monotonicNow: () -> TimeInterval = { 0 }
-
-  func send(_ fields: [JournalField]) throws {
-    if failuresLeft > 0 {
-      failuresLeft -= 1
-      throw SystemdError.journalSendFailed
-    }
-    sent.append((fields, monotonicNow()))
-  }
-
-  func values(_ name: String) -> [String] {
-    sent.compactMap { entry in entry.fields.first { $0.name == name }?.value }
-  }
-
+extension RecordingJournal {
+  /// The events sent, by id, in order.
   var eventIDs: [String] { values("EVENT_ID") }
 }
 
-/// The engine with the real journal sink, paced, over a fake journal, in virtual time.
+/// The engine with the real journal sink, paced, over a recording journal, in virtual time.
 struct PacedHarness {
   let scheduler: TestScheduler
   let repository: InMemoryTrialRepository
-  let journal = FakeJournal()
+  let journal = RecordingJournal()
   let logs = CapturedLogs()
   let sink: JournalEventSink
   let engine: Engine
@@ -50,9 +34,9 @@ struct PacedHarness {
     sink = JournalEventSink(
       destination: .journal, journal: journal, limit: limit, monotonicNow: { scheduler.monotonicNow },
       logger: logs.makeLogger())
-    engine = Engine(
-      repository: repository, scheduler: scheduler, settings: EngineSettings(retryDelay: retryDelay),
-      ids: SequenceTrialIDGenerator([], fallbackStart: 0x100), sinks: [sink], logger: logs.makeLogger())
+    engine = makeEngine(
+      repository: repository, scheduler: scheduler, settings: EngineSettings(retryDelay: retryDelay), ids: [],
+      idFallbackStart: 0x100, sinks: [sink], logger: logs.makeLogger())
   }
 
   /// Starts `count` trials without reminders, all ending at `end`.
