@@ -15,12 +15,10 @@ import TrialTesting
 /// and what it holds.
 struct UpgradeFixture: Sendable, CustomStringConvertible {
   var schema: UInt32
-  var trials: Int
+  /// How many trials, ledger entries, undelivered events and logged events it holds.
+  var trials, ledgerEntries, outboxEntries, loggedEvents: Int
   /// The active trials, by id.
   var active: [UInt64]
-  var ledgerEntries: Int
-  var outboxEntries: Int
-  var loggedEvents: Int
   var logBounds: EventLogBounds
   /// The consumers, by name.
   var consumers: [String]
@@ -40,13 +38,13 @@ struct UpgradeFixture: Sendable, CustomStringConvertible {
 
   /// The version before the event log.
   static let schema1 = UpgradeFixture(
-    schema: 1, trials: 7, active: [1, 4], ledgerEntries: 13, outboxEntries: 1, loggedEvents: 0,
+    schema: 1, trials: 7, ledgerEntries: 13, outboxEntries: 1, loggedEvents: 0, active: [1, 4],
     logBounds: EventLogBounds(), consumers: [],
     summary: "13 ledger entries, 1 undelivered, 0 logged events, 0 consumers; store schema 1", backfilled: 13,
     dueAtUpgrade: [1, 1, 1, 4, 4], expiredOnceDue: 6)
   /// The version whose expiries rewrote their trials' records.
   static let schema2 = UpgradeFixture(
-    schema: 2, trials: 8, active: [1, 4, 8], ledgerEntries: 13, outboxEntries: 3, loggedEvents: 13,
+    schema: 2, trials: 8, ledgerEntries: 13, outboxEntries: 3, loggedEvents: 13, active: [1, 4, 8],
     logBounds: EventLogBounds(last: EventCursor(13), prunedThrough: .origin, count: 13),
     consumers: ["audit", "mailer"], summary: "store schema 2 (trialwatchd upgrades it to 3", backfilled: 0,
     dueAtUpgrade: [1, 1, 1, 4, 4, 8, 8, 8], expiredOnceDue: 7)
