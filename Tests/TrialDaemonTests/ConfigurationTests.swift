@@ -7,37 +7,6 @@ import TrialCore
 
 @testable import TrialDaemon
 
-/// A scratch `/etc/trialwatch`: the main file and its drop-in directory, on the real file system.
-final class ConfigurationFixture {
-  let scratch = try! TemporaryDirectory("config")
-  var directory: String { scratch.path }
-
-  var main: String { directory + "/trialwatch.conf" }
-  var dropIns: String { main + ".d" }
-
-  /// Writes `text` to `name` (relative to the scratch directory), creating folders.
-  @discardableResult
-  func write(_ name: String, _ text: String) -> String {
-    let path = directory + "/" + name
-    try! FileManager.default.createDirectory(
-      atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-    try! Data(text.utf8).write(to: URL(fileURLWithPath: path))
-    return path
-  }
-
-  @discardableResult
-  func dropIn(_ name: String, _ text: String) -> String {
-    write("trialwatch.conf.d/" + name, text)
-  }
-
-  func load(environment: [String: String] = [:]) -> LoadedConfiguration {
-    ConfigurationLoader(mainFile: main, environment: environment).load()
-  }
-}
-
-let defaults = DaemonConfiguration(environment: [:])
-let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ",")
-
 @Suite struct ConfigurationLoadingTests {
   @Test func load_WithoutFiles_GivesTheDefaults() {
     let fixture = ConfigurationFixture()
@@ -80,8 +49,7 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
       DaemonConfiguration(environment: ["STATE_DIRECTORY": "relative"]).stateDirectory
         == "/var/lib/trialwatch")
     // An empty assignment resets to the same default.
-    let fixture = ConfigurationFixture()
-    fixture.write("trialwatch.conf", "[Daemon]\nStateDirectory=/srv/x\nStateDirectory=\n")
+    let fixture = ConfigurationFixture(main: "[Daemon]\nStateDirectory=/srv/x\nStateDirectory=\n")
     #expect(
       fixture.load(environment: ["STATE_DIRECTORY": "/run/sd"]).configuration.stateDirectory == "/run/sd")
   }
@@ -141,8 +109,7 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
       ("RateLimitIntervalSec=0", .zero, 9000),
     ] as [(String, Duration?, Int?)])
   func journalPace_TurnedOff_HasNoLimit(line: String, interval: Duration?, burst: Int?) {
-    let fixture = ConfigurationFixture()
-    fixture.write("trialwatch.conf", "[Journal]\n\(line)\n")
+    let fixture = ConfigurationFixture(main: "[Journal]\n\(line)\n")
     let loaded = fixture.load()
     #expect(loaded.diagnostics == [])
     #expect(loaded.configuration.journalRateLimit == nil)
@@ -151,8 +118,7 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
   }
 
   @Test func journalPace_ResetByAnEmptyAssignment_IsTheDefault() {
-    let fixture = ConfigurationFixture()
-    fixture.write("trialwatch.conf", "[Journal]\nRateLimitBurst=infinity\nRateLimitIntervalSec=5s\n")
+    let fixture = ConfigurationFixture(main: "[Journal]\nRateLimitBurst=infinity\nRateLimitIntervalSec=5s\n")
     fixture.dropIn("50-pace.conf", "[Journal]\nRateLimitBurst=\nRateLimitIntervalSec=\n")
     #expect(fixture.load().configuration.journalRateLimit == defaults.journalRateLimit)
   }
@@ -173,14 +139,12 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
   }
 
   @Test func value_WithEqualsAndHashes_IsKeptWhole() {
-    let fixture = ConfigurationFixture()
-    fixture.write("trialwatch.conf", "[Daemon]\nSocket=/run/a=b#c\n")
+    let fixture = ConfigurationFixture(main: "[Daemon]\nSocket=/run/a=b#c\n")
     #expect(fixture.load().configuration.socketPath == "/run/a=b#c")
   }
 
   @Test func dropIns_WithAMainFile_ApplyAfterItInFileNameOrder() {
-    let fixture = ConfigurationFixture()
-    fixture.write("trialwatch.conf", "[Trials]\nDefaultLength=7d\n[Daemon]\nMaxConnections=8\n")
+    let fixture = ConfigurationFixture(main: "[Trials]\nDefaultLength=7d\n[Daemon]\nMaxConnections=8\n")
     let b = fixture.dropIn("20-b.conf", "[Trials]\nDefaultLength=14d\n")
     let a = fixture.dropIn("10-a.conf", "[Trials]\nDefaultLength=10d\nDefaultReminders=none\n")
     let c = fixture.dropIn("30-c.conf", "[Daemon]\nMaxConnections=\n")
@@ -196,8 +160,7 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
   }
 
   @Test func reservedConnections_AboveAQuarterOfMaxConnections_IsCappedWithAWarning() {
-    let fixture = ConfigurationFixture()
-    fixture.write("trialwatch.conf", "[Daemon]\nMaxConnections=100\nReservedConnections=100\n")
+    let fixture = ConfigurationFixture(main: "[Daemon]\nMaxConnections=100\nReservedConnections=100\n")
     let loaded = fixture.load()
     #expect(loaded.diagnostics.map(\.severity) == [.warning])
     #expect(loaded.diagnostics.first?.line == 3)
@@ -239,11 +202,7 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
 
 /// `[Store]` and `[PostgreSQL]`: fleet mode's keys.
 @Suite struct StoreConfigurationTests {
-  func load(_ text: String) -> LoadedConfiguration {
-    let fixture = ConfigurationFixture()
-    fixture.write("trialwatch.conf", text)
-    return fixture.load()
-  }
+  func load(_ text: String) -> LoadedConfiguration { ConfigurationFixture.load(text) }
 
   @Test func postgreSQL_WithOnlyAConnection_TakesTheDefaults() {
     let loaded = load("[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=host=db1 dbname=trialwatch\n")
@@ -313,14 +272,21 @@ let thirtyThreeOffsets: String = (1...33).map { "\($0)h" }.joined(separator: ","
     #expect(loaded.configuration.postgreSQL == nil)
   }
 
-  @Test func backend_ResetByAnEmptyAssignment_IsLmdb() {
-    let fixture = ConfigurationFixture()
-    fixture.write("trialwatch.conf", "[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=host=db1\n")
-    fixture.dropIn("50-single.conf", "[Store]\nBackend=\n")
-    let loaded = fixture.load()
-    #expect(loaded.diagnostics == [])
-    #expect(loaded.configuration.storeBackend == .lmdb)
-    #expect(loaded.configuration.postgreSQL == nil)
+  /// A drop-in that resets the backend is lmdb; one that resets the connection the backend
+  /// needs is an error where the backend is set.
+  @Test func backendOrConnection_ResetByADropIn_LeavesNoPostgreSQL() {
+    let fixture = ConfigurationFixture(
+      main: "[Store]\nBackend=postgresql\n[PostgreSQL]\nConnection=host=db1\n")
+    fixture.dropIn("50-reset.conf", "[Store]\nBackend=\n")
+    let single = fixture.load()
+    #expect(single.diagnostics == [])
+    #expect(single.configuration.storeBackend == .lmdb)
+    #expect(single.configuration.postgreSQL == nil)
+    fixture.dropIn("50-reset.conf", "[PostgreSQL]\nConnection=\n")
+    let reset = fixture.load()
+    #expect(reset.errors.map(\.file) == [fixture.main])
+    #expect(reset.errors.map(\.line) == [2])
+    #expect(reset.configuration.postgreSQL == nil)
   }
 
   @Test func reload_OfRestartOnlyKeys_KeepsTheRunningValuesWithAWarning() {
