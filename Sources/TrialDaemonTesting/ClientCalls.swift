@@ -7,6 +7,15 @@ extension VarlinkClient {
     try call(Trials.startTrial, parameters).trial
   }
 
+  /// Starts a trial of `subject`, `days` long, with a reminder each of `reminders` days before
+  /// its end.
+  public func startTrial(_ subject: String, days: Double, reminders: [Double]) throws -> TrialObject {
+    try startTrial(
+      StartTrialParameters(
+        subject: subject, duration: Days(days),
+        reminders: try ReminderSchedule(reminders.map { Days($0).duration })))
+  }
+
   public func getTrial(_ parameters: GetTrialParameters) throws(VarlinkClientError) -> TrialObject {
     try call(Trials.getTrial, parameters).trial
   }

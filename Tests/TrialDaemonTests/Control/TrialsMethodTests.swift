@@ -15,9 +15,7 @@ import TrialDaemonTesting
   func startTrial_WithDurationAndReminders_StartsIt(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [0xACE])
     let client = try fixture.client()
-    let trial = try client.startTrial(
-      StartTrialParameters(
-        subject: "acme-42", duration: Days(3), reminders: try ReminderSchedule([.days(1), .days(2)])))
+    let trial = try client.startTrial("acme-42", days: 3, reminders: [1, 2])
     #expect(trial.id == TrialID(0xACE))
     #expect(trial.subject == "acme-42")
     #expect(trial.state == .active)
@@ -243,9 +241,7 @@ import TrialDaemonTesting
   func getPlan_OfATrial_ShowsPastAndFutureEvents(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [3])
     let client = try fixture.client()
-    let trial = try client.startTrial(
-      StartTrialParameters(
-        subject: "acme", duration: Days(5), reminders: try ReminderSchedule([.days(3), .days(1)])))
+    let trial = try client.startTrial("acme", days: 5, reminders: [3, 1])
     var plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.pending, .pending, .pending])
     #expect(plan.map(\.kind) == [.reminder, .reminder, .expiry])
@@ -279,9 +275,7 @@ import TrialDaemonTesting
     let client = try fixture.client()
     let day: TimeInterval = 86_400
     // Three days before a two-day trial's end is already past.
-    let trial = try client.startTrial(
-      StartTrialParameters(
-        subject: "short", duration: Days(2), reminders: try ReminderSchedule([.days(3), .days(1)])))
+    let trial = try client.startTrial("short", days: 2, reminders: [3, 1])
     var plan = try client.getPlan(GetPlanParameters(id: trial.id))
     #expect(plan.map(\.state) == [.skipped, .pending, .pending])
     #expect(plan[0].reason == "already-due-at-start")
@@ -316,8 +310,7 @@ import TrialDaemonTesting
   func anExpiredTrial_IsReported_AndCannotChange(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [7, 8])
     let client = try fixture.client()
-    let trial = try client.startTrial(
-      StartTrialParameters(subject: "acme", duration: Days(2), reminders: try ReminderSchedule([.days(1)])))
+    let trial = try client.startTrial("acme", days: 2, reminders: [1])
     _ = try client.startTrial(
       StartTrialParameters(subject: "other", duration: Days(9), reminders: ReminderSchedule.none))
     fixture.advance(by: 86_400)
@@ -356,9 +349,7 @@ import TrialDaemonTesting
   func watchReportsLateAndSkippedEvents_AfterASleep(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [0x5])
     let client = try fixture.client()
-    let trial = try client.startTrial(
-      StartTrialParameters(
-        subject: "sleepy", duration: Days(3), reminders: try ReminderSchedule([.days(2), .days(1)])))
+    let trial = try client.startTrial("sleepy", days: 3, reminders: [2, 1])
     let watcher = try fixture.client()
     try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
     #expect(try watcher.receive().continues)

@@ -15,8 +15,7 @@ import TrialDaemonTesting
   func watch_StreamsTakenEvents(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [1, 2])
     let client = try fixture.client()
-    _ = try client.startTrial(
-      StartTrialParameters(subject: "a", duration: Days(2), reminders: try ReminderSchedule([.days(1)])))
+    _ = try client.startTrial("a", days: 2, reminders: [1])
     _ = try client.startTrial(
       StartTrialParameters(subject: "b", duration: Days(3), reminders: ReminderSchedule.none))
 
