@@ -112,29 +112,8 @@ import Testing
 }
 
 @Suite struct JournalDestinationTests {
-  /// A pipe's write end stands in for standard error; its device and inode are real.
-  final class Pipe {
-    let read: Int32
-    let write: Int32
-    init() {
-      var ends: [Int32] = [0, 0]
-      precondition(pipe(&ends) == 0)
-      read = ends[0]
-      write = ends[1]
-    }
-    var streamValue: String {
-      var info = stat()
-      precondition(fstat(write, &info) == 0)
-      return "\(info.st_dev):\(info.st_ino)"
-    }
-    deinit {
-      close(read)
-      close(write)
-    }
-  }
-
   @Test func autoDestination_WhenStandardErrorIsTheJournalStream_IsTheJournal() {
-    let stream = Pipe()
+    let stream = LinePipe()
     let environment = ["JOURNAL_STREAM": stream.streamValue]
     #expect(JournalDestination.isJournalStream(stream.write, environment: environment))
     #expect(
@@ -143,8 +122,8 @@ import Testing
   }
 
   @Test func autoDestination_WhenStandardErrorIsElsewhere_IsStandardError() {
-    let stream = Pipe()
-    let other = Pipe()
+    let stream = LinePipe()
+    let other = LinePipe()
     // A shell started from the service inherits JOURNAL_STREAM, but its stderr is a terminal.
     let environment = ["JOURNAL_STREAM": other.streamValue]
     #expect(
@@ -157,17 +136,17 @@ import Testing
 
   @Test(arguments: ["", "12", "a:b", "1:2:3", ":5", "-1:3"])
   func journalStream_ThatIsMalformed_IsNotTheJournal(value: String) {
-    let stream = Pipe()
+    let stream = LinePipe()
     #expect(!JournalDestination.isJournalStream(stream.write, environment: ["JOURNAL_STREAM": value]))
   }
 
   @Test func journalStream_OfAnInvalidStandardError_IsNotTheJournal() {
-    let stream = Pipe()
+    let stream = LinePipe()
     #expect(!JournalDestination.isJournalStream(-1, environment: ["JOURNAL_STREAM": stream.streamValue]))
   }
 
   @Test func consoleDestination_Always_IsStandardError() {
-    let stream = Pipe()
+    let stream = LinePipe()
     let environment = ["JOURNAL_STREAM": stream.streamValue]
     #expect(
       JournalDestination.detect(target: .console, environment: environment, standardError: stream.write)

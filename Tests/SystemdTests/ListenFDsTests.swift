@@ -16,6 +16,17 @@ import Testing
     var closeOnExec: [Int32: Bool] = [:]
     var environmentAfter: [String: String] = [:]
     var secondCall: [Int32] = []
+
+    /// What `takeNamed()` returns, or the error it throws.
+    static func takingNamed() -> Observation {
+      var observation = Observation()
+      do throws(SystemdError) {
+        observation.descriptors = try ListenFDs.takeNamed()
+      } catch {
+        observation.error = error
+      }
+      return observation
+    }
   }
 
   struct FileIdentity: Equatable {
@@ -132,12 +143,7 @@ import Testing
           "LISTEN_FDS": "2", "LISTEN_PID": ListenFDsTests.ownPID, "LISTEN_FDNAMES": "varlink:events",
         ]
       ) {
-        var observation = Observation()
-        do throws(SystemdError) {
-          observation.descriptors = try ListenFDs.takeNamed()
-        } catch {
-          observation.error = error
-        }
+        var observation = Observation.takingNamed()
         for fd: Int32 in [3, 4] {
           observation.identities[fd] = FileIdentity(fd)
           observation.closeOnExec[fd] = fcntl(fd, F_GETFD) & FD_CLOEXEC != 0
@@ -208,15 +214,7 @@ import Testing
         environment: [
           "LISTEN_FDS": "2", "LISTEN_PID": ListenFDsTests.ownPID, "LISTEN_FDNAMES": "only-one",
         ]
-      ) {
-        var observation = Observation()
-        do throws(SystemdError) {
-          observation.descriptors = try ListenFDs.takeNamed()
-        } catch {
-          observation.error = error
-        }
-        return observation
-      }
+      ) { Observation.takingNamed() }
       #expect(seen.error == .listenFDsFailed)
       #expect(seen.error?.errno == EINVAL)
       #expect(seen.descriptors.isEmpty)

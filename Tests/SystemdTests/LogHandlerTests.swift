@@ -10,33 +10,6 @@ struct JournalDown: Error, CustomStringConvertible {
   var description: String { "journal is down" }
 }
 
-/// A pipe read back with a bounded wait, standing in for standard error.
-final class LinePipe {
-  let read: Int32
-  let write: Int32
-
-  init() {
-    var ends: [Int32] = [0, 0]
-    precondition(pipe(&ends) == 0)
-    read = ends[0]
-    write = ends[1]
-  }
-
-  /// Everything written so far, once at least one line has arrived (waits at most 5 s).
-  func readAvailable() -> String {
-    var poller = pollfd(fd: read, events: Int16(POLLIN), revents: 0)
-    guard poll(&poller, 1, 5_000) == 1 else { return "" }
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    let count = Glibc.read(read, &buffer, buffer.count)
-    return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
-  }
-
-  deinit {
-    close(read)
-    close(write)
-  }
-}
-
 @Suite struct LogHandlerTests {
   @Test func priority_OfEachLevel_FollowsSyslog() {
     let expected: [(Logger.Level, Int)] = [
