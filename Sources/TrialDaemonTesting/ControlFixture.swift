@@ -206,7 +206,7 @@ public final class EngineParts: @unchecked Sendable {
 /// action asked for with no delay (the engine's group commit) runs as soon as the queue is
 /// free, as `DispatchWakeScheduler` runs it. Changes sent together by clients are committed
 /// together, and no test has to move time for a call to be answered.
-private final class QueueRunScheduler: WakeScheduler, @unchecked Sendable {
+private final class QueueRunScheduler: ForwardingWakeScheduler, @unchecked Sendable {
   // @unchecked: used only on `queue`, as the engine's scheduler is.
   private let virtual: TestScheduler
   private let queue: DispatchQueue
@@ -216,13 +216,7 @@ private final class QueueRunScheduler: WakeScheduler, @unchecked Sendable {
     self.queue = queue
   }
 
-  var clock: any WallClock { virtual.clock }
-  var monotonicNow: TimeInterval { virtual.monotonicNow }
-
-  @discardableResult
-  func schedule(at deadline: Date, label: String, _ action: @escaping () -> Void) -> any ScheduledWake {
-    virtual.schedule(at: deadline, label: label, action)
-  }
+  var inner: any WakeScheduler { virtual }
 
   @discardableResult
   func schedule(after delay: TimeInterval, label: String, _ action: @escaping () -> Void)

@@ -113,7 +113,7 @@ final class Collector<T>: @unchecked Sendable {
   /// The engine's scheduler, telling the test when each watchdog ping falls due: for each
   /// watchdog wake, a timer on a queue of its own fires at the same moment, free or stuck as
   /// the engine's queue may be.
-  final class DueTellingScheduler: WakeScheduler, @unchecked Sendable {
+  final class DueTellingScheduler: ForwardingWakeScheduler, @unchecked Sendable {
     // @unchecked: the schedulers hold no state of their own; `watchdogWakes` has a lock.
     private let scheduler: DispatchWakeScheduler
     private let side = DispatchWakeScheduler(queue: DispatchQueue(label: "test.due"))
@@ -128,13 +128,7 @@ final class Collector<T>: @unchecked Sendable {
     /// Watchdog wakes armed so far.
     var watchdogWakes: Int { scheduled.values.count }
 
-    var clock: any WallClock { scheduler.clock }
-    var monotonicNow: TimeInterval { scheduler.monotonicNow }
-
-    @discardableResult
-    func schedule(at deadline: Date, label: String, _ action: @escaping () -> Void) -> any ScheduledWake {
-      scheduler.schedule(at: deadline, label: label, action)
-    }
+    var inner: any WakeScheduler { scheduler }
 
     @discardableResult
     func schedule(after delay: TimeInterval, label: String, _ action: @escaping () -> Void)
