@@ -2,16 +2,12 @@ import Foundation
 import Testing
 import TrialControl
 import TrialCore
+import TrialTesting
 
 @Suite struct TypesTests {
   static let now = Date(timeIntervalSince1970: 1_750_000_000)
 
-  static func trial() throws -> Trial {
-    Trial(
-      id: TrialID(0xABC), subject: "acme-42",
-      period: TrialPeriod(startDate: now, endDate: now.addingTimeInterval(5 * 86_400)),
-      reminders: try ReminderSchedule([.days(3), .seconds(90)]))
-  }
+  static func trial() throws -> Trial { try Trial.sample(start: now) }
 
   static func encode(_ value: some Encodable) throws -> String {
     String(decoding: try WireCoding.makeEncoder().encode(value), as: UTF8.self)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TrialControl
 import TrialCore
+import TrialTesting
 
 @testable import TrialDaemon
 
@@ -9,12 +10,7 @@ import TrialCore
 @Suite struct HandlerLogicTests {
   static let now = Date(timeIntervalSince1970: 1_750_000_000)
 
-  static func trial() throws -> Trial {
-    Trial(
-      id: TrialID(0xABC), subject: "acme-42",
-      period: TrialPeriod(startDate: now, endDate: now.addingTimeInterval(5 * 86_400)),
-      reminders: try ReminderSchedule([.days(3), .seconds(90)]))
-  }
+  static func trial() throws -> Trial { try Trial.sample(start: now) }
 
   @Test func listFilters_Match_AsDocumented() throws {
     let trial = try Self.trial()
