@@ -11,6 +11,13 @@ import TrialTesting
 @Suite struct EventFeedContractTests {
   private func at(_ days: Double) -> Date { origin.addingTimeInterval(days * day) }
 
+  /// A repository of `kind` in which a trial expired on each of the first `days` days.
+  private func expiries(_ kind: StoreKind, days: Int) throws -> Subject {
+    let subject = try Subject(kind)
+    try fireExpiries(subject.repository, at: (1...days).map { at(Double($0)) })
+    return subject
+  }
+
   private func bounds(_ subject: Subject) throws -> EventLogBounds {
     try subject.repository.read { try $0.eventLogBounds() }
   }
@@ -21,8 +28,7 @@ import TrialTesting
 
   @Test(arguments: StoreKind.allCases)
   func checkCursor_PrunedOrAhead_ThrowsSayingWhereToResume(kind: StoreKind) throws {
-    let subject = try Subject(kind)
-    try fireExpiries(subject.repository, at: (1...5).map { at(Double($0)) })
+    let subject = try expiries(kind, days: 5)
     _ = try subject.repository.write { try $0.pruneEvents(through: EventCursor(2)) }
     try subject.reopen()
     func check(_ cursor: UInt64) throws -> EventLogBounds {
@@ -49,8 +55,7 @@ import TrialTesting
 
   @Test(arguments: StoreKind.allCases)
   func createConsumer_StartsAtTheNewestOrAtTheCursorGiven(kind: StoreKind) throws {
-    let subject = try Subject(kind)
-    try fireExpiries(subject.repository, at: (1...3).map { at(Double($0)) })
+    let subject = try expiries(kind, days: 3)
     let created = try subject.repository.write { txn in
       try (
         EventFeed.createConsumer(named: "live", after: nil, now: at(4), in: txn),
@@ -76,8 +81,7 @@ import TrialTesting
 
   @Test(arguments: StoreKind.allCases)
   func acknowledge_MovesForwardOnly(kind: StoreKind) throws {
-    let subject = try Subject(kind)
-    try fireExpiries(subject.repository, at: (1...5).map { at(Double($0)) })
+    let subject = try expiries(kind, days: 5)
     try subject.repository.write { txn in
       _ = try EventFeed.createConsumer(named: "mailer", after: .origin, now: at(5), in: txn)
     }
@@ -106,8 +110,7 @@ import TrialTesting
 
   @Test(arguments: StoreKind.allCases)
   func prune_ByAge_StopsAtAConsumerThatHasNotAcknowledged(kind: StoreKind) throws {
-    let subject = try Subject(kind)
-    try fireExpiries(subject.repository, at: (1...5).map { at(Double($0)) })
+    let subject = try expiries(kind, days: 5)
     try subject.repository.write { txn in
       _ = try EventFeed.createConsumer(named: "slow", after: EventCursor(2), now: at(5), in: txn)
     }
@@ -142,8 +145,7 @@ import TrialTesting
 
   @Test(arguments: StoreKind.allCases)
   func prune_PastTheCap_MovesTheConsumerOnAndCountsWhatItLost(kind: StoreKind) throws {
-    let subject = try Subject(kind)
-    try fireExpiries(subject.repository, at: (1...6).map { at(Double($0)) })
+    let subject = try expiries(kind, days: 6)
     try subject.repository.write { txn in
       _ = try EventFeed.createConsumer(named: "behind", after: EventCursor(1), now: at(6), in: txn)
       _ = try EventFeed.createConsumer(named: "current", after: nil, now: at(6), in: txn)
@@ -179,8 +181,7 @@ import TrialTesting
 
   @Test(arguments: StoreKind.allCases)
   func prune_InStepsOfTheLimit_SaysWhenThereIsMore(kind: StoreKind) throws {
-    let subject = try Subject(kind)
-    try fireExpiries(subject.repository, at: (1...5).map { at(Double($0)) })
+    let subject = try expiries(kind, days: 5)
     let retention = EventRetention(age: .seconds(day), cap: nil)
     var steps: [EventFeed.PruneStep] = []
     repeat {

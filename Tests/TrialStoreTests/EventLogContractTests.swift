@@ -97,9 +97,7 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
   @Test(arguments: StoreKind.allCases)
   func remindersSkippedAtStartAndAtExtension_AreLogged(kind: StoreKind) throws {
     let subject = try Subject(kind)
-    let started = try subject.repository.startTrial(
-      subject: "acme-1", endDate: origin.addingTimeInterval(2 * day), reminders: .default, now: origin,
-      ids: SequenceTrialIDGenerator([1]))
+    let started = try subject.start(days: 2, id: 1)
     #expect(started.skipped.count == 1)
     let extended = try subject.repository.extendTrial(
       TrialID(1), to: origin.addingTimeInterval(day / 2), now: origin.addingTimeInterval(60))

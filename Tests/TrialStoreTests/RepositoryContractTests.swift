@@ -35,6 +35,16 @@ final class Subject {
     }
   }
 
+  /// Starts a trial of `name` at `origin`, ending `days` later, with the id `id`.
+  @discardableResult
+  func start(
+    _ name: String = "acme-1", days: Double, reminders: ReminderSchedule = .default, id: UInt64
+  ) throws -> (trial: Trial, skipped: [DueEvent]) {
+    try repository.startTrial(
+      subject: name, endDate: origin.addingTimeInterval(days * day), reminders: reminders, now: origin,
+      ids: SequenceTrialIDGenerator([id]))
+  }
+
   /// Closes and opens the file store again (the in-memory one stays as it is); in between,
   /// checks it as `trialwatchd --verify-store` does and returns what that found.
   @discardableResult
@@ -63,9 +73,7 @@ final class Subject {
   @Test(arguments: StoreKind.allCases)
   func takenFirstID_LeadsToTheSecond(kind: StoreKind) throws {
     let subject = try Subject(kind)
-    let first = try subject.repository.startTrial(
-      subject: "acme-1", endDate: origin.addingTimeInterval(5 * day), reminders: .default, now: origin,
-      ids: SequenceTrialIDGenerator([7]))
+    let first = try subject.start(days: 5, id: 7)
     #expect(first.trial.id == TrialID(7))
     let ids = SequenceTrialIDGenerator([7, 9])
     let second = try subject.repository.startTrial(
@@ -110,9 +118,7 @@ final class Subject {
   @Test(arguments: StoreKind.allCases)
   func commit_RecordsEachEventExactlyOnce_AndExpiryEndsTheTrial(kind: StoreKind) throws {
     let subject = try Subject(kind)
-    let started = try subject.repository.startTrial(
-      subject: "acme-1", endDate: origin.addingTimeInterval(5 * day), reminders: .default, now: origin,
-      ids: SequenceTrialIDGenerator([1]))
+    let started = try subject.start(days: 5, id: 1)
     var planner = Planner()
     planner.add(started.trial, now: origin)
     let late = origin.addingTimeInterval(6 * day)
@@ -138,9 +144,7 @@ final class Subject {
   @Test(arguments: StoreKind.allCases)
   func eventsOfAnOlderRevision_AreNeverRecorded(kind: StoreKind) throws {
     let subject = try Subject(kind)
-    let started = try subject.repository.startTrial(
-      subject: "acme-1", endDate: origin.addingTimeInterval(5 * day), reminders: .none, now: origin,
-      ids: SequenceTrialIDGenerator([1]))
+    let started = try subject.start(days: 5, reminders: .none, id: 1)
     let oldExpiry = started.trial.events.last!
     _ = try subject.repository.extendTrial(
       started.trial.id, to: origin.addingTimeInterval(9 * day), now: origin)
