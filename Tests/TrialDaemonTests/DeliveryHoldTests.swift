@@ -39,6 +39,16 @@ struct PacedHarness {
       idFallbackStart: 0x100, sinks: [sink], logger: logs.makeLogger())
   }
 
+  /// A harness whose engine has started.
+  static func started(
+    limit: JournalPace.Limit?, retryDelay: Duration = .seconds(1),
+    repository: InMemoryTrialRepository = InMemoryTrialRepository()
+  ) throws -> PacedHarness {
+    let harness = PacedHarness(limit: limit, retryDelay: retryDelay, repository: repository)
+    _ = try harness.engine.start()
+    return harness
+  }
+
   /// Starts `count` trials without reminders, all ending at `end`.
   func startTrials(_ count: Int, prefix: String, endingAt end: Date) throws {
     for index in 0..<count {
@@ -58,8 +68,7 @@ struct PacedHarness {
 @Suite struct DeliveryHoldTests {
   /// The order an unpaced engine delivers the same events in.
   func unpacedOrder(_ count: Int, endingAt end: Date) throws -> [String] {
-    let h = PacedHarness(limit: nil)
-    _ = try h.engine.start()
+    let h = try PacedHarness.started(limit: nil)
     try h.startTrials(count, prefix: "burst", endingAt: end)
     h.scheduler.advance(to: end)
     h.engine.stop()
@@ -68,8 +77,7 @@ struct PacedHarness {
 
   @Test func burst_BeyondThePace_IsHeldInTheOutboxAndDeliveredInOrderAsTheWindowAllows() throws {
     let end = epoch.addingTimeInterval(60)
-    let h = PacedHarness(limit: JournalPace.Limit(interval: .seconds(30), burst: 10))
-    _ = try h.engine.start()
+    let h = try PacedHarness.started(limit: JournalPace.Limit(interval: .seconds(30), burst: 10))
     try h.startTrials(25, prefix: "burst", endingAt: end)
     h.scheduler.advance(to: end)
     #expect(h.journal.sent.count == 10)
@@ -106,8 +114,7 @@ struct PacedHarness {
 
   @Test func eventsTakenWhileHeld_WaitBehindTheHeldOnes_AndStayOnTime() throws {
     let end = epoch.addingTimeInterval(60)
-    let h = PacedHarness(limit: JournalPace.Limit(interval: .seconds(30), burst: 3))
-    _ = try h.engine.start()
+    let h = try PacedHarness.started(limit: JournalPace.Limit(interval: .seconds(30), burst: 3))
     try h.startTrials(5, prefix: "first", endingAt: end)
     try h.startTrials(2, prefix: "second", endingAt: end.addingTimeInterval(10))
     h.scheduler.advance(to: end.addingTimeInterval(10))
@@ -130,8 +137,7 @@ struct PacedHarness {
 
   @Test func sendFailure_KeepsTheEntryInTheOutbox_TriesAgainAndLogsOnce() throws {
     let end = epoch.addingTimeInterval(60)
-    let h = PacedHarness(limit: nil, retryDelay: .seconds(5))
-    _ = try h.engine.start()
+    let h = try PacedHarness.started(limit: nil, retryDelay: .seconds(5))
     try h.startTrials(4, prefix: "fail", endingAt: end)
     h.journal.failuresLeft = 3
     h.scheduler.advance(to: end)
@@ -156,8 +162,7 @@ struct PacedHarness {
     let end = epoch.addingTimeInterval(60)
     let limit = JournalPace.Limit(interval: .seconds(30), burst: 2)
     let repository = InMemoryTrialRepository()
-    let first = PacedHarness(limit: limit, repository: repository)
-    _ = try first.engine.start()
+    let first = try PacedHarness.started(limit: limit, repository: repository)
     try first.startTrials(5, prefix: "restart", endingAt: end)
     first.scheduler.advance(to: end)
     #expect(first.journal.sent.count == 2)
@@ -181,8 +186,7 @@ struct PacedHarness {
 
   @Test func pace_TurnedOffByAReload_DeliversTheHeldEventsAtOnce() throws {
     let end = epoch.addingTimeInterval(60)
-    let h = PacedHarness(limit: JournalPace.Limit(interval: .seconds(30), burst: 2))
-    _ = try h.engine.start()
+    let h = try PacedHarness.started(limit: JournalPace.Limit(interval: .seconds(30), burst: 2))
     try h.startTrials(6, prefix: "reload", endingAt: end)
     h.scheduler.advance(to: end)
     #expect(h.journal.sent.count == 2)

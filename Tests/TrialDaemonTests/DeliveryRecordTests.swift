@@ -24,8 +24,7 @@ import TrialTesting
   }
 
   @Test func wakes_ThatFireEvents_CommitOnceEach() throws {
-    let h = Harness(ids: [1, 2, 3, 4])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [1, 2, 3, 4])
     try startTrials(h, endingAfter: [10, 10.002, 10.004, 20])
     let commits = h.repository.commitCount
     h.scheduler.advance(to: epoch.addingTimeInterval(10.004))
@@ -40,8 +39,7 @@ import TrialTesting
   }
 
   @Test func deliveries_WithTheNextWakeSoon_WaitForItsCommit() throws {
-    let h = Harness(ids: [1, 2])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [1, 2])
     try startTrials(h, endingAfter: [10, 10.005])
     h.scheduler.advance(to: epoch.addingTimeInterval(10))
     #expect(try undelivered(h) == [h.sink.ids[0]])
@@ -53,8 +51,7 @@ import TrialTesting
   }
 
   @Test func deliveries_ThenACommand_RideInItsCommit() throws {
-    let h = Harness(ids: [1, 2, 3])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [1, 2, 3])
     try startTrials(h, endingAfter: [10, 10.004])
     h.scheduler.advance(to: epoch.addingTimeInterval(10))
     let commits = h.repository.commitCount
@@ -66,8 +63,7 @@ import TrialTesting
 
   @Test func crash_BeforeTheDeliveriesAreRecorded_DeliversThemAgainWithTheirIDs() throws {
     let repository = InMemoryTrialRepository()
-    let first = Harness(repository: repository, ids: [1, 2, 3])
-    _ = try first.engine.start()
+    let first = try Harness.started(repository: repository, ids: [1, 2, 3])
     try startTrials(first, endingAfter: [10, 10.002, 10.004])
     first.scheduler.advance(to: epoch.addingTimeInterval(10.002))
     let delivered = first.sink.ids
@@ -87,8 +83,7 @@ import TrialTesting
   }
 
   @Test func stop_RecordsTheDeliveries_InItsLastWrite() throws {
-    let h = Harness(ids: [1, 2])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [1, 2])
     try startTrials(h, endingAfter: [10, 10.005])
     h.scheduler.advance(to: epoch.addingTimeInterval(10))
     #expect(try undelivered(h).count == 1)

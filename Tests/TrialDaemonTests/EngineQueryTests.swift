@@ -7,8 +7,7 @@ import TrialTesting
 
 @Suite struct EngineQueryTests {
   @Test func trialWithLedger_ReturnsTakenEvents_AndNamesAMissingTrial() throws {
-    let h = Harness(ids: [0x1])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [0x1])
     let trial = try h.start("acme", days: 2)
     h.scheduler.advance(by: 1 * day)
     let (found, ledger) = try h.engine.trialWithLedger(id: trial.id)
@@ -21,8 +20,7 @@ import TrialTesting
   }
 
   @Test func list_PagesByCursor_AndFilters() throws {
-    let h = Harness(ids: [1, 2, 3, 4, 5])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [1, 2, 3, 4, 5])
     for (index, subject) in ["a", "b", "c", "d", "e"].enumerated() {
       try h.start(subject, days: Double(index + 1), reminders: [])
     }
@@ -42,8 +40,7 @@ import TrialTesting
   }
 
   @Test func simulate_ChangesNothing_AndMatchesWhatFires() throws {
-    let h = Harness(ids: [1, 2])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [1, 2])
     try h.start("a", days: 2)
     try h.start("b", days: 4)
     let predicted = h.engine.simulate(through: epoch.addingTimeInterval(3.5 * day))
@@ -54,8 +51,7 @@ import TrialTesting
   }
 
   @Test func status_CountsAndNextEvent() throws {
-    let h = Harness(ids: [1])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [1])
     try h.start("acme-42", days: 1, reminders: [])
     let status = h.engine.status()
     #expect(status.counts[.active] == 1)

@@ -67,6 +67,17 @@ struct Harness {
       observer: observer)
   }
 
+  /// A harness whose engine has started.
+  static func started(
+    repository: InMemoryTrialRepository = InMemoryTrialRepository(),
+    settings: EngineSettings = EngineSettings(),
+    ids: [UInt64] = []
+  ) throws -> Harness {
+    let harness = Harness(repository: repository, settings: settings, ids: ids)
+    _ = try harness.engine.start()
+    return harness
+  }
+
   @discardableResult
   func start(_ subject: String, days: Double, reminders: [Double] = [3, 1]) throws -> Trial {
     let schedule = try ReminderSchedule(reminders.map { Days($0).duration })
@@ -78,8 +89,7 @@ struct Harness {
 
 @Suite struct EngineTests {
   @Test func remindersAndExpiry_FireOnTime_AndTrialExpires() throws {
-    let h = Harness(ids: [0xA])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [0xA])
     let trial = try h.start("acme-42", days: 5)
     h.scheduler.advance(by: 5 * day)
     #expect(h.sink.ids.map(\.kind) == [.reminder(before: .days(3)), .reminder(before: .days(1)), .expiry])
@@ -96,8 +106,7 @@ struct Harness {
 
   @Test func catchUpAfterRestart_FiresExpiryLate_AndSkipsSupersededReminders() throws {
     let repository = InMemoryTrialRepository()
-    let first = Harness(repository: repository, ids: [0xB])
-    _ = try first.engine.start()
+    let first = try Harness.started(repository: repository, ids: [0xB])
     try first.start("acme-1", days: 5)
     first.scheduler.advance(by: 1 * day)
     first.engine.stop()
@@ -120,8 +129,7 @@ struct Harness {
 
   @Test func restart_RedeliversUndeliveredEvents_WithTheSameIDs() throws {
     let repository = InMemoryTrialRepository()
-    let first = Harness(repository: repository, ids: [0xC])
-    _ = try first.engine.start()
+    let first = try Harness.started(repository: repository, ids: [0xC])
     try first.start("acme-2", days: 5)
     first.sink.failuresLeft = 100
     first.scheduler.advance(by: 2 * day)
@@ -139,8 +147,7 @@ struct Harness {
   }
 
   @Test func deliveryFailure_IsRetried_WithoutFiringAgain() throws {
-    let h = Harness(settings: EngineSettings(retryDelay: .seconds(5)), ids: [0xD])
-    _ = try h.engine.start()
+    let h = try Harness.started(settings: EngineSettings(retryDelay: .seconds(5)), ids: [0xD])
     try h.start("acme-3", days: 5)
     h.sink.failuresLeft = 1
     h.scheduler.advance(by: 2 * day)
@@ -155,8 +162,7 @@ struct Harness {
   }
 
   @Test func commitFailure_LosesNothing_AndFiresOnRetry() throws {
-    let h = Harness(settings: EngineSettings(retryDelay: .seconds(10)), ids: [0xE])
-    _ = try h.engine.start()
+    let h = try Harness.started(settings: EngineSettings(retryDelay: .seconds(10)), ids: [0xE])
     try h.start("acme-4", days: 5, reminders: [])
     struct DiskFull: Error {}
     h.repository.failNextCommit = DiskFull()
@@ -170,8 +176,7 @@ struct Harness {
   }
 
   @Test func suspend_FiresEachOverdueEventOnce_AtResume() throws {
-    let h = Harness(ids: [0xF])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [0xF])
     try h.start("acme-5", days: 5)
     h.scheduler.advance(by: 1 * day)
     h.scheduler.jump(by: 2.5 * day)
@@ -186,8 +191,7 @@ struct Harness {
   }
 
   @Test func forwardStep_IsDetected_AndFiresWhatBecameDue() throws {
-    let h = Harness(settings: EngineSettings(policy: CatchUpPolicy(reminders: .all)), ids: [0x10])
-    _ = try h.engine.start()
+    let h = try Harness.started(settings: EngineSettings(policy: CatchUpPolicy(reminders: .all)), ids: [0x10])
     try h.start("acme-6", days: 5)
     h.scheduler.setWallTime(epoch.addingTimeInterval(4.5 * day))
     #expect(h.sink.delivered.isEmpty, "a step fires nothing by itself")
@@ -201,8 +205,7 @@ struct Harness {
   }
 
   @Test func backwardStep_NeverFiresAgain() throws {
-    let h = Harness(ids: [0x11])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [0x11])
     try h.start("acme-7", days: 5)
     h.scheduler.advance(by: 2.5 * day)
     #expect(h.sink.delivered.count == 1)
@@ -219,8 +222,7 @@ struct Harness {
 
   @Test func backwardStepAcrossRestart_IsReported() throws {
     let repository = InMemoryTrialRepository()
-    let first = Harness(repository: repository, ids: [0x12])
-    _ = try first.engine.start()
+    let first = try Harness.started(repository: repository, ids: [0x12])
     first.scheduler.advance(by: day)
     first.engine.stop()
     let second = Harness(repository: repository, scheduler: TestScheduler(now: epoch))
@@ -231,8 +233,7 @@ struct Harness {
   }
 
   @Test func extend_OldRevisionNeverFires() throws {
-    let h = Harness(ids: [0x13])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [0x13])
     let trial = try h.start("acme-8", days: 5)
     h.scheduler.advance(by: 3 * day)
     let extended = try h.engine.perform(.extend(trial.id, by: Days(10), endsAt: nil)).trial
@@ -244,8 +245,7 @@ struct Harness {
   }
 
   @Test func end_CancelsEverythingPending() throws {
-    let h = Harness(ids: [0x14])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [0x14])
     let trial = try h.start("acme-9", days: 5)
     _ = try h.engine.perform(.end(trial.id, .converted))
     h.scheduler.advance(by: 30 * day)
@@ -256,8 +256,7 @@ struct Harness {
   }
 
   @Test func submittedCommands_AreCommittedTogether() throws {
-    let h = Harness(ids: [0x20, 0x21, 0x22])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [0x20, 0x21, 0x22])
     let before = h.repository.commitCount
     var results: [Result<CommandResult, any Error>] = []
     for subject in ["a", "b", "a"] {
@@ -278,8 +277,7 @@ struct Harness {
   }
 
   @Test func startWithReminderAlreadyDue_RecordsItSkipped() throws {
-    let h = Harness(ids: [0x30])
-    _ = try h.engine.start()
+    let h = try Harness.started(ids: [0x30])
     let result = try h.engine.perform(
       .start(subject: "short", length: Days(2), endsAt: nil, reminders: .default))
     #expect(result.skipped.map(\.disposition) == [.skip(.alreadyDueAtStart)])
@@ -291,8 +289,7 @@ struct Harness {
   }
 
   @Test func watchdog_PingsAtItsInterval_UntilStopped() throws {
-    let h = Harness(settings: EngineSettings(watchdogInterval: .seconds(15)))
-    _ = try h.engine.start()
+    let h = try Harness.started(settings: EngineSettings(watchdogInterval: .seconds(15)))
     h.scheduler.advance(by: 60)
     #expect(h.observer.pings.count == 4)
     h.scheduler.setWallTime(epoch.addingTimeInterval(-day))
@@ -305,8 +302,7 @@ struct Harness {
   }
 
   @Test func status_IsCurrent_AndRateLimited() throws {
-    let h = Harness(settings: EngineSettings(statusInterval: .seconds(1)), ids: [0x40, 0x41])
-    _ = try h.engine.start()
+    let h = try Harness.started(settings: EngineSettings(statusInterval: .seconds(1)), ids: [0x40, 0x41])
     #expect(h.observer.statuses == ["0 active trials; nothing scheduled"])
     try h.start("acme-42", days: 1, reminders: [])
     try h.start("acme-43", days: 2, reminders: [])
@@ -317,8 +313,7 @@ struct Harness {
   }
 
   @Test func idleEngine_ArmsNothing() throws {
-    let h = Harness()
-    _ = try h.engine.start()
+    let h = try Harness.started()
     #expect(h.scheduler.pending.isEmpty)
     h.engine.stop()
   }

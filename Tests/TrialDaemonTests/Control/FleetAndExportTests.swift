@@ -13,13 +13,7 @@ import TrialTesting
 /// A fleet node as GetStatus and GetFleet show it, and a store moved to another through
 /// Export and trialwatchd --import.
 @Suite struct FleetAndExportTests {
-  static let fleet = FleetStatus(
-    node: "node-a", shards: [0, 1, 2, 3, 9, 12, 13, 14, 15], shardCount: 16,
-    nodes: [
-      FleetStatus.Node(
-        name: "node-a", alive: true, shards: 9, leaseAge: .seconds(2), lag: .zero, version: "0.2.0"),
-      FleetStatus.Node(name: "node-b", alive: false, shards: 7, leaseAge: .seconds(95)),
-    ])
+  static let fleet = FleetStatus.sample
 
   @Test func getStatusAndGetFleet_OfAFleetNode_CarryItsFleet() throws {
     let fixture = try ControlFixture(fleetStatus: { Self.fleet })
@@ -79,6 +73,20 @@ import TrialTesting
   /// Writes records as an export file: one JSON object a line.
   private func writeJSONLines(_ records: [ExportRecord], to path: String) throws {
     try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: path))
+  }
+
+  /// A fixture on LMDB with `populate`'s trials, its whole export, and that export written to
+  /// a file in a scratch directory.
+  private func exported(_ label: String) throws -> (
+    fixture: ControlFixture, records: [ExportRecord], scratch: TemporaryDirectory, file: String
+  ) {
+    let fixture = try ControlFixture(store: .lmdb, ids: Array(1...7))
+    try populate(fixture)
+    let records = try exportPages(try fixture.client(), limit: 1_000).flatMap(\.records)
+    let scratch = try TemporaryDirectory(label)
+    let file = scratch.appending("trials.jsonl")
+    try writeJSONLines(records, to: file)
+    return (fixture, records, scratch, file)
   }
 
   /// Every page of Export, `limit` trials at a time.
@@ -148,12 +156,7 @@ import TrialTesting
   }
 
   @Test func exportThenImport_FromOneHostToAFleetAndBack_KeepsTrialsLedgerAndPlans() throws {
-    let fixture = try ControlFixture(store: .lmdb, ids: Array(1...7))
-    try populate(fixture)
-    let records = try exportPages(try fixture.client(), limit: 1_000).flatMap(\.records)
-    let scratch = try TemporaryDirectory("transfer")
-    let file = scratch.appending("trials.jsonl")
-    try writeJSONLines(records, to: file)
+    let (fixture, records, scratch, file) = try exported("transfer")
     var errors: [String] = []
     let commands = StoreCommands(output: { _ in }, errors: { errors.append($0) })
 
@@ -185,12 +188,7 @@ import TrialTesting
   }
 
   @Test func import_RunAgainOrIntoAStoreInUse_ChangesNothing() throws {
-    let fixture = try ControlFixture(store: .lmdb, ids: Array(1...7))
-    try populate(fixture)
-    let records = try exportPages(try fixture.client(), limit: 1000).flatMap(\.records)
-    let scratch = try TemporaryDirectory("import")
-    let file = scratch.appending("trials.jsonl")
-    try writeJSONLines(records, to: file)
+    let (fixture, records, scratch, file) = try exported("import")
     var output: [String] = []
     var errors: [String] = []
     let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })
