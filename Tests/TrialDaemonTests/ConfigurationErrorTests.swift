@@ -132,7 +132,8 @@ import TrialCore
           "\(fixture.main):4: error: invalid value for Connection= in [PostgreSQL]: holds a password "
             + "(\(form)); " + Self.passwordAdvice
         ])
-      #expect(!loaded.checkReport.text.contains("s3"))
+      // The scratch directory's random name may hold "s3" of its own.
+      #expect(!loaded.checkReport.text.replacingOccurrences(of: fixture.main, with: "").contains("s3"))
       #expect(loaded.checkReport.exitCode == 1)
       #expect(loaded.configuration.postgreSQL == nil)
     }
