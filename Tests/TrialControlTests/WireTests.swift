@@ -70,6 +70,18 @@ import TrialCore
     try IncomingCall.decode(Array(text.utf8), with: decoder)
   }
 
+  /// What is wrong with the parameters of the call `text`; nil, and an issue, where its
+  /// method's type took them.
+  static func parameterProblem(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws
+    -> WireProblem?
+  {
+    guard case .failure(let error)? = try decode(text).parameters else {
+      Issue.record("\(text) was accepted", sourceLocation: sourceLocation)
+      return nil
+    }
+    return error
+  }
+
   @Test func call_WithParameters_IsDecodedAsItsMethodsType() throws {
     let call = try Self.decode(
       #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","duration":"2d"},"oneway":true}"#
@@ -107,30 +119,21 @@ import TrialCore
     (#"{"subject":""}"#, ["subject"], "must not be empty"),
   ])
   func parameterProblem_IsNamedWithItsPath(parameters: String, path: [String], problem: String) throws {
-    let call = try Self.decode(#"{"method":"io.trialwatch.Trials.StartTrial","parameters":\#(parameters)}"#)
-    guard case .failure(let error)? = call.parameters else {
-      Issue.record("\(parameters) was accepted")
-      return
-    }
+    let text = #"{"method":"io.trialwatch.Trials.StartTrial","parameters":\#(parameters)}"#
+    guard let error = try Self.parameterProblem(text) else { return }
     #expect(error.path == path)
     #expect(error.problem.contains(problem), "\(error)")
   }
 
   @Test func limit_WithAFraction_IsAnIntegerProblemOfLimit() throws {
-    let call = try Self.decode(#"{"method":"io.trialwatch.Trials.ListTrials","parameters":{"limit":2.5}}"#)
-    guard case .failure(let error)? = call.parameters else {
-      Issue.record("2.5 was accepted")
-      return
-    }
+    let text = #"{"method":"io.trialwatch.Trials.ListTrials","parameters":{"limit":2.5}}"#
+    guard let error = try Self.parameterProblem(text) else { return }
     #expect(error.description == "limit: expected an integer, got 2.5")
   }
 
   @Test func parameters_OfAMethodThatTakesNone_AreRefused() throws {
-    let call = try Self.decode(#"{"method":"org.varlink.service.GetInfo","parameters":{"verbose":true}}"#)
-    guard case .failure(let error)? = call.parameters else {
-      Issue.record("verbose was accepted")
-      return
-    }
+    let text = #"{"method":"org.varlink.service.GetInfo","parameters":{"verbose":true}}"#
+    guard let error = try Self.parameterProblem(text) else { return }
     #expect(error.description == "verbose: is not a parameter: the method takes none")
   }
 
@@ -144,12 +147,8 @@ import TrialCore
     (#"{"method":"org.varlink.service.GetInfo","parameters":[]}"#, "parameters: expected an object"),
   ])
   func invalidCall_IsRefused_SayingWhy(text: String, problem: String) {
-    do {
-      _ = try Self.decode(text)
-      Issue.record("\(text) was accepted")
-    } catch {
-      #expect(error.problem.contains(problem), "\(text): \(error)")
-    }
+    let error = #expect(throws: WireProblem.self, "\(text) was accepted") { try Self.decode(text) }
+    #expect(error?.problem.contains(problem) == true, "\(text): \(String(describing: error))")
   }
 
   @Test func reply_OfAnError_CarriesItsNameAndParameters() throws {

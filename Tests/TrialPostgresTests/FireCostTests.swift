@@ -68,10 +68,19 @@ import TrialTesting
     try #require(trial.events.first { $0.kind == kind })
   }
 
+  /// The trial's reminder 30 s before its end, taken a second after it fell due, and its
+  /// expiry, likewise.
+  static func fired(_ trial: Trial) throws -> (reminder: DueEvent, expiry: DueEvent) {
+    (
+      fire(try event(trial, .reminder(before: .seconds(30))), at: origin + 31),
+      fire(try event(trial, .expiry), at: origin + 61)
+    )
+  }
+
   @Test func wake_TakingOneReminder_RunsAtMostFiveStatements() throws {
     let fixture = try Fixture()
     let trial = try fixture.start("acme-1", id: 0x10)
-    let reminder = Self.fire(try Self.event(trial, .reminder(before: .seconds(30))), at: Self.origin + 31)
+    let reminder = try Self.fired(trial).reminder
     let (taken, statements) = try fixture.wake([reminder], at: reminder.takenAt)
     #expect(taken.map(\.logged.id) == [reminder.event.id])
     #expect(statements.values.reduce(0, +) <= Self.budget, "\(statements)")
@@ -83,8 +92,7 @@ import TrialTesting
   @Test func wake_TakingAnExpiryWithDeliveryMarksRiding_RunsAtMostFiveStatements() throws {
     let fixture = try Fixture()
     let trial = try fixture.start("acme-2", id: 0x20)
-    let reminder = Self.fire(try Self.event(trial, .reminder(before: .seconds(30))), at: Self.origin + 31)
-    let expiry = Self.fire(try Self.event(trial, .expiry), at: Self.origin + 61)
+    let (reminder, expiry) = try Self.fired(trial)
     #expect(try fixture.wake([reminder], at: reminder.takenAt).taken.count == 1)
     let (taken, statements) = try fixture.wake([expiry], marks: [reminder.event.id], at: expiry.takenAt)
     #expect(taken.map(\.logged.id) == [expiry.event.id])
@@ -110,7 +118,7 @@ import TrialTesting
   @Test func deliveries_RecordedInAWriteOfTheirOwn_RunOneStatement() throws {
     let fixture = try Fixture()
     let trial = try fixture.start("acme-5", id: 0x50)
-    let reminder = Self.fire(try Self.event(trial, .reminder(before: .seconds(30))), at: Self.origin + 31)
+    let reminder = try Self.fired(trial).reminder
     #expect(try fixture.wake([reminder], at: reminder.takenAt).taken.count == 1)
     let (taken, statements) = try fixture.wake([], marks: [reminder.event.id], at: Self.origin + 32)
     #expect(taken.isEmpty)
@@ -121,8 +129,7 @@ import TrialTesting
   @Test func deliveries_RecordedUnread_AreSeenByTheirTransactionsReads() throws {
     let fixture = try Fixture()
     let trial = try fixture.start("acme-6", id: 0x60)
-    let reminder = Self.fire(try Self.event(trial, .reminder(before: .seconds(30))), at: Self.origin + 31)
-    let expiry = Self.fire(try Self.event(trial, .expiry), at: Self.origin + 61)
+    let (reminder, expiry) = try Self.fired(trial)
     #expect(try fixture.wake([reminder], at: reminder.takenAt).taken.count == 1)
     #expect(try fixture.wake([expiry], at: expiry.takenAt).taken.count == 1)
     let (first, second) = (Self.origin + 70, Self.origin + 80)

@@ -49,6 +49,24 @@ import TrialTesting
     return (0..<result.rows).map { result.string($0, 0) }
   }
 
+  /// Nodes `a` and `b` on `conninfo`, after a round each.
+  static func twoNodes(on conninfo: String) throws -> (a: Node, b: Node) {
+    let a = try Node("a", on: conninfo)
+    let b = try Node("b", on: conninfo)
+    try a.membership.round()
+    try b.membership.round()
+    return (a, b)
+  }
+
+  /// `b` killed: its connection closes with the process, so its life lock goes, though its
+  /// lease runs on; `a` notices at its next round and claims every shard.
+  static func kill(_ b: Node, noticedBy a: Node) throws {
+    try b.membership.abandon()
+    try a.membership.round()
+    #expect(a.owned == Set(0..<shards))
+    #expect(a.membership.members.first { $0.name == "b" }?.alive == false)
+  }
+
   @Test func firstNode_Joining_ClaimsEveryShard() throws {
     let conninfo = try Self.database()
     let a = try Node("a", on: conninfo)
@@ -71,44 +89,26 @@ import TrialTesting
   }
 
   @Test func killedNode_IsNoticedAtOnce_AndItsShardsClaimed() throws {
-    let conninfo = try Self.database()
-    let a = try Node("a", on: conninfo)
-    let b = try Node("b", on: conninfo)
-    try a.membership.round()
-    try b.membership.round()
-    // Its connection closes with the process: its life lock goes, though its lease runs on.
-    try b.membership.abandon()
-    try a.membership.round()
-    #expect(a.owned == Set(0..<Self.shards))
-    #expect(a.membership.members.first { $0.name == "b" }?.alive == false)
+    let (a, b) = try Self.twoNodes(on: try Self.database())
+    try Self.kill(b, noticedBy: a)
   }
 
   @Test func killedNode_IsNotKeptAlive_ByANodeOfAnotherFleetWithItsNumber() throws {
     // Two fleets on one server, each in its own database: their nodes are numbered alike.
-    let conninfo = try Self.database()
-    let a = try Node("a", on: conninfo)
-    let b = try Node("b", on: conninfo)
+    let (a, b) = try Self.twoNodes(on: try Self.database())
     let other = try Self.database()
     let otherA = try Node("other-a", on: other)
     let otherB = try Node("other-b", on: other)
-    try a.membership.round()
-    try b.membership.round()
     try otherA.membership.round()
     try otherB.membership.round()
-    try b.membership.abandon()
-    try a.membership.round()
-    #expect(a.owned == Set(0..<Self.shards))
-    #expect(a.membership.members.first { $0.name == "b" }?.alive == false)
+    try Self.kill(b, noticedBy: a)
     try otherA.membership.round()
     #expect(otherA.membership.members.first { $0.name == "other-b" }?.alive == true)
   }
 
   @Test func leavingNode_HandsEveryShardToTheOthers() throws {
     let conninfo = try Self.database()
-    let a = try Node("a", on: conninfo)
-    let b = try Node("b", on: conninfo)
-    try a.membership.round()
-    try b.membership.round()
+    let (a, b) = try Self.twoNodes(on: conninfo)
     b.membership.leave()
     #expect(try Self.owners(conninfo) == Array(repeating: "a", count: Self.shards))
     try a.membership.round()

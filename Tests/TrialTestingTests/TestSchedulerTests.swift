@@ -14,6 +14,15 @@ struct TestSchedulerTests {
       { [unowned self, unowned scheduler] in self.runs.append((label, scheduler.now)) }
     }
 
+    /// Schedules an action for each label, at its deadline in seconds after `start`.
+    func schedule(
+      _ deadlines: KeyValuePairs<String, TimeInterval>, on scheduler: TestScheduler, after start: Date
+    ) {
+      for (label, seconds) in deadlines {
+        scheduler.schedule(at: start + seconds, label: label, action(label, on: scheduler))
+      }
+    }
+
     var labels: [String] { runs.map(\.label) }
     var times: [Date] { runs.map(\.at) }
   }
@@ -21,9 +30,7 @@ struct TestSchedulerTests {
   @Test func advance_RunsActionsInDeadlineOrder() {
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
-    scheduler.schedule(at: start + 30, label: "c", recorder.action("c", on: scheduler))
-    scheduler.schedule(at: start + 10, label: "a", recorder.action("a", on: scheduler))
-    scheduler.schedule(at: start + 20, label: "b", recorder.action("b", on: scheduler))
+    recorder.schedule(["c": 30, "a": 10, "b": 20], on: scheduler, after: start)
     scheduler.advance(by: 25)
     #expect(recorder.labels == ["a", "b"])
     #expect(scheduler.now == start + 25)
@@ -107,9 +114,7 @@ struct TestSchedulerTests {
   @Test func jump_EachOverdueActionRunsOnceAtTheNewTime() {
     let scheduler = TestScheduler(now: start)
     let recorder = Recorder()
-    scheduler.schedule(at: start + 100, label: "b", recorder.action("b", on: scheduler))
-    scheduler.schedule(at: start + 50, label: "a", recorder.action("a", on: scheduler))
-    scheduler.schedule(at: start + 7_200, label: "after", recorder.action("after", on: scheduler))
+    recorder.schedule(["b": 100, "a": 50, "after": 7_200], on: scheduler, after: start)
     // A heartbeat that re-arms itself every minute runs once, not sixty times.
     var beats = 0
     func beat() {
