@@ -114,6 +114,14 @@ public final class ControlFixture {
     return client
   }
 
+  /// A client watching: Watch sent, and its first reply read.
+  public func watcher() throws -> VarlinkClient {
+    let watcher = try client()
+    try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
+    _ = try watcher.receive()
+    return watcher
+  }
+
   /// Stops the server and waits (bounded) until every connection is closed.
   @discardableResult
   public func stop() -> Bool {

@@ -55,9 +55,7 @@ import TrialDaemonTesting
   /// once, in order, whether it came from the log or live.
   @Test(arguments: StoreKind.allCases)
   func watchAfter_WhileEventsFire_MissesNoneAtTheSeam(store: StoreKind) throws {
-    var options = ControlServer.Options()
-    options.connection.watchBacklog = 16
-    let fixture = try ControlFixture(store: store, options: options, ids: Array(1...600))
+    let fixture = try ControlFixture(store: store, options: .watchBacklog(16), ids: Array(1...600))
     let client = try fixture.client()
     // One falls due each second, from a day on.
     try startTrials(client, count: 600) { "\(86_400 + $0)s" }

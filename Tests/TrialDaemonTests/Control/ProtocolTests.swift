@@ -356,9 +356,7 @@ import TrialDaemonTesting
     let client = try fixture.client()
     _ = try client.startTrial(
       StartTrialParameters(subject: "a", duration: Days(1), reminders: ReminderSchedule.none))
-    let watcher = try fixture.client()
-    try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
-    _ = try watcher.receive()
+    let watcher = try fixture.watcher()
     // Another connection, idle for longer than the timeout, is closed meanwhile.
     let idle = try fixture.client()
     #expect(readToEnd(idle.fileDescriptor, timeout: 30) == [])
@@ -370,9 +368,7 @@ import TrialDaemonTesting
   @Test(arguments: StoreKind.allCases)
   func stopping_ClosesConnections_AndRemovesTheSocket(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store)
-    let watcher = try fixture.client()
-    try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
-    _ = try watcher.receive()
+    let watcher = try fixture.watcher()
     #expect(fixture.stop())
     #expect(readToEnd(watcher.fileDescriptor) == [])
     #expect(!FileManager.default.fileExists(atPath: fixture.socketPath))

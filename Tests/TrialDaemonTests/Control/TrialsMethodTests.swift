@@ -11,6 +11,16 @@ import TrialDaemonTesting
 /// in-memory stand-in and the daemon's own backend (the engine over an LMDB store): a client
 /// must not be able to tell them apart by error names, error parameters or reply fields.
 @Suite struct TrialsMethodTests {
+  /// A client of `fixture` that started trials `s1` to `s<count>`, each as many days long as
+  /// its number.
+  func numbered(_ count: Int, on fixture: ControlFixture) throws -> VarlinkClient {
+    let client = try fixture.client()
+    for index in 1...count {
+      _ = try client.startTrial(StartTrialParameters(subject: "s\(index)", duration: Days(Double(index))))
+    }
+    return client
+  }
+
   @Test(arguments: StoreKind.allCases)
   func startTrial_WithDurationAndReminders_StartsIt(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [0xACE])
@@ -119,10 +129,7 @@ import TrialDaemonTesting
   @Test(arguments: StoreKind.allCases)
   func listTrials_OfMoreThanAPage_PagesByCursor(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: Array(1...7))
-    let client = try fixture.client()
-    for index in 1...7 {
-      _ = try client.startTrial(StartTrialParameters(subject: "s\(index)", duration: Days(Double(index))))
-    }
+    let client = try numbered(7, on: fixture)
     var seen: [TrialID] = []
     var cursor: TrialID?
     var pages = 0
@@ -144,10 +151,7 @@ import TrialDaemonTesting
   @Test(arguments: StoreKind.allCases)
   func listTrials_WithFilters_ListsTheMatches(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: Array(1...4))
-    let client = try fixture.client()
-    for index in 1...4 {
-      _ = try client.startTrial(StartTrialParameters(subject: "s\(index)", duration: Days(Double(index))))
-    }
+    let client = try numbered(4, on: fixture)
     _ = try client.endTrial(EndTrialParameters(id: TrialID(4), outcome: .converted))
     let soon = try client.listTrials(ListTrialsParameters(expiringWithin: Days(2)))
     #expect(soon.trials.map(\.id) == [TrialID(1), TrialID(2)])

@@ -9,6 +9,15 @@ import TrialDaemonTesting
 
 @testable import TrialDaemon
 
+extension ControlServer.Options {
+  /// The defaults, but for a Watch's backlog of `events`.
+  static func watchBacklog(_ events: Int) -> Self {
+    var options = Self()
+    options.connection.watchBacklog = events
+    return options
+  }
+}
+
 /// Watch over a real socket: a stream of the events taken, and how it ends.
 @Suite struct WatchTests {
   @Test(arguments: StoreKind.allCases)
@@ -51,9 +60,7 @@ import TrialDaemonTesting
 
   @Test func call_DuringWatch_ClosesTheConnection() throws {
     let fixture = try ControlFixture()
-    let watcher = try fixture.client()
-    try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
-    _ = try watcher.receive()
+    let watcher = try fixture.watcher()
     try watcher.sendBytes(message("org.varlink.service.GetInfo"))
     #expect(readToEnd(watcher.fileDescriptor) == [])
     #expect(fixture.logs.waitFor { $0.message.contains("sent another call") } != nil)
@@ -66,9 +73,7 @@ import TrialDaemonTesting
     let client = try fixture.client()
     _ = try client.startTrial(
       StartTrialParameters(subject: "a", duration: Days(1), reminders: ReminderSchedule.none))
-    let watcher = try fixture.client()
-    try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
-    _ = try watcher.receive()
+    let watcher = try fixture.watcher()
     #expect(fixture.server.watcherCount == 1)
     watcher.close()
     #expect(eventually { fixture.server.watcherCount == 0 })
@@ -79,9 +84,7 @@ import TrialDaemonTesting
 
   @Test(arguments: StoreKind.allCases)
   func slowWatcher_CatchesUpFromTheLog_WithoutSlowingTheEngine(store: StoreKind) throws {
-    var options = ControlServer.Options()
-    options.connection.watchBacklog = 8
-    let fixture = try ControlFixture(store: store, options: options, ids: Array(1...3001))
+    let fixture = try ControlFixture(store: store, options: .watchBacklog(8), ids: Array(1...3001))
     let client = try fixture.client()
     // Sent at once: the engine commits them in a few transactions rather than 3000.
     var bytes: [UInt8] = []
@@ -91,9 +94,7 @@ import TrialDaemonTesting
     }
     try client.sendBytes(bytes)
     for _ in 1...3000 { #expect(try client.receive().error == nil) }
-    let watcher = try fixture.client()
-    try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
-    _ = try watcher.receive()
+    let watcher = try fixture.watcher()
     // The watcher reads nothing while 3000 events fire: the engine is not held up, others
     // are served, and the watcher stays.
     fixture.advance(by: 86_400)
@@ -119,9 +120,7 @@ import TrialDaemonTesting
   @Test(arguments: StoreKind.allCases)
   func watches_EndedByTheDaemon_CloseTheirConnections(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store)
-    let watcher = try fixture.client()
-    try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
-    _ = try watcher.receive()
+    let watcher = try fixture.watcher()
     fixture.finishWatchers()
     #expect(readToEnd(watcher.fileDescriptor) == [])
     #expect(eventually { fixture.server.watcherCount == 0 })
