@@ -75,6 +75,14 @@ public final class DaemonProcess {
     child?.readRest(.output, timeout: 30) ?? ""
   }
 
+  /// Starts the daemon and waits for it to exit (a run that does not serve, such as
+  /// `--check-config`); returns its exit status and standard output.
+  public func run() throws -> (status: Int32?, output: String) {
+    try start()
+    let status = waitForExit()
+    return (status, standardOutput)
+  }
+
   /// What the daemon wrote on standard error, up to its end (read it once the daemon ended).
   public var standardError: String {
     child?.readRest(.errors, timeout: 30) ?? ""

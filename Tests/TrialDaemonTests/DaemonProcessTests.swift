@@ -70,9 +70,8 @@ import TrialDaemonTesting
   @Test func checkConfig_ReportsProblemsWithFileAndLine() throws {
     let daemon = try DaemonProcess(
       config: "[Trials]\nDefaultLength=5d\nColour=blue\n", arguments: ["--check-config"])
-    try daemon.start()
-    #expect(daemon.waitForExit() == 0)
-    let text = daemon.standardOutput
+    let (status, text) = try daemon.run()
+    #expect(status == 0)
     #expect(text.contains("trialwatch.conf:3: warning:"))
     #expect(text.contains("configuration OK"))
   }

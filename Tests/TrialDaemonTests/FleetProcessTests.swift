@@ -21,9 +21,9 @@ import TrialDaemonTesting
     let daemon = try DaemonProcess(
       config: Self.config(server.conninfo(database: try server.createDatabase())),
       arguments: ["--check-config"])
-    try daemon.start()
-    #expect(daemon.waitForExit() == 0)
-    #expect(daemon.standardOutput.contains("PostgreSQL: connected as node node-a; no trialwatch schema yet"))
+    let (status, output) = try daemon.run()
+    #expect(status == 0)
+    #expect(output.contains("PostgreSQL: connected as node node-a; no trialwatch schema yet"))
   }
 
   @Test func checkConfig_WithAWrongPassword_FailsNamingTheAuthentication() throws {
@@ -32,9 +32,8 @@ import TrialDaemonTesting
     let daemon = try DaemonProcess(
       config: Self.config(server.conninfo(user: "pwuser")), environment: ["PGPASSWORD": "wrong"],
       arguments: ["--check-config"])
-    try daemon.start()
-    #expect(daemon.waitForExit() == 1)
-    let output = daemon.standardOutput
+    let (status, output) = try daemon.run()
+    #expect(status == 1)
     #expect(output.contains("error: PostgreSQL ([PostgreSQL] Connection=)"))
     #expect(output.contains("password authentication failed"))
   }
