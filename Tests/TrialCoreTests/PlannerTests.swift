@@ -59,9 +59,8 @@ struct PlannerTimingTests {
   }
 
   @Test func extend_OldRevisionNeverFires_NewOnesDo() {
-    let driver = PlannerDriver(now: .day(0))
-    var trial = makeTrial(1, start: .day(0), days: 5)
-    driver.start(trial)
+    let (driver, started) = PlannerDriver.started(days: 5)
+    var trial = started
     driver.scheduler.advance(to: .day(2.5))
     #expect(driver.taken.map(\.event.id) == [trial.events[0].id])
 
@@ -78,9 +77,8 @@ struct PlannerTimingTests {
   }
 
   @Test func extend_ReminderOfNewRevisionAlreadyDue_SkippedWithAlreadyDueAtExtension() {
-    let driver = PlannerDriver(now: .day(0))
-    var trial = makeTrial(1, start: .day(0), days: 5)
-    driver.start(trial)
+    let (driver, started) = PlannerDriver.started(days: 5)
+    var trial = started
     driver.scheduler.advance(to: .day(4.5))
     #expect(driver.fired.count == 2)
 
@@ -97,9 +95,8 @@ struct PlannerTimingTests {
   }
 
   @Test func extend_ToAnEarlierEnd_ReplacesThePlan() {
-    let driver = PlannerDriver(now: .day(0))
-    var trial = makeTrial(1, start: .day(0), days: 30)
-    driver.start(trial)
+    let (driver, started) = PlannerDriver.started(days: 30)
+    var trial = started
     driver.extend(&trial, to: .day(4))
     driver.scheduler.advance(to: .day(40))
     #expect(driver.taken.map(\.event) == trial.events)
@@ -143,9 +140,7 @@ struct PlannerTimingTests {
   }
 
   @Test func jump_PastTheEnd_ExpiryFiresLate() {
-    let driver = PlannerDriver(now: .day(0))
-    let trial = makeTrial(1, start: .day(0), days: 5)
-    driver.start(trial)
+    let (driver, _) = PlannerDriver.started(days: 5)
     driver.scheduler.jump(by: 6 * 86_400)
     #expect(driver.wakes.count == 1)
     let expiry = driver.taken.last
@@ -174,9 +169,7 @@ struct PlannerTimingTests {
   }
 
   @Test func backwardStep_NothingFiresAgain_LaterEventsFireAtTheirWallDueTime() {
-    let driver = PlannerDriver(now: .day(0))
-    let trial = makeTrial(1, start: .day(0), days: 5)
-    driver.start(trial)
+    let (driver, trial) = PlannerDriver.started(days: 5)
     driver.scheduler.advance(to: .day(2.5))
     #expect(driver.taken.count == 1)
 
@@ -250,9 +243,8 @@ struct PlannerTimingTests {
 /// What can be asked of the planner, and rebuilding it.
 struct PlannerQueryTests {
   @Test func pendingEvent_FindsCurrentEventsOnly() {
-    let driver = PlannerDriver(now: .day(0))
-    var trial = makeTrial(1, start: .day(0), days: 5)
-    driver.start(trial)
+    let (driver, started) = PlannerDriver.started(days: 5)
+    var trial = started
     for event in trial.events {
       #expect(driver.planner.pendingEvent(event.id) == event)
     }
@@ -272,9 +264,7 @@ struct PlannerQueryTests {
   }
 
   @Test func pendingEventsOfTrial_InDueOrder_ShrinkAsTaken() {
-    let driver = PlannerDriver(now: .day(0))
-    let trial = makeTrial(1, start: .day(0), days: 5)
-    driver.start(trial)
+    let (driver, trial) = PlannerDriver.started(days: 5)
     #expect(driver.planner.pendingEvents(of: trial.id) == trial.events)
     driver.scheduler.advance(to: .day(4))
     #expect(driver.planner.pendingEvents(of: trial.id) == [trial.events[2]])
@@ -330,9 +320,8 @@ struct PlannerQueryTests {
   }
 
   @Test func restore_EndedTrial_IsRemoved() {
-    let driver = PlannerDriver(now: .day(0))
-    var trial = makeTrial(1, start: .day(0), days: 5)
-    driver.start(trial)
+    let (driver, started) = PlannerDriver.started(days: 5)
+    var trial = started
     trial.state = .cancelled
     driver.restore(trial) { _ in false }
     #expect(driver.planner.pendingEventCount == 0)

@@ -77,6 +77,15 @@ import TrialTesting
     )
   }
 
+  /// A fixture with another node, `b`, on its database, and the fixture's trial of `subject`
+  /// with its expiry taken as `fired` takes it.
+  static func raced(_ subject: String, id: UInt64) throws -> (Fixture, FleetTests.Node, Trial, DueEvent) {
+    let fixture = try Fixture()
+    let b = try FleetTests.Node("b", on: fixture.conninfo)
+    let trial = try fixture.start(subject, id: id)
+    return (fixture, b, trial, try fired(trial).expiry)
+  }
+
   @Test func wake_TakingOneReminder_RunsAtMostFiveStatements() throws {
     let fixture = try Fixture()
     let trial = try fixture.start("acme-1", id: 0x10)
@@ -180,10 +189,7 @@ import TrialTesting
   }
 
   @Test func expiry_WhenAnotherNodeExtendsTheTrialBetweenTheWakesReadsAndItsCommit_IsLeftOut() throws {
-    let fixture = try Fixture()
-    let b = try FleetTests.Node("b", on: fixture.conninfo)
-    let trial = try fixture.start("acme-4", id: 0x40)
-    let expiry = Self.fire(try Self.event(trial, .expiry), at: Self.origin + 61)
+    let (fixture, b, trial, expiry) = try Self.raced("acme-4", id: 0x40)
     var runs = 0
     let taken = try fixture.repository.write { txn in
       runs += 1
@@ -204,10 +210,7 @@ import TrialTesting
   }
 
   @Test func extension_WhenAnotherNodeExpiredTheTrialMeanwhile_FailsAsNotActive() throws {
-    let fixture = try Fixture()
-    let b = try FleetTests.Node("b", on: fixture.conninfo)
-    let trial = try fixture.start("acme-5", id: 0x50)
-    let expiry = Self.fire(try Self.event(trial, .expiry), at: Self.origin + 61)
+    let (fixture, b, trial, expiry) = try Self.raced("acme-5", id: 0x50)
     var runs = 0
     let error = try #require(throws: TrialError.self) {
       try b.repository.write { txn in

@@ -14,10 +14,7 @@ import TrialTesting
 @Suite struct BackupTests {
   @Test func backup_OfAStoppedStore_IsACompactedCopyWithTheSameRecords() throws {
     let directory = try TemporaryDirectory("backup")
-    let path = directory.appending("store")
-    let store = try LMDBTrialRepository(directory: path)
-    var planner = Planner()
-    for batch in 1...30 { try StoreCrashWorkload.runBatch(batch, repository: store, planner: &planner) }
+    let (path, store) = try workloadStore(batches: 30, in: directory)
     let expected = try RepositorySnapshot(store)
     let statistics = try store.statistics()
     store.close()

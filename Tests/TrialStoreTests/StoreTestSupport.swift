@@ -159,6 +159,16 @@ func readProcFile(_ path: String) -> String {
   return String(decoding: data, as: UTF8.self)
 }
 
+/// A store in `directory` after the crash workload's batches 1 to `batches`; returns the store
+/// directory and the store, open.
+func workloadStore(batches: Int, in directory: TemporaryDirectory) throws -> (String, LMDBTrialRepository) {
+  let path = directory.appending("store")
+  let store = try LMDBTrialRepository(directory: path)
+  var planner = Planner()
+  for batch in 1...batches { try StoreCrashWorkload.runBatch(batch, repository: store, planner: &planner) }
+  return (path, store)
+}
+
 /// A store written by an earlier version, to be upgraded: the fixture
 /// `Fixtures/schema<N>/data.mdb` (Fixtures/README.md) copied into a store directory of its own
 /// (mode 0600, as a store file is), opened at a fixed time.

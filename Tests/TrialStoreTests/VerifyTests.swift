@@ -42,10 +42,7 @@ import TrialTesting
 
   @Test func verify_ManyTrialsFiredExtendedAndEnded_IsClean() throws {
     let directory = try TemporaryDirectory("verify")
-    let path = directory.appending("store")
-    let store = try LMDBTrialRepository(directory: path)
-    var planner = Planner()
-    for batch in 1...40 { try StoreCrashWorkload.runBatch(batch, repository: store, planner: &planner) }
+    let (path, store) = try workloadStore(batches: 40, in: directory)
     let statistics = try store.statistics()
     store.close()
     let report = try LMDBStoreReader(directory: path).verify()

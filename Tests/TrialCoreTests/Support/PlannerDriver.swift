@@ -24,6 +24,14 @@ final class PlannerDriver {
     planner = Planner(policy: policy)
   }
 
+  /// A driver at day 0 that planned trial 1, `days` long, starting then.
+  static func started(days: Double) -> (PlannerDriver, Trial) {
+    let driver = PlannerDriver(now: .day(0))
+    let trial = makeTrial(1, start: .day(0), days: days)
+    driver.start(trial)
+    return (driver, trial)
+  }
+
   var now: Date { scheduler.now }
   /// Every event taken so far, in the order taken.
   var taken: [DueEvent] { wakes.flatMap(\.taken) }
