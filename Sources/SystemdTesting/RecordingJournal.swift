@@ -53,3 +53,8 @@ public final class RecordingJournal: JournalSink, @unchecked Sendable {
     sent.compactMap { entry in entry.fields.first { $0.name == name }?.value }
   }
 }
+
+/// Journal fields as a test writes them: `["MESSAGE": "…", "PRIORITY": "5"]`, in that order.
+public func journalFields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
+  pairs.map { JournalField(name: $0.key, value: $0.value) }
+}

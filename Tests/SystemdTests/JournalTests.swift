@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SystemdTesting
 import TestSupport
 import Testing
 
@@ -46,15 +47,15 @@ import Testing
     let journald = try FakeJournald.start()
     defer { journald.stop() }
     let marker = JournalMarker()
-    let fields = [
-      JournalField(name: "MESSAGE", value: "Trial acme-42 expired"),
-      JournalField(name: "PRIORITY", value: "5"),
-      JournalField(name: "MULTI_LINE", value: "first line\nsecond line\n"),
-      JournalField(name: "UNICODE", value: "Größe ✓"),
-      JournalField(name: "EMPTY", value: ""),
-      JournalField(name: "WITH_EQUALS", value: "a=b=c"),
-      JournalField(name: marker.name, value: marker.value),
-    ]
+    let fields = journalFields([
+      "MESSAGE": "Trial acme-42 expired",
+      "PRIORITY": "5",
+      "MULTI_LINE": "first line\nsecond line\n",
+      "UNICODE": "Größe ✓",
+      "EMPTY": "",
+      "WITH_EQUALS": "a=b=c",
+      marker.name: marker.value,
+    ])
     try SystemdJournal().send(fields)
     let entry = try #require(try journald.receiveEntry(withMarker: marker))
     // libsystemd adds SYSLOG_IDENTIFIER (the program's name) when the entry has none.

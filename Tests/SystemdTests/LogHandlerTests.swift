@@ -35,20 +35,21 @@ struct JournalDown: Error, CustomStringConvertible {
     let entry = try #require(journal.sent.first).fields
     #expect(journal.sent.count == 1)
     #expect(
-      entry == [
-        JournalField(name: "MESSAGE", value: "commit failed"),
-        JournalField(name: "PRIORITY", value: "3"),
-        JournalField(name: "SYSLOG_IDENTIFIER", value: "trialwatchd"),
-        JournalField(name: "LOGGER", value: "io.trialwatch.engine"),
-        JournalField(name: "CODE_FILE", value: "SystemdTests/LogHandlerTests.swift"),
-        JournalField(name: "CODE_LINE", value: String(line)),
-        JournalField(name: "CODE_FUNC", value: "journalHandler_WhenLogging_SendsStructuredFields()"),
-        JournalField(name: "HANDLER_KEY", value: "h"),
-        JournalField(name: "META_MESSAGE", value: "clash"),
-        JournalField(name: "PROVIDED", value: "yes"),
-        JournalField(name: "SHARED", value: "event"),
-        JournalField(name: "TRIAL_ID", value: "00000000000000ff"),
-      ])
+      entry
+        == journalFields([
+          "MESSAGE": "commit failed",
+          "PRIORITY": "3",
+          "SYSLOG_IDENTIFIER": "trialwatchd",
+          "LOGGER": "io.trialwatch.engine",
+          "CODE_FILE": "SystemdTests/LogHandlerTests.swift",
+          "CODE_LINE": String(line),
+          "CODE_FUNC": "journalHandler_WhenLogging_SendsStructuredFields()",
+          "HANDLER_KEY": "h",
+          "META_MESSAGE": "clash",
+          "PROVIDED": "yes",
+          "SHARED": "event",
+          "TRIAL_ID": "00000000000000ff",
+        ]))
   }
 
   @Test func journalHandler_WithAnEventError_CarriesIt() throws {

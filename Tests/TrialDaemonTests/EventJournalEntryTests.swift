@@ -1,5 +1,6 @@
 import Foundation
 import Systemd
+import SystemdTesting
 import Testing
 import TrialCore
 
@@ -25,8 +26,16 @@ private enum Fixture {
   }
 }
 
-private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
-  pairs.map { JournalField(name: $0.key, value: $0.value) }
+/// An entry's fields for `Fixture.trial`: `head` (its message, id and priority), the trial's,
+/// then `tail` (the event's).
+private func fields(
+  _ head: KeyValuePairs<String, String>, _ tail: KeyValuePairs<String, String>
+) -> [JournalField] {
+  journalFields(head)
+    + journalFields([
+      "TRIAL_ID": "7f3a0c2d9e114b58", "TRIAL_SUBJECT": "acme-42", "TRIAL_REVISION": "3",
+      "TRIAL_END": "2026-11-27T14:00:00Z",
+    ]) + journalFields(tail)
 }
 
 @Suite struct EventJournalEntryTests {
@@ -34,81 +43,77 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
     let entry = Fixture.entry(Fixture.expiry, after: 0.2)
     #expect(
       EventJournalEntry.fields(for: entry, trial: Fixture.trial)
-        == fields([
-          "MESSAGE": "Trial acme-42 (id 7f3a0c2d9e114b58) expired at 2026-11-27 14:00:00 UTC",
-          "MESSAGE_ID": "a16bdf9f2f29487d962a88689b1d20c8",
-          "PRIORITY": "5",
-          "TRIAL_ID": "7f3a0c2d9e114b58",
-          "TRIAL_SUBJECT": "acme-42",
-          "TRIAL_REVISION": "3",
-          "TRIAL_END": "2026-11-27T14:00:00Z",
-          "EVENT_KIND": "expiry",
-          "EVENT_ID": "7f3a0c2d9e114b58-r3-expiry",
-          "DUE_REALTIME_USEC": "1795788000000000",
-          "LATENESS_USEC": "200000",
-        ]))
+        == fields(
+          [
+            "MESSAGE": "Trial acme-42 (id 7f3a0c2d9e114b58) expired at 2026-11-27 14:00:00 UTC",
+            "MESSAGE_ID": "a16bdf9f2f29487d962a88689b1d20c8",
+            "PRIORITY": "5",
+          ],
+          [
+            "EVENT_KIND": "expiry",
+            "EVENT_ID": "7f3a0c2d9e114b58-r3-expiry",
+            "DUE_REALTIME_USEC": "1795788000000000",
+            "LATENESS_USEC": "200000",
+          ]))
   }
 
   @Test func entry_ForAReminderOnTime_HasItsFields() {
     let entry = Fixture.entry(Fixture.threeDays, after: 0)
     #expect(
       EventJournalEntry.fields(for: entry, trial: Fixture.trial)
-        == fields([
-          "MESSAGE": "Trial acme-42 (id 7f3a0c2d9e114b58): 3 days left, ends 2026-11-27 14:00:00 UTC",
-          "MESSAGE_ID": "e0431c29206b4f89b9db88d7e38907bc",
-          "PRIORITY": "6",
-          "TRIAL_ID": "7f3a0c2d9e114b58",
-          "TRIAL_SUBJECT": "acme-42",
-          "TRIAL_REVISION": "3",
-          "TRIAL_END": "2026-11-27T14:00:00Z",
-          "EVENT_KIND": "reminder",
-          "EVENT_ID": "7f3a0c2d9e114b58-r3-reminder-259200000ms",
-          "DUE_REALTIME_USEC": "1795528800000000",
-          "LATENESS_USEC": "0",
-          "REMINDER_OFFSET_SEC": "259200",
-        ]))
+        == fields(
+          [
+            "MESSAGE": "Trial acme-42 (id 7f3a0c2d9e114b58): 3 days left, ends 2026-11-27 14:00:00 UTC",
+            "MESSAGE_ID": "e0431c29206b4f89b9db88d7e38907bc",
+            "PRIORITY": "6",
+          ],
+          [
+            "EVENT_KIND": "reminder",
+            "EVENT_ID": "7f3a0c2d9e114b58-r3-reminder-259200000ms",
+            "DUE_REALTIME_USEC": "1795528800000000",
+            "LATENESS_USEC": "0",
+            "REMINDER_OFFSET_SEC": "259200",
+          ]))
   }
 
   @Test func entry_ForAnExpiryFiredLate_SaysHowLate() {
     let entry = Fixture.entry(Fixture.expiry, after: 2 * 3600 + 13 * 60 + 5, late: true)
     #expect(
       EventJournalEntry.fields(for: entry, trial: Fixture.trial)
-        == fields([
-          "MESSAGE":
-            "Trial acme-42 (id 7f3a0c2d9e114b58) expired at 2026-11-27 14:00:00 UTC, fired 2h 13min late",
-          "MESSAGE_ID": "194e6e2d7bac4fb7847f8c84893df546",
-          "PRIORITY": "5",
-          "TRIAL_ID": "7f3a0c2d9e114b58",
-          "TRIAL_SUBJECT": "acme-42",
-          "TRIAL_REVISION": "3",
-          "TRIAL_END": "2026-11-27T14:00:00Z",
-          "EVENT_KIND": "expiry",
-          "EVENT_ID": "7f3a0c2d9e114b58-r3-expiry",
-          "DUE_REALTIME_USEC": "1795788000000000",
-          "LATENESS_USEC": "7985000000",
-        ]))
+        == fields(
+          [
+            "MESSAGE":
+              "Trial acme-42 (id 7f3a0c2d9e114b58) expired at 2026-11-27 14:00:00 UTC, fired 2h 13min late",
+            "MESSAGE_ID": "194e6e2d7bac4fb7847f8c84893df546",
+            "PRIORITY": "5",
+          ],
+          [
+            "EVENT_KIND": "expiry",
+            "EVENT_ID": "7f3a0c2d9e114b58-r3-expiry",
+            "DUE_REALTIME_USEC": "1795788000000000",
+            "LATENESS_USEC": "7985000000",
+          ]))
   }
 
   @Test func entry_ForAReminderFiredLate_SaysHowLate() {
     let entry = Fixture.entry(Fixture.oneDay, after: 1800, late: true)
     #expect(
       EventJournalEntry.fields(for: entry, trial: Fixture.trial)
-        == fields([
-          "MESSAGE":
-            "Trial acme-42 (id 7f3a0c2d9e114b58): 23h 30min left, ends 2026-11-27 14:00:00 UTC, "
-            + "fired 30min late",
-          "MESSAGE_ID": "194e6e2d7bac4fb7847f8c84893df546",
-          "PRIORITY": "6",
-          "TRIAL_ID": "7f3a0c2d9e114b58",
-          "TRIAL_SUBJECT": "acme-42",
-          "TRIAL_REVISION": "3",
-          "TRIAL_END": "2026-11-27T14:00:00Z",
-          "EVENT_KIND": "reminder",
-          "EVENT_ID": "7f3a0c2d9e114b58-r3-reminder-86400000ms",
-          "DUE_REALTIME_USEC": "1795701600000000",
-          "LATENESS_USEC": "1800000000",
-          "REMINDER_OFFSET_SEC": "86400",
-        ]))
+        == fields(
+          [
+            "MESSAGE":
+              "Trial acme-42 (id 7f3a0c2d9e114b58): 23h 30min left, ends 2026-11-27 14:00:00 UTC, "
+              + "fired 30min late",
+            "MESSAGE_ID": "194e6e2d7bac4fb7847f8c84893df546",
+            "PRIORITY": "6",
+          ],
+          [
+            "EVENT_KIND": "reminder",
+            "EVENT_ID": "7f3a0c2d9e114b58-r3-reminder-86400000ms",
+            "DUE_REALTIME_USEC": "1795701600000000",
+            "LATENESS_USEC": "1800000000",
+            "REMINDER_OFFSET_SEC": "86400",
+          ]))
   }
 
   @Test func entry_ForAReminderFiredAfterTheEnd_SaysTheTrialEnded() {
@@ -128,23 +133,22 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
     let entry = Fixture.entry(Fixture.threeDays, after: 5 * 3600, late: true, outcome: .skipped(reason))
     #expect(
       EventJournalEntry.fields(for: entry, trial: Fixture.trial)
-        == fields([
-          "MESSAGE":
-            "Trial acme-42 (id 7f3a0c2d9e114b58): reminder 3d before the end skipped, late by 5h, beyond the "
-            + "grace of 1h; ends 2026-11-27 14:00:00 UTC",
-          "MESSAGE_ID": "1f372a37269d4fa6a822448c5499a6bd",
-          "PRIORITY": "4",
-          "TRIAL_ID": "7f3a0c2d9e114b58",
-          "TRIAL_SUBJECT": "acme-42",
-          "TRIAL_REVISION": "3",
-          "TRIAL_END": "2026-11-27T14:00:00Z",
-          "EVENT_KIND": "reminder",
-          "EVENT_ID": "7f3a0c2d9e114b58-r3-reminder-259200000ms",
-          "DUE_REALTIME_USEC": "1795528800000000",
-          "LATENESS_USEC": "18000000000",
-          "REMINDER_OFFSET_SEC": "259200",
-          "SKIP_REASON": "beyond-grace",
-        ]))
+        == fields(
+          [
+            "MESSAGE":
+              "Trial acme-42 (id 7f3a0c2d9e114b58): reminder 3d before the end skipped, late by 5h, beyond the "
+              + "grace of 1h; ends 2026-11-27 14:00:00 UTC",
+            "MESSAGE_ID": "1f372a37269d4fa6a822448c5499a6bd",
+            "PRIORITY": "4",
+          ],
+          [
+            "EVENT_KIND": "reminder",
+            "EVENT_ID": "7f3a0c2d9e114b58-r3-reminder-259200000ms",
+            "DUE_REALTIME_USEC": "1795528800000000",
+            "LATENESS_USEC": "18000000000",
+            "REMINDER_OFFSET_SEC": "259200",
+            "SKIP_REASON": "beyond-grace",
+          ]))
   }
 
   @Test func entry_ForASupersededReminder_IsANotice() {
@@ -198,17 +202,18 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
     let to = from.addingTimeInterval(2 * 3600 + 13 * 60)
     #expect(
       EventJournalEntry.clockStep(from: from, to: to)
-        == fields([
-          "MESSAGE":
-            "Wall clock stepped forward by 2h 13min, from 2026-11-22 09:30:15 UTC to 2026-11-22 11:43:15 "
-            + "UTC; events that became due fire now, late",
-          "MESSAGE_ID": "a5c14270596d41a0993951071697858f",
-          "PRIORITY": "5",
-          "CLOCK_STEP_DIRECTION": "forward",
-          "CLOCK_STEP_USEC": "7980000000",
-          "CLOCK_FROM_REALTIME_USEC": "1795339815000000",
-          "CLOCK_TO_REALTIME_USEC": "1795347795000000",
-        ]))
+        == journalFields(
+          [
+            "MESSAGE":
+              "Wall clock stepped forward by 2h 13min, from 2026-11-22 09:30:15 UTC to 2026-11-22 11:43:15 "
+              + "UTC; events that became due fire now, late",
+            "MESSAGE_ID": "a5c14270596d41a0993951071697858f",
+            "PRIORITY": "5",
+            "CLOCK_STEP_DIRECTION": "forward",
+            "CLOCK_STEP_USEC": "7980000000",
+            "CLOCK_FROM_REALTIME_USEC": "1795339815000000",
+            "CLOCK_TO_REALTIME_USEC": "1795347795000000",
+          ]))
   }
 
   @Test func entry_ForAClockStepBackward_SaysSo() {
@@ -216,17 +221,18 @@ private func fields(_ pairs: KeyValuePairs<String, String>) -> [JournalField] {
     let to = from.addingTimeInterval(-300.5)
     #expect(
       EventJournalEntry.clockStep(from: from, to: to)
-        == fields([
-          "MESSAGE":
-            "Wall clock stepped back by 5min, from 2026-11-22 09:30:15 UTC to 2026-11-22 09:25:14 UTC; "
-            + "events already fired do not fire again",
-          "MESSAGE_ID": "a5c14270596d41a0993951071697858f",
-          "PRIORITY": "4",
-          "CLOCK_STEP_DIRECTION": "backward",
-          "CLOCK_STEP_USEC": "300500000",
-          "CLOCK_FROM_REALTIME_USEC": "1795339815000000",
-          "CLOCK_TO_REALTIME_USEC": "1795339514500000",
-        ]))
+        == journalFields(
+          [
+            "MESSAGE":
+              "Wall clock stepped back by 5min, from 2026-11-22 09:30:15 UTC to 2026-11-22 09:25:14 UTC; "
+              + "events already fired do not fire again",
+            "MESSAGE_ID": "a5c14270596d41a0993951071697858f",
+            "PRIORITY": "4",
+            "CLOCK_STEP_DIRECTION": "backward",
+            "CLOCK_STEP_USEC": "300500000",
+            "CLOCK_FROM_REALTIME_USEC": "1795339815000000",
+            "CLOCK_TO_REALTIME_USEC": "1795339514500000",
+          ]))
   }
 
   @Test func messageIDs_AreDistinct128BitIDs() {
