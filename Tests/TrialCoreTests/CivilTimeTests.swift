@@ -254,15 +254,17 @@ import TrialTesting
     #expect(CivilTime.millisecondsSince1970(date) == milliseconds)
   }
 
+  /// Texts with fractions finer than a millisecond, and the millisecond each rounds to.
+  static let finerFractions: [(String, Int64)] = [
+    ("2025-06-15T15:06:40.0004Z", 1_750_000_000_000), ("2025-06-15T15:06:40.0005Z", 1_750_000_000_001),
+    ("2025-06-15T15:06:40.12349999Z", 1_750_000_000_123), ("2025-06-15T15:06:40.9995Z", 1_750_000_001_000),
+    ("2025-12-31T23:59:59.9999999Z", 1_767_225_600_000), ("1969-12-31T23:59:59.9995Z", 0),
+    ("1969-12-31T23:59:59.9994Z", -1), ("2025-06-15T15:06:40.5Z", 1_750_000_000_500),
+    ("2025-06-15T15:06:40.25Z", 1_750_000_000_250),
+  ]
+
   /// Finer fractions round to the nearest millisecond, half up, as formatting does.
-  @Test(
-    arguments: [
-      ("2025-06-15T15:06:40.0004Z", 1_750_000_000_000), ("2025-06-15T15:06:40.0005Z", 1_750_000_000_001),
-      ("2025-06-15T15:06:40.12349999Z", 1_750_000_000_123), ("2025-06-15T15:06:40.9995Z", 1_750_000_001_000),
-      ("2025-12-31T23:59:59.9999999Z", 1_767_225_600_000), ("1969-12-31T23:59:59.9995Z", 0),
-      ("1969-12-31T23:59:59.9994Z", -1), ("2025-06-15T15:06:40.5Z", 1_750_000_000_500),
-      ("2025-06-15T15:06:40.25Z", 1_750_000_000_250),
-    ] as [(String, Int64)])
+  @Test(arguments: finerFractions)
   func parse_FractionFinerThanAMillisecond_RoundsHalfUp(text: String, milliseconds: Int64) throws {
     #expect(CivilTime.millisecondsSince1970(try RFC3339.parse(text)) == milliseconds)
     #expect(try RFC3339.parse(RFC3339.format(try RFC3339.parse(text))) == (try RFC3339.parse(text)))

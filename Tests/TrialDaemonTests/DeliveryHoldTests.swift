@@ -49,6 +49,15 @@ struct PacedHarness {
     return harness
   }
 
+  /// A started harness paced to `burst` entries per 30 s, whose `count` trials of `prefix`
+  /// expired at `end`, where the clock now stands.
+  static func expired(_ count: Int, prefix: String, at end: Date, burst: Int) throws -> PacedHarness {
+    let harness = try started(limit: JournalPace.Limit(interval: .seconds(30), burst: burst))
+    try harness.startTrials(count, prefix: prefix, endingAt: end)
+    harness.scheduler.advance(to: end)
+    return harness
+  }
+
   /// Starts `count` trials without reminders, all ending at `end`.
   func startTrials(_ count: Int, prefix: String, endingAt end: Date) throws {
     for index in 0..<count {
@@ -77,9 +86,7 @@ struct PacedHarness {
 
   @Test func burst_BeyondThePace_IsHeldInTheOutboxAndDeliveredInOrderAsTheWindowAllows() throws {
     let end = epoch.addingTimeInterval(60)
-    let h = try PacedHarness.started(limit: JournalPace.Limit(interval: .seconds(30), burst: 10))
-    try h.startTrials(25, prefix: "burst", endingAt: end)
-    h.scheduler.advance(to: end)
+    let h = try PacedHarness.expired(25, prefix: "burst", at: end, burst: 10)
     #expect(h.journal.sent.count == 10)
     #expect(h.engine.heldEvents == 15)
     h.scheduler.advance(by: 1)
@@ -186,9 +193,7 @@ struct PacedHarness {
 
   @Test func pace_TurnedOffByAReload_DeliversTheHeldEventsAtOnce() throws {
     let end = epoch.addingTimeInterval(60)
-    let h = try PacedHarness.started(limit: JournalPace.Limit(interval: .seconds(30), burst: 2))
-    try h.startTrials(6, prefix: "reload", endingAt: end)
-    h.scheduler.advance(to: end)
+    let h = try PacedHarness.expired(6, prefix: "reload", at: end, burst: 2)
     #expect(h.journal.sent.count == 2)
     h.sink.setLimit(nil)
     h.engine.resumeDelivery()
