@@ -10,13 +10,7 @@ import TrialTesting
 
 /// `fleet`, `daemon-status` on a fleet node, and `export`, through the real binary.
 @Suite struct FleetCommandLineTests {
-  static let fleet = FleetStatus(
-    node: "node-a", shards: [0, 1, 2, 3, 9, 12, 13, 14, 15], shardCount: 16,
-    nodes: [
-      FleetStatus.Node(
-        name: "node-a", alive: true, shards: 9, leaseAge: .seconds(2), lag: .zero, version: "0.2.0"),
-      FleetStatus.Node(name: "node-b", alive: false, shards: 7, leaseAge: .seconds(95)),
-    ])
+  static let fleet = FleetStatus.twoNodes
 
   func fleetFixture() throws -> ControlFixture {
     try ControlFixture(ids: Array(1...50), start: SystemWallClock().now(), fleetStatus: { Self.fleet })

@@ -13,18 +13,12 @@ import TrialTesting
 /// A fleet node as GetStatus and GetFleet show it, and a store moved to another through
 /// Export and trialwatchd --import.
 @Suite struct FleetAndExportTests {
-  static let fleet = FleetStatus(
-    node: "node-a", shards: [0, 1, 2, 3, 9, 12, 13, 14, 15], shardCount: 16,
-    nodes: [
-      FleetStatus.Node(
-        name: "node-a", alive: true, shards: 9, leaseAge: .seconds(2), lag: .zero, version: "0.2.0"),
-      FleetStatus.Node(name: "node-b", alive: false, shards: 7, leaseAge: .seconds(95)),
-    ])
+  static let fleet = FleetStatus.twoNodes
 
   @Test func getStatusAndGetFleet_OfAFleetNode_CarryItsFleet() throws {
     let fixture = try ControlFixture(fleetStatus: { Self.fleet })
     let client = try fixture.client()
-    let expected = FleetObject(Self.fleet)
+    let expected = Self.fleet.fleet
     #expect(try client.getStatus().fleet == expected)
     #expect(try client.call(Trials.getFleet).fleet == expected)
     #expect(
@@ -124,7 +118,8 @@ import TrialTesting
     var errors: [String] = []
     let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })
     let directory = scratch.appending("store")
-    let status = commands.importTrials(from: file, open: { try LMDBTrialRepository(directory: directory) })
+    let status = commands.importTrials(
+      from: file, open: { try LMDBTrialRepository.open(directory: directory) })
     #expect(status == 0, "\(errors)")
     let entries = records.count - 7
     #expect(output.first == "imported 7 trials and \(entries) ledger entries, skipped 0 already present")
@@ -159,7 +154,7 @@ import TrialTesting
 
     // Into a fleet's store: the same trials, ledger and plans; nothing fired again.
     let fleet = try PostgresTestStore()
-    #expect(commands.importTrials(from: file, open: { fleet.repository }) == 0, "\(errors)")
+    #expect(commands.importTrials(from: file, open: { OpenedStore(fleet.repository) }) == 0, "\(errors)")
     #expect(try contents(of: fleet.repository) == contents(of: fixture.engine.repository))
     var source = Planner()
     try fixture.engine.repository.restore(into: &source)
@@ -177,7 +172,8 @@ import TrialTesting
     try writeJSONLines(back, to: returned)
     let directory = scratch.appending("store")
     #expect(
-      commands.importTrials(from: returned, open: { try LMDBTrialRepository(directory: directory) }) == 0,
+      commands.importTrials(from: returned, open: { try LMDBTrialRepository.open(directory: directory) })
+        == 0,
       "\(errors)")
     let host = try LMDBTrialRepository(directory: directory)
     defer { host.close() }
@@ -195,7 +191,7 @@ import TrialTesting
     var errors: [String] = []
     let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })
     let directory = scratch.appending("store")
-    let open = { try LMDBTrialRepository(directory: directory) as any TrialRepository }
+    let open = { try LMDBTrialRepository.open(directory: directory) }
     #expect(commands.importTrials(from: file, open: open) == 0)
     #expect(commands.importTrials(from: file, open: open) == 0)
     #expect(
@@ -204,7 +200,7 @@ import TrialTesting
 
     // The source's own store is open in its daemon.
     let busy = commands.importTrials(
-      from: file, open: { try LMDBTrialRepository(directory: fixture.scratch.appending("store")) })
+      from: file, open: { try LMDBTrialRepository.open(directory: fixture.scratch.appending("store")) })
     #expect(busy == StoreCommands.ExitStatus.failure, "\(errors)")
   }
 
@@ -224,7 +220,7 @@ import TrialTesting
       from: file,
       open: {
         opened = true
-        return InMemoryTrialRepository()
+        return OpenedStore(InMemoryTrialRepository())
       })
     #expect(status == StoreCommands.ExitStatus.problems)
     #expect(!opened)
