@@ -3,6 +3,11 @@ import PackageDescription
 
 // Targets point one way: executables → daemon → core. TrialCore has no I/O and no C; each
 // C library (CLMDB, CPostgres, CSystemd, CTimerFD) is imported by exactly one Swift file.
+// The stores sit beside the daemon, not under it: TrialCore defines what a store is (the
+// repository contract, `StoreServices`, `FleetServices`), TrialStore (LMDB) and TrialPostgres
+// implement it, and the executable trialwatchd chooses between them (`StoreBackends`).
+// TrialDaemon works against the contract; it imports a store in one file only, StoreCommands,
+// for the file store's backup, verify and restore, which have no fleet counterpart.
 let package = Package(
   name: "trialwatch",
   platforms: [.macOS(.v15)],
@@ -73,11 +78,12 @@ let package = Package(
         .embedInCode("org.varlink.service.varlink"),
       ]
     ),
-    // The daemon's wiring: scheduling engine, control server, configuration, signals.
+    // The daemon's wiring: scheduling engine, control server, configuration, signals; the
+    // store comes from the executable, through the contract of TrialCore.
     .target(
       name: "TrialDaemon",
       dependencies: [
-        "TrialCore", "TrialStore", "TrialPostgres", "TrialControl", "Systemd", "CTimerFD", "CEpoll",
+        "TrialCore", "TrialStore", "TrialControl", "Systemd", "CTimerFD", "CEpoll",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
@@ -110,8 +116,8 @@ let package = Package(
       ]
     ),
 
-    // Thin entry points.
-    .executableTarget(name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore"]),
+    // Thin entry points. trialwatchd names the stores the daemon may run on.
+    .executableTarget(name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore", "TrialPostgres"]),
     .executableTarget(name: "trialwatchctl", dependencies: ["TrialCtl"]),
     // Release tool: writes the man pages (logic in TrialManual).
     .executableTarget(name: "trialwatch-manual", dependencies: ["TrialManual"]),

@@ -191,26 +191,18 @@ public struct ExportEvent: Codable, Hashable, Sendable {
   }
 
   private func skipReason() throws(WireProblem) -> SkipReason {
-    func required<T>(_ value: T?, _ name: String) throws(WireProblem) -> T {
-      guard let value else {
-        throw WireProblem(path: ["event", name], problem: "is required for \(reason ?? "")")
-      }
-      return value
+    guard let reason else {
+      throw WireProblem(path: ["event", "reason"], problem: "is required for a skipped event")
     }
-    switch reason {
-    case "already-due-at-start": return .alreadyDueAtStart
-    case "already-due-at-extension": return .alreadyDueAtExtension
-    case "superseded-by-expiry": return .supersededByExpiry
-    case "superseded-by-reminder": return .supersededByReminder(try required(supersededBy, "supersededBy"))
-    case "beyond-grace":
-      return .beyondGrace(
-        lateness: try required(lateness, "lateness").duration, grace: try required(grace, "grace").duration)
-    case nil: throw WireProblem(path: ["event", "reason"], problem: "is required for a skipped event")
-    case let code?:
+    do {
+      return try SkipReason(
+        code: reason, supersededBy: supersededBy, lateness: lateness?.duration, grace: grace?.duration)
+    } catch .missing(let name) {
+      throw WireProblem(path: ["event", name], problem: "is required for \(reason)")
+    } catch {
       throw WireProblem(
         path: ["event", "reason"],
-        problem: "\"\(code)\" is not one of: already-due-at-start, already-due-at-extension, "
-          + "superseded-by-reminder, superseded-by-expiry, beyond-grace")
+        problem: "\"\(reason)\" is not one of: " + SkipReason.codes.joined(separator: ", "))
     }
   }
 }

@@ -67,12 +67,6 @@ public struct EventListViewModel: Hashable, Sendable {
   public var title: String
   public var table: TableViewModel
   public var emptyMessage: String
-
-  public init(title: String, table: TableViewModel, emptyMessage: String) {
-    self.title = title
-    self.table = table
-    self.emptyMessage = emptyMessage
-  }
 }
 
 /// One event as a watcher prints it.

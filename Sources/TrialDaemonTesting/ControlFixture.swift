@@ -154,10 +154,10 @@ public final class EngineParts: @unchecked Sendable {
     engine = makeEngine(
       repository: repository, scheduler: QueueRunScheduler(scheduler, queue: queue), ids: ids, sinks: [taken])
     _ = try queue.sync { [engine] in try engine.start() }
-    let lmdb = repository as? LMDBTrialRepository
+    let services = repository as? any StoreServices
     handlers = TrialsHandlers(
       engine: engine, queue: queue, startedAt: start, version: "1.2.3-test",
-      storeBytes: { [weak lmdb] in (try? lmdb?.statistics())?.fileSize }, fleetStatus: fleetStatus)
+      storeBytes: { [weak services] in services?.fileSize() }, fleetStatus: fleetStatus)
   }
 
   public var now: Date { queue.sync { scheduler.manualClock.now() } }
@@ -198,7 +198,7 @@ public final class EngineParts: @unchecked Sendable {
     try queue.sync { try repository.read { try $0.allTrials() } }
   }
 
-  /// Stops the engine, as the daemon does, and closes an LMDB store.
+  /// Stops the engine, as the daemon does, and closes the store.
   public func close() {
     // A test that stopped early may still hold the queue.
     for _ in 0..<holds.withLock({ $0 }) { release() }
@@ -206,7 +206,7 @@ public final class EngineParts: @unchecked Sendable {
       engine.stop()
       scheduler.expectNoPendingActions()
     }
-    (repository as? LMDBTrialRepository)?.close()
+    (repository as? any StoreServices)?.close()
   }
 }
 

@@ -54,13 +54,13 @@ extension FleetMembership {
   /// of the nodes that died since. Returns the live ones.
   func members(from result: PGResult) -> Set<Int64> {
     var alive = Set<Int64>()
-    var members: [Member] = []
+    var members: [FleetMember] = []
     for row in 0..<result.rows {
       guard let id = result.int64(row, 0), let name = result.string(row, 1) else { continue }
       let isAlive = result.bool(row, 2) == true || id == nodeID
       if isAlive { alive.insert(id) }
       members.append(
-        Member(
+        FleetMember(
           id: id, name: name, alive: isAlive, leaseAge: result.int64(row, 3).map { .microseconds($0) },
           shards: lastOwners.count { $0 == id }, version: result.string(row, 4),
           lag: result.int64(row, 5).map { .microseconds($0) }))

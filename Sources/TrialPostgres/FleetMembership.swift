@@ -3,25 +3,6 @@ import Foundation
 import Synchronization
 import TrialCore
 
-/// What the membership tells the node, on the membership's queue.
-public protocol FleetMembershipDelegate: AnyObject, Sendable {
-  /// Ownership changed (`ShardOwnership` already holds the new shards): plan the gained
-  /// shards' trials, forget the lost ones'.
-  func fleetShardsChanged(gained: Set<Int>, lost: Set<Int>)
-  /// Another node changed these trials.
-  func fleetTrialsChanged(_ ids: [TrialID])
-  /// The event log grew (on any node).
-  func fleetLogAdvanced()
-  /// The connection to the database was lost and is back: notifications may have been
-  /// missed; re-read what the node owns and the log.
-  func fleetReconnected()
-  /// A round failed (once per spell of failures, and when they end: `error` nil).
-  func fleetRoundFailed(_ error: (any Error)?)
-  /// These nodes were alive at the last round and are not now: what they took and did not
-  /// deliver is for the owners of its shards to deliver.
-  func fleetNodesDied(_ names: Set<String>)
-}
-
 /// One node of the fleet: its row and life lock, its lease, and its share of the shards.
 ///
 /// Every round (`tick`, 250 ms) is one statement when nothing changed: it renews the node's
@@ -49,19 +30,6 @@ public final class FleetMembership: @unchecked Sendable {
     public init() {}
   }
 
-  /// One node as the last tick read it.
-  public struct Member: Hashable, Sendable {
-    public var id: Int64
-    public var name: String
-    public var alive: Bool
-    /// Since the lease was last renewed.
-    public var leaseAge: Duration?
-    public var shards: Int
-    public var version: String?
-    /// How overdue the node's next event was at its last round.
-    public var lag: Duration?
-  }
-
   public let name: String
   public let version: String
   public let ownership: ShardOwnership
@@ -80,7 +48,7 @@ public final class FleetMembership: @unchecked Sendable {
   private var renewedAt: UInt64 = 0
   private var leaving = false
   private var failing = false
-  let view = Mutex<[Member]>([])
+  let view = Mutex<[FleetMember]>([])
 
   public init(
     conninfo: String, name: String, version: String, shards: ShardMap, ownership: ShardOwnership,
@@ -95,7 +63,7 @@ public final class FleetMembership: @unchecked Sendable {
   }
 
   /// The nodes as the last tick read them.
-  public var members: [Member] { view.withLock { $0 } }
+  public var members: [FleetMember] { view.withLock { $0 } }
   /// This node's id in the database, once joined.
   public var id: Int64? { queue.sync { nodeID } }
 

@@ -167,19 +167,21 @@ public final class PGConnection: @unchecked Sendable {
 
   /// `s` as a quoted SQL identifier (`"my table"`).
   public func quoteIdentifier(_ s: String) -> String {
-    let count = s.utf8.count
-    guard let quoted = PQescapeIdentifier(connection, s, count) else {
-      return "\"" + s.replacingAll("\"", with: "\"\"") + "\""
-    }
-    defer { PQfreemem(quoted) }
-    return String(cString: quoted)
+    quote(s, with: "\"") { PQescapeIdentifier($0, $1, $2) }
   }
 
   /// `s` as a quoted SQL string literal (`'it''s'`).
   public func quoteLiteral(_ s: String) -> String {
-    let count = s.utf8.count
-    guard let quoted = PQescapeLiteral(connection, s, count) else {
-      return "'" + s.replacingAll("'", with: "''") + "'"
+    quote(s, with: "'") { PQescapeLiteral($0, $1, $2) }
+  }
+
+  /// `s` quoted by libpq's `escape`, or by doubling `mark` when libpq cannot (out of memory).
+  private func quote(
+    _ s: String, with mark: Character,
+    _ escape: (OpaquePointer?, String, Int) -> UnsafeMutablePointer<CChar>?
+  ) -> String {
+    guard let quoted = escape(connection, s, s.utf8.count) else {
+      return "\(mark)" + s.replacingAll(mark, with: "\(mark)\(mark)") + "\(mark)"
     }
     defer { PQfreemem(quoted) }
     return String(cString: quoted)

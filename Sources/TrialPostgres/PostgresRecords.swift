@@ -51,20 +51,16 @@ enum PostgresRecords {
   static func outcome(_ text: String, detail: String?) throws -> LedgerEntry.Outcome {
     if text == "fired" { return .fired }
     guard text.hasPrefix("skipped:") else { throw PostgresStoreError.damaged("unknown outcome \(text)") }
-    switch text.dropFirst("skipped:".count) {
-    case "already-due-at-start": return .skipped(.alreadyDueAtStart)
-    case "already-due-at-extension": return .skipped(.alreadyDueAtExtension)
-    case "superseded-by-expiry": return .skipped(.supersededByExpiry)
-    case "superseded-by-reminder":
-      guard let detail, let id = EventID(detail) else { break }
-      return .skipped(.supersededByReminder(id))
-    case "beyond-grace":
-      let parts = (detail ?? "").split(separator: "/").compactMap { Int64($0) }
-      guard parts.count == 2 else { break }
-      return .skipped(.beyondGrace(lateness: .microseconds(parts[0]), grace: .microseconds(parts[1])))
-    default: break
+    let parts = (detail ?? "").split(separator: "/").compactMap { Int64($0) }
+    do {
+      return .skipped(
+        try SkipReason(
+          code: String(text.dropFirst("skipped:".count)), supersededBy: detail.flatMap(EventID.init),
+          lateness: parts.count == 2 ? .microseconds(parts[0]) : nil,
+          grace: parts.count == 2 ? .microseconds(parts[1]) : nil))
+    } catch {
+      throw PostgresStoreError.damaged("unreadable outcome \(text) (\(detail ?? "no detail"))")
     }
-    throw PostgresStoreError.damaged("unreadable outcome \(text) (\(detail ?? "no detail"))")
   }
 
   // MARK: Rows

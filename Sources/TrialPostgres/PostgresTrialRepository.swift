@@ -3,31 +3,6 @@ import Foundation
 import Synchronization
 import TrialCore
 
-/// The shards a fleet node owns and their epochs: set by the fleet membership, read by
-/// every transaction (the fence and the outbox). The node trusts them until a moment on its
-/// own monotonic clock (`trust(until:)`, set at each renewal of its lease): past it, it owns
-/// nothing until the next renewal, whatever the database would say.
-public final class ShardOwnership: Sendable {
-  private struct State {
-    var owned: [Int: Int64] = [:]
-    var until: UInt64 = .max
-  }
-
-  private let state = Mutex(State())
-
-  public init() {}
-
-  public var owned: [Int: Int64] {
-    let now = DispatchTime.now().uptimeNanoseconds
-    return state.withLock { now < $0.until ? $0.owned : [:] }
-  }
-
-  public func set(_ owned: [Int: Int64]) { state.withLock { $0.owned = owned } }
-
-  /// Trusts the shards until `uptime` (`DispatchTime` nanoseconds).
-  public func trust(until uptime: UInt64) { state.withLock { $0.until = uptime } }
-}
-
 /// The trial store of a fleet, in PostgreSQL: the same operations as the file store
 /// (`TrialRepository`), on one writer connection (the engine's) and a small pool of
 /// reader connections for reads from any thread. A write that changed trials or grew the
@@ -42,6 +17,8 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
   /// Refuses to record an event before it is due by the database's clock (the fleet's one
   /// clock). Off only for tests that run the engine in virtual time.
   public let refusesEarlyFires: Bool
+  /// What opening it did, for the log (`StoreServices`); set once, before it is used.
+  var notes: [StoreNote] = []
   private let writer: Mutex<PGConnection?>
   private let readers = Mutex<[PGConnection]>([])
   /// Reader connections kept for reuse; more may be open at once, briefly.
@@ -87,8 +64,13 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
   // MARK: Transactions
 
   public func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
-    // A read is repeated once on a new connection when the old one was lost (the server
-    // restarted): reads change nothing.
+    try readTransaction(body)
+  }
+
+  /// A read transaction as this store makes it, for the reads only a fleet makes. A read is
+  /// repeated once on a new connection when the old one was lost (the server restarted):
+  /// reads change nothing.
+  func readTransaction<R>(_ body: (PostgresReadTransaction) throws -> R) throws -> R {
     do {
       return try readOnce(body)
     } catch let error as PGError where error.isConnectionLoss {
@@ -96,7 +78,7 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     }
   }
 
-  private func readOnce<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {
+  private func readOnce<R>(_ body: (PostgresReadTransaction) throws -> R) throws -> R {
     try withReader { connection in
       try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
       let result = try body(
@@ -263,8 +245,7 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
   @discardableResult
   public func restore(shards: Set<Int>, into planner: inout Planner) throws -> Int {
     guard !shards.isEmpty else { return 0 }
-    return try read { txn in
-      let txn = txn as! PostgresReadTransaction
+    return try readTransaction { txn in
       let list = [PGArray.literal(shards.sorted())]
       let trials = try txn.query(
         """
@@ -296,8 +277,8 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
   /// deliver their own), in id order: a shard's new owner delivers what a dead node took.
   public func undelivered(shards: Set<Int>, takenByOtherThan nodes: Set<String>) throws -> [LedgerEntry] {
     guard !shards.isEmpty else { return [] }
-    return try read { txn in
-      let result = try (txn as! PostgresReadTransaction).query(
+    return try readTransaction { txn in
+      let result = try txn.query(
         """
         SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger
         WHERE delivered_s IS NULL AND shard = ANY($1::integer[]) AND NOT (coalesce(node, '') = ANY($2::text[]))

@@ -290,9 +290,8 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
                   position = try key(ledger.next())
                 }
                 // An active record whose revision's expiry is in the ledger is expired.
-                let expired = done.contains(StoreKeys.order(of: .expiry, offsetMilliseconds: 0))
-                byState[Int(RecordCodec.stateCode(expired ? .expired : .active))] += 1
-                if !expired { planner.restore(trial) { done.contains(StoreKeys.order(of: $0)) } }
+                let active = planner.restore(trial) { done.contains(StoreKeys.order(of: $0)) }
+                byState[Int(RecordCodec.stateCode(active ? .active : .expired))] += 1
               }
               item = try trials.next()
             }

@@ -47,15 +47,10 @@ class StoreReadTransaction: TrialReadTransaction {
   }
 
   /// `stored` as it stands: an active record whose revision's expiry is in the ledger is
-  /// expired, ended when the expiry was taken.
+  /// expired, ended when the expiry was taken (`Trial.expired(byExpiryTakenAt:)`).
   func derived(_ stored: Trial) throws -> Trial {
-    guard stored.isActive, let taken = try expiryTaken(stored.id, revision: stored.revision) else {
-      return stored
-    }
-    var trial = stored
-    trial.state = .expired
-    trial.endedAt = taken
-    return trial
+    guard stored.isActive else { return stored }
+    return stored.expired(byExpiryTakenAt: try expiryTaken(stored.id, revision: stored.revision))
   }
 
   /// When the expiry of the trial's revision was taken, if the ledger holds it.

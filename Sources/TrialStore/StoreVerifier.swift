@@ -276,13 +276,9 @@ final class StoreVerifier {
     let entries = ledger.compactMap(\.entry)
     // As the store reads it: an active record whose revision's expiry is in the ledger is
     // expired (schema 3; a schema-2 record was rewritten as expired).
-    var trial = stored
-    if trial.isActive,
-      let expiry = entries.first(where: { $0.event.kind == .expiry && $0.event.revision == trial.revision })
-    {
-      trial.state = .expired
-      trial.endedAt = expiry.takenAt
-    }
+    let trial = stored.expired(
+      byExpiryTakenAt: entries.first { $0.event.kind == .expiry && $0.event.revision == stored.revision }?
+        .takenAt)
     for problem in TrialConsistency.problems(of: trial, ledger: entries) {
       if let event = problem.event, let inLedger = ledger.first(where: { $0.entry?.id == event }) {
         report.add("ledger", inLedger.key, problem.message)

@@ -171,3 +171,10 @@ extension TrialReadTransaction {
     return trials
   }
 }
+
+/// No file, nothing to say at opening, nothing to let go of.
+extension InMemoryTrialRepository: StoreServices {
+  public func fileSize() -> Int? { nil }
+  public var openingNotes: [StoreNote] { [] }
+  public func close() {}
+}

@@ -10,7 +10,7 @@ import TrialTesting
 
 /// `fleet`, `daemon-status` on a fleet node, and `export`, through the real binary.
 @Suite struct FleetCommandLineTests {
-  static let fleet = FleetStatus.sample
+  static let fleet = FleetStatus.twoNodes
 
   func fleetFixture() throws -> ControlFixture {
     try ControlFixture(ids: Array(1...50), start: SystemWallClock().now(), fleetStatus: { Self.fleet })

@@ -111,6 +111,17 @@ public struct Trial: Hashable, Sendable {
 
   public var isActive: Bool { state == .active }
 
+  /// The trial as its ledger leaves it: an active trial whose current revision's expiry was
+  /// taken (at `expiryTakenAt`) is expired, ended then. The one statement of "an expiry in the
+  /// ledger means expired", for the fire that records it and for the stores that read it.
+  public func expired(byExpiryTakenAt expiryTakenAt: Date?) -> Trial {
+    guard isActive, let expiryTakenAt else { return self }
+    var trial = self
+    trial.state = .expired
+    trial.endedAt = expiryTakenAt
+    return trial
+  }
+
   /// Subjects are printable names: 1 to 255 bytes, no control characters.
   public static func validateSubject(_ subject: String) -> String? {
     if subject.isEmpty { return "subject must not be empty" }

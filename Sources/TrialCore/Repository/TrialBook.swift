@@ -83,9 +83,7 @@ extension TrialRepository {
         summary.byState[trial.state, default: 0] += 1
         if summary.trials % progressEvery == 0 { progress(summary.trials) }
         guard trial.isActive else { return true }
-        let entries = try txn.ledgerEntries(trial: trial.id)
-        let done = Set(entries.lazy.filter { $0.event.revision == trial.revision }.map(\.id))
-        planner.restore(trial) { done.contains($0) }
+        planner.restore(trial, ledger: try txn.ledgerEntries(trial: trial.id))
         return true
       }
       return summary
@@ -202,17 +200,14 @@ public enum TrialBook {
     for index in order {
       let item = due[index]
       // The trial first: an event of another revision never needs its ledger entry read.
-      guard var trial = try txn.trial(item.event.trialID), trial.isActive,
+      guard let trial = try txn.trial(item.event.trialID), trial.isActive,
         trial.revision == item.event.revision, try txn.ledgerEntry(item.event.id) == nil
       else { continue }
       let entry = LedgerEntry(item)
       try txn.putLedgerEntry(entry)
-      if item.event.kind == .expiry {
-        trial.state = .expired
-        trial.endedAt = item.takenAt
-        try txn.putTrial(trial)
-      }
-      recorded[index] = (entry, trial)
+      let taken = trial.expired(byExpiryTakenAt: item.event.kind == .expiry ? item.takenAt : nil)
+      if taken != trial { try txn.putTrial(taken) }
+      recorded[index] = (entry, taken)
     }
     try txn.setLastSeenWallTime(now)
     return try recorded.compactMap { item in

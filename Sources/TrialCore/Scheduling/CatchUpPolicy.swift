@@ -66,6 +66,42 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
   }
 }
 
+extension SkipReason {
+  /// Every code, in the order the documentation lists them.
+  public static let codes = [
+    "already-due-at-start", "already-due-at-extension", "superseded-by-reminder", "superseded-by-expiry",
+    "beyond-grace",
+  ]
+
+  /// Why a reason could not be read back from its code and details.
+  public enum ReadProblem: Error, Hashable, Sendable {
+    /// The code is none of `codes`.
+    case unknownCode(String)
+    /// The code needs this detail (`supersededBy`, `lateness`, `grace`), which is missing.
+    case missing(String)
+  }
+
+  /// The reason a code names, with the details two of them carry: the one reading of a skip
+  /// reason that a store or a file wrote.
+  public init(
+    code: String, supersededBy: EventID? = nil, lateness: Duration? = nil, grace: Duration? = nil
+  ) throws(ReadProblem) {
+    func required<T>(_ value: T?, _ name: String) throws(ReadProblem) -> T {
+      guard let value else { throw .missing(name) }
+      return value
+    }
+    switch code {
+    case "already-due-at-start": self = .alreadyDueAtStart
+    case "already-due-at-extension": self = .alreadyDueAtExtension
+    case "superseded-by-expiry": self = .supersededByExpiry
+    case "superseded-by-reminder": self = .supersededByReminder(try required(supersededBy, "supersededBy"))
+    case "beyond-grace":
+      self = .beyondGrace(lateness: try required(lateness, "lateness"), grace: try required(grace, "grace"))
+    default: throw .unknownCode(code)
+    }
+  }
+}
+
 /// An event taken from the planner: either it fires, or it is skipped with a reason.
 public struct DueEvent: Hashable, Sendable {
   public enum Disposition: Hashable, Sendable {

@@ -106,22 +106,30 @@ public struct Planner: Sendable {
     return skipped
   }
 
-  /// Re-plans a trial read back from the store: every event of the current revision from
-  /// the first one not `completed` on is scheduled, overdue ones included, so that they
-  /// fire (late) on the next `takeDue`.
-  public mutating func restore(_ trial: Trial, completed: (EventID) -> Bool) {
-    guard trial.isActive else {
-      cancel(trial.id)
-      return
-    }
+  /// Re-plans a trial read back from a store, given which events of its current revision the
+  /// ledger holds (`completed`): every event from the first one not completed on is scheduled,
+  /// overdue ones included, so that they fire (late) on the next `takeDue`. A trial that is not
+  /// active, or whose expiry is completed (an expiry in the ledger means expired), is not
+  /// planned; returns whether the trial was still active by its ledger.
+  @discardableResult
+  public mutating func restore(_ trial: Trial, completed: (EventID) -> Bool) -> Bool {
     let count = trial.reminders.offsets.count + 1
+    guard trial.isActive, !completed(trial.event(at: count - 1).id) else {
+      cancel(trial.id)
+      return false
+    }
     var first = 0
     while first < count, completed(trial.event(at: first).id) { first += 1 }
-    if first == count {
-      cancel(trial.id)
-    } else {
-      schedule(trial, from: first)
-    }
+    schedule(trial, from: first)
+    return true
+  }
+
+  /// The same from the trial's ledger entries, of any revision: those of its current revision
+  /// are completed.
+  @discardableResult
+  public mutating func restore(_ trial: Trial, ledger: some Sequence<LedgerEntry>) -> Bool {
+    let done = Set(ledger.lazy.filter { $0.event.revision == trial.revision }.map(\.id))
+    return restore(trial) { done.contains($0) }
   }
 
   /// Removes every pending event of the trial. Returns false when it had none.

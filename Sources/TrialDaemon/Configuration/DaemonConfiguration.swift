@@ -142,12 +142,6 @@ public struct PostgreSQLSettings: Hashable, Sendable {
   /// `Shards=`: how many shards the trials are spread over, fixed when the schema is created.
   public var shards: Int
 
-  public init(connection: String, nodeName: String, shards: Int) {
-    self.connection = connection
-    self.nodeName = nodeName
-    self.shards = shards
-  }
-
   /// The host name (gethostname(2)), or "localhost" when there is none.
   public static func defaultNodeName() -> String {
     var buffer = [CChar](repeating: 0, count: 256)

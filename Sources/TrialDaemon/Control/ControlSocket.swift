@@ -31,12 +31,6 @@ public struct PeerCredentials: Hashable, Sendable, CustomStringConvertible {
   public var uid: UInt32
   public var gid: UInt32
 
-  public init(pid: Int32, uid: UInt32, gid: UInt32) {
-    self.pid = pid
-    self.uid = uid
-    self.gid = gid
-  }
-
   public var description: String { "pid \(pid) uid \(uid) gid \(gid)" }
 }
 

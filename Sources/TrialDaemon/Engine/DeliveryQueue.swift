@@ -117,8 +117,11 @@ final class DeliveryQueue {
   static let markDelay: TimeInterval = 1
   /// Deliveries ride in the next wake's commit when it comes this soon (the engine sets a
   /// longer one in a fleet, where a commit of their own costs a transaction on the shared
-  /// database: `Engine.deliveryRecordWindow`).
-  var rideWindow: TimeInterval = 0.005
+  /// database: `FleetRole.deliveryRecordWindow`).
+  var rideWindow: TimeInterval = rideWindowAlone
+  /// The window of a daemon of its own: a crash delivers again at most what fell due that
+  /// densely.
+  static let rideWindowAlone: TimeInterval = 0.005
 
   /// Deliveries not recorded in the store yet.
   var unrecordedCount: Int { unrecorded.count }

@@ -85,7 +85,7 @@ extension Engine {
       for (command, result) in zip(batch.map(\.0), results) {
         guard case .success(let done) = result else { continue }
         // In a fleet, the owner of another shard plans the trial when the commit wakes it.
-        let planned = owns?(done.trial.id) ?? true
+        let planned = fleet?.owns(done.trial.id) ?? true
         switch command {
         case .start:
           if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtStart) }

@@ -2,8 +2,29 @@ import Foundation
 import Logging
 import TrialCore
 
-/// A fleet node's engine: it fires only the trials of the shards it owns (`owns`), and the
-/// fleet tells it when shards change hands and when another node changed a trial.
+/// A fleet node's part in its engine (`Engine.fleet`), the engine's one property of a fleet.
+public struct FleetRole {
+  /// Whether this node fires the trial's events (it owns the trial's shard).
+  public var owns: (TrialID) -> Bool
+  /// Wakes the reader of the shared log, which hands the observers what every node logged
+  /// (`Engine.handOverFollowed`), so that the engine's queue never waits for that read; set
+  /// once the reader runs.
+  public var followLog: (@Sendable () -> Void)?
+  /// The Watches running (told by the feed that serves them): the shared log is read only
+  /// while there is one.
+  public let demand = LogDemand()
+  /// Deliveries ride in the next wake's commit when it comes within this time: a commit of
+  /// their own is a transaction on the shared database (`DeliveryQueue.markDelay`, the longest
+  /// that changes anything: deliveries are recorded within it whatever comes).
+  public var deliveryRecordWindow: TimeInterval = DeliveryQueue.markDelay
+
+  public init(owns: @escaping (TrialID) -> Bool) {
+    self.owns = owns
+  }
+}
+
+/// A fleet node's engine: it fires only the trials of the shards it owns (`FleetRole.owns`),
+/// and the fleet tells it when shards change hands and when another node changed a trial.
 extension Engine {
   /// Shards changed hands: forgets the trials this node no longer fires (`lost`), plans the
   /// trials of the shards it gained (`load`), delivers what their previous owner took but
@@ -40,7 +61,7 @@ extension Engine {
   /// Another node changed these trials: re-plans those this node fires from the store.
   public func refresh(_ ids: [TrialID]) {
     guard !stopped else { return }
-    let mine = Set(ids.filter { owns?($0) ?? true })
+    let mine = Set(ids.filter { fleet?.owns($0) ?? true })
     guard !mine.isEmpty else { return }
     replan(mine)
     // A trial that ended, or has nothing left to fire, leaves the planner.

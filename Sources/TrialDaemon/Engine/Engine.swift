@@ -40,24 +40,17 @@ public final class Engine {
   var logObservers: [any EventLogObserver] = []
   /// The newest event handed to the log observers.
   public internal(set) var publishedThrough = EventCursor.origin
-  /// In a fleet: wakes the reader of the shared log, which hands the observers what every
-  /// node logged (`handOverFollowed`), so that the engine's queue never waits for that read.
-  public var logFollower: (@Sendable () -> Void)?
-  /// The Watches running (told by the feed that serves them); in a fleet the shared log is
-  /// read only while there is one.
-  public let logDemand = LogDemand()
-  /// Whether the snapshot carries the next event's subject, read after every change. Off in
-  /// a fleet, where that read crosses the network: `GetStatus` reads it when asked.
-  public var resolvesNextSubject = true
   var pruneWake: (any ScheduledWake)?
   /// Where the snapshot for reads off the engine's queue is published; nil until asked for
   /// (`snapshots()`).
   var snapshotCell: EngineSnapshots?
   var pruneAt: Date?
 
-  /// In a fleet, whether this node fires the trial's events (it owns the trial's shard);
-  /// nil for a daemon of its own, which fires every trial's.
-  public var owns: ((TrialID) -> Bool)?
+  /// In a fleet, this node's part (see `FleetRole`): which trials it fires, how it hears of the
+  /// shared log; nil for a daemon of its own, which fires every trial's.
+  public var fleet: FleetRole? {
+    didSet { delivery.rideWindow = fleet?.deliveryRecordWindow ?? DeliveryQueue.rideWindowAlone }
+  }
 
   /// Trials by state, kept current as trials start, end and expire.
   public internal(set) var counts: [TrialState: Int] = [:]
@@ -264,10 +257,10 @@ public final class Engine {
   /// A store shared by a fleet may refuse due events (`admit`): not due yet by its clock, or
   /// of a shard this node no longer owns. The first kind goes back into the planner.
   private func replanRefused(_ due: [DueEvent], taken: [TakenEvent]) {
-    guard let owns else { return }
+    guard let fleet else { return }
     let recorded = Set(taken.map(\.logged.id))
     let refused = Set(due.lazy.filter { !recorded.contains($0.event.id) }.map(\.event.trialID))
-    replan(refused.filter(owns))
+    replan(refused.filter(fleet.owns))
   }
 
   /// Puts trials back into the planner from the store, after a failed commit took them out.
@@ -276,9 +269,7 @@ public final class Engine {
       try repository.read { txn in
         for id in trialIDs {
           guard let trial = try txn.trial(id) else { continue }
-          let done = Set(
-            try txn.ledgerEntries(trial: id).filter { $0.event.revision == trial.revision }.map(\.id))
-          planner.restore(trial) { done.contains($0) }
+          planner.restore(trial, ledger: try txn.ledgerEntries(trial: id))
         }
       }
     } catch {
@@ -310,19 +301,6 @@ public final class Engine {
 
   /// Events taken but waiting for the sinks: journald's rate limit, or a failing sink.
   public var heldEvents: Int { delivery.heldCount }
-
-  /// How soon the next wake must come for the deliveries made to be recorded in its commit
-  /// rather than in one of their own (see `DeliveryQueue`): 5 ms by default, so that a crash
-  /// delivers again at most what fell due that densely; a fleet node waits for up to a second
-  /// (`DeliveryQueue.markDelay`), as a commit there is a transaction on the shared database.
-  public var deliveryRecordWindow: TimeInterval {
-    get { delivery.rideWindow }
-    set { delivery.rideWindow = newValue }
-  }
-
-  /// The longest `deliveryRecordWindow` that changes anything: deliveries are recorded within
-  /// this time whatever comes.
-  public static var deliveryRecordDelay: TimeInterval { DeliveryQueue.markDelay }
 
   private func scheduleRetry() {
     guard retryWake == nil, !stopped else { return }

@@ -49,14 +49,15 @@ extension Engine {
   }
 
   /// The snapshot of now; the next event's subject is read from the store only when the next
-  /// event belongs to another trial than in `previous`.
+  /// event belongs to another trial than in `previous`, and never in a fleet, where that read
+  /// crosses the network (`GetStatus` reads it when asked).
   private func makeSnapshot(previous: EngineSnapshot?) -> EngineSnapshot {
     let next = planner.nextEvent
     var subject: String?
     if let next {
       if let previous, previous.nextEvent?.trialID == next.trialID, let known = previous.nextSubject {
         subject = known
-      } else if resolvesNextSubject {
+      } else if fleet == nil {
         subject = (try? repository.read { try $0.trial(next.trialID) })??.subject
       }
     }

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import Systemd
 import TrialControl
-import TrialStore
+import TrialCore
 
 #if canImport(Glibc)
   import Glibc
@@ -25,10 +25,10 @@ public final class ControlService: DaemonService, @unchecked Sendable {
     throws
   {
     logger = Logger(label: "trialwatchd.control")
-    let repository = engine.repository as? LMDBTrialRepository
+    let store = daemon.store
     let handlers = TrialsHandlers(
       engine: engine, queue: queue, startedAt: engine.clock.now(), version: Daemon.version,
-      storeBytes: { [weak repository] in (try? repository?.statistics())?.fileSize },
+      storeBytes: { [weak store] in store?.fileSize() },
       fleetStatus: daemon.fleetStatus)
     let gid = Self.groupID(configuration.controlGroup)
     if gid == nil {

@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import Systemd
 import TrialCore
-import TrialStore
 
 #if canImport(Glibc)
   import Glibc
@@ -59,10 +58,8 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   // reads what start-up set (services, engine) to stop.
   public static let version = "0.1.0"
 
-  public typealias RepositoryOpener = @Sendable (_ stateDirectory: String) throws -> any TrialRepository
-
   private let options: DaemonOptions
-  private let openRepository: RepositoryOpener
+  private let stores: StoreBackends
   // Default QoS: a raised one makes libdispatch try setpriority(2) for every worker thread,
   // which the unit's system-call filter refuses (and libdispatch logs each refusal).
   private let queue = DispatchQueue(label: "trialwatch.engine")
@@ -77,13 +74,15 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   private var services: [any DaemonService] = []
   /// This daemon as a node of a fleet (`[Store] Backend=postgresql`).
   private var fleet: FleetNode?
+  /// The store's services (its size for `GetStatus`), whichever backend; set at start.
+  public private(set) var store: (any StoreServices)?
   /// What this node knows of its fleet, for `GetStatus` and `GetFleet`; nil on a single-host
   /// daemon. The fleet code sets it before `run()`; the control service reads it at its start.
   public var fleetStatus: (@Sendable () -> FleetStatus?)?
 
-  public init(options: DaemonOptions, openRepository: @escaping RepositoryOpener) {
+  public init(options: DaemonOptions, stores: StoreBackends) {
     self.options = options
-    self.openRepository = openRepository
+    self.stores = stores
   }
 
   /// Something the daemon runs beside the engine (the control server), started after the
@@ -139,31 +138,27 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       throw DaemonStartError("cannot create state directory \(directory): \(error)", errno: EACCES)
     }
     _ = try? notifier.send(.status("loading store in \(directory)"), .extendTimeoutUsec(30_000_000))
-    let repository: any TrialRepository
+    let opened: OpenedStore
     if configuration.storeBackend == .postgresql, let settings = configuration.postgreSQL {
       _ = try? notifier.send(.status("joining the fleet as \(settings.nodeName)"))
       do {
-        let fleet = try FleetNode(
-          settings: settings, version: Self.version, queue: queue, logger: Logger(label: "trialwatchd.fleet"))
-        self.fleet = fleet
-        repository = fleet.repository
+        let services = try stores.joinFleet(settings, Self.version)
+        fleet = FleetNode(fleet: services, queue: queue, logger: Logger(label: "trialwatchd.fleet"))
+        opened = OpenedStore(repository: services.repository, services: services)
       } catch {
         throw DaemonStartError("cannot join the fleet on PostgreSQL: \(error)", errno: ECONNREFUSED)
       }
     } else {
       do {
-        repository = try openRepository(directory)
+        opened = try stores.local(directory)
       } catch {
         throw DaemonStartError("cannot open the store: \(error)", errno: EIO)
       }
     }
-    if let upgrade = (repository as? LMDBTrialRepository)?.upgrade {
-      logger.notice(
-        "store upgraded",
-        metadata: [
-          "from_schema": "\(upgrade.fromSchema)", "to_schema": "\(upgrade.toSchema)",
-          "kept_copy": "\(upgrade.keptCopy)", "events_logged": "\(upgrade.backfilledEvents)",
-        ])
+    let repository = opened.repository
+    store = opened.services
+    for note in opened.services.openingNotes {
+      logger.notice("\(note.message)", metadata: note.fields.mapValues { "\($0)" })
     }
 
     let scheduler = DispatchWakeScheduler(queue: queue)

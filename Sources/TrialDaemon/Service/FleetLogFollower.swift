@@ -24,12 +24,12 @@ final class FleetLogFollower: @unchecked Sendable {
   /// The most events handed over at once.
   static let page = 2_000
 
-  init(engine: Engine, engineQueue: DispatchQueue, logger: Logger) {
+  init(engine: Engine, demand: LogDemand, engineQueue: DispatchQueue, logger: Logger) {
     self.engine = engine
     self.repository = engine.repository
     self.engineQueue = engineQueue
     self.logger = logger
-    demand = engine.logDemand
+    self.demand = demand
     through = engineQueue.sync { engine.publishedThrough }
     demand.whenWanted { [weak self] in self?.wake() }
   }

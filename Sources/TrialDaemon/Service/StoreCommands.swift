@@ -150,7 +150,7 @@ public struct StoreCommands {
   /// Writes the trials and ledger entries of `file`, an export (JSON Lines, as `trialwatchctl
   /// export` writes it), into the store `open` opens, through `TrialTransfer`: the whole file is
   /// checked first, then written in transactions of at most `TrialTransfer.batchSize` records.
-  public func importTrials(from file: String, open: () throws -> any TrialRepository) -> Int32 {
+  public func importTrials(from file: String, open: () throws -> OpenedStore) -> Int32 {
     let text: Data
     do {
       text = try Data(contentsOf: URL(fileURLWithPath: file))
@@ -177,16 +177,16 @@ public struct StoreCommands {
       errors("cannot import \(file): \(error)")
       return ExitStatus.problems
     }
-    let repository: any TrialRepository
+    let store: OpenedStore
     do {
-      repository = try open()
+      store = try open()
     } catch {
       errors("cannot import \(file): cannot open the store: \(error)\(Self.hint(error))")
       return Self.status(for: error)
     }
-    defer { (repository as? LMDBTrialRepository)?.close() }
+    defer { store.services.close() }
     do {
-      let summary = try TrialTransfer.run(records, into: repository)
+      let summary = try TrialTransfer.run(records, into: store.repository)
       output(summary.description)
       output(
         "at its next start trialwatchd delivers the imported entries that were not yet delivered, with "

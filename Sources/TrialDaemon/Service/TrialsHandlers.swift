@@ -48,11 +48,10 @@ public final class TrialsHandlers: @unchecked Sendable {
     let bound = Bound(value: engine)
     (watchers, snapshots) = queue.sync {
       // A fleet's shared log reaches the hub through the log follower, only while a Watch runs.
-      let shared = bound.value.logFollower != nil
+      let demand = bound.value.fleet?.demand
       let head: @Sendable () throws -> EventCursor = { try queries.eventLogBounds().last }
       let hub = FeedHub(
-        last: bound.value.publishedThrough, read: read, demand: shared ? bound.value.logDemand : nil,
-        head: shared ? head : nil)
+        last: bound.value.publishedThrough, read: read, demand: demand, head: demand == nil ? nil : head)
       bound.value.addLogObserver(hub)
       return (hub, bound.value.snapshots())
     }
@@ -115,7 +114,7 @@ public final class TrialsHandlers: @unchecked Sendable {
             trials: TrialCounts(fleet?.counts ?? status.counts), pendingEvents: status.pendingEvents,
             nextEvent: status.nextEvent.map { EventObject(pending: $0, subject: status.nextSubject) },
             storeBytes: self.storeBytes(), connections: self.counters.connections,
-            watchers: self.counters.watchers, fleet: fleet.map(FleetObject.init))
+            watchers: self.counters.watchers, fleet: fleet?.fleet)
         }
       },
       Route(Trials.getFleet) { _, done in self.read(done) { _ in GetFleetReply(fleet: self.fleet()) } },
@@ -170,7 +169,7 @@ public final class TrialsHandlers: @unchecked Sendable {
 
   /// The fleet as its last lease round read it; nil on a single host.
   private func fleet() -> FleetObject? {
-    fleetStatus?().map(FleetObject.init)
+    fleetStatus?()?.fleet
   }
 
   /// Carries a non-Sendable value across to the engine queue.

@@ -115,9 +115,7 @@ public struct TrialwatchdCommand: ParsableCommand {
   }
 
   /// Parses the command line and runs the daemon (or the configuration check). Never returns.
-  public static func main(openRepository: @escaping Daemon.RepositoryOpener, services: [any DaemonService])
-    -> Never
-  {
+  public static func main(stores: StoreBackends, services: [any DaemonService]) -> Never {
     let command: TrialwatchdCommand
     do {
       var parsed = try parseAsRoot()
@@ -136,15 +134,15 @@ public struct TrialwatchdCommand: ParsableCommand {
       // A fleet node's database is checked too: reachable, the password found, the schema
       // one this daemon can use.
       if !loaded.hasErrors, let settings = loaded.configuration.postgreSQL {
-        let database = FleetNode.check(settings)
+        let database = stores.check(settings)
         report.text += database.text
         if !database.ok { report.exitCode = 1 }
       }
       print(report.text)
       Glibc.exit(report.exitCode)
     }
-    if let status = command.runStoreCommand(openRepository: openRepository) { Glibc.exit(status) }
-    let daemon = Daemon(options: command.options, openRepository: openRepository)
+    if let status = command.runStoreCommand(stores: stores) { Glibc.exit(status) }
+    let daemon = Daemon(options: command.options, stores: stores)
     for service in services { daemon.add(service) }
     daemon.run()
   }
@@ -152,8 +150,8 @@ public struct TrialwatchdCommand: ParsableCommand {
 
 extension TrialwatchdCommand {
   /// Runs `--backup`, `--restore`, `--verify-store` or `--import`, if asked; returns the exit
-  /// status. `openRepository` opens the configured store, for an import.
-  func runStoreCommand(openRepository: Daemon.RepositoryOpener) -> Int32? {
+  /// status. `stores` opens the configured store, for an import.
+  func runStoreCommand(stores: StoreBackends) -> Int32? {
     let commands = StoreCommands()
     if verifyStore, let file { return commands.verify(directory: nil, path: file) }
     guard verifyStore || backup != nil || restore != nil || importFile != nil else { return nil }
@@ -173,10 +171,9 @@ extension TrialwatchdCommand {
     if let restore { return commands.restore(from: restore, into: directory, now: SystemWallClock().now()) }
     if let importFile {
       // Into the configured store: a fleet's database, or the store of one host.
-      if let settings = options.load().configuration.postgreSQL {
-        return commands.importTrials(from: importFile, open: { try FleetNode.openForImport(settings) })
-      }
-      return commands.importTrials(from: importFile, open: { try openRepository(directory) })
+      let configuration = options.load().configuration
+      return commands.importTrials(
+        from: importFile, open: { try stores.open(configuration, directory: directory) })
     }
     return commands.verify(directory: directory)
   }

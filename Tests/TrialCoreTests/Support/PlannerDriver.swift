@@ -57,7 +57,8 @@ final class PlannerDriver {
     change { $0.cancel(id) }
   }
 
-  func restore(_ trial: Trial, completed: @escaping (EventID) -> Bool) {
+  @discardableResult
+  func restore(_ trial: Trial, completed: @escaping (EventID) -> Bool) -> Bool {
     change { $0.restore(trial, completed: completed) }
   }
 

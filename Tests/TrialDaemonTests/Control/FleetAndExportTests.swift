@@ -13,12 +13,12 @@ import TrialTesting
 /// A fleet node as GetStatus and GetFleet show it, and a store moved to another through
 /// Export and trialwatchd --import.
 @Suite struct FleetAndExportTests {
-  static let fleet = FleetStatus.sample
+  static let fleet = FleetStatus.twoNodes
 
   @Test func getStatusAndGetFleet_OfAFleetNode_CarryItsFleet() throws {
     let fixture = try ControlFixture(fleetStatus: { Self.fleet })
     let client = try fixture.client()
-    let expected = FleetObject(Self.fleet)
+    let expected = Self.fleet.fleet
     #expect(try client.getStatus().fleet == expected)
     #expect(try client.call(Trials.getFleet).fleet == expected)
     #expect(
@@ -132,7 +132,8 @@ import TrialTesting
     var errors: [String] = []
     let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })
     let directory = scratch.appending("store")
-    let status = commands.importTrials(from: file, open: { try LMDBTrialRepository(directory: directory) })
+    let status = commands.importTrials(
+      from: file, open: { try LMDBTrialRepository.open(directory: directory) })
     #expect(status == 0, "\(errors)")
     let entries = records.count - 7
     #expect(output.first == "imported 7 trials and \(entries) ledger entries, skipped 0 already present")
@@ -162,7 +163,7 @@ import TrialTesting
 
     // Into a fleet's store: the same trials, ledger and plans; nothing fired again.
     let fleet = try PostgresTestStore()
-    #expect(commands.importTrials(from: file, open: { fleet.repository }) == 0, "\(errors)")
+    #expect(commands.importTrials(from: file, open: { OpenedStore(fleet.repository) }) == 0, "\(errors)")
     #expect(try contents(of: fleet.repository) == contents(of: fixture.engine.repository))
     var source = Planner()
     try fixture.engine.repository.restore(into: &source)
@@ -180,7 +181,8 @@ import TrialTesting
     try writeJSONLines(back, to: returned)
     let directory = scratch.appending("store")
     #expect(
-      commands.importTrials(from: returned, open: { try LMDBTrialRepository(directory: directory) }) == 0,
+      commands.importTrials(from: returned, open: { try LMDBTrialRepository.open(directory: directory) })
+        == 0,
       "\(errors)")
     let host = try LMDBTrialRepository(directory: directory)
     defer { host.close() }
@@ -193,7 +195,7 @@ import TrialTesting
     var errors: [String] = []
     let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })
     let directory = scratch.appending("store")
-    let open = { try LMDBTrialRepository(directory: directory) as any TrialRepository }
+    let open = { try LMDBTrialRepository.open(directory: directory) }
     #expect(commands.importTrials(from: file, open: open) == 0)
     #expect(commands.importTrials(from: file, open: open) == 0)
     #expect(
@@ -202,7 +204,7 @@ import TrialTesting
 
     // The source's own store is open in its daemon.
     let busy = commands.importTrials(
-      from: file, open: { try LMDBTrialRepository(directory: fixture.scratch.appending("store")) })
+      from: file, open: { try LMDBTrialRepository.open(directory: fixture.scratch.appending("store")) })
     #expect(busy == StoreCommands.ExitStatus.failure, "\(errors)")
   }
 
@@ -222,7 +224,7 @@ import TrialTesting
       from: file,
       open: {
         opened = true
-        return InMemoryTrialRepository()
+        return OpenedStore(InMemoryTrialRepository())
       })
     #expect(status == StoreCommands.ExitStatus.problems)
     #expect(!opened)

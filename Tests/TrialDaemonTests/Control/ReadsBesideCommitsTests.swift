@@ -124,6 +124,6 @@ import TrialTesting
     let overdue = engine.simulate(through: scheduler.clock.now())
     #expect(overdue.contains { $0.disposition != .fire } == (reminders != .all), "the policy was applied")
     engine.stop()
-    (repository as? LMDBTrialRepository)?.close()
+    (repository as? any StoreServices)?.close()
   }
 }

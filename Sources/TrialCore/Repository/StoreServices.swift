@@ -1,0 +1,41 @@
+/// What a store offers the daemon besides trials, whichever store it is: its size for
+/// `GetStatus`, what opening it did that an operator should read in the log, and letting go
+/// of its files and connections. The repository contract (`TrialRepository`) holds the
+/// trials; this holds the rest, so that the daemon never needs to know which store it runs on.
+public protocol StoreServices: AnyObject, Sendable {
+  /// The bytes the store's file takes on disk; nil for a store without a file of its own (a
+  /// database server's).
+  func fileSize() -> Int?
+  /// What opening the store did: an upgrade of a store written by an earlier version, a
+  /// schema created in an empty database. Empty when there is nothing to say.
+  var openingNotes: [StoreNote] { get }
+  /// Lets go of the store's files and connections; the repository is not used afterwards.
+  func close()
+}
+
+/// One thing opening a store did, for the log: a message and its structured fields.
+public struct StoreNote: Hashable, Sendable {
+  public var message: String
+  public var fields: [String: String]
+
+  public init(_ message: String, fields: [String: String] = [:]) {
+    self.message = message
+    self.fields = fields
+  }
+}
+
+/// A store opened for the daemon: the trials under the contract, and its services.
+public struct OpenedStore {
+  public var repository: any TrialRepository
+  public var services: any StoreServices
+
+  public init(repository: any TrialRepository, services: any StoreServices) {
+    self.repository = repository
+    self.services = services
+  }
+
+  /// A store that is its own services.
+  public init(_ store: some TrialRepository & StoreServices) {
+    self.init(repository: store, services: store)
+  }
+}
