@@ -27,10 +27,11 @@
 #                    generated from them the man pages (.build-release/man/) and the bash, zsh and
 #                    fish completions (.build-release/completions/)
 #   make install     release build, then install binaries, units, sysusers.d, catalog, man pages,
-#                    shell completions, the sample configuration and the examples (a consumer's
-#                    configuration, the fleet drop-in) under $(DESTDIR)$(PREFIX) and
+#                    shell completions, the documents (README.md, docs/*.md), the sample
+#                    configuration and the examples (a consumer's configuration, the fleet
+#                    drop-in) under $(DESTDIR)$(PREFIX) and
 #                    $(DESTDIR)/etc (PREFIX=/usr); with DESTDIR empty also creates the users and
-#                    reloads systemd (README.md)
+#                    reloads systemd (docs/install.md)
 #   make install-files  the same without building (after make release)
 #   make uninstall   remove what install put (not a changed configuration, not /var/lib/trialwatch)
 #   make install-check  install into a temporary DESTDIR and check the tree, the man pages
@@ -199,7 +200,8 @@ clean:
 # --- Release build and installation -----------------------------------------------------------
 #
 # The Swift runtime is linked statically: an installed host needs only glibc, libstdc++ and
-# libgcc, libsystemd and liblmdb (Debian: libc6, libstdc++6, libgcc-s1, libsystemd0, liblmdb0).
+# libgcc, libsystemd, liblmdb and libpq (Debian: libc6, libstdc++6, libgcc-s1, libsystemd0,
+# liblmdb0, libpq5).
 RELEASE_SCRATCH = .build-release
 RELEASE_BIN = $(RELEASE_SCRATCH)/release
 PREFIX ?= /usr
@@ -262,7 +264,7 @@ install-files:
 	@for page in $(MAN_PAGES); do test -f $(MAN_SCRATCH)/$$page || \
 	  { echo "error: no $(MAN_SCRATCH)/$$page; run make release (or make install)" >&2; exit 1; }; done
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(CONFDIR)/trialwatch.conf.d \
+	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(CONFDIR)/trialwatch.conf.d \
 	  $(DESTDIR)$(CONFDIR)/consumers \
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 	  $(DESTDIR)$(BASHCOMPLETIONDIR) $(DESTDIR)$(ZSHCOMPLETIONDIR) $(DESTDIR)$(FISHCOMPLETIONDIR)
@@ -276,10 +278,12 @@ install-files:
 	$(INSTALL) -m 0644 systemd/trialwatch.sysusers $(DESTDIR)$(SYSUSERSDIR)/trialwatch.conf
 	sed -e 's|/usr/share/doc/trialwatch/|$(DOCDIR)/|g' systemd/trialwatch.catalog > $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
 	chmod 0644 $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
+	# The overview and the documents by topic, whose links are relative (docs/*.md).
 	$(INSTALL) -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	$(INSTALL) -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
 	$(INSTALL) -m 0644 etc/consumer.conf $(DESTDIR)$(DOCDIR)/examples/consumer.conf
 	# The fleet drop-in is not active as installed: the operator copies it to
-	# /etc/systemd/system/trialwatch.service.d/fleet.conf (README.md, Fleet mode).
+	# /etc/systemd/system/trialwatch.service.d/fleet.conf (docs/fleet.md).
 	sed -e 's|/usr/share/doc/trialwatch/|$(DOCDIR)/|g' systemd/trialwatch-fleet.conf \
 	  > $(DESTDIR)$(DOCDIR)/examples/trialwatch-fleet.conf
 	chmod 0644 $(DESTDIR)$(DOCDIR)/examples/trialwatch-fleet.conf
@@ -353,7 +357,7 @@ e2e: release
 # --- The Debian package -----------------------------------------------------------------------
 #
 # debian/rules (debhelper) packages what install-files installs, with the maintainer scripts
-# of a systemd service; README.md says what they do. The version is debian/changelog's, which
+# of a systemd service; docs/install.md says what they do. The version is debian/changelog's, which
 # must be the daemon's own; DEB_VERSION=V overrides it (the upgrade test builds a lower one).
 DEB_OUT = .build-deb
 DEB_VERSION ?=
