@@ -132,7 +132,8 @@ def peers_table(run):
         values[(tool, metric)] = value
         if unit:
             units.setdefault(metric, unit)
-    lines = ["| Metric | " + " | ".join(code(t) for t in tools) + " |",
+    lines = ["In parentheses: the peer's figure over trialwatch's (above 1, trialwatch is better).", "",
+             "| Metric | " + " | ".join(code(t) for t in tools) + " |",
              "| --- |" + " ---: |" * len(tools)]
     for metric in metrics:
         label = PEER_METRICS.get(metric, metric)
