@@ -2,16 +2,20 @@
 #
 #   make test    install missing build dependencies, build with warnings as errors, run every test
 #                (the Swift tests, then install-check and e2e)
-#   make bench   release build; print every benchmark figure as `name: value unit`
+#   make bench   release build; print every benchmark figure as `name: value unit`, saved in
+#                .build-bench/bench.out (docs/benchmarks.md)
 #   make bench-peers  release build; trialwatch against at, systemd timers, PostgreSQL, SQLite
 #                and Redis pollers on the same workloads (bench/peers/, about an hour; root for
-#                at, systemd and PostgreSQL), every figure as `name: value unit`, then the ratios
+#                at, systemd and PostgreSQL), every figure as `name: value unit`, then the ratios,
+#                saved in .build-bench/peers.out
 #   make bench-peers-check  the same harness on tiny workloads, its output checked (part of
 #                make test; a minute or two)
 #   make bench-fleet  release build; the fleet figures (three nodes on PostgreSQL) against a
 #                db-scheduler-style poller on the same cluster (bench/fleet/, about 10 minutes);
 #                make bench runs it last
 #   make bench-fleet-check  the same on small workloads, its output checked (a few minutes)
+#   make bench-figures  docs/benchmark-figures.md from the outputs make bench and make bench-peers
+#                saved (BENCH_OUTPUT="FILE...", BENCH_DATE=, BENCH_COMMIT= to give others)
 #   make fleet-test  three release nodes in fleet mode on a private PostgreSQL, nodes killed and
 #                stopped and the cluster restarted under load; nothing lost or taken twice,
 #                failover within the lease's bound (Tests/fleet/; part of make test; 2-3 minutes)
@@ -23,10 +27,11 @@
 #                    generated from them the man pages (.build-release/man/) and the bash, zsh and
 #                    fish completions (.build-release/completions/)
 #   make install     release build, then install binaries, units, sysusers.d, catalog, man pages,
-#                    shell completions, the sample configuration and the examples (a consumer's
-#                    configuration, the fleet drop-in) under $(DESTDIR)$(PREFIX) and
+#                    shell completions, the documents (README.md, docs/*.md), the sample
+#                    configuration and the examples (a consumer's configuration, the fleet
+#                    drop-in) under $(DESTDIR)$(PREFIX) and
 #                    $(DESTDIR)/etc (PREFIX=/usr); with DESTDIR empty also creates the users and
-#                    reloads systemd (README.md)
+#                    reloads systemd (docs/install.md)
 #   make install-files  the same without building (after make release)
 #   make uninstall   remove what install put (not a changed configuration, not /var/lib/trialwatch)
 #   make install-check  install into a temporary DESTDIR and check the tree, the man pages
@@ -47,7 +52,7 @@ APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev libpq-dev \
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 
-.PHONY: all build deps test bench bench-peers bench-peers-check bench-fleet bench-fleet-check fleet-test soak run clean format lint release install install-files uninstall install-check e2e \
+.PHONY: all build deps test bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-figures fleet-test soak run clean format lint release install install-files uninstall install-check e2e \
   deb e2e-package
 
 all: build
@@ -95,10 +100,21 @@ format:
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
 
-bench: deps
+# make bench and make bench-peers save what they print in BENCH_OUT and PEERS_OUT, after
+# `# bench-run` lines naming the command, the date and the commit, for make bench-figures; a
+# failed run leaves the previous file. Their pipelines fail when the run fails (pipefail).
+BENCH_OUT = $(BENCH_SCRATCH)/bench.out
+PEERS_OUT = $(BENCH_SCRATCH)/peers.out
+bench_run = { echo "\# bench-run command: $(1)"; echo "\# bench-run date: $$(date -u +%F)"; \
+  commit=$$(git describe --always --dirty 2>/dev/null) && echo "\# bench-run commit: $$commit"; true; }
+bench bench-peers: SHELL = /bin/bash
+bench bench-peers: .SHELLFLAGS = -o pipefail -c
+
+bench: deps release
 	$(SWIFT) build -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
-	$(BENCH_SCRATCH)/release/trialwatch-bench
-	$(MAKE) bench-fleet
+	{ $(call bench_run,make bench); $(BENCH_SCRATCH)/release/trialwatch-bench && $(FLEET_BENCH); } \
+	  | tee $(BENCH_OUT).tmp
+	mv -f $(BENCH_OUT).tmp $(BENCH_OUT)
 
 # The peers harness runs on Debian's python3 (python3-psycopg2 and python3-redis are Debian
 # packages), which need not be the python3 first on PATH. Its servers' files go under
@@ -107,7 +123,10 @@ PEERS_PYTHON ?= /usr/bin/python3
 PEERS_SCRATCH = $(BENCH_SCRATCH)/peers
 bench-peers: deps
 	$(SWIFT) build -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
-	$(PEERS_PYTHON) bench/peers/peers.py --daemon $(BENCH_SCRATCH)/release/trialwatchd --scratch $(PEERS_SCRATCH)
+	{ $(call bench_run,make bench-peers$(if $(PEERS_ONLY), PEERS_ONLY=$(PEERS_ONLY))); \
+	  $(PEERS_PYTHON) bench/peers/peers.py --daemon $(BENCH_SCRATCH)/release/trialwatchd --scratch $(PEERS_SCRATCH); } \
+	  | tee $(PEERS_OUT).tmp
+	mv -f $(PEERS_OUT).tmp $(PEERS_OUT)
 
 # The harness on tiny workloads, with the release build of make release (which make test
 # makes anyway for install-check).
@@ -134,8 +153,9 @@ fleet-test: release
 # taken twice under faults, GetStatus with 1,000,000 trials (about 10 minutes; root runs the
 # cluster as nobody). Every figure as `name: value unit`.
 FLEET_BENCH_SCRATCH = $(BENCH_SCRATCH)/fleet-bench
+FLEET_BENCH = $(PEERS_PYTHON) bench/fleet/fleet_bench.py --daemon $(RELEASE_BIN)/trialwatchd --scratch $(FLEET_BENCH_SCRATCH)
 bench-fleet: release
-	$(PEERS_PYTHON) bench/fleet/fleet_bench.py --daemon $(RELEASE_BIN)/trialwatchd --scratch $(FLEET_BENCH_SCRATCH)
+	$(FLEET_BENCH)
 
 # The same on small workloads (under 3 minutes), its output checked: every figure line present
 # and parseable. First the unit tests of its pure parts.
@@ -146,6 +166,17 @@ bench-fleet-check: release
 	  --scratch $(FLEET_BENCH_SCRATCH)-check --quick > $(FLEET_BENCH_SCRATCH)-check/figures.out
 	@cat $(FLEET_BENCH_SCRATCH)-check/figures.out
 	$(PEERS_PYTHON) bench/fleet/fleet_bench.py --check $(FLEET_BENCH_SCRATCH)-check/figures.out
+
+# docs/benchmark-figures.md, generated by bench/figures.py from saved outputs: by default those
+# make bench and make bench-peers left. BENCH_OUTPUT="FILE..." names others; BENCH_DATE= and
+# BENCH_COMMIT= stand in where an output does not say when and from what it ran.
+BENCH_OUTPUT ?= $(wildcard $(BENCH_OUT) $(PEERS_OUT))
+BENCH_FIGURES = docs/benchmark-figures.md
+bench-figures:
+	@test -n "$(strip $(BENCH_OUTPUT))" || { echo "error: no $(BENCH_OUT) nor $(PEERS_OUT): run make bench" \
+	  "or make bench-peers, or name an output with BENCH_OUTPUT=FILE" >&2; exit 1; }
+	$(PYTHON) bench/figures.py --output $(BENCH_FIGURES) $(if $(BENCH_DATE),--date '$(BENCH_DATE)') \
+	  $(if $(BENCH_COMMIT),--commit '$(BENCH_COMMIT)') $(BENCH_OUTPUT)
 
 soak: deps
 	$(SWIFT) build --build-tests $(STRICT)
@@ -169,7 +200,8 @@ clean:
 # --- Release build and installation -----------------------------------------------------------
 #
 # The Swift runtime is linked statically: an installed host needs only glibc, libstdc++ and
-# libgcc, libsystemd and liblmdb (Debian: libc6, libstdc++6, libgcc-s1, libsystemd0, liblmdb0).
+# libgcc, libsystemd, liblmdb and libpq (Debian: libc6, libstdc++6, libgcc-s1, libsystemd0,
+# liblmdb0, libpq5).
 RELEASE_SCRATCH = .build-release
 RELEASE_BIN = $(RELEASE_SCRATCH)/release
 PREFIX ?= /usr
@@ -232,7 +264,7 @@ install-files:
 	@for page in $(MAN_PAGES); do test -f $(MAN_SCRATCH)/$$page || \
 	  { echo "error: no $(MAN_SCRATCH)/$$page; run make release (or make install)" >&2; exit 1; }; done
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(CONFDIR)/trialwatch.conf.d \
+	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(CONFDIR)/trialwatch.conf.d \
 	  $(DESTDIR)$(CONFDIR)/consumers \
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 	  $(DESTDIR)$(BASHCOMPLETIONDIR) $(DESTDIR)$(ZSHCOMPLETIONDIR) $(DESTDIR)$(FISHCOMPLETIONDIR)
@@ -246,10 +278,12 @@ install-files:
 	$(INSTALL) -m 0644 systemd/trialwatch.sysusers $(DESTDIR)$(SYSUSERSDIR)/trialwatch.conf
 	sed -e 's|/usr/share/doc/trialwatch/|$(DOCDIR)/|g' systemd/trialwatch.catalog > $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
 	chmod 0644 $(DESTDIR)$(CATALOGDIR)/trialwatch.catalog
+	# The overview and the documents by topic, whose links are relative (docs/*.md).
 	$(INSTALL) -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	$(INSTALL) -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
 	$(INSTALL) -m 0644 etc/consumer.conf $(DESTDIR)$(DOCDIR)/examples/consumer.conf
 	# The fleet drop-in is not active as installed: the operator copies it to
-	# /etc/systemd/system/trialwatch.service.d/fleet.conf (README.md, Fleet mode).
+	# /etc/systemd/system/trialwatch.service.d/fleet.conf (docs/fleet.md).
 	sed -e 's|/usr/share/doc/trialwatch/|$(DOCDIR)/|g' systemd/trialwatch-fleet.conf \
 	  > $(DESTDIR)$(DOCDIR)/examples/trialwatch-fleet.conf
 	chmod 0644 $(DESTDIR)$(DOCDIR)/examples/trialwatch-fleet.conf
@@ -323,7 +357,7 @@ e2e: release
 # --- The Debian package -----------------------------------------------------------------------
 #
 # debian/rules (debhelper) packages what install-files installs, with the maintainer scripts
-# of a systemd service; README.md says what they do. The version is debian/changelog's, which
+# of a systemd service; docs/install.md says what they do. The version is debian/changelog's, which
 # must be the daemon's own; DEB_VERSION=V overrides it (the upgrade test builds a lower one).
 DEB_OUT = .build-deb
 DEB_VERSION ?=

@@ -5,10 +5,10 @@ import TrialCore
 /// socket round trip allows: GetTrial and StartTrial calls, and the reply that carries a trial
 /// (of StartTrial, GetTrial, ExtendTrial and EndTrial). Measured with the daemon in one run,
 /// `JSONDecoder` and `JSONEncoder` took about half of the time a GetTrial round trip costs
-/// (README, "Benchmarks"). The Codable types stay the definition: the fast path reads only
-/// the compact form trialwatchctl sends, with strings free of escapes, and hands anything else,
-/// anything invalid included, to the Codable path (which names what is wrong); it writes
-/// exactly the bytes `JSONEncoder` writes. The tests compare both ways.
+/// (docs/benchmark-history.md, "Codable messages"). The Codable types stay the definition: the
+/// fast path reads only the compact form trialwatchctl sends, with strings free of escapes, and
+/// hands anything else, anything invalid included, to the Codable path (which names what is
+/// wrong); it writes exactly the bytes `JSONEncoder` writes. The tests compare both ways.
 public enum FastPath {
   /// The method and parameters of a GetTrial or StartTrial call in the compact form
   /// `{"method":"…","parameters":{"key":"value","key":["value",…],…}}`, checked; nil for any

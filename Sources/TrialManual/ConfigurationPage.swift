@@ -68,7 +68,8 @@ struct ConfigurationPage {
     page.literal(["trialwatchd --check-config && systemctl reload trialwatch"], attached: true)
     page.paragraph(
       "A fleet node: trials in a PostgreSQL database shared with the other nodes, the password in the "
-        + ".pgpass file that trialwatch-fleet.conf passes to the service (README.md, Fleet mode):")
+        + ".pgpass file that trialwatch-fleet.conf passes to the service "
+        + "(/usr/share/doc/trialwatch/docs/fleet.md):")
     page.literal(
       [
         "# \(dropIns)/50-fleet.conf", "[Store]", "Backend=postgresql", "[PostgreSQL]",
@@ -82,6 +83,8 @@ struct ConfigurationPage {
     page.paragraph("The main configuration file.")
     page.item(Roff.italic(dropIns + "/*.conf"))
     page.paragraph("Drop-ins, read after the main file in the order of their names.")
+    page.item(Roff.italic("/usr/share/doc/trialwatch/docs/configuration.md"))
+    page.paragraph("The same keys, with how to check a configuration; fleet.md for fleet mode.")
     page.endItems()
 
     page.section("SEE ALSO")

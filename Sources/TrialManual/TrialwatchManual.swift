@@ -91,6 +91,8 @@ public enum TrialwatchManual {
   static let socket = VarlinkInterfaces.defaultSocketPath
   static let configuration = ConfigurationDocumentation.mainFile
   static let dropIns = ConfigurationDocumentation.dropInDirectory
+  /// The documents by topic, installed beside README.md (`make install`).
+  static let documents = "/usr/share/doc/trialwatch/docs/"
 
   static let ctlExtras = PageExtras(
     environment: [
@@ -114,6 +116,10 @@ public enum TrialwatchManual {
         "/etc/trialwatch/consumers/NAME.conf",
         "The configuration of the consumer NAME for that unit; a commented sample is "
           + "/usr/share/doc/trialwatch/examples/consumer.conf."),
+      .init(
+        documents,
+        "The documentation by topic: trialwatchctl.md for this command, events-and-consumers.md for consume "
+          + "and consumers, control-socket.md for the Varlink interface it speaks."),
     ],
     seeAlso: [
       PageReference("journalctl", 1), PageReference("systemctl", 1), PageReference("systemd.exec", 5),
@@ -159,7 +165,11 @@ public enum TrialwatchManual {
       .init(
         "/usr/lib/systemd/catalog/trialwatch.catalog",
         "What the daemon's journal entries mean, for journalctl -x."),
-      .init("/usr/share/doc/trialwatch/README.md", "The full documentation."),
+      .init("/usr/share/doc/trialwatch/README.md", "The overview, with links to the documents by topic."),
+      .init(
+        documents,
+        "The documentation by topic: install.md, configuration.md, systemd.md, backups.md, fleet.md, "
+          + "events-and-consumers.md, control-socket.md and more."),
     ],
     seeAlso: [
       PageReference("journalctl", 1), PageReference("systemctl", 1), PageReference("trialwatchctl", 1),

@@ -24,7 +24,7 @@ public struct StoreStatistics: Hashable, Sendable {
 }
 
 /// The trial repository kept in an LMDB file store: one directory holding `data.mdb` (mode
-/// 0600) and `lock.mdb`. Key layout, record encoding and durability: README.md, "The trial store".
+/// 0600) and `lock.mdb`. Key layout, record encoding and durability: docs/store-format.md.
 ///
 /// Every write transaction is durable when `write` returns. One process opens a store at a
 /// time (an exclusive lock on the directory); within the process the repository may be used

@@ -1,8 +1,8 @@
 import Foundation
 import TrialCore
 
-// Keys and records of the event log and its consumers (since schema 2; layout: README.md, "The
-// trial store"), in the conventions of Records.swift.
+// Keys and records of the event log and its consumers (since schema 2; layout:
+// docs/store-format.md), in the conventions of Records.swift.
 
 extension StoreKeys {
   /// An event's key in `events`: its cursor, 8 bytes big-endian, so that the log is in

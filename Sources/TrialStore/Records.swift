@@ -1,7 +1,7 @@
 import Foundation
 import TrialCore
 
-// Keys and record encodings of the store (layout: README.md, "The trial store").
+// Keys and record encodings of the store (layout: docs/store-format.md).
 //
 // Keys are big-endian so that LMDB's byte order is numeric order. Values start with a
 // version byte; numbers in values are little-endian; dates are the bit pattern of their

@@ -296,7 +296,7 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
     }
   }
 
-  /// Keys as the store lays them out (README.md, "Key layout").
+  /// Keys as the store lays them out (docs/store-format.md, "Key layout").
   public static func trialKey(_ id: UInt64) -> [UInt8] {
     withUnsafeBytes(of: id.bigEndian) { Array($0) }
   }

@@ -96,7 +96,7 @@ else
   fail "hardening: exposure at most 1.0" "${OUT:-no score}"
 fi
 
-# The same with the fleet drop-in applied (README.md, Fleet mode): the unit and the drop-in as
+# The same with the fleet drop-in applied (docs/fleet.md): the unit and the drop-in as
 # installed, in a folder of their own, so that the running service stays single-host.
 OUT=$(ct sh -c 'd=$(mktemp -d) && mkdir "$d/trialwatch.service.d" \
   && cp /usr/lib/systemd/system/trialwatch.service "$d/" \

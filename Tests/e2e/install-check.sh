@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks `make install` and `make uninstall` without root: installs into temporary DESTDIRs
-# and compares the tree with the one README.md describes; checks that a second install
+# and compares the tree with the one docs/install.md describes; checks that a second install
 # keeps a changed configuration, that another PREFIX reaches the units, that the binaries
 # need no Swift runtime libraries, that the units pass `systemd-analyze verify` and
 # `systemd-analyze security` (exposure at most 1.0; with the fleet drop-in at most 1.5), that `mandoc -T lint` finds nothing in the
@@ -53,7 +53,7 @@ EXPECTED=$TMP/expected.txt
 {
   for dir in etc etc/trialwatch etc/trialwatch/trialwatch.conf.d etc/trialwatch/consumers usr usr/bin usr/lib \
     usr/lib/systemd usr/lib/systemd/catalog usr/lib/systemd/system usr/lib/sysusers.d usr/share usr/share/doc \
-    usr/share/doc/trialwatch usr/share/doc/trialwatch/examples usr/share/man usr/share/man/man1 usr/share/man/man5 usr/share/man/man8 \
+    usr/share/doc/trialwatch usr/share/doc/trialwatch/docs usr/share/doc/trialwatch/examples usr/share/man usr/share/man/man1 usr/share/man/man5 usr/share/man/man8 \
     usr/share/bash-completion usr/share/bash-completion/completions usr/share/zsh \
     usr/share/zsh/vendor-completions usr/share/fish usr/share/fish/vendor_completions.d; do
     echo "755 d $dir"
@@ -73,6 +73,7 @@ EXPECTED=$TMP/expected.txt
   echo "644 f usr/lib/systemd/system/trialwatch-consumer@.service"
   echo "644 f usr/lib/sysusers.d/trialwatch.conf"
   echo "644 f usr/share/doc/trialwatch/README.md"
+  for doc in docs/*.md; do echo "644 f usr/share/doc/trialwatch/$doc"; done
   echo "644 f usr/share/doc/trialwatch/examples/consumer.conf"
   echo "644 f usr/share/doc/trialwatch/examples/trialwatch-fleet.conf"
 } | sort -k3 > "$EXPECTED"
@@ -83,6 +84,11 @@ else
 fi
 
 same() { cmp -s "$1" "$2"; }
+# The documents are installed as they are: README.md and docs/*.md.
+same_documents() {
+  same README.md "$A/usr/share/doc/trialwatch/README.md" || return 1
+  for doc in docs/*.md; do same "$doc" "$A/usr/share/doc/trialwatch/$doc" || return 1; done
+}
 if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service" \
   && same systemd/trialwatch.socket "$A/usr/lib/systemd/system/trialwatch.socket" \
   && same systemd/trialwatch-consumer@.service "$A/usr/lib/systemd/system/trialwatch-consumer@.service" \
@@ -90,7 +96,7 @@ if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service
   && same systemd/trialwatch-fleet.conf "$A/usr/share/doc/trialwatch/examples/trialwatch-fleet.conf" \
   && same systemd/trialwatch.sysusers "$A/usr/lib/sysusers.d/trialwatch.conf" \
   && same systemd/trialwatch.catalog "$A/usr/lib/systemd/catalog/trialwatch.catalog" \
-  && same etc/trialwatch.conf "$A/etc/trialwatch/trialwatch.conf" \
+  && same etc/trialwatch.conf "$A/etc/trialwatch/trialwatch.conf" && same_documents \
   && same .build-release/release/trialwatchd "$A/usr/bin/trialwatchd" \
   && same .build-release/man/trialwatchctl.1 "$A/usr/share/man/man1/trialwatchctl.1" \
   && same .build-release/man/trialwatch.conf.5 "$A/usr/share/man/man5/trialwatch.conf.5" \
@@ -148,7 +154,7 @@ if command -v systemd-analyze > /dev/null; then
   fi
   # The service with the fleet drop-in applied, as an operator installs it
   # (/etc/systemd/system/trialwatch.service.d/fleet.conf): still valid, and its exposure, which
-  # README.md reports (TCP to the database is what it opens).
+  # docs/fleet.md reports (TCP to the database is what it opens).
   F=$TMP/fleet
   mkdir -p "$F/trialwatch.service.d"
   cp "$V/trialwatch.service" "$V/trialwatch.socket" "$F/"
@@ -267,6 +273,7 @@ if install_into "$B" PREFIX=/usr/local \
   && [ -f "$B/etc/trialwatch/trialwatch.conf" ] && [ ! -e "$B/usr/bin" ] \
   && grep -q '/usr/local/lib/systemd/system/trialwatch.service' "$B/usr/local/share/man/man8/trialwatchd.8" \
   && grep -q '/usr/local/share/doc/trialwatch/README.md' "$B/usr/local/share/man/man8/trialwatchd.8" \
+  && grep -q '/usr/local/share/doc/trialwatch/docs/' "$B/usr/local/share/man/man8/trialwatchd.8" \
   && ! grep -q '/usr/lib/' "$B/usr/local/share/man/man8/trialwatchd.8" \
   && [ -f "$B/usr/local/share/man/man1/trialwatchctl.1" ] && [ -f "$B/usr/local/share/man/man5/trialwatch.conf.5" ] \
   && [ -f "$B/usr/local/share/bash-completion/completions/trialwatchctl" ] \
