@@ -7,11 +7,25 @@
 # inside. On exit the journal is saved under $SCRATCH, the container stopped, and the summary
 # of the checks printed.
 #
-# The caller sets REPO (the checkout), SCRATCH (an absolute work folder), NAME (the machine
-# name), JOURNAL (journal.py) and START_NS, and sources checks.sh first.
+# The caller runs it from the checkout, which becomes REPO, and sets SCRATCH (the work folder,
+# made here and made absolute), NAME (the machine name), and TEST and PURPOSE for the SKIP line
+# without root. Sourcing it sources checks.sh, and sets JOURNAL (journal.py) and START_NS.
 # Environment: E2E_MIRROR (Debian mirror; default: the first bookworm entry of the host's apt
 # sources), E2E_KEEP=1 (keep the root file system), E2E_VERBOSE=1 (echo every command run
 # inside).
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: ${TEST:-e2e}: needs root (systemd-nspawn); run as root to ${PURPOSE:-boot the container}"
+  exit 0
+fi
+REPO=$PWD
+mkdir -p "$SCRATCH" || exit 1
+SCRATCH=$(cd "$SCRATCH" && pwd)
+# shellcheck disable=SC2034 # for the caller
+JOURNAL=$REPO/Tests/e2e/journal.py
+START_NS=$(date +%s%N)
+# shellcheck source=checks.sh
+. "$REPO/Tests/e2e/checks.sh"
 
 CACHE=$REPO/.cache
 SUITE=bookworm

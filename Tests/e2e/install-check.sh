@@ -144,14 +144,8 @@ if command -v systemd-analyze > /dev/null; then
   else
     fail "systemd-analyze verify is clean" "$(echo "$OUT" | tr '\n' ' ')"
   fi
-  OUT=$(systemd-analyze security --offline=yes "$A/usr/lib/systemd/system/trialwatch.service" 2>&1 \
-    | grep -o 'Overall exposure level.*')
-  SCORE=$(echo "$OUT" | sed -n 's/.*: \([0-9.]*\) .*/\1/p')
-  if [ -n "$SCORE" ] && awk -v s="$SCORE" 'BEGIN { exit !(s <= 1.0) }'; then
-    pass "systemd-analyze security: exposure $SCORE (at most 1.0)"
-  else
-    fail "systemd-analyze security: exposure at most 1.0" "${OUT:-no score}"
-  fi
+  check_exposure "systemd-analyze security" 1.0 \
+    "$(systemd-analyze security --offline=yes "$A/usr/lib/systemd/system/trialwatch.service" 2>&1)"
   # The service with the fleet drop-in applied, as an operator installs it
   # (/etc/systemd/system/trialwatch.service.d/fleet.conf): still valid, and its exposure, which
   # docs/fleet.md reports (TCP to the database is what it opens).
@@ -167,13 +161,7 @@ if command -v systemd-analyze > /dev/null; then
   else
     fail "systemd-analyze verify is clean with the fleet drop-in, which applies" "$(echo "$OUT" | tr '\n' ' ')"
   fi
-  OUT=$(echo "$SECURITY" | grep -o 'Overall exposure level.*')
-  SCORE=$(echo "$OUT" | sed -n 's/.*: \([0-9.]*\) .*/\1/p')
-  if [ -n "$SCORE" ] && awk -v s="$SCORE" 'BEGIN { exit !(s <= 1.5) }'; then
-    pass "systemd-analyze security with the fleet drop-in: exposure $SCORE (at most 1.5)"
-  else
-    fail "systemd-analyze security with the fleet drop-in: exposure at most 1.5" "${OUT:-no score}"
-  fi
+  check_exposure "systemd-analyze security with the fleet drop-in" 1.5 "$SECURITY"
 else
   echo "note: no systemd-analyze here; the units are verified by make e2e"
 fi

@@ -20,28 +20,16 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 1
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: e2e-package: needs root (systemd-nspawn); run as root to test the package"
-  exit 0
-fi
-REPO=$PWD
-SCRATCH=${E2E_SCRATCH:-.build-e2e-package}
-mkdir -p "$SCRATCH" || exit 1
-SCRATCH=$(cd "$SCRATCH" && pwd)
-NAME=trialwatch-package
-JOURNAL=$REPO/Tests/e2e/journal.py
+TEST=e2e-package PURPOSE="test the package"
+NAME=trialwatch-package SCRATCH=${E2E_SCRATCH:-.build-e2e-package}
+# shellcheck source=container.sh
+. Tests/e2e/container.sh
 DEB_OUT=${DEB_OUT:-.build-deb}
 ARCH=$(dpkg-architecture -qDEB_HOST_ARCH)
 VERSION=$(dpkg-parsechangelog -S Version)
 OLD_VERSION=${OLD_VERSION:-0.0.1}
 NEW_DEB=trialwatch_${VERSION}_${ARCH}.deb
 OLD_DEB=trialwatch_${OLD_VERSION}_${ARCH}.deb
-
-START_NS=$(date +%s%N)
-# shellcheck source=checks.sh
-. "$REPO/Tests/e2e/checks.sh"
-# shellcheck source=container.sh
-. "$REPO/Tests/e2e/container.sh"
 
 for deb in "$NEW_DEB" "$OLD_DEB"; do
   [ -s "$DEB_OUT/$deb" ] || abort "packages" "no $DEB_OUT/$deb; run \`make e2e-package\`, which builds it"
