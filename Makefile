@@ -347,7 +347,8 @@ uninstall:
 install-check: release
 	Tests/e2e/install-check.sh
 
-# Boots systemd 252 in a container with trialwatch installed, and tests the service in it.
+# Boots systemd 252 in a container with trialwatch installed, and tests the service in it
+# (Tests/e2e/e2e.sh, its checks in the steps of Tests/e2e/steps/, run in order).
 # Needs root and systemd-nspawn; otherwise prints SKIP and succeeds. The root file system is
 # cached under .cache/; the container's journal is saved under $(E2E_SCRATCH)/.
 E2E_SCRATCH = .build-e2e

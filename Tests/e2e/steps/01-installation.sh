@@ -1,0 +1,36 @@
+# shellcheck shell=bash
+# e2e.sh, step 01 (sourced): the installation in the container. The units verify, their
+# exposure (also with the fleet drop-in), the users, the catalog, the units enabled.
+
+OUT=$(ct systemd-analyze verify trialwatch.service trialwatch.socket 2>&1)
+if [ $? -eq 0 ] && [ -z "$OUT" ]; then
+  pass "systemd-analyze verify is clean"
+else
+  fail "systemd-analyze verify is clean" "$(echo "$OUT" | tr '\n' ' ')"
+fi
+
+check_exposure hardening 1.0 "$(ct systemd-analyze security --offline=yes trialwatch.service 2>&1)"
+
+# The same with the fleet drop-in applied (docs/fleet.md): the unit and the drop-in as
+# installed, in a folder of their own, so that the running service stays single-host.
+OUT=$(ct sh -c 'd=$(mktemp -d) && mkdir "$d/trialwatch.service.d" \
+  && cp /usr/lib/systemd/system/trialwatch.service "$d/" \
+  && cp /usr/share/doc/trialwatch/examples/trialwatch-fleet.conf "$d/trialwatch.service.d/fleet.conf" \
+  && systemd-analyze security --offline=yes "$d/trialwatch.service"; rm -rf "$d"' 2>&1)
+check_exposure "hardening with the fleet drop-in" 1.5 "$OUT"
+
+if ct getent passwd trialwatch > /dev/null && ct getent group trialwatch > /dev/null \
+  && ct getent group trialwatch-admin > /dev/null; then
+  pass "sysusers.d made user trialwatch and groups trialwatch, trialwatch-admin"
+else
+  fail "sysusers.d made user trialwatch and groups trialwatch, trialwatch-admin" \
+    "$(ct getent passwd trialwatch; ct getent group trialwatch trialwatch-admin)"
+fi
+
+OUT=$(ct journalctl --update-catalog 2>&1) || fail "journalctl --update-catalog" "$OUT"
+OUT=$(ct systemctl enable trialwatch.socket trialwatch.service 2>&1)
+if [ $? -eq 0 ] && [ "$(ct systemctl is-enabled trialwatch.socket trialwatch.service | tr '\n' ' ')" = "enabled enabled " ]; then
+  pass "systemctl enable trialwatch.socket trialwatch.service"
+else
+  fail "systemctl enable trialwatch.socket trialwatch.service" "$(echo "$OUT" | tr '\n' ' ')"
+fi
