@@ -15,10 +15,14 @@
 """
 
 import json
+import os
 import socket
 import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "peers"))
+from common import frames  # noqa: E402
 
 START = "io.trialwatch.Trials.StartTrial"
 END = "io.trialwatch.Trials.EndTrial"
@@ -34,15 +38,8 @@ def connect(path):
 
 def replies(client):
     """Yields each reply (a dict) as it arrives."""
-    buffer = b""
-    while True:
-        chunk = client.recv(1 << 20)
-        if not chunk:
-            return
-        buffer += chunk
-        *messages, buffer = buffer.split(b"\0")
-        for message in messages:
-            yield json.loads(message)
+    for messages in frames(client, 1 << 20):
+        yield from messages
 
 
 def call(path, method, parameters=None):

@@ -25,6 +25,9 @@ import time
 
 import psycopg2
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "peers"))
+from common import frames  # noqa: E402
+
 LEASE = 0.25  # seconds a heartbeat holds the node's shards
 TICK = 0.025  # the coordinator's period
 HORIZON = 2.0  # events due within this are loaded into memory
@@ -269,15 +272,9 @@ class Node:
 
     def connection(self, connection):
         db = connect(self.dsn)
-        buffer = b""
-        while True:
-            data = connection.recv(1 << 16)
-            if not data:
-                break
-            buffer += data
-            *requests, buffer = buffer.split(b"\0")
+        for requests in frames(connection):
             if requests:
-                replies = self.handle(db, [json.loads(request) for request in requests])
+                replies = self.handle(db, requests)
                 connection.sendall(b"".join(json.dumps(reply).encode() + b"\0" for reply in replies))
         connection.close()
         db.close()

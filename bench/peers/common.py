@@ -1,6 +1,9 @@
 # Shared by the peers harness: errors, the cleanup stack (run on exit and on Ctrl-C),
 # process statistics read from /proc (context switches, proportional set size), on-disk sizes,
 # percentiles, the action files written by pollers, consumers and jobs, and small helpers.
+# Varlink's messages on a connection (`frames`) also serve the fleet harness (Tests/fleet/) and
+# the burst client of the end-to-end test (Tests/e2e/burst.py).
+import json
 import os
 import signal
 import subprocess
@@ -18,6 +21,20 @@ def note(message):
 
 def now_ns():
     return time.time_ns()
+
+
+def frames(connection, size=1 << 16):
+    """The Varlink messages (NUL-terminated JSON) arriving on a stream connection: yields, for
+    every read of up to `size` bytes, the list of messages it completed, decoded (empty when it
+    completed none), until the peer closes the connection."""
+    buffer = b""
+    while True:
+        data = connection.recv(size)
+        if not data:
+            return
+        buffer += data
+        *complete, buffer = buffer.split(b"\0")
+        yield [json.loads(text) for text in complete]
 
 
 # --- Cleanup: every server the harness starts is stopped here, whatever happens ------------
