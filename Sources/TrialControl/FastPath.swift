@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// Hand-written coding for the hottest messages, where Foundation's coders cost more than the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 // The parameters and replies of the event log's methods in io.trialwatch.Trials: Watch with a

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 // The fleet a daemon is a node of, as GetStatus and GetFleet carry it: several trialwatchd

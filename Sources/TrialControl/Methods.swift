@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How a method is served: whether it changes trials (and so needs authorization and goes
 /// through the engine's group commit) and whether it streams its replies (and so needs `more`).
@@ -106,10 +106,10 @@ public enum VarlinkInterfaces {
       let code = text.split(separator: "\n").filter { !$0.drop { $0 == " " }.hasPrefix("#") }
         .joined(separator: "\n")
       var rest = Substring(code)
-      while let start = rest.range(of: "\nmethod ") {
+      while let start = rest.firstRange(of: "\nmethod ") {
         rest = rest[start.upperBound...]
         guard let open = rest.firstIndex(of: "(") else { break }
-        let method = rest[..<open].trimmingCharacters(in: .whitespaces)
+        let method = String(rest[..<open].trimmingWhitespace())
         var depth = 0
         var field = ""
         var fields: Set<String> = []
@@ -118,7 +118,7 @@ public enum VarlinkInterfaces {
           if character == ")" || character == "]" { depth -= 1 }
           if depth == 0 || (depth == 1 && character == ",") {
             if let colon = field.firstIndex(of: ":") {
-              fields.insert(field[..<colon].trimmingCharacters(in: .whitespacesAndNewlines))
+              fields.insert(String(field[..<colon].trimmingWhitespace()))
             }
             field = ""
             if depth == 0 { break }

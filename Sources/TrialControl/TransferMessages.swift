@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 // Export's records: the one model of a transfer, shared by the daemon that answers Export,
@@ -241,7 +241,7 @@ public struct PreciseTime: Codable, Hashable, Sendable, CustomStringConvertible 
       seconds = try RFC3339.parse(String(whole))
     } catch {
       throw WireProblem(
-        path: [], problem: error.description.replacingOccurrences(of: String(whole), with: text))
+        path: [], problem: error.description.replacing(String(whole), with: text))
     }
     let reference = Int64(seconds.timeIntervalSinceReferenceDate.rounded())
     date = TransferTime.date(microseconds: reference * 1_000_000 + micros)

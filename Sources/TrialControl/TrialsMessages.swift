@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 // The parameters and replies of io.trialwatch.Trials and org.varlink.service, as Codable

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// A trial as the wire carries it (`io.trialwatch.Trials.Trial`).

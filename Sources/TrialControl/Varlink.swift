@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A call as the server reads it: the envelope, and the parameters decoded, in the same pass,
 /// as the type its method declares. The decoder's `userInfo[.varlinkParameterTypes]` names
@@ -222,16 +222,11 @@ extension WireCoding {
     try makeDecoder().decode(P.self, from: Data("{}".utf8))
   }
 
-  /// What is wrong with a whole message, in words: not JSON at all (where, as Foundation's
-  /// parser says), not an object, or a field of the envelope that is wrong.
+  /// What is wrong with a whole message, in words: not JSON at all (what and at which byte),
+  /// not an object, or a field of the envelope that is wrong.
   static func messageProblem(_ error: DecodingError, data: Data, what: String) -> WireProblem {
     if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
-      var detail = context.debugDescription
-      do {
-        _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-      } catch {
-        detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? detail
-      }
+      let detail = JSONSyntax.problem(in: data) ?? context.debugDescription
       return WireProblem(path: [], problem: "malformed JSON: \(detail)")
     }
     let problem = WireProblem(error)
@@ -239,7 +234,7 @@ extension WireCoding {
       return WireProblem(
         path: [],
         problem:
-          "\(what) must be a JSON object, \(problem.problem.replacingOccurrences(of: "expected an object, ", with: ""))"
+          "\(what) must be a JSON object, \(problem.problem.replacing("expected an object, ", with: ""))"
       )
     }
     return WireProblem(path: [], problem: "\(what) field \(problem.description)")

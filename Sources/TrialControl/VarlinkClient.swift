@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Why a call through `VarlinkClient` failed: the socket could not be reached, the connection
 /// broke, the service answered with something that is not Varlink, or the service replied

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// How Varlink messages are coded: Foundation's `JSONEncoder` and `JSONDecoder`, with times
@@ -162,8 +162,8 @@ public struct WireProblem: Error, Hashable, Sendable, CustomStringConvertible {
     }
     switch error {
     case .typeMismatch(let type, let context):
-      let found = context.debugDescription.range(of: "found ").map {
-        context.debugDescription[$0.upperBound...].replacingOccurrences(of: " instead.", with: "")
+      let found = context.debugDescription.firstRange(of: "found ").map {
+        context.debugDescription[$0.upperBound...].replacing(" instead.", with: "")
       }
       let got = found.map { text in
         let word = text.hasPrefix("a ") || text.hasPrefix("an ") ? text : "a \(text)"

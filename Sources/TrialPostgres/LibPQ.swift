@@ -1,4 +1,5 @@
 import CPostgres
+import TrialCore
 
 #if canImport(Glibc)
   import Glibc
@@ -208,7 +209,7 @@ public final class PGConnection: @unchecked Sendable {
       PQresultErrorField(result, code).map { String(cString: $0) }
     }
     let sqlState = field(diagnosticSQLState) ?? ""
-    let whole = Self.trimmed(String(cString: PQresultErrorMessage(result)))
+    let whole = String(String(cString: PQresultErrorMessage(result)).trimmingWhitespace())
     if sqlState.isEmpty && PQstatus(connection) != CONNECTION_OK {
       return .connection(whole.isEmpty ? Self.message(of: connection) : whole)
     }
@@ -240,15 +241,8 @@ public final class PGConnection: @unchecked Sendable {
   /// libpq's last error message on `connection`, without its trailing newline.
   private static func message(of connection: OpaquePointer) -> String {
     guard let text = PQerrorMessage(connection) else { return "unknown error" }
-    let message = trimmed(String(cString: text))
+    let message = String(String(cString: text).trimmingWhitespace())
     return message.isEmpty ? "unknown error" : message
-  }
-
-  private static func trimmed(_ text: String) -> String {
-    var text = Substring(text)
-    while let last = text.last, last.isWhitespace { text.removeLast() }
-    while let first = text.first, first.isWhitespace { text.removeFirst() }
-    return String(text)
   }
 }
 

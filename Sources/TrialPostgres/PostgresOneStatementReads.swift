@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// Reads that need one snapshot of a single statement, run as that one statement on a pooled

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// Reads of the shared store, each one statement on the transaction's connection (a

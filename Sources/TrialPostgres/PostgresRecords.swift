@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// How the domain's values travel to and from the shared store's rows: ids as signed 64-bit

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// One statement of data-modifying CTEs, written a piece at a time: each value bound is

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// A write transaction on the shared store. Writes are kept in memory and sent at the

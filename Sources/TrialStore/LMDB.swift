@@ -1,6 +1,7 @@
 import CLMDB
-import Foundation
+import FoundationEssentials
 import Synchronization
+import TrialCore
 
 #if canImport(Glibc)
   import Glibc
@@ -107,8 +108,8 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// page the header says is in use. Opening never writes to the data file.
   init(_ path: String, mode: Mode, initialMapSize: Int, maximumMapSize: Int, maxDatabases: Int) throws {
     self.mode = mode
-    self.directory = mode == .file ? (path as NSString).deletingLastPathComponent : path
-    self.dataPath = mode == .file ? path : (path as NSString).appendingPathComponent(Self.dataFileName)
+    self.directory = mode == .file ? FilePaths.parent(path) : path
+    self.dataPath = mode == .file ? path : FilePaths.join(path, Self.dataFileName)
     self.maximumMapSize = max(maximumMapSize, initialMapSize)
     self.pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
     self.mapSize = Self.roundUp(max(initialMapSize, 16 * pageSize), to: pageSize)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 // Keys and records of the event log and its consumers (since schema 2; layout:

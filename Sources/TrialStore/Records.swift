@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TrialCore
 
 // Keys and record encodings of the store (layout: docs/store-format.md).
@@ -89,7 +90,7 @@ enum StoreKeys {
     default:
       break
     }
-    return "\(database)/0x" + key.map { String(format: "%02x", $0) }.joined()
+    return "\(database)/0x" + key.map { zeroPadded($0, width: 2, radix: 16) }.joined()
   }
 }
 

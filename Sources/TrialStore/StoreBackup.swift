@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TrialCore
 
 #if canImport(Glibc)
@@ -67,7 +68,7 @@ enum StoreBackup {
 enum AtomicFile {
   /// The directory a path names a file in ("." for a bare name).
   static func directory(of path: String) -> String {
-    let directory = (path as NSString).deletingLastPathComponent
+    let directory = FilePaths.parent(path)
     return directory.isEmpty ? "." : directory
   }
 
@@ -88,7 +89,7 @@ enum AtomicFile {
       throw storeError(errno, "examining the directory", path: directory)
     }
     let (fd, temporary) = try temporaryFile(
-      directory + "/." + (path as NSString).lastPathComponent + ".tmp-", in: directory)
+      directory + "/." + FilePaths.lastComponent(path) + ".tmp-", in: directory)
     do {
       defer { Glibc.close(fd) }
       try body(fd, temporary)

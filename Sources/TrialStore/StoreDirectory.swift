@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Synchronization
+import TrialCore
 
 #if canImport(Glibc)
   import Glibc
@@ -34,7 +37,7 @@ extension LMDBEnvironment {
       try checkDataFileBeforeOpening()
       try register()
       // LMDB would create a missing lock file itself, owned by whoever runs this.
-      let lockPath = (directory as NSString).appendingPathComponent(Self.lockFileName)
+      let lockPath = FilePaths.join(directory, Self.lockFileName)
       do {
         Glibc.close(try StoreFiles.open(lockPath, creatingIn: directory))
       } catch let error as StoreError where error.kind == .accessDenied && access(directory, W_OK) != 0 {
@@ -43,7 +46,7 @@ extension LMDBEnvironment {
     case .writer(let create):
       try findDirectory(create: create)
       try register()
-      let lockPath = (directory as NSString).appendingPathComponent(Self.storeLockFileName)
+      let lockPath = FilePaths.join(directory, Self.storeLockFileName)
       lockFD = try StoreFiles.open(lockPath, creatingIn: directory)
       guard try StoreFiles.lock(lockFD, exclusive: true, path: lockPath) else { throw inUse() }
       try checkDataFileBeforeOpening()
@@ -184,16 +187,15 @@ extension LMDBEnvironment {
 
 /// The store directories open in this process. POSIX record locks belong to the process,
 /// so they cannot tell two environments of one process apart: this registry does.
-final class OpenStores: @unchecked Sendable {
+final class OpenStores: Sendable {
   struct Identity: Hashable {
     var device: UInt64
     var inode: UInt64
   }
 
   static let shared = OpenStores()
-  private let lock = NSLock()
   /// The open directories, with the path each was opened by.
-  private var open: [Identity: String] = [:]
+  private let open = Mutex<[Identity: String]>([:])
 
   /// Enters `directory`; nil when it is already open in this process.
   func enter(_ directory: String) throws -> Identity? {
@@ -213,7 +215,7 @@ final class OpenStores: @unchecked Sendable {
   /// identity (it was removed while open, and the system gave its inode to a new directory)
   /// does not count.
   func insert(_ identity: Identity, path: String) -> Bool {
-    lock.withLock {
+    open.withLock { open in
       if let registered = open[identity], Self.identity(of: registered) == identity { return false }
       open[identity] = path
       return true
@@ -221,7 +223,7 @@ final class OpenStores: @unchecked Sendable {
   }
 
   func remove(_ identity: Identity) {
-    _ = lock.withLock { open.removeValue(forKey: identity) }
+    _ = open.withLock { $0.removeValue(forKey: identity) }
   }
 }
 
@@ -310,7 +312,7 @@ final class StoreExclusiveLock {
         throw StoreError(.inUse, path: directory, problem: "the store is open in this process")
       }
       self.identity = identity
-      let storeLock = (directory as NSString).appendingPathComponent(LMDBEnvironment.storeLockFileName)
+      let storeLock = FilePaths.join(directory, LMDBEnvironment.storeLockFileName)
       descriptors.append(try StoreFiles.open(storeLock, creatingIn: directory))
       guard try StoreFiles.lock(descriptors[0], exclusive: true, path: storeLock) else {
         throw StoreError(
@@ -319,7 +321,7 @@ final class StoreExclusiveLock {
             + "(and trialwatch.socket, which would start it again)")
       }
       // LMDB holds a shared lock on the first byte of its lock file while an environment is open.
-      let lmdbLock = (directory as NSString).appendingPathComponent(LMDBEnvironment.lockFileName)
+      let lmdbLock = FilePaths.join(directory, LMDBEnvironment.lockFileName)
       let fd = Glibc.open(lmdbLock, O_RDWR | O_CLOEXEC)
       if fd < 0 && errno != ENOENT { throw storeError(errno, "opening LMDB's lock file", path: lmdbLock) }
       if fd >= 0 {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 // The event log and the consumers in the store's transactions (since schema 2). A schema-1 store

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TrialCore
 
 #if canImport(Glibc)
@@ -47,7 +48,7 @@ public final class LMDBStoreReader {
     }
     if st.st_mode & S_IFMT == S_IFDIR { return try LMDBStoreReader(directory: path) }
     let directory = AtomicFile.directory(of: path)
-    if (path as NSString).lastPathComponent == LMDBEnvironment.dataFileName,
+    if FilePaths.lastComponent(path) == LMDBEnvironment.dataFileName,
       FileManager.default.fileExists(atPath: directory + "/" + LMDBEnvironment.storeLockFileName)
     {
       return try LMDBStoreReader(directory: directory)

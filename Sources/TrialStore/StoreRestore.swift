@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TrialCore
 
 #if canImport(Glibc)
@@ -101,7 +102,7 @@ public enum StoreRestore {
     }
     let lock = try StoreExclusiveLock(directory: directory)
     defer { lock.release() }
-    let dataFile = (directory as NSString).appendingPathComponent(LMDBEnvironment.dataFileName)
+    let dataFile = FilePaths.join(directory, LMDBEnvironment.dataFileName)
     var current = stat()
     let hasCurrent = stat(dataFile, &current) == 0
     if hasCurrent, current.st_dev == sourceInfo.st_dev, current.st_ino == sourceInfo.st_ino {
@@ -143,7 +144,7 @@ public enum StoreRestore {
         report.groupID = st.st_gid
         // Files an earlier run as root may have left: the daemon's user must open them.
         for name in [LMDBEnvironment.lockFileName, LMDBEnvironment.storeLockFileName] {
-          _ = chown((directory as NSString).appendingPathComponent(name), st.st_uid, st.st_gid)
+          _ = chown(FilePaths.join(directory, name), st.st_uid, st.st_gid)
         }
       }
     }
@@ -202,9 +203,9 @@ public enum StoreRestore {
   /// `20250615T150640Z`: the UTC time in the names of the store files kept aside.
   static func utcStamp(_ now: Date) -> String {
     let time = CivilTime(now)
-    return String(
-      format: "%04d%02d%02dT%02d%02d%02dZ", time.year, time.month, time.day, time.hour, time.minute,
-      time.second)
+    return zeroPadded(time.year, width: 4) + zeroPadded(time.month, width: 2) + zeroPadded(time.day, width: 2)
+      + "T" + zeroPadded(time.hour, width: 2) + zeroPadded(time.minute, width: 2)
+      + zeroPadded(time.second, width: 2) + "Z"
   }
 
   /// Copies a restore killed midway left behind (the lock shows no restore is running).
@@ -212,7 +213,7 @@ public enum StoreRestore {
     let prefix = LMDBEnvironment.dataFileName + ".restoring-"
     for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
     where name.hasPrefix(prefix) {
-      unlink((directory as NSString).appendingPathComponent(name))
+      unlink(FilePaths.join(directory, name))
     }
   }
 }

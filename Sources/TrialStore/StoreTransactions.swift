@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// A read transaction of `LMDBTrialRepository`: trials, the subject index, the ledger and the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 // The verification of the event log and its consumers (since schema 2).

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TrialCore
 
 /// One thing wrong in a store: where (the database and the key of the record) and what.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A duration measured in days: a trial's length and the days left of it. Other spans
 /// (reminder offsets, lateness, timeouts) are `Duration`s; none is ever a bare number.

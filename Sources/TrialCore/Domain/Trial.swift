@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 public enum TrialState: String, Hashable, Sendable, CaseIterable {
   case active

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 public enum EventKind: Hashable, Sendable {
   /// A reminder, the given span before the trial's end (whole milliseconds, as

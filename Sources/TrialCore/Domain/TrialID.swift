@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// A trial's identity: 64 bits, written as 16 lower-case hex digits.
@@ -26,8 +26,7 @@ public struct TrialID: Hashable, Comparable, Sendable, CustomStringConvertible {
 enum SixteenHexDigits {
   /// `value` as 16 lower-case digits, zero-padded.
   static func text(_ value: UInt64) -> String {
-    let digits = String(value, radix: 16)
-    return String(repeating: "0", count: 16 - digits.count) + digits
+    zeroPadded(value, width: 16, radix: 16)
   }
 
   /// The value of `text` when it is as many ASCII hexadecimal digits (either case) as

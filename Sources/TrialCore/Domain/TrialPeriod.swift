@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The span of a trial: from its start to the moment it expires.
 public struct TrialPeriod: Hashable, Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The event log's operations, written once over the transaction primitives: reading after a
 /// cursor, durable consumers, and pruning by retention.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The position of an event in the event log: a sequence number given when the event is
 /// taken, one higher than the one before, never reused. Zero is the position before the

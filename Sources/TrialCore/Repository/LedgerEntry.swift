@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The exactly-once ledger's record of one event that has been taken: fired or skipped,
 /// and whether it has been delivered (to the journal and watchers) yet.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The operations on trials, written once over any `TrialRepository`. Each runs in one
 /// write transaction; `TrialBook` holds the same operations for use inside a caller's

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What must hold between a trial and its ledger entries, whichever store keeps them. The
 /// store's verification (`trialwatchd --verify-store`) runs it for every trial it reads.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A request about trials that cannot be carried out, with the reason.
 public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Reads inside one consistent snapshot of the store.
 public protocol TrialReadTransaction {

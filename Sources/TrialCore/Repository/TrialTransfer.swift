@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Moving trials between stores: what `Export` reads out of one and `trialwatchd --import`
 /// writes into another, over the transaction primitives only, so that one import serves every

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What happens to events found late: after downtime, suspend, or a forward clock step.
 ///

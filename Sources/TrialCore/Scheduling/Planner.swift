@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HeapModule
 
 /// Every pending event of every trial, ordered by due time.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A pending wake-up that can be called off.
 public protocol ScheduledWake: AnyObject {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// An instant as proleptic Gregorian calendar fields in UTC, to the millisecond.
 ///

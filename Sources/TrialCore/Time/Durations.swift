@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 // Spans other than a trial's length (reminder offsets, the catch-up grace and threshold,
 // lateness, timeouts, uptime) are the standard library's `Duration`. Foundation's dates

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// RFC 3339 timestamps, as the wire and the journal carry them: written in UTC to the
 /// millisecond (`2025-03-01T12:00:00Z`, `2025-03-01T12:00:00.250Z`); read with any offset.

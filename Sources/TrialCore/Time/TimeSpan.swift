@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Time spans as text: systemd's syntax (`5d`, `36h`, `90s`, `1d 12h`, `1h30min`, as in
 /// systemd.time(7)) read into a `Duration` and written back, and the short forms people read
@@ -230,13 +230,4 @@ public enum TimeSpan {
     ("y", 31_557_600_000), ("month", 2_629_800_000), ("w", 604_800_000), ("d", 86_400_000),
     ("h", 3_600_000), ("min", 60_000), ("s", 1_000), ("ms", 1),
   ]
-}
-
-extension String {
-  func trimmingWhitespace() -> Substring {
-    var slice = Substring(self)
-    while let first = slice.first, first.isWhitespace { slice.removeFirst() }
-    while let last = slice.last, last.isWhitespace { slice.removeLast() }
-    return slice
-  }
 }

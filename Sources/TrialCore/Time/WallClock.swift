@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where the domain reads the time of day from. Named so as not to be confused with the
 /// standard library's `Clock`, which measures instants rather than calendar dates.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TrialCore
 
 /// The outcome of loading the configuration: the values, and every problem found.
@@ -277,40 +278,4 @@ public struct ConfigurationLoader: Sendable {
 private func nullDevice() -> dev_t {
   var info = stat()
   return stat("/dev/null", &info) == 0 ? info.st_rdev : dev_t.max
-}
-
-/// An `errno` value as its message, e.g. "Permission denied".
-private struct SystemError: Error, CustomStringConvertible {
-  var code: Int32
-  var description: String { String(cString: strerror(code)) }
-}
-
-private func readFile(_ path: String) -> Result<[UInt8], SystemError> {
-  let fd = open(path, O_RDONLY | O_CLOEXEC)
-  guard fd >= 0 else { return .failure(SystemError(code: errno)) }
-  defer { close(fd) }
-  var bytes: [UInt8] = []
-  var chunk = [UInt8](repeating: 0, count: 65_536)
-  while true {
-    let count = read(fd, &chunk, chunk.count)
-    if count < 0 {
-      if errno == EINTR { continue }
-      return .failure(SystemError(code: errno))
-    }
-    if count == 0 { return .success(bytes) }
-    bytes.append(contentsOf: chunk[0..<count])
-  }
-}
-
-private func listDirectory(_ path: String) -> Result<[String], SystemError> {
-  guard let directory = opendir(path) else { return .failure(SystemError(code: errno)) }
-  defer { closedir(directory) }
-  var names: [String] = []
-  while let entry = readdir(directory) {
-    let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-      String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-    }
-    if name != "." && name != ".." { names.append(name) }
-  }
-  return .success(names)
 }

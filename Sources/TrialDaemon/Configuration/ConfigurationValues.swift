@@ -17,7 +17,7 @@ extension ConfigurationSchema {
     let lowered = value.lowercased()
     if let scheme = ["postgresql://", "postgres://"].first(where: { lowered.hasPrefix($0) }) {
       try connectionURI(value.dropFirst(scheme.count))
-    } else if let separator = value.range(of: "://") {
+    } else if let separator = value.firstRange(of: "://") {
       throw InvalidValue(
         reason:
           "unknown URI scheme \"\(value[..<separator.lowerBound])\"; expected postgresql:// or postgres://")
@@ -37,7 +37,7 @@ extension ConfigurationSchema {
     let query = rest[rest.index(after: question)...].prefix { $0 != "#" }
     for parameter in query.split(separator: "&") {
       let name = String(parameter.prefix { $0 != "=" })
-      if (name.removingPercentEncoding ?? name).lowercased() == "password" {
+      if (percentDecoded(name) ?? name).lowercased() == "password" {
         throw InvalidValue(reason: "holds a password (password=); " + passwordAdvice)
       }
     }
@@ -159,4 +159,24 @@ extension ConfigurationSchema {
     }
     return value
   }
+}
+
+/// `text` with its `%XX` escapes decoded (RFC 3986), or nil when an escape is incomplete or the
+/// result is not UTF-8.
+func percentDecoded(_ text: some StringProtocol) -> String? {
+  var bytes: [UInt8] = []
+  var rest = Substring(text).utf8[...]
+  while let byte = rest.popFirst() {
+    guard byte == UInt8(ascii: "%") else {
+      bytes.append(byte)
+      continue
+    }
+    guard rest.count >= 2, let value = UInt8(String(decoding: rest.prefix(2), as: UTF8.self), radix: 16)
+    else {
+      return nil
+    }
+    bytes.append(value)
+    rest = rest.dropFirst(2)
+  }
+  return String(validating: bytes, as: UTF8.self)
 }

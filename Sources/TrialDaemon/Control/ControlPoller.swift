@@ -1,5 +1,5 @@
 import CEpoll
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
@@ -73,7 +73,7 @@ final class ControlPoller: @unchecked Sendable {
       return true
     }
     guard first else { return }
-    Thread { self.run() }.start()
+    startThread { self.run() }
   }
 
   /// Ends the thread once it has handled the events it holds.

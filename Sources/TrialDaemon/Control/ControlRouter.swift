@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialControl
 
 /// How a handler answers: once, on any thread. A change answers only once it is durable.

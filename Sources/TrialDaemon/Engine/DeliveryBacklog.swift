@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// Events taken but held back from the sinks, oldest first: a sink deferred one of them (the

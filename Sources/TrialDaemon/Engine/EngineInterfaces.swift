@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// Where taken events go once they are committed: the journal, watchers, hooks.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// Keeps event entries under journald's rate limit: at most `burst` entries in any window of

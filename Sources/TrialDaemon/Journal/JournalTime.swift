@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialCore
 
 /// The numeric fields of journal entries (`*_REALTIME_USEC`, `*_USEC`, `REMINDER_OFFSET_SEC`).
@@ -22,13 +22,8 @@ enum JournalTime {
     let whole = millis / 1000
     let rest = abs(millis % 1000)
     guard rest != 0 else { return String(whole) }
-    var fraction = pad(Int(rest), 3)
+    var fraction = zeroPadded(rest, width: 3)
     while fraction.hasSuffix("0") { fraction.removeLast() }
     return (millis < 0 && whole == 0 ? "-" : "") + "\(whole).\(fraction)"
-  }
-
-  private static func pad(_ value: Int, _ width: Int) -> String {
-    let text = String(value)
-    return String(repeating: "0", count: max(0, width - text.count)) + text
   }
 }

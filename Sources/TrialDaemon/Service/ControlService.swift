@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Logging
 import Systemd
 import TrialControl
@@ -53,7 +53,7 @@ public final class ControlService: DaemonService, @unchecked Sendable {
     if let fd = try ListenFDs.take().first {
       listener = .adopt(fileDescriptor: fd)
     } else {
-      let directory = (configuration.socketPath as NSString).deletingLastPathComponent
+      let directory = FilePaths.parent(configuration.socketPath)
       if !directory.isEmpty {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
       }

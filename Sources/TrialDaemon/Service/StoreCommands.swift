@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialControl
 import TrialCore
 import TrialStore
@@ -30,7 +30,7 @@ public struct StoreCommands {
   public init(
     output: @escaping (String) -> Void = { print($0) },
     errors: @escaping (String) -> Void = {
-      FileHandle.standardError.write(Data(("trialwatchd: " + $0 + "\n").utf8))
+      writeAll(STDERR_FILENO, Array(("trialwatchd: " + $0 + "\n").utf8))
     }
   ) {
     self.output = output
@@ -151,11 +151,11 @@ public struct StoreCommands {
   /// export` writes it), into the store `open` opens, through `TrialTransfer`: the whole file is
   /// checked first, then written in transactions of at most `TrialTransfer.batchSize` records.
   public func importTrials(from file: String, open: () throws -> OpenedStore) -> Int32 {
-    let text: Data
-    do {
-      text = try Data(contentsOf: URL(fileURLWithPath: file))
-    } catch {
-      errors("cannot import \(file): cannot read it: \(error.localizedDescription)")
+    let text: [UInt8]
+    switch readFile(file) {
+    case .success(let bytes): text = bytes
+    case .failure(let error):
+      errors("cannot import \(file): cannot read it: \(error)")
       return ExitStatus.failure
     }
     let records = { (each: (TrialTransfer.Line) throws -> Void) throws in
@@ -207,31 +207,22 @@ public struct StoreCommands {
   /// outside it brings down only the child; then, unless the child found it clean, in this
   /// process, which the child has shown safe, for the precise error.
   public static func checkIsolated(_ file: String) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-    process.arguments = ["--verify-store", file]
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = FileHandle.nullDevice
-    let errors = Pipe()
-    process.standardError = errors
-    do {
-      try process.run()
-    } catch {
+    // Named trialwatchd, which the program is whatever name it was started by.
+    let check = runChild("/proc/self/exe", arguments: ["trialwatchd", "--verify-store", file])
+    guard case .success(let outcome) = check else {
       // No child to run the check in: only this process is left to read it.
       return try StoreRestore.verifyInProcess(file)
     }
-    let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    if process.terminationReason == .uncaughtSignal {
+    let text = String(decoding: outcome.standardError, as: UTF8.self)
+    if case .signalled(let signal) = outcome.ending {
       throw StoreError(
-        .damaged, path: file,
-        problem: "the file is damaged: reading it crashed (signal \(process.terminationStatus))")
+        .damaged, path: file, problem: "the file is damaged: reading it crashed (signal \(signal))")
     }
     if let line = text.split(separator: "\n").first(where: { $0.contains(damageMarker) }) {
       throw StoreError(
         .damaged, path: file, problem: "the file is damaged: \(line.split(separator: ": ").last ?? "")")
     }
-    guard process.terminationStatus != 0 else { return }
+    guard outcome.ending != .exited(0) else { return }
     try StoreRestore.verifyInProcess(file)
     throw StoreError(.failure, path: file, problem: "checking it failed: \(text)")
   }
@@ -265,7 +256,7 @@ public struct StoreCommands {
 
   static func size(_ bytes: Int) -> String {
     bytes < 1_000_000
-      ? "\(bytes) bytes" : String(format: "%.1f MB (%d bytes)", Double(bytes) / 1_000_000, bytes)
+      ? "\(bytes) bytes" : "\(decimal(Double(bytes) / 1_000_000, digits: 1)) MB (\(bytes) bytes)"
   }
 }
 

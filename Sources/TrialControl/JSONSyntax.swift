@@ -1,0 +1,190 @@
+/// Where a text that is not JSON goes wrong, in words: the decoder only says that it is not.
+/// A strict reader of RFC 8259's grammar that builds nothing; used only once a message has been
+/// refused, to name the byte at which it stops being JSON.
+enum JSONSyntax {
+  /// What is wrong with `bytes` and where, or nil when they are one JSON value.
+  static func problem(in bytes: some Collection<UInt8>) -> String? {
+    var reader = Reader(bytes: Array(bytes))
+    do throws(Problem) {
+      reader.skipSpace()
+      try reader.value(depth: 0)
+      reader.skipSpace()
+      if reader.offset < reader.bytes.count { throw reader.unexpected("after the value") }
+      return nil
+    } catch {
+      return error.text
+    }
+  }
+
+  /// Nesting deeper than this is refused, as the decoder refuses it.
+  static let maximumDepth = 512
+
+  private struct Problem: Error {
+    var text: String
+  }
+
+  private struct Reader {
+    let bytes: [UInt8]
+    var offset = 0
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    var current: UInt8? { offset < bytes.count ? bytes[offset] : nil }
+
+    mutating func skipSpace() {
+      while let byte = current, byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D { offset += 1 }
+    }
+
+    func unexpected(_ context: String) -> Problem {
+      guard let byte = current else { return Problem(text: "unexpected end of input, \(context)") }
+      let shown =
+        byte >= 0x20 && byte < 0x7F
+        ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
+      return Problem(text: "unexpected \(shown) at byte \(offset), \(context)")
+    }
+
+    mutating func expect(_ byte: UInt8, _ context: String) throws(Problem) {
+      guard current == byte else { throw unexpected(context) }
+      offset += 1
+    }
+
+    mutating func value(depth: Int) throws(Problem) {
+      guard depth < JSONSyntax.maximumDepth else {
+        throw Problem(text: "nested deeper than \(JSONSyntax.maximumDepth) levels at byte \(offset)")
+      }
+      guard let byte = current else { throw unexpected("expected a value") }
+      switch byte {
+      case UInt8(ascii: "{"): try object(depth: depth)
+      case UInt8(ascii: "["): try array(depth: depth)
+      case UInt8(ascii: "\""): try string()
+      case UInt8(ascii: "t"): try literal("true")
+      case UInt8(ascii: "f"): try literal("false")
+      case UInt8(ascii: "n"): try literal("null")
+      case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
+      default: throw unexpected("expected a value")
+      }
+    }
+
+    mutating func object(depth: Int) throws(Problem) {
+      offset += 1
+      skipSpace()
+      if current == UInt8(ascii: "}") {
+        offset += 1
+        return
+      }
+      while true {
+        guard current == UInt8(ascii: "\"") else { throw unexpected("expected a member name in quotes") }
+        try string()
+        skipSpace()
+        try expect(UInt8(ascii: ":"), "expected ':' after a member name")
+        skipSpace()
+        try value(depth: depth + 1)
+        skipSpace()
+        if current == UInt8(ascii: "}") {
+          offset += 1
+          return
+        }
+        try expect(UInt8(ascii: ","), "expected ',' or '}' in an object")
+        skipSpace()
+      }
+    }
+
+    mutating func array(depth: Int) throws(Problem) {
+      offset += 1
+      skipSpace()
+      if current == UInt8(ascii: "]") {
+        offset += 1
+        return
+      }
+      while true {
+        try value(depth: depth + 1)
+        skipSpace()
+        if current == UInt8(ascii: "]") {
+          offset += 1
+          return
+        }
+        try expect(UInt8(ascii: ","), "expected ',' or ']' in an array")
+        skipSpace()
+      }
+    }
+
+    mutating func literal(_ word: StaticString) throws(Problem) {
+      let start = offset
+      for expected in UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount) {
+        guard current == expected else {
+          throw unexpected("in '\(word)', which starts at byte \(start)")
+        }
+        offset += 1
+      }
+    }
+
+    mutating func string() throws(Problem) {
+      let start = offset
+      offset += 1
+      while let byte = current {
+        switch byte {
+        case UInt8(ascii: "\""):
+          offset += 1
+          return
+        case UInt8(ascii: "\\"):
+          offset += 1
+          try escape()
+        case ..<0x20:
+          throw unexpected("control characters must be escaped in a string")
+        default:
+          offset += 1
+        }
+      }
+      throw Problem(text: "unexpected end of input in the string that starts at byte \(start)")
+    }
+
+    mutating func escape() throws(Problem) {
+      switch current {
+      case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+        UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+        offset += 1
+      case UInt8(ascii: "u"):
+        offset += 1
+        for _ in 0..<4 {
+          guard let byte = current, byte.isHexDigit else {
+            throw unexpected("expected four hex digits after \\u")
+          }
+          offset += 1
+        }
+      default:
+        throw unexpected("not an escape in a string")
+      }
+    }
+
+    mutating func number() throws(Problem) {
+      if current == UInt8(ascii: "-") { offset += 1 }
+      if current == UInt8(ascii: "0") {
+        offset += 1
+        if let next = current, next.isDigit { throw unexpected("a number may not start with 0") }
+      } else {
+        try digits("expected a digit")
+      }
+      if current == UInt8(ascii: ".") {
+        offset += 1
+        try digits("expected a digit after the decimal point")
+      }
+      if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+        offset += 1
+        if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { offset += 1 }
+        try digits("expected a digit in the exponent")
+      }
+    }
+
+    mutating func digits(_ context: String) throws(Problem) {
+      guard let first = current, first.isDigit else { throw unexpected(context) }
+      while let byte = current, byte.isDigit { offset += 1 }
+    }
+  }
+}
+
+extension UInt8 {
+  fileprivate var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
+  fileprivate var isHexDigit: Bool {
+    isDigit || (self | 0x20 >= UInt8(ascii: "a") && self | 0x20 <= UInt8(ascii: "f"))
+  }
+}
