@@ -22,7 +22,10 @@
 #   make soak    the store's crash test with 1,000 kills instead of 50 (a few minutes)
 #   make run     run trialwatchd from the checkout, state and socket under ./.trialwatch/
 #   make format      format the Swift sources with swift-format and .swift-format
-#   make lint        check the formatting (part of make test)
+#   make lint        check the formatting and that nothing shipped imports Foundation (part of
+#                    make test)
+#   make lint-binaries  release build, then check it holds no symbol of Foundation or ICU (nm;
+#                    part of make test)
 #   make release     release binaries (static Swift runtime) in .build-release/release/, and
 #                    generated from them the man pages (.build-release/man/) and the bash, zsh and
 #                    fish completions (.build-release/completions/)
@@ -46,13 +49,13 @@ SWIFT ?= swift
 # mandoc: `mandoc -T lint` checks the man pages (make install-check and the Swift tests).
 # The peers of make bench-peers: postgresql, redis-server, at, sqlite3, and Debian's python3
 # with python3-psycopg2 and python3-redis for the harness (their system services are not used).
-APT_PACKAGES ?= pkg-config libsystemd-dev liblmdb-dev libpq-dev \
+APT_PACKAGES ?= pkg-config binutils libsystemd-dev liblmdb-dev libpq-dev \
   debhelper lintian mandoc \
   postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 
-.PHONY: all build deps test bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-figures fleet-test soak run clean format lint release install install-files uninstall install-check e2e \
+.PHONY: all build deps test lint-binaries bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-figures fleet-test soak run clean format lint release install install-files uninstall install-check e2e \
   deb e2e-package
 
 all: build
@@ -84,6 +87,7 @@ build: deps
 test: deps lint
 	$(SWIFT) build --build-tests $(STRICT)
 	$(SWIFT) test --skip-build
+	$(MAKE) lint-binaries
 	$(MAKE) bench-peers-check
 	$(MAKE) fleet-test
 	$(MAKE) bench-fleet-check
@@ -97,8 +101,14 @@ FORMATTED = Package.swift Sources Tests
 format:
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
 
+# The formatting, and no `import Foundation` in what ships (Tests/lint/foundation.sh).
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
+	Tests/lint/foundation.sh sources
+
+# No symbol of Foundation proper or ICU in the release binary (nm; part of make test).
+lint-binaries: release
+	Tests/lint/foundation.sh $(RELEASE_BIN)/trialwatchd
 
 # make bench and make bench-peers save what they print in BENCH_OUT and PEERS_OUT, after
 # `# bench-run` lines naming the command, the date and the commit, for make bench-figures; a
@@ -237,7 +247,7 @@ MAN_DATE ?= $(shell if [ -n "$$SOURCE_DATE_EPOCH" ]; then date -u -d "@$$SOURCE_
 RELEASE_FLAGS = -c release --static-swift-stdlib --scratch-path $(RELEASE_SCRATCH) $(STRICT) -Xlinker -z -Xlinker now
 release: deps
 	$(SWIFT) build $(RELEASE_FLAGS) --product trialwatchd
-	$(SWIFT) build $(RELEASE_FLAGS) --product trialwatchctl
+	ln -sfn trialwatchd $(RELEASE_BIN)/trialwatchctl
 	$(SWIFT) build $(RELEASE_FLAGS) --product trialwatch-manual
 	rm -rf $(MAN_SCRATCH) $(COMPLETION_SCRATCH)
 	$(RELEASE_BIN)/trialwatch-manual --date $(MAN_DATE) --output $(MAN_SCRATCH)
@@ -268,7 +278,8 @@ install-files:
 	  $(DESTDIR)$(CONFDIR)/consumers \
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 	  $(DESTDIR)$(BASHCOMPLETIONDIR) $(DESTDIR)$(ZSHCOMPLETIONDIR) $(DESTDIR)$(FISHCOMPLETIONDIR)
-	$(INSTALL) -m 0755 $(RELEASE_BIN)/trialwatchd $(RELEASE_BIN)/trialwatchctl $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 0755 $(RELEASE_BIN)/trialwatchd $(DESTDIR)$(BINDIR)/
+	ln -sfn trialwatchd $(DESTDIR)$(BINDIR)/trialwatchctl
 	for unit in $(UNITS); do \
 	  sed -e 's|/usr/bin/trialwatchd|$(BINDIR)/trialwatchd|g' -e 's|/usr/bin/trialwatchctl|$(BINDIR)/trialwatchctl|g' \
 	      -e 's|/usr/share/doc/trialwatch/|$(DOCDIR)/|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit.tmp && \

@@ -116,8 +116,11 @@ let package = Package(
       ]
     ),
 
-    // Thin entry points. trialwatchd names the stores the daemon may run on.
-    .executableTarget(name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore", "TrialPostgres"]),
+    // Thin entry points. trialwatchd names the stores the daemon may run on; it is also
+    // trialwatchctl when started by that name (the installed trialwatchctl is a link to it, so
+    // that the Swift runtime is installed once). The trialwatchctl product is for development.
+    .executableTarget(
+      name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore", "TrialPostgres", "TrialCtl"]),
     .executableTarget(name: "trialwatchctl", dependencies: ["TrialCtl"]),
     // Release tool: writes the man pages (logic in TrialManual).
     .executableTarget(name: "trialwatch-manual", dependencies: ["TrialManual"]),

@@ -1,6 +1,16 @@
+import Glibc
+import TrialCore
+import TrialCtl
 import TrialDaemon
 import TrialPostgres
 import TrialStore
+
+// One program for both commands, so that the Swift runtime is installed once: started as
+// trialwatchctl (the installed trialwatchctl is a link to trialwatchd) it is the client;
+// started by any other name, the daemon.
+if FilePaths.lastComponent(CommandLine.arguments.first ?? "") == "trialwatchctl" {
+  exit(TrialwatchCtl.runProcess())
+}
 
 // trialwatchd: the daemon. Everything it does lives in TrialDaemon; here it is only told
 // which stores there are: LMDB files for one host, PostgreSQL for a fleet.

@@ -25,8 +25,18 @@ struct Run {
 }
 
 enum Ctl {
-  /// The binary built next to the test bundle.
-  static let binary = BuiltProducts.path("trialwatchctl")
+  /// trialwatchctl as installed: a link named trialwatchctl to the trialwatchd built next to the
+  /// test bundle (in a folder of its own there), which is the client when started by that name.
+  static let binary: String = {
+    let folder = BuiltProducts.path("trialwatchctl-link")
+    let link = folder + "/trialwatchctl"
+    try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    if (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) != "../trialwatchd" {
+      try? FileManager.default.removeItem(atPath: link)
+      try? FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "../trialwatchd")
+    }
+    return link
+  }()
 
   static let baseEnvironment = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "LANG": "C"]
 
@@ -53,6 +63,14 @@ enum Ctl {
   @Test func binary_IsBuilt() {
     #expect(
       FileManager.default.isExecutableFile(atPath: Ctl.binary), "build it with swift build --build-tests")
+  }
+
+  @Test(arguments: [(Ctl.binary, "trialwatchctl"), (BuiltProducts.path("trialwatchd"), "trialwatchd")])
+  func oneProgram_StartedByEitherName_IsThatCommand(path: String, command: String) throws {
+    let run = try ChildProcess.run(.path(path), ["--help"], environment: Ctl.baseEnvironment)
+    #expect(run.status.code == 0)
+    #expect(
+      run.output.split(separator: "\n").contains { $0.hasPrefix("USAGE: \(command) ") }, "\(run.output)")
   }
 
   @Test func start_OfATrial_ShowsTheNewTrial() throws {

@@ -65,7 +65,7 @@ EXPECTED=$TMP/expected.txt
     echo "644 f usr/share/fish/vendor_completions.d/$command.fish"
   done
   echo "644 f etc/trialwatch/trialwatch.conf"
-  echo "755 f usr/bin/trialwatchctl"
+  echo "777 l usr/bin/trialwatchctl"
   echo "755 f usr/bin/trialwatchd"
   echo "644 f usr/lib/systemd/catalog/trialwatch.catalog"
   echo "644 f usr/lib/systemd/system/trialwatch.service"
@@ -98,6 +98,7 @@ if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service
   && same systemd/trialwatch.catalog "$A/usr/lib/systemd/catalog/trialwatch.catalog" \
   && same etc/trialwatch.conf "$A/etc/trialwatch/trialwatch.conf" && same_documents \
   && same .build-release/release/trialwatchd "$A/usr/bin/trialwatchd" \
+  && [ "$(readlink "$A/usr/bin/trialwatchctl")" = trialwatchd ] \
   && same .build-release/man/trialwatchctl.1 "$A/usr/share/man/man1/trialwatchctl.1" \
   && same .build-release/man/trialwatch.conf.5 "$A/usr/share/man/man5/trialwatch.conf.5" \
   && same .build-release/man/trialwatchd.8 "$A/usr/share/man/man8/trialwatchd.8" \
@@ -123,6 +124,15 @@ for binary in trialwatchd trialwatchctl; do
     fail "$binary needs only glibc, libstdc++, libsystemd, liblmdb, libpq" "also: $(echo "${OTHERS:-nothing found}" | tr '\n' ' ')"
   fi
 done
+
+# One program: the link trialwatchctl runs the client, trialwatchd the daemon.
+CTL_HELP=$("$A/usr/bin/trialwatchctl" --help 2>&1 | grep '^USAGE: ')
+D_HELP=$("$A/usr/bin/trialwatchd" --help 2>&1 | grep '^USAGE: ')
+if echo "$CTL_HELP" | grep -q '^USAGE: trialwatchctl ' && echo "$D_HELP" | grep -q '^USAGE: trialwatchd '; then
+  pass "usr/bin/trialwatchctl, a link to trialwatchd, runs the client; trialwatchd the daemon"
+else
+  fail "usr/bin/trialwatchctl, a link to trialwatchd, runs the client" "got: $(echo "$CTL_HELP $D_HELP" | tr '\n' ' ')"
+fi
 
 if command -v systemd-analyze > /dev/null; then
   # The installed units, with the binary's path pointed into DESTDIR, as systemd would load them.
