@@ -97,13 +97,16 @@ let package = Package(
         "TrialPostgresTesting", .product(name: "Logging", package: "swift-log"),
       ]
     ),
-    // trialwatchctl's commands and presenter.
+    // trialwatchctl's commands and presenter. FoundationEssentials only, no Foundation (and so
+    // no ICU): MemberImportVisibility keeps Foundation's members out of reach through the
+    // modules below, which still import it.
     .target(
       name: "TrialCtl",
       dependencies: [
         "TrialCore", "TrialControl",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
-      ]
+      ],
+      swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
     ),
 
     // The man pages: trialwatchctl(1) and trialwatchd(8) from their command-line definitions,
@@ -118,7 +121,9 @@ let package = Package(
 
     // Thin entry points. trialwatchd names the stores the daemon may run on.
     .executableTarget(name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore", "TrialPostgres"]),
-    .executableTarget(name: "trialwatchctl", dependencies: ["TrialCtl"]),
+    .executableTarget(
+      name: "trialwatchctl", dependencies: ["TrialCtl"],
+      swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
     // Release tool: writes the man pages (logic in TrialManual).
     .executableTarget(name: "trialwatch-manual", dependencies: ["TrialManual"]),
     // Test tool: the child process the crash test kills (logic in TrialStoreTesting).

@@ -1,7 +1,11 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TrialControl
 import TrialCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// What the commands run with: the environment, the outputs, the clock and the reader's time
 /// zone and locale. Injected, so that tests run commands without a terminal.

@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import TrialCtl
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 @main
 struct Entrypoint {
