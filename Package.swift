@@ -97,13 +97,16 @@ let package = Package(
         "TrialPostgresTesting", .product(name: "Logging", package: "swift-log"),
       ]
     ),
-    // trialwatchctl's commands and presenter.
+    // trialwatchctl's commands and presenter. FoundationEssentials only, no Foundation (and so
+    // no ICU): MemberImportVisibility keeps Foundation's members out of reach through the
+    // modules below, which still import it.
     .target(
       name: "TrialCtl",
       dependencies: [
         "TrialCore", "TrialControl",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
-      ]
+      ],
+      swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
     ),
 
     // The man pages: trialwatchctl(1) and trialwatchd(8) from their command-line definitions,
@@ -121,7 +124,9 @@ let package = Package(
     // that the Swift runtime is installed once). The trialwatchctl product is for development.
     .executableTarget(
       name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore", "TrialPostgres", "TrialCtl"]),
-    .executableTarget(name: "trialwatchctl", dependencies: ["TrialCtl"]),
+    .executableTarget(
+      name: "trialwatchctl", dependencies: ["TrialCtl"],
+      swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
     // Release tool: writes the man pages (logic in TrialManual).
     .executableTarget(name: "trialwatch-manual", dependencies: ["TrialManual"]),
     // Test tool: the child process the crash test kills (logic in TrialStoreTesting).

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TrialControl
 import TrialCore
 
@@ -152,9 +152,23 @@ enum Arguments {
     }
   }
 
+  /// `text` without the spaces and tabs at its ends: what Foundation's
+  /// `trimmingCharacters(in: .whitespaces)` trims, Unicode's space separators (Zs), U+0009
+  /// and, as Foundation's set still holds it, U+200B.
+  static func trimmingWhitespace(_ text: String) -> String {
+    func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
+      scalar == "\t" || scalar == "\u{200B}" || scalar.properties.generalCategory == .spaceSeparator
+    }
+    let scalars = text.unicodeScalars
+    guard let first = scalars.firstIndex(where: { !isWhitespace($0) }),
+      let last = scalars.lastIndex(where: { !isWhitespace($0) })
+    else { return "" }
+    return String(scalars[first...last])
+  }
+
   /// `3d,1d`; `none` or an empty value for no reminders.
   static func reminders(_ text: String) throws -> ReminderSchedule {
-    let trimmed = text.trimmingCharacters(in: .whitespaces)
+    let trimmed = trimmingWhitespace(text)
     if trimmed.isEmpty || trimmed == "none" { return ReminderSchedule.none }
     let spans = try trimmed.split(separator: ",").map { try span(String($0), option: "--reminders") }
     do {

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import TrialControl
 import TrialCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 // The logic of `trialwatchctl consume`, apart from sockets, processes and signals: which
 // position to resume from, events in log order, one command run per event until it succeeds,

@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// Where text goes: standard output or error, or a buffer in tests.
 public protocol TextOutput: AnyObject {
@@ -8,17 +10,37 @@ public protocol TextOutput: AnyObject {
 
 /// Writes to a file descriptor (standard output or error), unbuffered, a line at a time.
 public final class FileOutput: TextOutput {
-  private let handle: FileHandle
+  private let descriptor: Int32
 
-  public init(_ handle: FileHandle) {
-    self.handle = handle
+  public init(fileDescriptor: Int32) {
+    descriptor = fileDescriptor
   }
 
-  public static var standardOutput: FileOutput { FileOutput(.standardOutput) }
-  public static var standardError: FileOutput { FileOutput(.standardError) }
+  public static var standardOutput: FileOutput { FileOutput(fileDescriptor: STDOUT_FILENO) }
+  public static var standardError: FileOutput { FileOutput(fileDescriptor: STDERR_FILENO) }
 
+  /// Writes the whole line, again after a partial write or an interruption; gives up on any
+  /// other error (a closed pipe, a full disk), as the line has nowhere else to go.
   public func write(line: String) {
-    handle.write(Data((line + "\n").utf8))
+    writeAll(descriptor, Array((line + "\n").utf8))
+  }
+}
+
+/// Writes `bytes` to `descriptor`, again after a partial write or EINTR, until all are
+/// written or another error stops it.
+private func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
+  bytes.withUnsafeBytes { buffer in
+    var offset = 0
+    while offset < buffer.count {
+      let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+      if written > 0 {
+        offset += written
+      } else if written < 0 && errno == EINTR {
+        continue
+      } else {
+        return
+      }
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TrialControl
 import TrialCore
 
@@ -111,22 +111,16 @@ public protocol TrialPresenterOutput: AnyObject {
 public final class TrialPresenter {
   let output: any TrialPresenterOutput
   private let clock: any WallClock
-  private let calendar: Calendar
-  private let dateFormatter: DateFormatter
+  private let timeZone: ReaderTimeZone
+  private let locale: ReaderLocale
 
-  public init(output: any TrialPresenterOutput, clock: any WallClock, timeZone: TimeZone, locale: Locale) {
+  public init(
+    output: any TrialPresenterOutput, clock: any WallClock, timeZone: ReaderTimeZone, locale: ReaderLocale
+  ) {
     self.output = output
     self.clock = clock
-    var calendar = Calendar(identifier: .gregorian)
-    calendar.timeZone = timeZone
-    calendar.locale = locale
-    self.calendar = calendar
-    let formatter = DateFormatter()
-    formatter.locale = locale
-    formatter.timeZone = timeZone
-    formatter.dateStyle = .medium
-    formatter.timeStyle = .short
-    self.dateFormatter = formatter
+    self.timeZone = timeZone
+    self.locale = locale
   }
 
   // MARK: Presenting
@@ -255,7 +249,7 @@ public final class TrialPresenter {
     case .active:
       let remaining = trial.endsAt.timeIntervalSince(now)
       if remaining <= 0 { return "expiring now" }
-      if calendar.isDate(trial.endsAt, inSameDayAs: now) { return "ends today" }
+      if timeZone.dayNumber(trial.endsAt) == timeZone.dayNumber(now) { return "ends today" }
       let days = Days(timeInterval: remaining).userFacingAmount
       return days == 1 ? "1 day left" : "\(days) days left"
     case .expired:
@@ -265,10 +259,9 @@ public final class TrialPresenter {
     }
   }
 
+  /// Calendar days between the day of `date` and today, in the reader's zone.
   private func daysAgo(_ date: Date, now: Date) -> String {
-    let days =
-      calendar.dateComponents([.day], from: calendar.startOfDay(for: date), to: calendar.startOfDay(for: now))
-      .day ?? 0
+    let days = timeZone.dayNumber(now) - timeZone.dayNumber(date)
     switch days {
     case ..<1: return "today"
     case 1: return "1 day ago"
@@ -285,8 +278,9 @@ public final class TrialPresenter {
     }
   }
 
+  /// `Jun 18, 2025 at 3:06 PM`: the medium date and short time in the reader's zone and locale.
   public func date(_ date: Date) -> String {
-    dateFormatter.string(from: date)
+    locale.string(timeZone.localTime(date))
   }
 
   /// Uptime, lateness and time to go: `2h 13min` (`TimeSpan.Style.brief`).
@@ -336,7 +330,7 @@ public final class TrialPresenter {
     event.detail ?? event.reason ?? "no reason given"
   }
 
-  private func byteCount(_ bytes: Int) -> String {
+  func byteCount(_ bytes: Int) -> String {
     let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
     var value = Double(bytes)
     var unit = 0
@@ -344,6 +338,6 @@ public final class TrialPresenter {
       value /= 1024
       unit += 1
     }
-    return unit == 0 ? "\(bytes) bytes" : String(format: "%.1f", value) + " " + units[unit]
+    return unit == 0 ? "\(bytes) bytes" : DecimalText.oneDecimal(value) + " " + units[unit]
   }
 }

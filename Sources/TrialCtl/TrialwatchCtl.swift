@@ -1,7 +1,11 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TrialControl
 import TrialCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// What the commands run with: the environment, the outputs, the clock and the reader's time
 /// zone and locale. Injected, so that tests run commands without a terminal.
@@ -10,12 +14,12 @@ public struct CtlEnvironment {
   public var output: any TextOutput
   public var errors: any TextOutput
   public var clock: any WallClock
-  public var timeZone: TimeZone
-  public var locale: Locale
+  public var timeZone: ReaderTimeZone
+  public var locale: ReaderLocale
 
   public init(
     variables: [String: String], output: any TextOutput, errors: any TextOutput, clock: any WallClock,
-    timeZone: TimeZone, locale: Locale
+    timeZone: ReaderTimeZone, locale: ReaderLocale
   ) {
     self.variables = variables
     self.output = output
@@ -26,25 +30,20 @@ public struct CtlEnvironment {
   }
 
   /// The process's own: its environment, standard output and error, the system clock, the
-  /// time zone (`TZ` respected) and the locale named by `LC_ALL`, `LC_TIME` or `LANG`.
+  /// time zone `TZ` names (as glibc reads it; unset: the system's) and the locale named by
+  /// `LC_ALL`, `LC_TIME` or `LANG`.
   public static func current() -> CtlEnvironment {
     let variables = ProcessInfo.processInfo.environment
     return CtlEnvironment(
       variables: variables, output: FileOutput.standardOutput, errors: FileOutput.standardError,
-      clock: SystemWallClock(), timeZone: TimeZone.current, locale: readerLocale(variables))
+      clock: SystemWallClock(), timeZone: .reader(variables), locale: readerLocale(variables))
   }
 
   /// The locale the POSIX variables name (`de_DE.UTF-8` is read as `de_DE`); the C and POSIX
-  /// locales read as `en_US_POSIX`.
-  public static func readerLocale(_ variables: [String: String]) -> Locale {
-    let name = [variables["LC_ALL"], variables["LC_TIME"], variables["LANG"]].compactMap { $0 }
-      .first { !$0.isEmpty }
-    guard let name else { return Locale(identifier: "en_US_POSIX") }
-    let identifier = String(name.prefix { $0 != "." && $0 != "@" })
-    if identifier.isEmpty || identifier == "C" || identifier == "POSIX" {
-      return Locale(identifier: "en_US_POSIX")
-    }
-    return Locale(identifier: identifier)
+  /// locales, and locales trialwatchctl does not know, read as `en_US_POSIX`
+  /// (`ReaderLocale`).
+  public static func readerLocale(_ variables: [String: String]) -> ReaderLocale {
+    .reader(variables)
   }
 
   /// The socket: `--socket`, else `TRIALWATCH_SOCKET`, else the systemd default.
@@ -145,8 +144,9 @@ public struct TrialwatchCtl: ParsableCommand {
       consumer is a named position in the log that consume moves on as its command handles each event.
 
       Spans use systemd's syntax (5d, 36h, 1d 12h, 90s); times are RFC 3339 (2025-03-01T12:00:00Z). \
-      Human output shows dates in your time zone (TZ) and locale; --json prints the daemon's replies, \
-      one JSON object per line.
+      Human output shows dates in your time zone (TZ, read as glibc reads it; unset: /etc/localtime) \
+      and locale (LC_ALL, LC_TIME or LANG; a locale trialwatchctl does not support reads as \
+      en_US_POSIX); --json prints the daemon's replies, one JSON object per line.
 
       EXIT STATUS
         0  success

@@ -38,8 +38,8 @@ final class SpyOutput: TrialPresenterOutput {
 @Suite struct PresenterTests {
   /// 2025-06-15T10:00:00Z, a Sunday.
   static let now = Date(timeIntervalSince1970: 1_749_981_600)
-  static let utc = TimeZone(identifier: "UTC")!
-  static let posix = Locale(identifier: "en_US_POSIX")
+  static let utc = ReaderTimeZone(named: "UTC")!
+  static let posix = ReaderLocale.posix
 
   static func trial(
     ends end: Date, state: TrialState = .active, endedAt: Date? = nil,
@@ -53,8 +53,8 @@ final class SpyOutput: TrialPresenterOutput {
   }
 
   func presenter(
-    _ spy: SpyOutput, now: Date = PresenterTests.now, timeZone: TimeZone = PresenterTests.utc,
-    locale: Locale = PresenterTests.posix
+    _ spy: SpyOutput, now: Date = PresenterTests.now, timeZone: ReaderTimeZone = PresenterTests.utc,
+    locale: ReaderLocale = PresenterTests.posix
   ) -> TrialPresenter {
     TrialPresenter(output: spy, clock: StaticWallClock(now), timeZone: timeZone, locale: locale)
   }
@@ -99,7 +99,7 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(utc.trials.first?.timeLeft == "1 day left")
     // In Los Angeles it is 03:00 on the 15th, and the end is 23:00 on the 15th.
     let losAngeles = SpyOutput()
-    presenter(losAngeles, timeZone: TimeZone(identifier: "America/Los_Angeles")!).present(
+    presenter(losAngeles, timeZone: ReaderTimeZone(named: "America/Los_Angeles")!).present(
       trial: Self.trial(ends: end))
     #expect(losAngeles.trials.first?.timeLeft == "ends today")
   }
@@ -119,11 +119,11 @@ final class SpyOutput: TrialPresenterOutput {
       ])
 
     let tokyo = SpyOutput()
-    presenter(tokyo, timeZone: TimeZone(identifier: "Asia/Tokyo")!).present(trial: Self.trial(ends: end))
+    presenter(tokyo, timeZone: ReaderTimeZone(named: "Asia/Tokyo")!).present(trial: Self.trial(ends: end))
     #expect(tokyo.trials.first?.headline == nb("acme-42: 3 days left (ends Jun 18, 2025 at 7:00 PM)"))
 
     let german = SpyOutput()
-    presenter(german, timeZone: TimeZone(identifier: "Europe/Berlin")!, locale: Locale(identifier: "de_DE"))
+    presenter(german, timeZone: ReaderTimeZone(named: "Europe/Berlin")!, locale: ReaderLocale("de_DE"))
       .present(trial: Self.trial(ends: end))
     #expect(german.trials.first?.details[3].value == "18.06.2025, 12:00")
   }
