@@ -26,7 +26,8 @@
 #                    make test)
 #   make lint-binaries  release build, then check it holds no symbol of Foundation or ICU (nm;
 #                    part of make test)
-#   make release     release binaries (static Swift runtime) in .build-release/release/, and
+#   make release     the release program (static Swift runtime) in .build-release/release/:
+#                    trialwatchd, and trialwatchctl a link to it; and
 #                    generated from them the man pages (.build-release/man/) and the bash, zsh and
 #                    fish completions (.build-release/completions/)
 #   make install     release build, then install binaries, units, sysusers.d, catalog, man pages,
@@ -47,9 +48,11 @@
 SWIFT ?= swift
 # Debian packages the build needs (C libraries with their pkg-config files).
 # mandoc: `mandoc -T lint` checks the man pages (make install-check and the Swift tests).
+# binutils: nm, for make lint-binaries. tzdata: the zones trialwatchctl shows dates in, read by its
+# tests.
 # The peers of make bench-peers: postgresql, redis-server, at, sqlite3, and Debian's python3
 # with python3-psycopg2 and python3-redis for the harness (their system services are not used).
-APT_PACKAGES ?= pkg-config binutils libsystemd-dev liblmdb-dev libpq-dev \
+APT_PACKAGES ?= pkg-config binutils tzdata libsystemd-dev liblmdb-dev libpq-dev \
   debhelper lintian mandoc \
   postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis
 STRICT = -Xswiftc -warnings-as-errors
@@ -209,8 +212,9 @@ clean:
 
 # --- Release build and installation -----------------------------------------------------------
 #
-# The Swift runtime is linked statically: an installed host needs only glibc, libstdc++ and
-# libgcc, libsystemd, liblmdb and libpq (Debian: libc6, libstdc++6, libgcc-s1, libsystemd0,
+# One program with the Swift runtime linked statically, trialwatchctl a link to it that runs
+# the client (docs/architecture.md, "Footprint"): an installed host needs only glibc, libstdc++
+# and libgcc, libsystemd, liblmdb and libpq (Debian: libc6, libstdc++6, libgcc-s1, libsystemd0,
 # liblmdb0, libpq5).
 RELEASE_SCRATCH = .build-release
 RELEASE_BIN = $(RELEASE_SCRATCH)/release

@@ -338,6 +338,6 @@ public final class TrialPresenter {
       value /= 1024
       unit += 1
     }
-    return unit == 0 ? "\(bytes) bytes" : DecimalText.oneDecimal(value) + " " + units[unit]
+    return unit == 0 ? "\(bytes) bytes" : decimal(value, digits: 1) + " " + units[unit]
   }
 }

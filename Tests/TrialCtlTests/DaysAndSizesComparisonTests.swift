@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TrialControl
 import Testing
 import TrialCore
 import TrialTesting
@@ -86,8 +87,8 @@ import TrialTesting
     ]
     for value in values where value >= 0 && value <= 0x1p53 {
       let expected = String(format: "%.1f", value)
-      if DecimalText.oneDecimal(value) != expected {
-        Issue.record("\(value.debugDescription): \(expected), now \(DecimalText.oneDecimal(value))")
+      if decimal(value, digits: 1) != expected {
+        Issue.record("\(value.debugDescription): \(expected), now \(decimal(value, digits: 1))")
         return
       }
     }
