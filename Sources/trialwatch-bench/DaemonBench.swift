@@ -111,11 +111,11 @@ private func measureIdleSwitches(_ daemon: DaemonProcess) throws {
     let id = try TrialsCalls.trialID(inReply: try client.call(TrialsCalls.startTrial(subject: "idle-check")))
     _ = try client.call(TrialsCalls.getTrial(id: id))
   }
-  // Let the last work settle first: the status update, and Dispatch's worker threads, which
-  // end after a few idle seconds.
-  _ = daemon.notification(timeout: 8)
+  // Let the last work settle first: the status update, the release of memory 2 s after the
+  // last write, and Dispatch's worker threads, which end after a few idle seconds.
+  daemon.idle(seconds: 10)
   let before = contextSwitches(of: daemon.pid)
-  _ = daemon.notification(timeout: seconds)
+  daemon.idle(seconds: seconds)
   let after = contextSwitches(of: daemon.pid)
   report(
     "daemon_idle_context_switches_\(Int(seconds))s", Double(switchesBetween(before, after)), "switches",
