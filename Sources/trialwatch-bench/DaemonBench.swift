@@ -111,7 +111,7 @@ private func measureIdleSwitches(_ daemon: DaemonProcess) throws {
     let id = try TrialsCalls.trialID(inReply: try client.call(TrialsCalls.startTrial(subject: "idle-check")))
     _ = try client.call(TrialsCalls.getTrial(id: id))
   }
-  // Let the last work settle first: the status update, the release of memory 2 s after the
+  // Let the last work settle first: the status update, the release of memory 1 s after the
   // last write, and Dispatch's worker threads, which end after a few idle seconds.
   daemon.idle(seconds: 10)
   let before = contextSwitches(of: daemon.pid)

@@ -75,7 +75,7 @@ public struct EngineSettings: Hashable, Sendable {
     policy: CatchUpPolicy = CatchUpPolicy(), watchdogInterval: Duration? = nil,
     statusInterval: Duration = .milliseconds(250), stepTolerance: Duration = .seconds(1),
     retryDelay: Duration = .seconds(1), retention: EventRetention = EventRetention(), pruneBatch: Int = 1_000,
-    memoryQuiet: Duration = .seconds(2)
+    memoryQuiet: Duration = .seconds(1)
   ) {
     self.defaultLength = defaultLength
     self.defaultReminders = defaultReminders
