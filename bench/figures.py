@@ -25,12 +25,14 @@ PEERS_PREFIXES = ("trialwatch_", "peer_", "ratio_")
 # The sections of `make bench`, in the order it prints them; other prefixes follow in order seen.
 PREFIX_TITLES = {
     "planner": "The planner", "store": "The store", "engine": "The engine", "daemon": "The daemon",
-    "control": "The control socket", "feed": "The event log", "consume": "consume",
+    "ctl": "trialwatchctl", "control": "The control socket", "feed": "The event log", "consume": "consume",
+    "package": "The package",
     "fleet": "The fleet", "poller1s": "The poller, every 1 s", "poller10s": "The poller, every 10 s",
 }
 PEER_METRICS = {
     "lateness_p50": "lateness p50", "lateness_p99": "lateness p99", "lateness_max": "lateness max",
-    "rss_100k": "memory, 100,000 pending", "disk_100k": "disk, 100,000 pending",
+    "rss_100k": "memory, 100,000 pending", "watch_client_pss_100k": "memory of trialwatch's Watch client, apart",
+    "disk_100k": "disk, 100,000 pending",
     "ingest_10k": "ingest of 10,000, durable", "idle_wakeups_per_min": "idle wake-ups per minute",
     "burst_10k_done": "burst of 10,000 done",
 }

@@ -85,6 +85,7 @@ public final class PostgresFleet: FleetServices, @unchecked Sendable {
 
   public func fileSize() -> Int? { nil }
   public func close() {}
+  public func releaseMemory() {}
 }
 
 /// The store alone (`--import`): no file of its own; its connections close with it.
@@ -92,4 +93,5 @@ extension PostgresTrialRepository: StoreServices {
   public func fileSize() -> Int? { nil }
   public var openingNotes: [StoreNote] { notes }
   public func close() {}
+  public func releaseMemory() {}
 }

@@ -4,6 +4,12 @@ import TrialCore
 extension LMDBTrialRepository: StoreServices {
   public func fileSize() -> Int? { (try? statistics())?.fileSize }
 
+  /// The pages of the store file mapped into the daemon, read by its writes and reads since
+  /// the last release (see `releaseMappedPages`).
+  public func releaseMemory() {
+    releaseMappedPages()
+  }
+
   public var openingNotes: [StoreNote] {
     guard let upgrade else { return [] }
     return [

@@ -177,4 +177,5 @@ extension InMemoryTrialRepository: StoreServices {
   public func fileSize() -> Int? { nil }
   public var openingNotes: [StoreNote] { [] }
   public func close() {}
+  public func releaseMemory() {}
 }

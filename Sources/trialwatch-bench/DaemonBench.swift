@@ -8,37 +8,118 @@ import TrialTesting
   import Glibc
 #endif
 
-/// trialwatchd itself, as a process: time from start to READY=1 and resident memory with
-/// 1,000,000 active trials, and its context switches while idle after a client's calls.
+/// trialwatchd itself, as a process:
+///
+///     daemon_start_to_ready_empty_ms    process start to READY=1 on an empty store (median of 9)
+///     daemon_rss_idle_empty             resident memory of that daemon once idle (and its parts,
+///                                       `_file` and `_anon`)
+///     ctl_status_wall_ms                `trialwatchctl status` against it, end to end, its
+///                                       process start included (median of 20)
+///     daemon_rss_pending_100k           resident memory after READY=1 with 100,000 active trials
+///     daemon_ready_1000k                start to READY=1 with 1,000,000 active trials
+///     daemon_rss_after_ready_1000k      resident memory then
+///     daemon_idle_context_switches_60s  context switches while idle after a client's calls
+///
+/// `TRIALWATCH_BENCH_DAEMON_TRIALS` changes the 1,000,000 (and the names of its figures),
+/// `TRIALWATCH_BENCH_IDLE_SECONDS` the 60.
 func runDaemonBench() throws {
+  try measureEmptyDaemon()
+
+  let pending = 100_000
+  try measureLoadedDaemon(trials: pending) { daemon in
+    report("daemon_rss_pending_\(pending / 1000)k", daemon.memory().megabytes(\.resident), "MB", digits: 1)
+  }
+
+  let trials = Int(ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_DAEMON_TRIALS"] ?? "") ?? 1_000_000
+  try measureLoadedDaemon(trials: trials) { daemon in
+    report("daemon_ready_\(trials / 1000)k", daemon.secondsToReady, "s")
+    report("daemon_rss_after_ready_\(trials / 1000)k", daemon.memory().megabytes(\.resident), "MB", digits: 1)
+    try measureIdleSwitches(daemon)
+  }
+}
+
+/// The start-up and the idle memory of a daemon with nothing in its store, and a client's
+/// command against it.
+private func measureEmptyDaemon() throws {
+  let scratch = try TemporaryDirectory("bench-daemon-empty")
+  let directory = scratch.url
+  // The first start creates the store and brings the executable into the page cache: not
+  // counted. Each measured start finds the empty store it left.
+  try DaemonProcess(executable: DaemonProcess.builtExecutable, directory: directory, configuration: "").stop()
+  var starts: [Double] = []
+  var daemon: DaemonProcess?
+  for run in 1...9 {
+    let started = try DaemonProcess(
+      executable: DaemonProcess.builtExecutable, directory: directory, configuration: "")
+    starts.append(started.secondsToReady * 1000)
+    if run < 9 { try started.stop() } else { daemon = started }
+  }
+  report("daemon_start_to_ready_empty_ms", median(starts), "ms", digits: 1)
+
+  let idle = daemon!
+  // A moment with nothing to do: the start's last work done, Dispatch's worker threads gone.
+  idle.idle(seconds: 5)
+  let memory = idle.memory()
+  report("daemon_rss_idle_empty", memory.megabytes(\.resident), "MB", digits: 1)
+  report("daemon_rss_idle_empty_file", memory.megabytes(\.file), "MB", digits: 1)
+  report("daemon_rss_idle_empty_anon", memory.megabytes(\.anonymous), "MB", digits: 1)
+
+  report("ctl_status_wall_ms", try ctlStatusMilliseconds(idle), "ms", digits: 1)
+  try idle.stop()
+}
+
+/// `trialwatchctl status SUBJECT` run 20 times, one after the other, against `daemon`: the
+/// median wall time from the launch of the process to its exit.
+private func ctlStatusMilliseconds(_ daemon: DaemonProcess) throws -> Double {
+  let ctl = DaemonProcess.builtExecutable.deletingLastPathComponent().appendingPathComponent("trialwatchctl")
+  guard FileManager.default.isExecutableFile(atPath: ctl.path) else {
+    throw BenchError("no trialwatchctl beside \(DaemonProcess.builtExecutable.path)")
+  }
+  let subject = "bench-status"
+  _ = try RawVarlinkConnection(path: daemon.socketPath).call(TrialsCalls.startTrial(subject: subject))
+  let arguments = ["status", "--socket", daemon.socketPath, subject]
+  var times: [Double] = []
+  for run in 0..<22 {
+    var done: ChildProcess.Completion?
+    let seconds = try measure { done = try ChildProcess.run(.path(ctl.path), arguments, timeout: 30) }
+    guard let done, done.status == .exited(0), done.output.contains(subject) else {
+      throw BenchError("trialwatchctl status failed: \(done.map { "\($0.status): \($0.errors)" } ?? "")")
+    }
+    // The first two bring it into the page cache.
+    if run >= 2 { times.append(seconds * 1000) }
+  }
+  return median(times)
+}
+
+/// Runs `body` on a daemon started on a store of `trials` active trials, then stops it.
+private func measureLoadedDaemon(trials: Int, _ body: (DaemonProcess) throws -> Void) throws {
   let scratch = try TemporaryDirectory("bench-daemon")
   let directory = scratch.url
-  let trials = Int(ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_DAEMON_TRIALS"] ?? "") ?? 1_000_000
   try populate(state: DaemonProcess.stateDirectory(in: directory).path, trials: trials)
-
   let daemon = try DaemonProcess(
     executable: DaemonProcess.builtExecutable, directory: directory, configuration: "")
-  let pid = daemon.pid
-  report("daemon_ready_\(trials / 1000)k", daemon.secondsToReady, "s")
-  report("daemon_rss_after_ready_\(trials / 1000)k", Double(residentBytes(of: pid)) / 1e6, "MB", digits: 1)
+  try body(daemon)
+  try daemon.stop()
+}
 
+/// Context switches of an idle daemon, after a client started and read a trial and closed its
+/// connection.
+private func measureIdleSwitches(_ daemon: DaemonProcess) throws {
   let seconds = Double(ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_IDLE_SECONDS"] ?? "") ?? 60
-  // Idle after use: a client starts and reads a trial and closes its connection first.
   do {
     let client = try RawVarlinkConnection(path: daemon.socketPath)
     let id = try TrialsCalls.trialID(inReply: try client.call(TrialsCalls.startTrial(subject: "idle-check")))
     _ = try client.call(TrialsCalls.getTrial(id: id))
   }
-  // Let the last work settle first: the status update, and Dispatch's worker threads, which
-  // end after a few idle seconds.
-  _ = daemon.notification(timeout: 8)
-  let before = contextSwitches(of: pid)
-  _ = daemon.notification(timeout: seconds)
-  let after = contextSwitches(of: pid)
+  // Let the last work settle first: the status update, the release of memory 1 s after the
+  // last write, and Dispatch's worker threads, which end after a few idle seconds.
+  daemon.idle(seconds: 10)
+  let before = contextSwitches(of: daemon.pid)
+  daemon.idle(seconds: seconds)
+  let after = contextSwitches(of: daemon.pid)
   report(
     "daemon_idle_context_switches_\(Int(seconds))s", Double(switchesBetween(before, after)), "switches",
     digits: 0)
-  try daemon.stop()
 }
 
 /// Writes `trials` active trials, ending 10 to 40 days from now, in batches.
@@ -65,12 +146,12 @@ private func populate(state: String, trials: Int) throws {
   }
 }
 
-/// The resident set size of another process, from /proc/PID/statm.
-private func residentBytes(of pid: Int32) -> Int {
-  guard let text = try? String(contentsOfFile: "/proc/\(pid)/statm", encoding: .utf8) else { return 0 }
-  let fields = text.split(separator: " ")
-  guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
-  return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+/// The middle value of `values` (the mean of the two middle ones for an even count).
+func median(_ values: [Double]) -> Double {
+  let sorted = values.sorted()
+  guard !sorted.isEmpty else { return .nan }
+  let middle = sorted.count / 2
+  return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
 /// Voluntary and involuntary context switches over all threads of a process.

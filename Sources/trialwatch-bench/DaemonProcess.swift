@@ -92,6 +92,19 @@ final class DaemonProcess {
     try? notify.receiveText(timeout: timeout)
   }
 
+  /// Waits `seconds` seconds, reading what the daemon notifies meanwhile.
+  func idle(seconds: Double) {
+    let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
+    while ContinuousClock.now < deadline {
+      _ = notification(timeout: ContinuousClock.now.duration(to: deadline).seconds)
+    }
+  }
+
+  /// The daemon's resident memory now.
+  func memory() -> ResidentMemory {
+    ResidentMemory(pid: pid)
+  }
+
   /// Stops the daemon with SIGTERM, as systemd does; fails when it does not exit cleanly.
   func stop() throws {
     guard child.status == nil else { throw BenchError("trialwatchd ended before it was stopped" + logTail()) }
@@ -118,5 +131,33 @@ final class DaemonProcess {
     let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
     let lines = text.split(separator: "\n").suffix(10)
     return lines.isEmpty ? "" : "; its last log lines:\n" + lines.joined(separator: "\n")
+  }
+}
+
+/// A process's resident memory, from /proc/PID/status, in bytes: in all (`VmRSS`), the pages
+/// of mapped files (`RssFile`: its executable, shared libraries, the store's map) and the
+/// anonymous ones (`RssAnon`: heap, stacks).
+struct ResidentMemory {
+  var resident = 0
+  var file = 0
+  var anonymous = 0
+
+  init(pid: Int32) {
+    let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    for line in text.split(separator: "\n") {
+      let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+      guard fields.count == 3, fields[2] == "kB", let kilobytes = Int(fields[1]) else { continue }
+      switch fields[0] {
+      case "VmRSS:": resident = kilobytes * 1024
+      case "RssFile:": file = kilobytes * 1024
+      case "RssAnon:": anonymous = kilobytes * 1024
+      default: break
+      }
+    }
+  }
+
+  /// One of the figures in MB (10^6 bytes).
+  func megabytes(_ part: KeyPath<ResidentMemory, Int>) -> Double {
+    Double(self[keyPath: part]) / 1e6
   }
 }

@@ -2,7 +2,7 @@ import Foundation
 import TrialStore
 
 // Benchmarks of trialwatch: each figure is printed as `name: value unit`.
-// TRIALWATCH_BENCH=planner,store,engine,daemon,control,feed picks sections (default: all).
+// TRIALWATCH_BENCH=planner,store,engine,daemon,control,feed,package picks sections (default: all).
 //
 // The planner bench runs first: it re-runs this executable once per case (a fresh process
 // for each memory figure), and each of those runs stops after its case. The control bench
@@ -25,6 +25,7 @@ do {
   if selected("daemon") { try runDaemonBench() }
   if selected("control") { try runControlBench() }
   if selected("feed") { try runFeedBench() }
+  if selected("package") { try runPackageBench() }
 } catch {
   FileHandle.standardError.write(Data("trialwatch-bench: \(error)\n".utf8))
   exit(1)

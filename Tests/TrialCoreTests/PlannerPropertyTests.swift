@@ -97,9 +97,10 @@ struct Model {
   var takenCount: [EventID: Int] = [:]
   var everPlanned: Set<EventID> = []
 
-  init(policy: CatchUpPolicy, now: Date) {
+  /// `planner`, if given, must have `policy`.
+  init(policy: CatchUpPolicy, now: Date, planner: Planner? = nil) {
     self.policy = policy
-    driver = PlannerDriver(now: now, policy: policy)
+    driver = PlannerDriver(now: now, policy: policy, planner: planner)
   }
 
   var now: Date { driver.now }

@@ -318,3 +318,33 @@ struct Harness {
     h.engine.stop()
   }
 }
+
+@Suite struct EngineMemoryTests {
+  @Test func releaseMemory_RunsOnceWritesHaveGoneQuiet_OncePerQuietSpell() throws {
+    let h = try Harness.started(settings: EngineSettings(memoryQuiet: .seconds(2)), ids: [0x50, 0x51, 0x52])
+    var releases = 0
+    h.engine.releaseMemory = { releases += 1 }
+    try h.start("acme-1", days: 5)
+    h.scheduler.advance(by: 1.5)
+    try h.start("acme-2", days: 5)
+    h.scheduler.advance(by: 1.9)
+    #expect(releases == 0, "2 s after the first write, but not after the second")
+    h.scheduler.advance(by: 0.1)
+    #expect(releases == 1)
+    h.scheduler.advance(by: 60)
+    #expect(releases == 1, "nothing written since")
+    #expect(!h.scheduler.pending.contains { $0.label == "memory" })
+    try h.start("acme-3", days: 5)
+    h.scheduler.advance(by: 2)
+    #expect(releases == 2)
+    h.engine.stop()
+    h.scheduler.expectNoPendingActions()
+  }
+
+  @Test func releaseMemory_Unset_ArmsNothing() throws {
+    let h = try Harness.started(ids: [0x60])
+    try h.start("acme-1", days: 5)
+    #expect(!h.scheduler.pending.contains { $0.label == "memory" })
+    h.engine.stop()
+  }
+}

@@ -4,8 +4,9 @@
 # after the other (in parallel with --parallel, for the quick check only):
 #
 #   ingest      N new timers, one at a time, each durable before the next: how long
-#   pending     P pending events: memory (PSS summed over the processes) and on-disk size,
-#               then the wake-ups (context switches) per minute with nothing due
+#   pending     P pending events: memory (PSS summed over the processes; for trialwatch, the
+#               daemon's, its Watch client's apart) and on-disk size, then the wake-ups
+#               (context switches) per minute with nothing due
 #   lateness    E events due at random over W seconds: action start minus due (p50, p99, max)
 #   burst       B events due at the same instant: time until the last action ran
 #
@@ -28,7 +29,8 @@ from slowpeers import At, Systemd
 
 PEERS = ["at", "systemd", "postgres-1s", "postgres-10s", "sqlite-1s", "sqlite-10s", "redis-1s"]
 UNITS = {"lateness_p50": "ms", "lateness_p99": "ms", "lateness_max": "ms", "rss_100k": "MB", "disk_100k": "MB",
-         "ingest_10k": "s", "idle_wakeups_per_min": "wakeups/min", "burst_10k_done": "s"}
+         "ingest_10k": "s", "idle_wakeups_per_min": "wakeups/min", "burst_10k_done": "s",
+         "watch_client_pss_100k": "MB"}
 SLOW = ("at", "systemd")
 output_lock = threading.Lock()
 
@@ -108,15 +110,18 @@ class Run:
     def pending(self):
         count = self.args.pending
         measured = min(count, self.args.slow_pending) if self.peer.name in SLOW else count
-        base_memory, base_disk = pss_bytes(self.peer.pids()), disk_bytes(*self.peer.store_paths())
+        base_memory, base_disk = pss_bytes(self.peer.memory_pids()), disk_bytes(*self.peer.store_paths())
         far = now_ns() + 86400 * 10**9
         rng = random.Random(7)
         self.peer.schedule_bulk([(f"p{k}", ms(far + rng.randrange(30 * 86400 * 10**9))) for k in range(measured)])
         time.sleep(2)
-        memory, disk = pss_bytes(self.peer.pids()), disk_bytes(*self.peer.store_paths())
+        memory, disk = pss_bytes(self.peer.memory_pids()), disk_bytes(*self.peer.store_paths())
         factor = count / measured
         remark = f"{measured} pending, growth scaled to {count}" if measured != count else None
         self.figure("rss_100k", (base_memory + (memory - base_memory) * factor) / 1e6, remark)
+        if self.peer.client_pids():
+            self.figure("watch_client_pss_100k", pss_bytes(self.peer.client_pids()) / 1e6,
+                        "the Watch client (consumer.py, Python), not in rss_100k")
         self.figure("disk_100k", (base_disk + (disk - base_disk) * factor) / 1e6, remark)
         wakeups = wakeups_over(self.peer.pids, self.args.idle)
         self.figure("idle_wakeups_per_min", wakeups * 60 / self.args.idle,

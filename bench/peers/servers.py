@@ -1,6 +1,8 @@
 # The peers run as servers the harness starts and stops itself, with consumer.py as their
 # poller, and trialwatch with consumer.py as its Watch client. Every peer has the same face:
-#   start(), stop(), pids() (the processes whose memory and wake-ups count), store_paths(),
+#   start(), stop(), pids() (the processes whose wake-ups count), memory_pids() (those whose
+#   memory counts: pids(), but for trialwatch the daemon alone), client_pids() (trialwatch's Watch
+#   client, whose memory is given apart; none for the others), store_paths(),
 #   schedule_each(events) (one at a time, each durable before the next), schedule_bulk(events)
 #   (a fast path to fill the store), clear() (no event pending), actions (the action file).
 # An event is (id, due), due in nanoseconds of the wall clock.
@@ -63,6 +65,12 @@ class Peer:
         if self.consumer is not None:
             done(self.consumer_cleanup)
             self.consumer = None
+
+    def memory_pids(self):
+        return self.pids()
+
+    def client_pids(self):
+        return []
 
 
 class Postgres(Peer):
@@ -345,6 +353,14 @@ class Trialwatch(Peer):
 
     def pids(self):
         return [self.process.pid, self.consumer.pid]
+
+    def memory_pids(self):
+        """trialwatchd alone: its Watch client, a Python process, is what a poller's callback
+        would be, and is counted apart (client_pids)."""
+        return [self.process.pid]
+
+    def client_pids(self):
+        return [self.consumer.pid]
 
     def store_paths(self):
         return [self.state]

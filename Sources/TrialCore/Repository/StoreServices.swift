@@ -11,6 +11,10 @@ public protocol StoreServices: AnyObject, Sendable {
   var openingNotes: [StoreNote] { get }
   /// Lets go of the store's files and connections; the repository is not used afterwards.
   func close()
+  /// Drops what the store holds in this process's memory that it can read again when needed
+  /// (the file store: the pages of its file mapped in, which stay in the page cache). The
+  /// daemon calls it once writes have gone quiet.
+  func releaseMemory()
 }
 
 /// One thing opening a store did, for the log: a message and its structured fields.

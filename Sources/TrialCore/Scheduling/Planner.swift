@@ -10,54 +10,68 @@ import HeapModule
 /// the top, or when stale entries outnumber live ones and the heap is rebuilt. Every
 /// operation is O(log n) amortised. Ties in due time go first in, first out (by plan).
 ///
-/// Memory per trial with pending events: one 24-byte heap entry, one 32-byte slot and one
-/// index bucket (8-byte key, 4-byte value); reminder schedules are shared.
+/// Memory per trial with pending events: one 16-byte heap entry, one 32-byte slot and 8 to 16
+/// bytes of index (a table of 4-byte slot numbers, at most half full); reminder schedules are
+/// shared. The storage is in `PlannerStorage.swift`.
 public struct Planner: Sendable {
   public var policy: CatchUpPolicy
 
-  /// A plan number (the order trials were planned in, from 1) in the high 56 bits, and an
-  /// event index in the low 8. Compared as a whole: plan first, then event.
-  typealias Order = UInt64
-
-  static func order(plan: UInt64, index: UInt8) -> Order { plan << 8 | Order(index) }
-
+  /// A trial's next pending event in the heap, 16 bytes.
   struct Entry: Comparable, Sendable {
     var due: Double
-    /// The plan and index of the event this entry stands for; live while its slot still
-    /// holds the same order.
-    var order: Order
-    var slot: UInt32
+    /// The plan number in the high 32 bits, the slot in the low 32. Compared as a whole after
+    /// the due time: plan first, so equal due times go first in, first out. Live while its
+    /// slot still holds the same plan.
+    var key: UInt64
+
+    init(due: Double, plan: UInt32, slot: UInt32) {
+      self.due = due
+      key = UInt64(plan) << 32 | UInt64(slot)
+    }
+
+    var plan: UInt32 { UInt32(truncatingIfNeeded: key >> 32) }
+    var slot: UInt32 { UInt32(truncatingIfNeeded: key) }
 
     static func < (lhs: Entry, rhs: Entry) -> Bool {
-      lhs.due != rhs.due ? lhs.due < rhs.due : lhs.order < rhs.order
+      lhs.due != rhs.due ? lhs.due < rhs.due : lhs.key < rhs.key
     }
 
     static func == (lhs: Entry, rhs: Entry) -> Bool {
-      lhs.due == rhs.due && lhs.order == rhs.order
+      lhs.due == rhs.due && lhs.key == rhs.key
     }
   }
 
+  /// A trial with pending events, 32 bytes.
   struct Slot: Sendable {
     var trial: UInt64
-    /// The trial's plan and its next pending event; 0 while the slot is free.
-    var order: Order
     var end: Double
+    /// The number of the trial's plan, in the order trials were planned, from 1; 0 while the
+    /// slot is free. Numbered again from 1 when the numbers run out (see `compact`).
+    var plan: UInt32
     var revision: UInt32
     var schedule: UInt32
-
-    var next: UInt8 { UInt8(truncatingIfNeeded: order) }
+    /// The index of the trial's next pending event in its plan (the expiry is the last).
+    var next: UInt8
   }
 
-  private var heap = Heap<Entry>()
-  private var slots: [Slot] = []
-  private var freeSlots: [UInt32] = []
-  private var index: [TrialID: UInt32] = [:]
-  private var schedules: [ReminderSchedule] = []
+  var heap = Heap<Entry>()
+  var slots: [Slot] = []
+  var freeSlots: [UInt32] = []
+  /// The index: open addressing, each bucket a slot number plus one (0: empty), its trial id
+  /// read from the slot (see `PlannerStorage.swift`).
+  var buckets: [UInt32] = []
+  /// Trials in the index.
+  var indexed = 0
+  var schedules: [ReminderSchedule] = []
   /// The offsets of each interned schedule in seconds, for due-time arithmetic.
-  private var scheduleSeconds: [[Double]] = []
-  private var scheduleIndex: [ReminderSchedule: UInt32] = [:]
-  private var lastPlan: UInt64 = 0
-  private var staleEntries = 0
+  var scheduleSeconds: [[Double]] = []
+  var scheduleIndex: [ReminderSchedule: UInt32] = [:]
+  var lastPlan: UInt32 = 0
+  var staleEntries = 0
+  /// The last plan number before plans are numbered again (lowered by tests).
+  var planLimit = UInt32.max
+  /// Slots are packed once fewer than a quarter of them, and more than this many, are free.
+  var compactionFloor = 4096
 
   /// Events not yet taken, over all trials.
   public private(set) var pendingEventCount = 0
@@ -67,14 +81,16 @@ public struct Planner: Sendable {
   }
 
   /// Trials with at least one pending event.
-  public var trialCount: Int { index.count }
+  public var trialCount: Int { indexed }
 
   /// The ids of the trials with at least one pending event, in no order.
-  public var trialIDs: some Collection<TrialID> { index.keys }
+  public var trialIDs: some Collection<TrialID> {
+    slots.lazy.filter { $0.plan != 0 }.map { TrialID($0.trial) }
+  }
 
   /// Prepares room for `trials` trials, to avoid rehashing while a store loads.
   public mutating func reserveCapacity(trials: Int) {
-    index.reserveCapacity(trials)
+    growIndex(toHold: trials)
     slots.reserveCapacity(trials)
     heap.reserveCapacity(trials)
   }
@@ -135,7 +151,7 @@ public struct Planner: Sendable {
   /// Removes every pending event of the trial. Returns false when it had none.
   @discardableResult
   public mutating func cancel(_ id: TrialID) -> Bool {
-    guard let slot = index.removeValue(forKey: id) else { return false }
+    guard let slot = slot(of: id.rawValue) else { return false }
     pendingEventCount -= remaining(in: slots[Int(slot)])
     release(slot)
     staleEntries += 1
@@ -145,38 +161,24 @@ public struct Planner: Sendable {
 
   private mutating func schedule(_ trial: Trial, from first: Int) {
     let schedule = intern(trial.reminders)
+    if lastPlan >= planLimit { compact() }
     lastPlan += 1
     let new = Slot(
-      trial: trial.id.rawValue, order: Self.order(plan: lastPlan, index: UInt8(first)),
-      end: trial.period.endDate.timeIntervalSinceReferenceDate, revision: trial.revision, schedule: schedule)
+      trial: trial.id.rawValue, end: trial.period.endDate.timeIntervalSinceReferenceDate, plan: lastPlan,
+      revision: trial.revision, schedule: schedule, next: UInt8(first))
     let position: UInt32
-    if let existing = index[trial.id] {
-      // The old plan's heap entry goes stale: its order no longer matches the slot.
+    if let existing = slot(of: trial.id.rawValue) {
+      // The old plan's heap entry goes stale: its plan no longer matches the slot.
       position = existing
       pendingEventCount -= remaining(in: slots[Int(position)])
       staleEntries += 1
       slots[Int(position)] = new
     } else {
       position = claimSlot(new)
-      index[trial.id] = position
     }
     pendingEventCount += remaining(in: new)
-    heap.insert(Entry(due: due(of: new, index: new.next), order: new.order, slot: position))
+    heap.insert(Entry(due: due(of: new, index: new.next), plan: new.plan, slot: position))
     tidy()
-  }
-
-  private mutating func claimSlot(_ slot: Slot) -> UInt32 {
-    if let free = freeSlots.popLast() {
-      slots[Int(free)] = slot
-      return free
-    }
-    slots.append(slot)
-    return UInt32(slots.count - 1)
-  }
-
-  private mutating func release(_ slot: UInt32) {
-    slots[Int(slot)].order = 0
-    freeSlots.append(slot)
   }
 
   private mutating func intern(_ schedule: ReminderSchedule) -> UInt32 {
@@ -189,11 +191,11 @@ public struct Planner: Sendable {
   }
 
   /// Events of the trial from `next` on, the expiry included.
-  private func remaining(in slot: Slot) -> Int {
+  func remaining(in slot: Slot) -> Int {
     schedules[Int(slot.schedule)].offsets.count + 1 - Int(slot.next)
   }
 
-  private func due(of slot: Slot, index: UInt8) -> Double {
+  func due(of slot: Slot, index: UInt8) -> Double {
     let offsets = scheduleSeconds[Int(slot.schedule)]
     return Int(index) < offsets.count ? slot.end - offsets[Int(index)] : slot.end
   }
@@ -206,14 +208,18 @@ public struct Planner: Sendable {
       due: Date(timeIntervalSinceReferenceDate: due(of: slot, index: index)))
   }
 
-  private func isLive(_ entry: Entry) -> Bool {
-    slots[Int(entry.slot)].order == entry.order
+  func isLive(_ entry: Entry) -> Bool {
+    slots[Int(entry.slot)].plan == entry.plan
   }
 
-  /// Keeps a live entry on top of the heap, and rebuilds the heap when stale entries
-  /// outnumber live ones.
+  /// Keeps a live entry on top of the heap; packs the slots when most are free, and rebuilds
+  /// the heap when stale entries outnumber live ones.
   private mutating func tidy() {
-    if staleEntries > 1024 && staleEntries > index.count {
+    if slots.count > compactionFloor && indexed < slots.count / 4 {
+      compact()
+      return
+    }
+    if staleEntries > 1024 && staleEntries > indexed {
       heap = Heap(heap.unordered.filter(isLive))
       staleEntries = 0
       return
@@ -240,7 +246,7 @@ public struct Planner: Sendable {
 
   /// The pending event with this id, if it is still pending.
   public func pendingEvent(_ id: EventID) -> TrialEvent? {
-    guard let position = index[id.trialID] else { return nil }
+    guard let position = slot(of: id.trialID.rawValue) else { return nil }
     let slot = slots[Int(position)]
     guard slot.revision == id.revision else { return nil }
     let offsets = schedules[Int(slot.schedule)].offsets
@@ -258,7 +264,7 @@ public struct Planner: Sendable {
 
   /// The trial's pending events, in due order.
   public func pendingEvents(of id: TrialID) -> [TrialEvent] {
-    guard let position = index[id] else { return [] }
+    guard let position = slot(of: id.rawValue) else { return [] }
     let slot = slots[Int(position)]
     let total = schedules[Int(slot.schedule)].offsets.count + 1
     return (Int(slot.next)..<total).map { event(of: slot, index: UInt8($0)) }
@@ -281,15 +287,14 @@ public struct Planner: Sendable {
       var slot = slots[position]
       taken.append(event(of: slot, index: slot.next))
       pendingEventCount -= 1
-      slot.order += 1
+      slot.next += 1
       if remaining(in: slot) == 0 {
         heap.removeMin()
-        index[TrialID(slot.trial)] = nil
         release(top.slot)
       } else {
         // The trial's next event takes the place of the one just taken: one sift instead of two.
         slots[position] = slot
-        heap.replaceMin(with: Entry(due: due(of: slot, index: slot.next), order: slot.order, slot: top.slot))
+        heap.replaceMin(with: Entry(due: due(of: slot, index: slot.next), plan: slot.plan, slot: top.slot))
       }
     }
     tidy()
@@ -301,15 +306,14 @@ public struct Planner: Sendable {
   /// Changes nothing.
   public func simulate(now: Date, through date: Date) -> [DueEvent] {
     let limit = date.timeIntervalSinceReferenceDate
-    var upcoming: [(due: Double, order: Order, event: TrialEvent)] = []
-    for (_, position) in index {
-      let slot = slots[Int(position)]
+    var upcoming: [(due: Double, order: UInt64, event: TrialEvent)] = []
+    for slot in slots where slot.plan != 0 {
       let total = schedules[Int(slot.schedule)].offsets.count + 1
       for next in Int(slot.next)..<total {
         let due = due(of: slot, index: UInt8(next))
         guard due <= limit else { break }
-        upcoming.append(
-          (due, slot.order + Order(next) - Order(slot.next), event(of: slot, index: UInt8(next))))
+        // Plan first, then the event's place in it: the order takeDue takes equal due times in.
+        upcoming.append((due, UInt64(slot.plan) << 8 | UInt64(next), event(of: slot, index: UInt8(next))))
       }
     }
     upcoming.sort { $0.due != $1.due ? $0.due < $1.due : $0.order < $1.order }

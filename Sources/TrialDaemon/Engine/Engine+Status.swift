@@ -77,4 +77,28 @@ extension Engine {
     lastStatus = line
     observer?.engineStatusChanged(line)
   }
+
+  // MARK: Memory
+
+  /// After every write, on the engine's context: `releaseMemory` runs once no write has been
+  /// done for `memoryQuiet`. One wake per quiet spell; while writes go on, it moves later.
+  func wrote() {
+    lastWrite = scheduler.monotonicNow
+    guard memoryWake == nil, releaseMemory != nil, !stopped else { return }
+    scheduleMemoryRelease(after: settings.memoryQuiet.timeInterval)
+  }
+
+  private func scheduleMemoryRelease(after delay: TimeInterval) {
+    memoryWake = scheduler.schedule(after: delay, label: "memory") { [weak self] in
+      guard let self else { return }
+      self.memoryWake = nil
+      let quiet = self.settings.memoryQuiet.timeInterval
+      let since = self.scheduler.monotonicNow - (self.lastWrite ?? -.infinity)
+      if since >= quiet {
+        self.releaseMemory?()
+      } else {
+        self.scheduleMemoryRelease(after: quiet - since)
+      }
+    }
+  }
 }

@@ -41,6 +41,13 @@ public final class Engine {
   /// The newest event handed to the log observers.
   public internal(set) var publishedThrough = EventCursor.origin
   var pruneWake: (any ScheduledWake)?
+  /// Called on the engine's context once writes have gone quiet (`EngineSettings.memoryQuiet`
+  /// after the last): the daemon lets go of memory they left resident there (the store's
+  /// mapped pages, free heap). Nil: nothing to do, no wake for it.
+  public var releaseMemory: (() -> Void)?
+  var memoryWake: (any ScheduledWake)?
+  /// When the last write was done (the scheduler's monotonic time).
+  var lastWrite: TimeInterval?
   /// Where the snapshot for reads off the engine's queue is published; nil until asked for
   /// (`snapshots()`).
   var snapshotCell: EngineSnapshots?
@@ -74,7 +81,11 @@ public final class Engine {
     self.planner = Planner(policy: settings.policy)
     let delivery = self.delivery
     self.commits.hooks = CommitHooks(
-      prelude: { txn in try delivery.recordMarks(in: txn) }, committed: { delivery.marksRecorded($0) })
+      prelude: { txn in try delivery.recordMarks(in: txn) },
+      committed: { [weak self] in
+        delivery.marksRecorded($0)
+        self?.wrote()
+      })
     delivery.commitMarks = { [weak self] completion in self?.commitMarks(completion) }
   }
 
@@ -165,7 +176,9 @@ public final class Engine {
     flushCommands()
     commits.drain()
     stopped = true
-    for item in [wake, watchdogWake, statusWake, retryWake, flushWake, pruneWake] { item?.cancel() }
+    for item in [wake, watchdogWake, statusWake, retryWake, flushWake, pruneWake, memoryWake] {
+      item?.cancel()
+    }
     delivery.stop()
     wake = nil
     do {

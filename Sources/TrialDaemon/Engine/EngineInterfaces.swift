@@ -66,12 +66,16 @@ public struct EngineSettings: Hashable, Sendable {
   public var retention: EventRetention
   /// The most events one pruning step removes (each step is one short transaction).
   public var pruneBatch: Int
+  /// How long after the last write the engine lets go of memory writes left resident
+  /// (`Engine.releaseMemory`).
+  public var memoryQuiet: Duration
 
   public init(
     defaultLength: Days = .defaultTrialLength, defaultReminders: ReminderSchedule = .default,
     policy: CatchUpPolicy = CatchUpPolicy(), watchdogInterval: Duration? = nil,
     statusInterval: Duration = .milliseconds(250), stepTolerance: Duration = .seconds(1),
-    retryDelay: Duration = .seconds(1), retention: EventRetention = EventRetention(), pruneBatch: Int = 1_000
+    retryDelay: Duration = .seconds(1), retention: EventRetention = EventRetention(), pruneBatch: Int = 1_000,
+    memoryQuiet: Duration = .seconds(1)
   ) {
     self.defaultLength = defaultLength
     self.defaultReminders = defaultReminders
@@ -82,5 +86,6 @@ public struct EngineSettings: Hashable, Sendable {
     self.retryDelay = retryDelay
     self.retention = retention
     self.pruneBatch = pruneBatch
+    self.memoryQuiet = memoryQuiet
   }
 }

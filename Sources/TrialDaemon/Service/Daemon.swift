@@ -173,6 +173,12 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       repository: repository, scheduler: scheduler, settings: engineSettings(configuration), sinks: [sink],
       commits: commits, logger: Logger(label: "trialwatchd.engine"))
     engine.observer = self
+    // Once writes go quiet: the store's pages they mapped in, and the heap they freed.
+    let storeServices = opened.services
+    engine.releaseMemory = {
+      storeServices.releaseMemory()
+      HeapTrim.run()
+    }
     self.engine = engine
     if let fleet {
       fleet.attach(engine)

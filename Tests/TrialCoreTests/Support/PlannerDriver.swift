@@ -19,9 +19,9 @@ final class PlannerDriver {
   private var wake: (any ScheduledWake)?
   private(set) var wakes: [Wake] = []
 
-  init(now: Date, policy: CatchUpPolicy = CatchUpPolicy()) {
+  init(now: Date, policy: CatchUpPolicy = CatchUpPolicy(), planner: Planner? = nil) {
     scheduler = TestScheduler(now: now)
-    planner = Planner(policy: policy)
+    self.planner = planner ?? Planner(policy: policy)
   }
 
   /// A driver at day 0 that planned trial 1, `days` long, starting then.
