@@ -57,9 +57,7 @@ APT_PACKAGES ?= pkg-config binutils tzdata libsystemd-dev liblmdb-dev libpq-dev 
   postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
-# The benchmarks' release build links the Swift runtime statically, as make release does, so
-# that the daemon they measure is the one that ships.
-BENCH_FLAGS = -c release --static-swift-stdlib --scratch-path $(BENCH_SCRATCH) $(STRICT)
+BENCH_FLAGS = -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
 
 .PHONY: all build deps test lint-binaries bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-figures fleet-test soak run clean format lint release install install-files uninstall install-check e2e \
   deb e2e-package
@@ -128,7 +126,8 @@ bench bench-peers: .SHELLFLAGS = -o pipefail -c
 
 bench: deps release
 	$(SWIFT) build $(BENCH_FLAGS)
-	{ $(call bench_run,make bench); $(BENCH_SCRATCH)/release/trialwatch-bench && $(FLEET_BENCH); } \
+	{ $(call bench_run,make bench); \
+	  TRIALWATCH_BENCH_DAEMON=$(RELEASE_BIN)/trialwatchd $(BENCH_SCRATCH)/release/trialwatch-bench && $(FLEET_BENCH); } \
 	  | tee $(BENCH_OUT).tmp
 	mv -f $(BENCH_OUT).tmp $(BENCH_OUT)
 

@@ -12,9 +12,14 @@ import TestSupport
 /// before the start if wanted, see `stateDirectory(in:)`), the control socket `io.trialwatch`,
 /// the notify socket `notify.sock` and what the daemon logs, `trialwatchd.log`.
 final class DaemonProcess {
-  /// The trialwatchd built beside this bench.
+  /// The trialwatchd measured: `TRIALWATCH_BENCH_DAEMON` names it (make bench names the static
+  /// build make release ships, with its trialwatchctl link beside it), else the one built
+  /// beside this bench.
   static var builtExecutable: URL {
-    URL(fileURLWithPath: BuiltProducts.path("trialwatchd"))
+    if let path = ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_DAEMON"], !path.isEmpty {
+      return URL(fileURLWithPath: path)
+    }
+    return URL(fileURLWithPath: BuiltProducts.path("trialwatchd"))
   }
 
   static func stateDirectory(in directory: URL) -> URL {
