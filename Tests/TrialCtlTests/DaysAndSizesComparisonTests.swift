@@ -1,7 +1,7 @@
 import Foundation
 import TestSupport
-import TrialControl
 import Testing
+import TrialControl
 import TrialCore
 import TrialTesting
 
