@@ -43,24 +43,6 @@ public final class StopSignal: StopAwareWaiting, Sendable {
     return stop
   }
 
-  /// Runs `body` on a detached thread of its own.
-  private static func startThread(_ body: @escaping @Sendable () -> Void) {
-    final class Body {
-      let run: @Sendable () -> Void
-      init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-    }
-    let context = Unmanaged.passRetained(Body(body)).toOpaque()
-    var thread = pthread_t()
-    let result = pthread_create(
-      &thread, nil,
-      { context in
-        Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
-        return nil
-      }, context)
-    precondition(result == 0, "cannot start a thread: \(String(cString: strerror(result)))")
-    pthread_detach(thread)
-  }
-
   /// `handler` runs once, on the thread that asks for the stop.
   public func onStop(_ handler: @escaping @Sendable () -> Void) {
     handlers.withLock { $0.append(handler) }

@@ -1,3 +1,5 @@
+import TrialControl
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -23,24 +25,6 @@ public final class FileOutput: TextOutput {
   /// other error (a closed pipe, a full disk), as the line has nowhere else to go.
   public func write(line: String) {
     writeAll(descriptor, Array((line + "\n").utf8))
-  }
-}
-
-/// Writes `bytes` to `descriptor`, again after a partial write or EINTR, until all are
-/// written or another error stops it.
-private func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
-  bytes.withUnsafeBytes { buffer in
-    var offset = 0
-    while offset < buffer.count {
-      let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-      if written > 0 {
-        offset += written
-      } else if written < 0 && errno == EINTR {
-        continue
-      } else {
-        return
-      }
-    }
   }
 }
 

@@ -1,6 +1,7 @@
 import CEpoll
 import FoundationEssentials
 import Synchronization
+import TrialControl
 
 #if canImport(Glibc)
   import Glibc

@@ -29,20 +29,6 @@ func readToEnd(_ fd: Int32) -> Result<[UInt8], SystemError> {
   }
 }
 
-/// Writes all of `bytes` to `fd`, whatever the size of each write; false on an error.
-@discardableResult
-public func writeAll(_ fd: Int32, _ bytes: some Collection<UInt8>) -> Bool {
-  let bytes = Array(bytes)
-  var written = 0
-  while written < bytes.count {
-    let count = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    if count < 0 && errno == EINTR { continue }
-    guard count > 0 else { return false }
-    written += count
-  }
-  return true
-}
-
 /// The names in the directory at `path`, without `.` and `..`.
 func listDirectory(_ path: String) -> Result<[String], SystemError> {
   guard let directory = opendir(path) else { return .failure(SystemError(code: errno)) }
@@ -55,26 +41,6 @@ func listDirectory(_ path: String) -> Result<[String], SystemError> {
     if name != "." && name != ".." { names.append(name) }
   }
   return .success(names)
-}
-
-/// Runs `body` on a thread of its own, detached.
-func startThread(_ body: @escaping @Sendable () -> Void) {
-  let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-  var thread = pthread_t()
-  let result = pthread_create(
-    &thread, nil,
-    { argument in
-      let body = Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue()
-      body.run()
-      return nil
-    }, box)
-  precondition(result == 0, "cannot start a thread: \(SystemError(code: result))")
-  pthread_detach(thread)
-}
-
-private final class ThreadBody: Sendable {
-  let run: @Sendable () -> Void
-  init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
 
 /// How a child process ended, and what it wrote on standard error.
