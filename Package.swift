@@ -46,8 +46,9 @@ let package = Package(
     // The store's crash-test workload, run by trialwatch-crashtest and replayed by the tests.
     .target(name: "TrialStoreTesting", dependencies: ["TrialCore", "TrialStore"]),
 
-    // Debian's libpq-dev: the PostgreSQL client library under TrialPostgres.
-    .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+    // Debian's libpq-dev: the declarations of PostgreSQL's client library under TrialPostgres.
+    // Not linked: TrialPostgres opens libpq.so.5 at its first connection (shim.h).
+    .systemLibrary(name: "CPostgres", providers: [.apt(["libpq-dev"])]),
     // A small wrapper over libpq: connections, statements, notifications; the only importer
     // of CPostgres.
     .target(name: "TrialPostgres", dependencies: ["TrialCore", "CPostgres"], path: "Sources/TrialPostgres"),

@@ -15,6 +15,9 @@ import TrialDaemonTesting
     let ready = daemon.notify.waitFor { $0.contains("READY=1") }
     #expect(ready.found?.contains("STATUS=0 active trials; nothing scheduled") == true)
     #expect(ready.seen.first?.contains("EXTEND_TIMEOUT_USEC=") == true, "asks for time while loading")
+    let libraries = daemon.mappedLibraries
+    #expect(libraries.contains("libc.so.6"))
+    #expect(!libraries.contains { $0.hasPrefix("libpq.") }, "libpq is loaded only in fleet mode")
 
     daemon.signal(SIGHUP)
     let reloading = daemon.notify.waitFor { $0.contains("RELOADING=1") }

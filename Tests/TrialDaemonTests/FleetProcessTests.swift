@@ -93,6 +93,7 @@ import TrialDaemonTesting
     let fleet = try #require(try client.call(Trials.getFleet).fleet)
     #expect(fleet.node == "node-a" && fleet.shards == Array(0..<8) && fleet.shardCount == 8)
     #expect(fleet.nodes.map(\.name) == ["node-a"])
+    #expect(daemon.mappedLibraries.contains { $0.hasPrefix("libpq.so.5") }, "a fleet node loads libpq")
     let trial = try client.startTrial(StartTrialParameters(subject: "acme-1"))
     #expect(try client.getTrial(GetTrialParameters(subject: "acme-1")).id == trial.id)
     #expect(try client.getStatus().fleet?.node == "node-a")
