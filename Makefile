@@ -215,9 +215,10 @@ clean:
 # --- Release build and installation -----------------------------------------------------------
 #
 # One program with the Swift runtime linked statically, trialwatchctl a link to it that runs
-# the client (docs/architecture.md, "Footprint"): an installed host needs only glibc, libstdc++
-# and libgcc, libsystemd, liblmdb and libpq (Debian: libc6, libstdc++6, libgcc-s1, libsystemd0,
-# liblmdb0, libpq5).
+# the client (docs/architecture.md, "Footprint"): an installed host needs only glibc (2.36 or
+# later), libstdc++ and libgcc, libsystemd and liblmdb (Debian: libc6, libstdc++6, libgcc-s1,
+# libsystemd0, liblmdb0); libpq (libpq5) is opened by a fleet node only. Linked by the
+# toolchain's lld: relocations packed (DT_RELR), no symbol exported, bound at start (-z now).
 RELEASE_SCRATCH = .build-release
 RELEASE_BIN = $(RELEASE_SCRATCH)/release
 PREFIX ?= /usr
@@ -248,9 +249,12 @@ COMPLETED = trialwatchctl trialwatchd
 MAN_DATE ?= $(shell if [ -n "$$SOURCE_DATE_EPOCH" ]; then date -u -d "@$$SOURCE_DATE_EPOCH" +%F; \
   else git log -1 --format=%cs 2>/dev/null | grep . || date -u +%F; fi)
 
-# Linked with -z now (with the toolchain's default -z relro: full RELRO), as Debian's
-# hardening flags ask of packaged binaries.
-RELEASE_FLAGS = -c release --static-swift-stdlib --scratch-path $(RELEASE_SCRATCH) $(STRICT) -Xlinker -z -Xlinker now
+# Linked with -z now (with lld's default -z relro: full RELRO), as Debian's hardening flags ask
+# of packaged binaries; without the $ORIGIN run path SwiftPM adds (the runtime is linked in).
+RELEASE_LINK = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker now -Xlinker -z -Xlinker pack-relative-relocs \
+  -Xlinker --no-export-dynamic
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath --scratch-path $(RELEASE_SCRATCH) $(STRICT) \
+  $(RELEASE_LINK)
 release: deps
 	$(SWIFT) build $(RELEASE_FLAGS) --product trialwatchd
 	ln -sfn trialwatchd $(RELEASE_BIN)/trialwatchctl

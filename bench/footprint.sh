@@ -62,10 +62,13 @@ report() { # NAME BYTES BIN
   echo "footprint_${name}_daemon_rss_idle_anon_kb: ${rss[2]} kB"
 }
 
-build static --static-swift-stdlib
+# Both linked as make release links (lld, packed relocations, nothing exported).
+LINK=(-Xswiftc -use-ld=lld -Xlinker -z -Xlinker now -Xlinker -z -Xlinker pack-relative-relocs
+  -Xlinker --no-export-dynamic)
+build static --static-swift-stdlib "${LINK[@]}"
 report static "$(stat -c %s "$SCRATCH/static-bin/trialwatchd")" "$SCRATCH/static-bin"
 
-build shared
+build shared "${LINK[@]}"
 libraries=$(ldd "$SCRATCH/shared-bin/trialwatchd" | awk '$3 ~ /swift/ { print $3 }')
 bytes=$(stat -c %s "$SCRATCH/shared-bin/trialwatchd")
 for library in $libraries; do bytes=$((bytes + $(stat -L -c %s "$library"))); done
