@@ -30,6 +30,9 @@
 #                    trialwatchd, and trialwatchctl a link to it; and
 #                    generated from them the man pages (.build-release/man/) and the bash, zsh and
 #                    fish completions (.build-release/completions/)
+#   make hot-functions  release build, then release/hot-functions.txt written again from a run of it
+#                    under valgrind (installed if missing; about a minute), then linked again: the
+#                    functions placed together by make release (docs/architecture.md, "Footprint")
 #   make install     release build, then install binaries, units, sysusers.d, catalog, man pages,
 #                    shell completions, the documents (README.md, docs/*.md), the sample
 #                    configuration and the examples (a consumer's configuration, the fleet
@@ -60,7 +63,7 @@ BENCH_SCRATCH = .build-bench
 BENCH_FLAGS = -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
 
 .PHONY: all build deps test lint-binaries bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-figures fleet-test soak run clean format lint release install install-files uninstall install-check e2e \
-  deb e2e-package
+  deb e2e-package hot-functions
 
 all: build
 
@@ -136,10 +139,10 @@ bench: deps release
 # $(BENCH_SCRATCH)/peers; the systemd peer boots the container of make e2e there.
 PEERS_PYTHON ?= /usr/bin/python3
 PEERS_SCRATCH = $(BENCH_SCRATCH)/peers
-bench-peers: deps
-	$(SWIFT) build $(BENCH_FLAGS)
+# The trialwatchd measured is the shipped program, make release's.
+bench-peers: deps release
 	{ $(call bench_run,make bench-peers$(if $(PEERS_ONLY), PEERS_ONLY=$(PEERS_ONLY))); \
-	  $(PEERS_PYTHON) bench/peers/peers.py --daemon $(BENCH_SCRATCH)/release/trialwatchd --scratch $(PEERS_SCRATCH); } \
+	  $(PEERS_PYTHON) bench/peers/peers.py --daemon $(RELEASE_BIN)/trialwatchd --scratch $(PEERS_SCRATCH); } \
 	  | tee $(PEERS_OUT).tmp
 	mv -f $(PEERS_OUT).tmp $(PEERS_OUT)
 
@@ -251,11 +254,17 @@ MAN_DATE ?= $(shell if [ -n "$$SOURCE_DATE_EPOCH" ]; then date -u -d "@$$SOURCE_
 
 # Linked with -z now (with lld's default -z relro: full RELRO), as Debian's hardening flags ask
 # of packaged binaries; without the $ORIGIN run path SwiftPM adds (the runtime is linked in).
+# The functions that run in a typical life are placed together, in the order of
+# release/hot-functions.txt (make hot-functions), each of the program's own in a section of its own.
+HOT_FUNCTIONS = release/hot-functions.txt
 RELEASE_LINK = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker now -Xlinker -z -Xlinker pack-relative-relocs \
-  -Xlinker --no-export-dynamic
+  -Xlinker --no-export-dynamic \
+  -Xlinker --symbol-ordering-file=$(abspath $(HOT_FUNCTIONS)) -Xlinker --no-warn-symbol-ordering
 RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath --scratch-path $(RELEASE_SCRATCH) $(STRICT) \
-  $(RELEASE_LINK)
+  -Xswiftc -Xfrontend -Xswiftc -function-sections $(RELEASE_LINK)
 release: deps
+	@# A changed list of hot functions alone does not make SwiftPM link again.
+	@if [ $(HOT_FUNCTIONS) -nt $(RELEASE_BIN)/trialwatchd ]; then rm -f $(RELEASE_BIN)/trialwatchd; fi
 	$(SWIFT) build $(RELEASE_FLAGS) --product trialwatchd
 	ln -sfn trialwatchd $(RELEASE_BIN)/trialwatchctl
 	$(SWIFT) build $(RELEASE_FLAGS) --product trialwatch-manual
@@ -365,6 +374,11 @@ uninstall:
 # --- Installation and end-to-end tests ----------------------------------------------------------
 
 # Installs into a temporary DESTDIR (twice, and with another PREFIX) and checks the tree.
+hot-functions: release
+	@$(MAKE) --no-print-directory deps APT_PACKAGES=valgrind PIP_PACKAGES=
+	release/hot-functions.sh $(RELEASE_BIN)/trialwatchd $(HOT_FUNCTIONS)
+	$(MAKE) --no-print-directory release
+
 install-check: release
 	Tests/e2e/install-check.sh
 
