@@ -12,7 +12,10 @@ import TrialTesting
 ///
 ///     daemon_start_to_ready_empty_ms    process start to READY=1 on an empty store (median of 9)
 ///     daemon_rss_idle_empty             resident memory of that daemon once idle (and its parts,
-///                                       `_file` and `_anon`)
+///                                       `_file` and `_anon`; `_program`, the pages of its own
+///                                       file, a part of `_file`)
+///     daemon_pss_idle_empty             the same proportionally: a page shared with other
+///                                       processes (glibc's) counted in part
 ///     ctl_status_wall_ms                `trialwatchctl status` against it, end to end, its
 ///                                       process start included (median of 20)
 ///     daemon_rss_pending_100k           resident memory after READY=1 with 100,000 active trials
@@ -63,6 +66,8 @@ private func measureEmptyDaemon() throws {
   report("daemon_rss_idle_empty", memory.megabytes(\.resident), "MB", digits: 1)
   report("daemon_rss_idle_empty_file", memory.megabytes(\.file), "MB", digits: 1)
   report("daemon_rss_idle_empty_anon", memory.megabytes(\.anonymous), "MB", digits: 1)
+  report("daemon_rss_idle_empty_program", memory.megabytes(\.program), "MB", digits: 1)
+  report("daemon_pss_idle_empty", memory.megabytes(\.proportional), "MB", digits: 1)
 
   report("ctl_status_wall_ms", try ctlStatusMilliseconds(idle), "ms", digits: 1)
   try idle.stop()
