@@ -38,6 +38,37 @@ import TrialDaemonTesting
     #expect(output.contains("password authentication failed"))
   }
 
+  /// libpq is opened at the first connection: on a host without it, a fleet node's check
+  /// fails naming the library and its package. The host's libpq is hidden from the daemon by an
+  /// empty file mounted over it in a mount namespace of its own (root only).
+  @Test(.enabled(if: getuid() == 0, "mounts in a namespace of its own"))
+  func checkConfig_WithoutLibpq_FailsNamingTheLibraryAndItsPackage() throws {
+    let scratch = try TemporaryDirectory("no-libpq")
+    let library = try #require(
+      [
+        "/usr/lib/x86_64-linux-gnu/libpq.so.5", "/usr/lib/aarch64-linux-gnu/libpq.so.5",
+        "/usr/lib/libpq.so.5",
+      ]
+      .first { FileManager.default.fileExists(atPath: $0) }.map {
+        URL(fileURLWithPath: $0).resolvingSymlinksInPath().path
+      })
+    let empty = scratch.appending("empty")
+    let config = scratch.appending("trialwatch.conf")
+    try Data().write(to: URL(fileURLWithPath: empty))
+    try Self.config("host=\(scratch.path) dbname=trialwatch").write(
+      toFile: config, atomically: true, encoding: .utf8)
+    let daemon = BuiltProducts.path("trialwatchd")
+    let script = "mount --bind \"$1\" \"$2\" && exec \"$3\" --config \"$4\" --state-dir \"$5\" --check-config"
+    let result = try ChildProcess.run(
+      .path("/usr/bin/unshare"),
+      ["--mount", "sh", "-c", script, "sh", empty, library, daemon, config, scratch.appending("state")])
+    #expect(result.status.code == 1)
+    #expect(
+      result.output.contains(
+        "error: PostgreSQL ([PostgreSQL] Connection=): could not connect: PostgreSQL's client library cannot be loaded (Debian package libpq5): "
+      ), "\(result.output)\(result.errors)")
+  }
+
   @Test func unreachableDatabase_FailsToStart_WithoutReady() throws {
     let empty = try TemporaryDirectory("no-server")
     let daemon = try DaemonProcess(config: Self.config("host=\(empty.path) dbname=trialwatch user=nobody"))

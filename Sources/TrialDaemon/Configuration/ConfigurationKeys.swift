@@ -238,7 +238,8 @@ enum ConfigurationSchema {
         + "(\"postgresql://trialwatch@db1,db2/trialwatch\"). Required "
         + "with Backend=postgresql. It must not hold the password: libpq reads it from the .pgpass file "
         + "named by PGPASSFILE, which trialwatch-fleet.conf points at a credential passed with systemd's "
-        + "LoadCredential=. Only the form is checked here; libpq checks the rest when it connects.",
+        + "LoadCredential=. Only the form is checked here; libpq checks the rest when it connects. "
+        + "libpq (libpq.so.5, Debian package libpq5) is opened then, not before.",
       apply: { config, value throws(InvalidValue) in
         config.postgreSQLKeys.connection = try connection(value)
       },
