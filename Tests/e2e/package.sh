@@ -3,8 +3,9 @@
 #
 # Boots Debian 12 (systemd 252) in a systemd-nspawn container (container.sh) with nothing of
 # trialwatch in it, and takes the package through its life as an operator would, with apt:
-# install the previous version's package (built from this tree with a lower version), upgrade
-# to this version's, remove, purge, and install again on the clean system. Checks that the
+# install the previous version's package (built from this tree with a lower version, with
+# trialwatchctl a program of its own as the packages before one program were), upgrade to this
+# version's, remove, purge, and install again on the clean system. Checks that the
 # service runs after each install, that the upgrade restarts it and keeps every trial and the
 # local configuration, that a backup taken beside the running service restores, that remove stops it and keeps the store, and that purge removes the
 # store, the configuration and the user's files (and leaves files the operator added).
@@ -35,9 +36,21 @@ for deb in "$NEW_DEB" "$OLD_DEB"; do
   [ -s "$DEB_OUT/$deb" ] || abort "packages" "no $DEB_OUT/$deb; run \`make e2e-package\`, which builds it"
 done
 
+# The previous package in the previous layout: packages up to 25 November 2026 installed
+# trialwatchctl as a program of its own, not as a link to trialwatchd. The old package gets a
+# copy of the program in its place, so that the upgrade replaces a file with the link.
+rm -rf "$SCRATCH/old-deb"
+mkdir -p "$SCRATCH/old-deb"
+dpkg-deb -R "$DEB_OUT/$OLD_DEB" "$SCRATCH/old-deb/tree" || abort "packages" "cannot unpack $OLD_DEB"
+rm -f "$SCRATCH/old-deb/tree/usr/bin/trialwatchctl"
+cp "$SCRATCH/old-deb/tree/usr/bin/trialwatchd" "$SCRATCH/old-deb/tree/usr/bin/trialwatchctl"
+(cd "$SCRATCH/old-deb/tree" && md5sum usr/bin/trialwatchctl) >> "$SCRATCH/old-deb/tree/DEBIAN/md5sums"
+dpkg-deb --root-owner-group -Zxz -b "$SCRATCH/old-deb/tree" "$SCRATCH/old-deb/$OLD_DEB" > /dev/null \
+  || abort "packages" "cannot pack $OLD_DEB in the previous layout"
+
 container_root
 mkdir -p "$ROOT/root/packages"
-cp "$DEB_OUT/$NEW_DEB" "$DEB_OUT/$OLD_DEB" "$ROOT/root/packages/" || abort "packages" "cannot copy them in"
+cp "$DEB_OUT/$NEW_DEB" "$SCRATCH/old-deb/$OLD_DEB" "$ROOT/root/packages/" || abort "packages" "cannot copy them in"
 container_boot
 
 # apt_get ARGS...: apt-get in the container, as an operator runs it (no questions asked);
@@ -76,6 +89,11 @@ if apt_get install "./$OLD_DEB"; then
   pass "apt install ./$OLD_DEB"
 else
   fail "apt install ./$OLD_DEB" "$(apt_tail)"
+fi
+if ct test -f /usr/bin/trialwatchctl -a ! -L /usr/bin/trialwatchctl; then
+  pass "install: $OLD_VERSION's trialwatchctl is a program of its own (the previous layout)"
+else
+  fail "install: $OLD_VERSION's trialwatchctl is a program of its own" "$(ct ls -l /usr/bin/trialwatchctl 2>&1)"
 fi
 check_installed "$OLD_VERSION" "install"
 
@@ -128,6 +146,14 @@ else
   fail "apt install ./$NEW_DEB (upgrade from $OLD_VERSION)" "$(apt_tail)"
 fi
 check_installed "$VERSION" "upgrade"
+LINK=$(ct readlink /usr/bin/trialwatchctl)
+DAEMON_STATUS=$(ct trialwatchctl daemon-status 2>&1)
+if [ "$LINK" = trialwatchd ] && echo "$DAEMON_STATUS" | grep -q "$VERSION"; then
+  pass "upgrade: the program trialwatchctl of $OLD_VERSION replaced by a link to trialwatchd, which runs the client"
+else
+  fail "upgrade: trialwatchctl replaced by a link to trialwatchd" \
+    "link: ${LINK:-none}; daemon-status: $(echo "$DAEMON_STATUS" | head -n 3 | tr '\n' ' ')"
+fi
 NEW_PID=$(show MainPID)
 if [ -n "$OLD_PID" ] && [ "$OLD_PID" != 0 ] && [ -n "$NEW_PID" ] && [ "$NEW_PID" != 0 ] \
   && [ "$OLD_PID" != "$NEW_PID" ]; then
