@@ -66,44 +66,44 @@ enum JSONSyntax {
     }
 
     mutating func object(depth: Int) throws(Problem) {
-      offset += 1
-      skipSpace()
-      if current == UInt8(ascii: "}") {
-        offset += 1
-        return
-      }
-      while true {
-        guard current == UInt8(ascii: "\"") else { throw unexpected("expected a member name in quotes") }
-        try string()
-        skipSpace()
-        try expect(UInt8(ascii: ":"), "expected ':' after a member name")
-        skipSpace()
-        try value(depth: depth + 1)
-        skipSpace()
-        if current == UInt8(ascii: "}") {
-          offset += 1
-          return
+      try sequence(closedBy: UInt8(ascii: "}"), "expected ',' or '}' in an object") {
+        reader throws(Problem) in
+        guard reader.current == UInt8(ascii: "\"") else {
+          throw reader.unexpected("expected a member name in quotes")
         }
-        try expect(UInt8(ascii: ","), "expected ',' or '}' in an object")
-        skipSpace()
+        try reader.string()
+        reader.skipSpace()
+        try reader.expect(UInt8(ascii: ":"), "expected ':' after a member name")
+        reader.skipSpace()
+        try reader.value(depth: depth + 1)
       }
     }
 
     mutating func array(depth: Int) throws(Problem) {
+      try sequence(closedBy: UInt8(ascii: "]"), "expected ',' or ']' in an array") { reader throws(Problem) in
+        try reader.value(depth: depth + 1)
+      }
+    }
+
+    /// After an opening bracket: nothing, or items that `item` reads, separated by commas, then
+    /// `close`; `context` is what a wrong byte between items is told.
+    mutating func sequence(
+      closedBy close: UInt8, _ context: String, item: (inout Reader) throws(Problem) -> Void
+    ) throws(Problem) {
       offset += 1
       skipSpace()
-      if current == UInt8(ascii: "]") {
+      if current == close {
         offset += 1
         return
       }
       while true {
-        try value(depth: depth + 1)
+        try item(&self)
         skipSpace()
-        if current == UInt8(ascii: "]") {
+        if current == close {
           offset += 1
           return
         }
-        try expect(UInt8(ascii: ","), "expected ',' or ']' in an array")
+        try expect(UInt8(ascii: ","), context)
         skipSpace()
       }
     }

@@ -86,16 +86,10 @@ public final class DaemonProcess {
   /// The file names of the shared libraries the running daemon has mapped (from
   /// `/proc/PID/maps`), such as `libc.so.6`.
   public var mappedLibraries: Set<String> {
-    // Read to the end: a /proc file reports no size, and a sized read would stop short.
-    guard let pid = child?.pid, let file = FileHandle(forReadingAtPath: "/proc/\(pid)/maps") else {
-      return []
-    }
-    defer { try? file.close() }
-    let maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+    guard let pid = child?.pid, let maps = ProcFiles.read("/proc/\(pid)/maps") else { return [] }
     return Set(
       maps.split(separator: "\n").compactMap { line in
-        line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).first
-          .map { String($0.split(separator: "/").last ?? "") }
+        ProcFiles.mappedPath(line).map { String($0.split(separator: "/").last ?? "") }
       }.filter { $0.contains(".so") })
   }
 

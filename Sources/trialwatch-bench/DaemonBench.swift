@@ -164,9 +164,7 @@ private func contextSwitches(of pid: Int32) -> [String: Int] {
   let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
   var counts: [String: Int] = [:]
   for task in tasks {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
-      continue
-    }
+    guard let status = ProcFiles.read("/proc/\(pid)/task/\(task)/status") else { continue }
     for line in status.split(separator: "\n") where line.contains("ctxt_switches:") {
       counts[task, default: 0] += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
     }

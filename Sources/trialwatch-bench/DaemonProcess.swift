@@ -146,34 +146,26 @@ struct ResidentMemory {
   var resident = 0
   var file = 0
   var anonymous = 0
-  /// Proportional: each shared page divided by the processes that map it (smaps_rollup's Pss).
+  /// Proportional: each shared page divided by the processes that map it (smaps' Pss).
   var proportional = 0
   /// The pages of the program's own file (its code and read-only data), from smaps.
   var program = 0
 
   init(pid: Int32) {
-    // Read to the end: a /proc file reports no size, and a sized read stops short.
-    func procFile(_ name: String) -> String {
-      guard let file = FileHandle(forReadingAtPath: "/proc/\(pid)/\(name)") else { return "" }
-      defer { try? file.close() }
-      return String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
-    }
-    let rollup = procFile("smaps_rollup")
-    for line in rollup.split(separator: "\n") where line.hasPrefix("Pss:") {
-      proportional = (Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0) * 1024
-    }
+    // smaps: every mapping's figures; its Pss lines add up to the process's.
     let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? "?"
-    let smaps = procFile("smaps")
     var inProgram = false
-    for line in smaps.split(separator: "\n") {
-      let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-      if let first = fields.first, first.contains("-"), first.first?.isHexDigit == true {
-        inProgram = fields.count >= 6 && fields[5] == executable
-      } else if inProgram, fields.first == "Rss:", fields.count == 3 {
-        program += (Int(fields[1]) ?? 0) * 1024
+    for line in (ProcFiles.read("/proc/\(pid)/smaps") ?? "").split(separator: "\n") {
+      if ProcFiles.startsMapping(line) {
+        inProgram = ProcFiles.mappedPath(line) == executable[...]
+        continue
       }
+      let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+      guard fields.count == 3, fields[2] == "kB", let kilobytes = Int(fields[1]) else { continue }
+      if fields[0] == "Pss:" { proportional += kilobytes * 1024 }
+      if fields[0] == "Rss:" && inProgram { program += kilobytes * 1024 }
     }
-    let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let text = ProcFiles.read("/proc/\(pid)/status") ?? ""
     for line in text.split(separator: "\n") {
       let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
       guard fields.count == 3, fields[2] == "kB", let kilobytes = Int(fields[1]) else { continue }
