@@ -80,8 +80,8 @@ extension Engine {
 
   // MARK: Memory
 
-  /// After every write, on the engine's context: `releaseMemory` runs once no write has been
-  /// done for `memoryQuiet`. One wake per quiet spell; while writes go on, it moves later.
+  /// After every write, and after start-up, on the engine's context: `releaseMemory` runs once
+  /// no write has been done for `memoryQuiet`. One wake per quiet spell; while writes go on, it moves later.
   func wrote() {
     lastWrite = scheduler.monotonicNow
     guard memoryWake == nil, releaseMemory != nil, !stopped else { return }

@@ -173,11 +173,15 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       repository: repository, scheduler: scheduler, settings: engineSettings(configuration), sinks: [sink],
       commits: commits, logger: Logger(label: "trialwatchd.engine"))
     engine.observer = self
-    // Once writes go quiet: the store's pages they mapped in, and the heap they freed.
+    // Once writes go quiet: the store's pages they mapped in, the program's code they ran, and
+    // the heap they freed.
     let storeServices = opened.services
+    let memoryLogger = Logger(label: "trialwatchd.memory")
     engine.releaseMemory = {
       storeServices.releaseMemory()
+      let program = ProgramPages.release()
       HeapTrim.run()
+      memoryLogger.debug("memory released", metadata: ["program_mapping_bytes": "\(program)"])
     }
     self.engine = engine
     if let fleet {
@@ -216,7 +220,11 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     clockSteps = try? ClockStepWatcher(queue: queue) { [weak self] in self?.engine?.clockChanged() }
     if clockSteps == nil { logger.warning("cannot watch for clock steps; they are noticed at the next wake") }
     // Signals sent from here on wait, blocked, until `run()` takes them.
-    let status = queue.sync { engine.statusLine() }
+    let status = queue.sync {
+      // Start-up leaves behind what a spell of writes does, most of all code that never runs again.
+      engine.wrote()
+      return engine.statusLine()
+    }
     _ = try? notifier.send(.ready, .status(status))
     logger.notice(
       "ready",

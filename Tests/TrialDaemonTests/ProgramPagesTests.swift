@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+import TrialControl
+import TrialDaemonTesting
+
+@testable import TrialDaemon
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+@Suite struct ProgramPagesTests {
+  /// A program (device fe:00, inode 42) as the kernel maps it, its relocated part written
+  /// (`Anonymous` pages), beside a library and a shared store file of the same inode elsewhere.
+  static let smaps = """
+    55b8beb58000-55b8bedd1000 r--p 00000000 fe:00 42                         /usr/sbin/trialwatchd
+    Size:               2532 kB
+    Rss:                 352 kB
+    Anonymous:             0 kB
+    VmFlags: rd mr mw me dw sd
+    55b8bedd1000-55b8bf8c5000 r-xp 00278000 fe:00 42                         /usr/sbin/trialwatchd
+    Rss:                3920 kB
+    Anonymous:             0 kB
+    55b8bf8c5000-55b8bf929000 r--p 00d6b000 fe:00 42                         /usr/sbin/trialwatchd
+    Rss:                 400 kB
+    Anonymous:           400 kB
+    55b8bf929000-55b8bfb55000 rw-p 00dce000 fe:00 42                         /usr/sbin/trialwatchd
+    Anonymous:           208 kB
+    7f0000000000-7f0040000000 r--s 00000000 fe:01 42                         /var/lib/trialwatch/data.mdb
+    Anonymous:             0 kB
+    7f3b71a46000-7f3b71b9b000 r-xp 00028000 fe:00 77                         /usr/lib/x86_64-linux-gnu/libc.so.6
+    Anonymous:             0 kB
+    7f3b73292000-7f3b73293000 rw-p 00000000 00:00 0 
+    Anonymous:             4 kB
+    """
+
+  @Test func mappings_ReadsEachHeaderAndItsAnonymousPages() {
+    let mappings = ProgramPages.mappings(in: Self.smaps)
+    #expect(mappings.count == 7)
+    #expect(mappings.first?.start == 0x55b8_beb5_8000 && mappings.first?.end == 0x55b8_bedd_1000)
+    #expect(mappings.map(\.permissions) == ["r--p", "r-xp", "r--p", "rw-p", "r--s", "r-xp", "rw-p"])
+    #expect(mappings.map(\.anonymousKB) == [0, 0, 400, 208, 0, 0, 4])
+    #expect(mappings[4].device == (0xfe, 0x01) && mappings[4].inode == 42)
+  }
+
+  @Test func release_TakesOnlyTheProgramsReadOnlyMappingsWithNoPageWritten() {
+    var program = stat()
+    program.st_dev = 0xfe00  // major 254, minor 0
+    program.st_ino = 42
+    let released = ProgramPages.mappings(in: Self.smaps).filter { $0.isUnwrittenCopy(ofFile: program) }
+    // The code and the metadata before it; not the relocated part (written, then made
+    // read-only), the data, the store file of the same inode on another device, nor libc.
+    #expect(released.map(\.start) == [0x55b8_beb5_8000, 0x55b8_bedd_1000])
+  }
+
+  @Test func release_InThisProcess_LeavesItRunning() throws {
+    // The test runner's own code and metadata: what runs next comes back from the page cache,
+    // and the relocated part, which would come back as the file's unrelocated bytes, is kept.
+    #expect(ProgramPages.release() > 0)
+    let decoded = try JSONDecoder().decode([String: Int].self, from: Data(#"{"after":1}"#.utf8))
+    #expect(decoded == ["after": 1])
+  }
+
+  @Test func daemon_ReleasesItsProgramPagesOnceStartUpIsOver_AndServesAfterwards() throws {
+    let daemon = try DaemonProcess(config: "[Daemon]\nLogLevel=debug\n")
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    // Start-up counts as a spell of work: released a second after it, with no request.
+    let line = waitForLine(of: daemon, timeout: 30) { $0.contains("memory released") }
+    let released = line.flatMap { $0.split(separator: "program_mapping_bytes=").last }
+      .flatMap { Int($0.prefix { $0.isNumber }) }
+    #expect((released ?? 0) > 0, "released: \(line ?? "no line")")
+
+    let client = try VarlinkClient(path: daemon.socketPath, timeout: 10)
+    let started = try client.call(Trials.startTrial, StartTrialParameters(subject: "after-release"))
+    #expect(
+      try client.call(Trials.getTrial, GetTrialParameters(id: started.trial.id)).trial.subject
+        == "after-release")
+    daemon.signal(SIGTERM)
+    #expect(daemon.waitForExit() == 0)
+  }
+
+  /// The first line of the daemon's standard error that `match` accepts, read as it comes,
+  /// for at most `timeout` seconds.
+  private func waitForLine(of daemon: DaemonProcess, timeout: TimeInterval, _ match: (String) -> Bool)
+    -> String?
+  {
+    let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
+    while let line = daemon.child?.readLine(.errors, until: deadline).line {
+      if match(line) { return line }
+    }
+    return nil
+  }
+}
