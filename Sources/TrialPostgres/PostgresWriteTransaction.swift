@@ -275,7 +275,7 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     lastSeen = date
   }
 
-  func appendEvent(_ entry: LedgerEntry, subject: String) throws -> LoggedEvent {
+  func appendEvent(_ entry: LedgerEntry, attributes: TrialAttributes) throws -> LoggedEvent {
     if logBase == nil {
       // Cursors follow the order of commits, so that a reader never sees a later cursor
       // before an earlier one: the server gives them in the statement that writes the rows,
@@ -293,7 +293,7 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     // The log keeps the entry as taken, without its delivery.
     var kept = entry
     kept.deliveredAt = nil
-    let logged = LoggedEvent(cursor: cursor, entry: kept, subject: subject)
+    let logged = LoggedEvent(cursor: cursor, entry: kept, attributes: attributes)
     logAppends.append(logged)
     return logged
   }

@@ -39,18 +39,22 @@ extension StoreKeys {
 }
 
 extension RecordCodec {
-  static let eventVersion: UInt8 = 1
+  /// Event records of version 1 (schema 3 and earlier) have no attribute section; this version
+  /// writes version 2 and reads both.
+  static let eventVersion: UInt8 = 2
   static let consumerVersion: UInt8 = 1
 
   // MARK: Logged events
 
-  // Version 1 (the cursor is the key; the delivery time is not kept, the ledger has it):
+  // Version 2 (the cursor is the key; the delivery time is not kept, the ledger has it;
+  // version 1 the same without the attribute section):
   //   u8 version, u8 kind (0 expiry, 1 reminder), u8 outcome, u8 flags (bit 0: late),
   //   u64 trial id, u32 revision, [f64 reminder offset (days)], date due, date taken,
-  //   outcome payload (as in a ledger entry), u8 subject length, subject bytes (UTF-8).
+  //   outcome payload (as in a ledger entry), u8 subject length, subject bytes (UTF-8),
+  //   attribute section (the trial's as the event was taken; AttributeRecords.swift).
 
-  func encodeEvent(_ entry: LedgerEntry, subject: String, into writer: inout ByteWriter) throws {
-    let subjectBytes = subject.utf8
+  func encodeEvent(_ entry: LedgerEntry, attributes: TrialAttributes, into writer: inout ByteWriter) throws {
+    let subjectBytes = attributes.subject.utf8
     guard subjectBytes.count <= 255 else { throw RecordProblem("the subject is longer than 255 bytes") }
     let id = entry.id
     writer.u8(Self.eventVersion)
@@ -65,11 +69,13 @@ extension RecordCodec {
     encodeOutcomePayload(entry.outcome, into: &writer)
     writer.u8(UInt8(subjectBytes.count))
     writer.bytes.append(contentsOf: subjectBytes)
+    try writer.attributeSection(attributes)
   }
 
   func decodeEvent(_ value: UnsafeRawBufferPointer, cursor: EventCursor) throws -> LoggedEvent {
     var reader = ByteReader(value)
-    try Self.checkVersion(try reader.u8(), expected: Self.eventVersion)
+    let version = try reader.u8()
+    try Self.checkVersion(version, reads: 1...Self.eventVersion)
     let kindCode = try reader.u8()
     let outcomeCode = try reader.u8()
     let flags = try reader.u8()
@@ -81,15 +87,17 @@ extension RecordCodec {
     let takenAt = try reader.date()
     let outcome = try decodeOutcome(code: outcomeCode, &reader)
     let subjectBytes = try reader.bytes(Int(try reader.u8()))
-    try reader.expectEnd()
     guard let subject = String(validating: subjectBytes, as: UTF8.self) else {
       throw RecordProblem("the subject is not valid UTF-8")
     }
+    let attributes =
+      version >= 2 ? try reader.attributeSection(subject: subject) : TrialAttributes(subject: subject)
+    try reader.expectEnd()
     let entry = LedgerEntry(
       event: TrialEvent(id: EventID(trialID: trial, revision: revision, kind: kind), due: due),
       outcome: outcome,
       takenAt: takenAt, isLate: flags & 1 != 0)
-    return LoggedEvent(cursor: cursor, entry: entry, subject: subject)
+    return LoggedEvent(cursor: cursor, entry: entry, attributes: attributes)
   }
 
   // MARK: Consumers

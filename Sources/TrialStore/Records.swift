@@ -194,17 +194,19 @@ struct ByteReader {
 /// Encodes and decodes trials and ledger entries. Keeps the last reminder schedules it
 /// decoded, so that a scan over many trials with the same schedule shares one array.
 final class RecordCodec {
-  static let trialVersion: UInt8 = 1
+  /// Trial records of version 1 (schema 3 and earlier) have no attribute section; this version
+  /// writes version 2 and reads both.
+  static let trialVersion: UInt8 = 2
   static let ledgerVersion: UInt8 = 1
 
   private var scheduleCache: [(bytes: [UInt8], schedule: ReminderSchedule)] = []
 
   // MARK: Trials
 
-  // Version 1:
+  // Version 2 (version 1 the same without the attribute section):
   //   u8 version, u8 state, u8 flags (bit 0: endedAt present), u8 reminder count n,
   //   u32 revision, date start, date end, [date endedAt], n × f64 reminder offset (days),
-  //   u8 subject length, subject bytes (UTF-8).
+  //   u8 subject length, subject bytes (UTF-8), attribute section (AttributeRecords.swift).
 
   static func stateCode(_ state: TrialState) -> UInt8 {
     switch state {
@@ -240,25 +242,33 @@ final class RecordCodec {
     for offset in trial.reminders.offsets { writer.reminderOffset(offset) }
     writer.u8(UInt8(subject.count))
     writer.bytes.append(contentsOf: subject)
+    try writer.attributeSection(trial.attributes)
   }
 
   static func checkVersion(_ version: UInt8, expected: UInt8) throws {
-    guard version == expected else {
+    try checkVersion(version, reads: expected...expected)
+  }
+
+  static func checkVersion(_ version: UInt8, reads versions: ClosedRange<UInt8>) throws {
+    guard versions.contains(version) else {
+      let read =
+        versions.count == 1 ? "\(versions.lowerBound)" : "\(versions.lowerBound) to \(versions.upperBound)"
       throw RecordProblem(
-        "record version \(version) is not one this version of trialwatch reads (it reads \(expected))")
+        "record version \(version) is not one this version of trialwatch reads (it reads \(read))")
     }
   }
 
   /// The state alone, without decoding the rest.
   func trialState(_ value: UnsafeRawBufferPointer) throws -> TrialState {
     var reader = ByteReader(value)
-    try Self.checkVersion(try reader.u8(), expected: Self.trialVersion)
+    try Self.checkVersion(try reader.u8(), reads: 1...Self.trialVersion)
     return try Self.state(code: try reader.u8())
   }
 
   func decodeTrial(_ value: UnsafeRawBufferPointer, id: TrialID) throws -> Trial {
     var reader = ByteReader(value)
-    try Self.checkVersion(try reader.u8(), expected: Self.trialVersion)
+    let version = try reader.u8()
+    try Self.checkVersion(version, reads: 1...Self.trialVersion)
     let state = try Self.state(code: try reader.u8())
     let flags = try reader.u8()
     guard flags & ~1 == 0 else { throw RecordProblem("unknown flags \(flags)") }
@@ -270,12 +280,14 @@ final class RecordCodec {
     let schedule = try decodeSchedule(try reader.bytes(reminderCount * 8), count: reminderCount)
     let subjectLength = Int(try reader.u8())
     let subjectBytes = try reader.bytes(subjectLength)
-    try reader.expectEnd()
     guard let subject = String(validating: subjectBytes, as: UTF8.self) else {
       throw RecordProblem("the subject is not valid UTF-8")
     }
+    let attributes =
+      version >= 2 ? try reader.attributeSection(subject: subject) : TrialAttributes(subject: subject)
+    try reader.expectEnd()
     return Trial(
-      id: id, subject: subject, period: TrialPeriod(startDate: start, endDate: end), state: state,
+      id: id, attributes: attributes, period: TrialPeriod(startDate: start, endDate: end), state: state,
       reminders: schedule, revision: revision, endedAt: endedAt)
   }
 

@@ -68,11 +68,11 @@ extension RecordCodec {
   /// (LMDB's append: no search down the tree). A subject the record cannot hold throws a
   /// `RecordProblem`.
   func putEvent(
-    _ entry: LedgerEntry, subject: String, at cursor: EventCursor, in events: LMDBDatabase,
+    _ entry: LedgerEntry, attributes: TrialAttributes, at cursor: EventCursor, in events: LMDBDatabase,
     _ txn: LMDBTransaction, writer: inout ByteWriter
   ) throws {
     writer.reset()
-    try encodeEvent(entry, subject: subject, into: &writer)
+    try encodeEvent(entry, attributes: attributes, into: &writer)
     try StoreKeys.withEventKey(cursor) { key in
       try writer.bytes.withUnsafeBytes { try txn.put(events, key, $0, append: true) }
     }
@@ -91,7 +91,7 @@ extension StoreWriteTransaction {
 
   /// Puts the event under the cursor after the newest, at the end of `events` (LMDB's append:
   /// no search down the tree). The delivery time is not kept: it reads back as nil.
-  func appendEvent(_ entry: LedgerEntry, subject: String) throws -> LoggedEvent {
+  func appendEvent(_ entry: LedgerEntry, attributes: TrialAttributes) throws -> LoggedEvent {
     let events = try logDatabases().events
     let last = try currentLogLast()
     guard last.sequence < UInt64.max else {
@@ -99,7 +99,7 @@ extension StoreWriteTransaction {
     }
     let cursor = last.next
     do {
-      try codec.putEvent(entry, subject: subject, at: cursor, in: events, txn, writer: &writer)
+      try codec.putEvent(entry, attributes: attributes, at: cursor, in: events, txn, writer: &writer)
     } catch let problem as RecordProblem {
       throw TrialError.invalid("subject", problem.message)
     }
@@ -107,7 +107,7 @@ extension StoreWriteTransaction {
     logLastChanged = true
     var logged = entry
     logged.deliveredAt = nil
-    return LoggedEvent(cursor: cursor, entry: logged, subject: subject)
+    return LoggedEvent(cursor: cursor, entry: logged, attributes: attributes)
   }
 
   /// Deletes from the oldest end, up to `through` (or the newest event, if before), and moves

@@ -22,6 +22,10 @@ public struct StoreUpgradeReport: Hashable, Sendable {
 /// (`data.mdb.schema<N>-<UTC time>`); then one write transaction makes every change, so the
 /// store is either upgraded whole or left at its old schema.
 ///
+/// Schema 3 → 4 changes no record: records of version 2 (trials and logged events with an
+/// attribute section) are written from then on, and those of version 1 read as before, with no
+/// attribute but the subject. The schema is set, so that an older version refuses the store.
+///
 /// Schema 2 → 3 changes no record (an expiry no longer rewrites its trial's record; a trial
 /// whose record is active reads expired once the ledger holds its revision's expiry, and a
 /// schema-2 record, rewritten as expired, reads the same): the schema is set.
@@ -41,8 +45,9 @@ enum StoreUpgrade {
       if from < 2 {
         (upgraded, backfilled) = try addEventLog(txn, databases, path: environment.dataPath)
       }
-      // Schema 2 → 3 changes no record: an expiry no longer rewrites its trial's record, and a
-      // record of schema 2 (expired when its expiry was taken) reads the same.
+      // Schemas 2 → 3 → 4 change no record: an expiry no longer rewrites its trial's record,
+      // and a record of schema 2 (expired when its expiry was taken) reads the same; records of
+      // version 1 (no attribute section) read as before.
       try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.schema, LMDBTrialRepository.schemaVersion)
       upgraded.schema = LMDBTrialRepository.schemaVersion
       return upgraded
@@ -73,7 +78,8 @@ enum StoreUpgrade {
     for (index, item) in logged.enumerated() {
       do {
         try codec.putEvent(
-          item.entry, subject: item.subject, at: EventCursor(UInt64(index + 1)), in: events, txn,
+          item.entry, attributes: TrialAttributes(subject: item.subject), at: EventCursor(UInt64(index + 1)),
+          in: events, txn,
           writer: &writer)
       } catch let problem as RecordProblem {
         throw StoreError(

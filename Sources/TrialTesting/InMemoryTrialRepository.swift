@@ -136,10 +136,10 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
 
     func setLastSeenWallTime(_ date: Date) throws { state.lastSeen = date }
 
-    func appendEvent(_ entry: LedgerEntry, subject: String) throws -> LoggedEvent {
+    func appendEvent(_ entry: LedgerEntry, attributes: TrialAttributes) throws -> LoggedEvent {
       var entry = entry
       entry.deliveredAt = nil
-      let event = LoggedEvent(cursor: state.eventsLast.next, entry: entry, subject: subject)
+      let event = LoggedEvent(cursor: state.eventsLast.next, entry: entry, attributes: attributes)
       state.events.append(event)
       state.eventsLast = event.cursor
       return event

@@ -195,7 +195,7 @@ private func logEvents(_ count: Int, in repository: LMDBTrialRepository) throws 
         let entry = LedgerEntry(
           DueEvent(event: expiry, takenAt: end, disposition: .fire, isLate: false), deliveredAt: end)
         try txn.putLedgerEntry(entry)
-        _ = try txn.appendEvent(entry, subject: trial.subject)
+        _ = try txn.appendEvent(entry, attributes: trial.attributes)
       }
     }
     next = batch.upperBound

@@ -135,7 +135,7 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
         deliveredAt: index == 2 ? taken : nil)
     }
     let appended = try subject.repository.write { txn in
-      try entries.map { try txn.appendEvent($0, subject: trial.subject) }
+      try entries.map { try txn.appendEvent($0, attributes: trial.attributes) }
     }
     try subject.reopen()
     let log = try loggedEvents(subject.repository)
@@ -259,7 +259,7 @@ func loggedEvents(_ repository: any TrialRepository, after: EventCursor = .origi
     #expect(throws: Stop.self) {
       try subject.repository.write { txn in
         _ = try txn.pruneEvents(through: EventCursor(1))
-        _ = try txn.appendEvent(before.events[0].entry, subject: "again")
+        _ = try txn.appendEvent(before.events[0].entry, attributes: TrialAttributes(subject: "again"))
         _ = try txn.removeConsumer(named: "mailer")
         try txn.putConsumer(ConsumerRecord(name: "other", acknowledged: .origin, createdAt: origin))
         throw Stop()

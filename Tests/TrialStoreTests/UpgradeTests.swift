@@ -46,9 +46,15 @@ struct UpgradeFixture: Sendable, CustomStringConvertible {
   static let schema2 = UpgradeFixture(
     schema: 2, trials: 8, ledgerEntries: 13, outboxEntries: 3, loggedEvents: 13, active: [1, 4, 8],
     logBounds: EventLogBounds(last: EventCursor(13), prunedThrough: .origin, count: 13),
-    consumers: ["audit", "mailer"], summary: "store schema 2 (trialwatchd upgrades it to 3", backfilled: 0,
+    consumers: ["audit", "mailer"], summary: "store schema 2 (trialwatchd upgrades it to 4", backfilled: 0,
     dueAtUpgrade: [1, 1, 1, 4, 4, 8, 8, 8], expiredOnceDue: 7)
-  static let all = [schema1, schema2]
+  /// The version before attribute sections: written by the same program as schema 2.
+  static let schema3 = UpgradeFixture(
+    schema: 3, trials: 8, ledgerEntries: 13, outboxEntries: 3, loggedEvents: 13, active: [1, 4, 8],
+    logBounds: EventLogBounds(last: EventCursor(13), prunedThrough: .origin, count: 13),
+    consumers: ["audit", "mailer"], summary: "store schema 3 (trialwatchd upgrades it to 4", backfilled: 0,
+    dueAtUpgrade: [1, 1, 1, 4, 4, 8, 8, 8], expiredOnceDue: 7)
+  static let all = [schema1, schema2, schema3]
 
   /// The fixture copied into `directory`; returns the store directory.
   func copy(into directory: TemporaryDirectory) throws -> String {
@@ -110,7 +116,7 @@ struct UpgradeFixture: Sendable, CustomStringConvertible {
     let store = try open(path)
     let upgrade = try #require(store.upgrade)
     #expect(store.upgradedFrom == fixture.schema)
-    #expect(upgrade.fromSchema == fixture.schema && upgrade.toSchema == 3)
+    #expect(upgrade.fromSchema == fixture.schema && upgrade.toSchema == LMDBTrialRepository.schemaVersion)
     #expect(upgrade.keptCopy == path + "/" + fixture.copyName)
     #expect(upgrade.backfilledEvents == fixture.backfilled)
     #expect(try store.statistics().schema == LMDBTrialRepository.schemaVersion)
@@ -254,7 +260,8 @@ struct UpgradeFixture: Sendable, CustomStringConvertible {
     #expect(report.isClean, "\(report.problems)")
     let logged = fixture.loggedAfterUpgrade
     #expect(
-      report.loggedEvents == logged && report.logLast == EventCursor(UInt64(logged)) && report.schema == 3)
+      report.loggedEvents == logged && report.logLast == EventCursor(UInt64(logged))
+        && report.schema == LMDBTrialRepository.schemaVersion)
     #expect(!report.summary.contains("schema"))
   }
 
@@ -280,7 +287,7 @@ struct UpgradeFixture: Sendable, CustomStringConvertible {
     let names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
     let error = try #require(throws: StoreError.self) { try open(path) }
     #expect(error.kind == .newerSchema)
-    #expect(error.description.contains("store schema 4; this version reads up to 3"))
+    #expect(error.description.contains("store schema 5; this version reads up to 4"))
     #expect(throws: StoreError.self) { try LMDBStoreReader(directory: path) }
     #expect(try FileFingerprint(path + "/data.mdb") == before)
     #expect(try FileManager.default.contentsOfDirectory(atPath: path).sorted() == names)

@@ -68,8 +68,8 @@ public struct ReminderSchedule: Hashable, Sendable, CustomStringConvertible {
 /// One subject's trial: the unit trialwatch keeps and fires events for.
 public struct Trial: Hashable, Sendable {
   public let id: TrialID
-  /// The caller's name for what is on trial, e.g. `acme-42`.
-  public var subject: String
+  /// The subject, the labels and the other attributes every event of the trial carries.
+  public var attributes: TrialAttributes
   public var period: TrialPeriod
   public var state: TrialState
   public var reminders: ReminderSchedule
@@ -79,16 +79,37 @@ public struct Trial: Hashable, Sendable {
   public var endedAt: Date?
 
   public init(
-    id: TrialID, subject: String, period: TrialPeriod, state: TrialState = .active,
+    id: TrialID, subject: String, labels: TrialLabels = .none, period: TrialPeriod,
+    state: TrialState = .active,
+    reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil
+  ) {
+    self.init(
+      id: id, attributes: TrialAttributes(subject: subject, labels: labels), period: period, state: state,
+      reminders: reminders, revision: revision, endedAt: endedAt)
+  }
+
+  public init(
+    id: TrialID, attributes: TrialAttributes, period: TrialPeriod, state: TrialState = .active,
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil
   ) {
     self.id = id
-    self.subject = subject
+    self.attributes = attributes
     self.period = period
     self.state = state
     self.reminders = reminders
     self.revision = revision
     self.endedAt = endedAt
+  }
+
+  /// The caller's name for what is on trial, e.g. `acme-42`.
+  public var subject: String {
+    get { attributes.subject }
+    set { attributes.subject = newValue }
+  }
+
+  public var labels: TrialLabels {
+    get { attributes.labels }
+    set { attributes.labels = newValue }
   }
 
   /// Every event of the current revision, in the order they fall due: reminders, then expiry.

@@ -28,18 +28,25 @@ public struct EventCursor: Hashable, Comparable, Sendable, CustomStringConvertib
   public static func < (a: EventCursor, b: EventCursor) -> Bool { a.sequence < b.sequence }
 }
 
-/// One event of the log: a taken event (fired or skipped), its cursor, and the subject of
-/// its trial when it was taken.
+/// One event of the log: a taken event (fired or skipped), its cursor, and the attributes of
+/// its trial (subject, labels) when it was taken.
 public struct LoggedEvent: Hashable, Sendable {
   public var cursor: EventCursor
   public var entry: LedgerEntry
-  public var subject: String
+  public var attributes: TrialAttributes
 
-  public init(cursor: EventCursor, entry: LedgerEntry, subject: String) {
+  public init(cursor: EventCursor, entry: LedgerEntry, attributes: TrialAttributes) {
     self.cursor = cursor
     self.entry = entry
-    self.subject = subject
+    self.attributes = attributes
   }
+
+  public init(cursor: EventCursor, entry: LedgerEntry, subject: String) {
+    self.init(cursor: cursor, entry: entry, attributes: TrialAttributes(subject: subject))
+  }
+
+  public var subject: String { attributes.subject }
+  public var labels: TrialLabels { attributes.labels }
 
   public var id: EventID { entry.id }
   public var event: TrialEvent { entry.event }

@@ -211,7 +211,7 @@ public enum TrialBook {
     }
     try txn.setLastSeenWallTime(now)
     return try recorded.compactMap { item in
-      try item.map { TakenEvent(logged: try txn.appendEvent($0.0, subject: $0.1.subject), trial: $0.1) }
+      try item.map { TakenEvent(logged: try txn.appendEvent($0.0, attributes: $0.1.attributes), trial: $0.1) }
     }
   }
 
@@ -232,7 +232,7 @@ public enum TrialBook {
     try skipped.map { event in
       let entry = LedgerEntry(event, deliveredAt: now)
       try txn.putLedgerEntry(entry)
-      return try txn.appendEvent(entry, subject: trial.subject)
+      return try txn.appendEvent(entry, attributes: trial.attributes)
     }
   }
 

@@ -36,7 +36,7 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
   func putLedgerEntry(_ entry: LedgerEntry) throws
   func setLastSeenWallTime(_ date: Date) throws
   /// Appends a taken event to the event log under the next cursor.
-  func appendEvent(_ entry: LedgerEntry, subject: String) throws -> LoggedEvent
+  func appendEvent(_ entry: LedgerEntry, attributes: TrialAttributes) throws -> LoggedEvent
   /// Removes every logged event up to and including `through`, which becomes the log's
   /// `prunedThrough` (never moving back). Returns how many were removed.
   @discardableResult

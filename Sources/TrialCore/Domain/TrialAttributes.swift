@@ -1,0 +1,83 @@
+/// What a trial says about itself beside its dates: its subject, its labels, and each named
+/// attribute of `TrialAttributes.named`. The trial, the command that starts it and every
+/// logged event carry one, so that the journal, the feed, Watch, consume, export and both
+/// stores read one source; the names each attribute goes by outside come from one table.
+public struct TrialAttributes: Hashable, Sendable {
+  /// The caller's name for what is on trial, e.g. `acme-42`.
+  public var subject: String
+  public var labels: TrialLabels
+  /// Stored attributes this version does not know (a newer one wrote them), kept as they were
+  /// read, so that rewriting the record keeps them.
+  public var unknown: [String: String]
+
+  public init(subject: String, labels: TrialLabels = .none, unknown: [String: String] = [:]) {
+    self.subject = subject
+    self.labels = labels
+    self.unknown = unknown
+  }
+
+  // MARK: The table of names
+
+  /// An attribute with a text value, and the names it goes by: its key in the stores and on
+  /// the wire, and its journal field and consume environment variable.
+  public struct Named: Sendable {
+    public let name: String
+    public let variable: String
+    let value: @Sendable (TrialAttributes) -> String?
+    let assign: @Sendable (inout TrialAttributes, String) -> Void
+  }
+
+  /// Every named attribute, in the order the journal and an environment list them.
+  public static let named: [Named] = [
+    Named(name: "subject", variable: "TRIAL_SUBJECT", value: { $0.subject }, assign: { $0.subject = $1 })
+  ]
+
+  /// The prefix of a label's stored name (`label.customer`).
+  public static let labelPrefix = "label."
+  /// The prefix of a label's journal field and environment variable (`TRIAL_LABEL_CUSTOMER`).
+  public static let labelVariablePrefix = "TRIAL_LABEL_"
+
+  /// The journal field and environment variable of the label `key`.
+  public static func labelVariable(_ key: String) -> String {
+    labelVariablePrefix + key.uppercased()
+  }
+
+  /// Every attribute as `(variable, value)`: the named ones present, then the labels, by key.
+  public var variables: [(name: String, value: String)] {
+    Self.named.compactMap { named in named.value(self).map { (named.variable, $0) } }
+      + labels.map { (Self.labelVariable($0.key), $0.value) }
+  }
+
+  // MARK: The stored form
+
+  /// Every attribute but the subject (which the stores keep apart, indexed) as named text:
+  /// the named ones under their names, each label as `label.KEY`, and the unknown ones as read;
+  /// by name. Empty for a trial with nothing but a subject.
+  public var storedFields: [(name: String, value: String)] {
+    var fields: [(name: String, value: String)] = []
+    for named in Self.named where named.name != "subject" {
+      if let value = named.value(self) { fields.append((named.name, value)) }
+    }
+    fields += labels.map { (Self.labelPrefix + $0.key, $0.value) }
+    fields += unknown.map { ($0.key, $0.value) }
+    return fields.sorted { $0.name < $1.name }
+  }
+
+  /// The attributes of `subject` with `fields` as `storedFields` gives them.
+  public init(subject: String, storedFields fields: some Sequence<(name: String, value: String)>)
+    throws(TrialLabels.Invalid)
+  {
+    self.init(subject: subject)
+    var labels: [String: String] = [:]
+    for (name, value) in fields {
+      if name.hasPrefix(Self.labelPrefix) {
+        labels[String(name.dropFirst(Self.labelPrefix.count))] = value
+      } else if let named = Self.named.first(where: { $0.name == name && $0.name != "subject" }) {
+        named.assign(&self, value)
+      } else {
+        unknown[name] = value
+      }
+    }
+    self.labels = try TrialLabels(labels)
+  }
+}

@@ -1,0 +1,85 @@
+import Testing
+import TrialCore
+
+@Suite struct TrialLabelsTests {
+  @Test func labels_AreKeptInKeyOrder() throws {
+    let labels = try TrialLabels(["tier": "pro", "customer": "c-991", "region": "eu"])
+    #expect(labels.pairs.map(\.key) == ["customer", "region", "tier"])
+    #expect(labels["tier"] == "pro" && labels["absent"] == nil && labels.count == 3)
+    #expect(labels.description == "customer=c-991, region=eu, tier=pro")
+  }
+
+  @Test(arguments: [
+    ("Tier", "must start with a lower-case letter"), ("1st", "must start with a lower-case letter"),
+    ("", "must start with a lower-case letter"), ("tier-2", "may only contain a-z, 0-9 and _"),
+    ("é", "must start with a lower-case letter"), (String(repeating: "k", count: 33), "longer than 32"),
+  ])
+  func key_Refused_NamingTheLabel(key: String, problem: String) {
+    let error = #expect(throws: TrialLabels.Invalid.self) { try TrialLabels([key: "v"]) }
+    #expect(error?.key == key && error?.description.contains(problem) == true, "\(String(describing: error))")
+  }
+
+  @Test func keys_AtTheirLimits_AreTaken() throws {
+    let longest = "k" + String(repeating: "_9", count: 15) + "z"
+    #expect(longest.utf8.count == 32)
+    #expect(
+      try TrialLabels([longest: "", "a": "ü ✓ 漢字", "b_2": String(repeating: "v", count: 512)]).count == 3)
+  }
+
+  @Test(arguments: [
+    (String(repeating: "v", count: 513), "longer than 512 bytes"), ("line\nbreak", "control character"),
+    ("tab\there", "control character"), ("del\u{7F}", "control character"), ("nul\u{0}", "control character"),
+    ("c1 \u{85}", "control character"),
+  ])
+  func value_Refused_NamingTheLabel(value: String, problem: String) {
+    let error = #expect(throws: TrialLabels.Invalid.self) { try TrialLabels(["note": value]) }
+    #expect(
+      error?.key == "note" && error?.description.contains(problem) == true, "\(String(describing: error))")
+  }
+
+  @Test func theWhole_IsLimitedInCountAndSize() throws {
+    let thirtyTwo = Dictionary(uniqueKeysWithValues: (0..<32).map { ("k\($0)", "v") })
+    #expect(try TrialLabels(thirtyTwo).count == 32)
+    let tooMany = #expect(throws: TrialLabels.Invalid.self) {
+      try TrialLabels(thirtyTwo.merging(["k99": "v"]) { $1 })
+    }
+    #expect(tooMany?.key == nil && tooMany?.description == "labels are 33, more than 32")
+    // Eight values of 500 bytes and their keys: 4,016 bytes; a ninth of 100 passes 4 KiB.
+    let eight = Dictionary(
+      uniqueKeysWithValues: (0..<8).map { ("k\($0)", String(repeating: "v", count: 500)) })
+    #expect(try TrialLabels(eight).count == 8)
+    let tooLarge = #expect(throws: TrialLabels.Invalid.self) {
+      try TrialLabels(eight.merging(["k8": String(repeating: "v", count: 100)]) { $1 })
+    }
+    #expect(tooLarge?.description == "labels take 4118 bytes, more than 4096")
+  }
+
+  @Test func applying_SetsReplacesAndRemoves() throws {
+    let labels = try TrialLabels(["tier": "pro", "customer": "c-991"])
+    let changed = try labels.applying(["tier": "enterprise", "customer": nil, "region": "eu"])
+    #expect(changed == (try TrialLabels(["tier": "enterprise", "region": "eu"])))
+    #expect(try labels.applying([:]) == labels)
+    #expect(try labels.applying(["absent": nil]) == labels)
+    let error = #expect(throws: TrialLabels.Invalid.self) { try labels.applying(["Bad": nil]) }
+    #expect(error?.key == "Bad")
+  }
+
+  @Test func attributes_StoredFields_RoundTrip_KeepingWhatThisVersionDoesNotKnow() throws {
+    let attributes = TrialAttributes(
+      subject: "acme-42", labels: try TrialLabels(["tier": "pro", "customer": "c-991"]),
+      unknown: ["plan": "pro", "zeta": "z"])
+    #expect(
+      attributes.storedFields.map(\.name) == ["label.customer", "label.tier", "plan", "zeta"])
+    #expect(try TrialAttributes(subject: "acme-42", storedFields: attributes.storedFields) == attributes)
+    #expect(TrialAttributes(subject: "plain").storedFields.isEmpty)
+  }
+
+  @Test func attributes_Variables_NameTheSubjectThenEachLabel() throws {
+    let attributes = TrialAttributes(
+      subject: "acme-42", labels: try TrialLabels(["tier": "pro", "customer": "c"]))
+    #expect(
+      attributes.variables.map { "\($0.name)=\($0.value)" } == [
+        "TRIAL_SUBJECT=acme-42", "TRIAL_LABEL_CUSTOMER=c", "TRIAL_LABEL_TIER=pro",
+      ])
+  }
+}
