@@ -154,7 +154,16 @@ public enum FastPath {
     out += RFC3339.format(trial.endsAt).utf8
     out += #"","id":""#.utf8
     out += trial.id.description.utf8
-    out += #"","reminders":["#.utf8
+    out += #"","labels":{"#.utf8
+    // Keys in the order JSONEncoder's sortedKeys writes them: a label key is ASCII, so byte order.
+    let labels = trial.labels ?? [:]
+    for (index, key) in labels.keys.sorted().enumerated() {
+      if index > 0 { out.append(UInt8(ascii: ",")) }
+      appendString(key, to: &out)
+      out.append(UInt8(ascii: ":"))
+      appendString(labels[key]!, to: &out)
+    }
+    out += #"},"reminders":["#.utf8
     for (index, span) in trial.reminders.enumerated() {
       if index > 0 { out.append(UInt8(ascii: ",")) }
       appendString(span.description, to: &out)

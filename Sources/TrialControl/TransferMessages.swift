@@ -92,6 +92,11 @@ public struct ExportRecord: Codable, Hashable, Sendable {
 public struct ExportTrial: Codable, Hashable, Sendable {
   public var id: TrialID
   public var subject: String
+  /// The trial's labels; absent when it has none.
+  public var labels: [String: String]?
+  /// Its other attributes but the subject, by their stored names (`TrialAttributes.storedFields`);
+  /// absent when it has none.
+  public var attributes: [String: String]?
   public var state: TrialState
   public var revision: UInt32
   public var startedAt: PreciseTime
@@ -103,6 +108,9 @@ public struct ExportTrial: Codable, Hashable, Sendable {
   public init(_ trial: Trial) {
     id = trial.id
     subject = trial.subject
+    labels = trial.labels.isEmpty ? nil : trial.labels.dictionary
+    let others = trial.attributes.storedFields.filter { !$0.name.hasPrefix(TrialAttributes.labelPrefix) }
+    attributes = others.isEmpty ? nil : Dictionary(uniqueKeysWithValues: others.map { ($0.name, $0.value) })
     state = trial.state
     revision = trial.revision
     startedAt = PreciseTime(trial.period.startDate)
@@ -122,9 +130,40 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     } catch {
       throw WireProblem(path: ["trial", "reminders"], problem: error.description)
     }
+    var fields = (attributes ?? [:]).map { (name: $0.key, value: $0.value) }
+    for (name, value) in fields {
+      if let problem = Self.validateAttribute(name: name, value: value) {
+        throw WireProblem(path: ["trial", "attributes", name], problem: problem)
+      }
+    }
+    fields += (labels ?? [:]).map { (TrialAttributes.labelPrefix + $0.key, $0.value) }
+    let attributes: TrialAttributes
+    do {
+      attributes = try TrialAttributes(subject: subject, storedFields: fields)
+    } catch {
+      throw WireProblem(path: ["trial", "labels"], problem: error.description)
+    }
     return Trial(
-      id: id, subject: subject, period: TrialPeriod(startDate: startedAt.date, endDate: endsAt.date),
+      id: id, attributes: attributes, period: TrialPeriod(startDate: startedAt.date, endDate: endsAt.date),
       state: state, reminders: schedule, revision: revision, endedAt: endedAt?.date)
+  }
+
+  /// Why an attribute of an export cannot be stored, or nil: a name of lower-case letters,
+  /// digits, `_` and `.`, at most 64 bytes, neither the subject nor a label; a value of at
+  /// most 4 KiB.
+  static func validateAttribute(name: String, value: String) -> String? {
+    if name == "subject" || name.hasPrefix(TrialAttributes.labelPrefix) {
+      return "the subject and the labels have fields of their own"
+    }
+    let allowed = name.utf8.allSatisfy {
+      (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+        || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+    }
+    guard !name.isEmpty, name.utf8.count <= 64, allowed else {
+      return "an attribute name is 1 to 64 of a-z, 0-9, _ and ."
+    }
+    return value.utf8.count > 4096 ? "is longer than 4096 bytes" : nil
   }
 }
 

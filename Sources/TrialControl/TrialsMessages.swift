@@ -13,13 +13,18 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
   public var endsAt: Date?
   /// Spans before the end. Nil: the configured reminders; empty: none.
   public var reminders: [Span]?
+  /// The trial's labels.
+  public var labels: [String: String]?
 
-  public init(subject: String, duration: Days? = nil, endsAt: Date? = nil, reminders: ReminderSchedule? = nil)
-  {
+  public init(
+    subject: String, duration: Days? = nil, endsAt: Date? = nil, reminders: ReminderSchedule? = nil,
+    labels: [String: String]? = nil
+  ) {
     self.subject = subject
     self.duration = duration.map(Span.init)
     self.endsAt = endsAt
     self.reminders = reminders.map { $0.offsets.map(Span.init) }
+    self.labels = labels
   }
 
   public func validate() throws(WireProblem) {
@@ -33,6 +38,24 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
     } catch {
       throw .parameter("reminders", error.description)
     }
+    _ = try trialLabels
+  }
+
+  /// The labels asked for, checked.
+  public var trialLabels: TrialLabels {
+    get throws(WireProblem) {
+      guard let labels else { return .none }
+      do {
+        return try TrialLabels(labels)
+      } catch {
+        throw .parameter("labels", error.description)
+      }
+    }
+  }
+
+  /// The attributes of the trial asked for.
+  public var attributes: TrialAttributes {
+    get throws(WireProblem) { TrialAttributes(subject: subject, labels: try trialLabels) }
   }
 
   /// The reminders asked for; nil for the configured ones.
@@ -83,17 +106,22 @@ public struct ListTrialsParameters: PagedParameters, Hashable {
   public var limit: Int?
   /// The cursor: the `next` of the previous page.
   public var after: TrialID?
+  /// Only trials with this label: `key=value`.
+  public var label: String?
 
-  public init(state: TrialState? = nil, expiringWithin: Days? = nil, limit: Int? = nil, after: TrialID? = nil)
-  {
+  public init(
+    state: TrialState? = nil, expiringWithin: Days? = nil, limit: Int? = nil, after: TrialID? = nil,
+    label: String? = nil
+  ) {
     self.state = state
     self.expiringWithin = expiringWithin.map(Span.init)
     self.limit = limit
     self.after = after
+    self.label = label
   }
 
   private enum CodingKeys: String, CodingKey {
-    case state, expiringWithin, limit, after
+    case state, expiringWithin, limit, after, label
   }
 
   public init(from decoder: any Decoder) throws {
@@ -102,6 +130,27 @@ public struct ListTrialsParameters: PagedParameters, Hashable {
     expiringWithin = try container.decodeIfPresent(Span.self, forKey: .expiringWithin)
     after = try container.decodeIfPresent(TrialID.self, forKey: .after)
     limit = try container.decodeWholeNumber(forKey: .limit)
+    label = try container.decodeIfPresent(String.self, forKey: .label)
+  }
+
+  public func validate() throws(WireProblem) {
+    try validateLimit()
+    _ = try labelFilter
+  }
+
+  /// The label asked for, split at its first `=`.
+  public var labelFilter: (key: String, value: String)? {
+    get throws(WireProblem) {
+      guard let label else { return nil }
+      guard let equals = label.firstIndex(of: "=") else {
+        throw .parameter("label", "give the label as key=value")
+      }
+      let key = String(label[..<equals])
+      if let problem = TrialLabels.validateKey(key) {
+        throw .parameter("label", TrialLabels.Invalid(key: key, problem: problem).description)
+      }
+      return (key, String(label[label.index(after: equals)...]))
+    }
   }
 
 }
@@ -129,9 +178,12 @@ public struct ExtendTrialParameters: VarlinkParameters, Hashable {
   /// Exactly one of `by` and `endsAt` is set.
   public var by: Span?
   public var endsAt: Date?
+  /// Labels to set or change; a null value removes the label.
+  public var labels: [String: String?]?
 
-  public init(id: TrialID, change: Change) {
+  public init(id: TrialID, change: Change, labels: [String: String?]? = nil) {
     self.id = id
+    self.labels = labels
     switch change {
     case .by(let span): by = Span(span)
     case .to(let date): endsAt = date
@@ -147,16 +199,39 @@ public struct ExtendTrialParameters: VarlinkParameters, Hashable {
     case (nil, nil): throw .parameter("by", "give by or endsAt")
     case (_?, _?): throw .parameter("endsAt", "give either by or endsAt, not both")
     }
+    try LabelChanges.validate(labels)
   }
 }
 
 public struct EndTrialParameters: VarlinkParameters, Hashable {
   public var id: TrialID
   public var outcome: TrialOutcome
+  /// Labels to set or change as the trial ends; a null value removes the label.
+  public var labels: [String: String?]?
 
-  public init(id: TrialID, outcome: TrialOutcome) {
+  public init(id: TrialID, outcome: TrialOutcome, labels: [String: String?]? = nil) {
     self.id = id
     self.outcome = outcome
+    self.labels = labels
+  }
+
+  public func validate() throws(WireProblem) {
+    try LabelChanges.validate(labels)
+  }
+}
+
+/// Changes to a trial's labels (`ExtendTrial`, `EndTrial`): a value sets a label, null removes
+/// it. Each is checked here; the limits of the whole, once applied to the trial's labels.
+public enum LabelChanges {
+  static func validate(_ changes: [String: String?]?) throws(WireProblem) {
+    for (key, value) in changes ?? [:] {
+      if let problem = TrialLabels.validateKey(key) {
+        throw .parameter("labels", TrialLabels.Invalid(key: key, problem: problem).description)
+      }
+      if let value, let problem = TrialLabels.validateValue(value) {
+        throw .parameter("labels", TrialLabels.Invalid(key: key, problem: problem).description)
+      }
+    }
   }
 }
 
@@ -330,6 +405,10 @@ extension PagedParameters {
   public var pageSize: Int { limit ?? Self.defaultLimit }
 
   public func validate() throws(WireProblem) {
+    try validateLimit()
+  }
+
+  public func validateLimit() throws(WireProblem) {
     if let limit, !(1...Self.maximumLimit).contains(limit) {
       throw .parameter("limit", "must be between 1 and \(Self.maximumLimit), got \(limit)")
     }

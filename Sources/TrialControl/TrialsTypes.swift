@@ -5,6 +5,9 @@ import TrialCore
 public struct TrialObject: Codable, Hashable, Sendable {
   public var id: TrialID
   public var subject: String
+  /// The trial's labels: always sent (an empty object when it has none); nil only in the reply
+  /// of a daemon from before labels.
+  public var labels: [String: String]?
   public var state: TrialState
   public var startedAt: Date
   public var endsAt: Date
@@ -17,11 +20,13 @@ public struct TrialObject: Codable, Hashable, Sendable {
   public var daysLeft: Double
 
   public init(
-    id: TrialID, subject: String, state: TrialState, startedAt: Date, endsAt: Date, endedAt: Date? = nil,
-    reminders: [Duration], revision: UInt32, daysLeft: Days
+    id: TrialID, subject: String, labels: [String: String]? = [:], state: TrialState, startedAt: Date,
+    endsAt: Date,
+    endedAt: Date? = nil, reminders: [Duration], revision: UInt32, daysLeft: Days
   ) {
     self.id = id
     self.subject = subject
+    self.labels = labels
     self.state = state
     self.startedAt = startedAt
     self.endsAt = endsAt
@@ -35,6 +40,7 @@ public struct TrialObject: Codable, Hashable, Sendable {
   public init(_ trial: Trial, now: Date) {
     id = trial.id
     subject = trial.subject
+    labels = trial.labels.dictionary
     state = trial.state
     startedAt = trial.period.startDate
     endsAt = trial.period.endDate
@@ -74,6 +80,9 @@ public struct EventObject: Codable, Hashable, Sendable {
   public var id: EventID
   public var trialId: TrialID
   public var subject: String?
+  /// The trial's labels as the event was taken (events of the log), or as they are now;
+  /// present where the subject is.
+  public var labels: [String: String]?
   public var revision: UInt32
   public var kind: Kind
   /// For a reminder: the span before the end.
@@ -94,13 +103,15 @@ public struct EventObject: Codable, Hashable, Sendable {
   public var cursor: EventCursor?
 
   public init(
-    id: EventID, subject: String? = nil, state: State, due: Date, reason: String? = nil,
+    id: EventID, subject: String? = nil, labels: TrialLabels? = nil, state: State, due: Date,
+    reason: String? = nil,
     detail: String? = nil,
     takenAt: Date? = nil, lateness: Duration? = nil
   ) {
     self.id = id
     self.trialId = id.trialID
     self.subject = subject
+    self.labels = labels?.dictionary
     self.revision = id.revision
     self.kind = id.kind == .expiry ? .expiry : .reminder
     self.offset = id.kind.reminderOffset.map(Span.init)
@@ -114,17 +125,19 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.cursor = nil
   }
 
-  /// An event not yet taken.
-  public init(pending event: TrialEvent, subject: String?) {
-    self.init(id: event.id, subject: subject, state: .pending, due: event.due)
+  /// An event not yet taken, of a trial with these attributes, where known.
+  public init(pending event: TrialEvent, attributes: TrialAttributes?) {
+    self.init(
+      id: event.id, subject: attributes?.subject, labels: attributes?.labels, state: .pending, due: event.due)
   }
 
-  /// An event from the ledger: fired (delivered or not) or skipped.
-  public init(_ entry: LedgerEntry, subject: String?) {
+  /// An event from the ledger, of a trial with these attributes, where known: fired (delivered
+  /// or not) or skipped.
+  public init(_ entry: LedgerEntry, attributes: TrialAttributes?) {
     var reason: SkipReason?
     if case .skipped(let why) = entry.outcome { reason = why }
     self.init(
-      id: entry.id, subject: subject,
+      id: entry.id, subject: attributes?.subject, labels: attributes?.labels,
       state: reason != nil ? .skipped : entry.isDelivered ? .delivered : .fired, due: entry.event.due,
       reason: reason?.code, detail: reason?.description, takenAt: entry.takenAt,
       lateness: entry.isLate ? entry.lateness : nil)
@@ -132,13 +145,13 @@ public struct EventObject: Codable, Hashable, Sendable {
 
   /// An event of the log, with its cursor.
   public init(_ logged: LoggedEvent) {
-    self.init(logged.entry, subject: logged.subject)
+    self.init(logged.entry, attributes: logged.attributes)
     cursor = logged.cursor
   }
 
   /// An event as the planner takes it (for Simulate): fired or skipped.
-  public init(_ due: DueEvent, subject: String?) {
-    self.init(LedgerEntry(due), subject: subject)
+  public init(_ due: DueEvent, attributes: TrialAttributes?) {
+    self.init(LedgerEntry(due), attributes: attributes)
   }
 }
 

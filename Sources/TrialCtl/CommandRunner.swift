@@ -18,7 +18,8 @@ public enum EventEnvironment {
     "TRIAL_REVISION", "TRIAL_END", "TRIALWATCH_CONSUMER",
   ]
 
-  /// The variables for `event`, run by `consumer` for the `attempt`th time.
+  /// The variables for `event`, run by `consumer` for the `attempt`th time: `names`, and
+  /// `TRIAL_LABEL_<KEY>` for each label of the trial as the event was taken.
   public static func variables(for event: EventObject, consumer: String, attempt: Int) -> [String: String] {
     var variables = Dictionary(uniqueKeysWithValues: names.map { ($0, "") })
     variables["EVENT_ID"] = event.id.description
@@ -42,7 +43,16 @@ public enum EventEnvironment {
     variables["TRIAL_REVISION"] = String(event.revision)
     variables["TRIAL_END"] = event.endsAt.map(RFC3339.format) ?? ""
     variables["TRIALWATCH_CONSUMER"] = consumer
+    for (key, value) in event.labels ?? [:] { variables[TrialAttributes.labelVariable(key)] = value }
     return variables
+  }
+
+  /// `environment` with the variables of an event: what consume had of its own, but any
+  /// label variable, which only the event may set.
+  public static func merged(_ environment: [String: String], _ variables: [String: String]) -> [String:
+    String]
+  {
+    environment.filter { !$0.key.hasPrefix(TrialAttributes.labelVariablePrefix) }.merging(variables) { $1 }
   }
 
   /// What the command reads on standard input: the event as the Watch reply carries it, on
@@ -86,9 +96,8 @@ public final class SpawnedCommandRunner: EventCommandRunner, Sendable {
   }
 
   public func run(_ event: EventObject, attempt: Int) -> CommandOutcome {
-    let variables = environment.merging(
-      EventEnvironment.variables(for: event, consumer: consumer, attempt: attempt)
-    ) { $1 }
+    let variables = EventEnvironment.merged(
+      environment, EventEnvironment.variables(for: event, consumer: consumer, attempt: attempt))
     let pid: pid_t
     do {
       pid = try spawn(input: Array(EventEnvironment.input(for: event).utf8), environment: variables)

@@ -186,7 +186,7 @@ struct Start: ParsableCommand, CtlCommand {
     abstract: "Start a trial for a subject.",
     discussion: """
       Without --duration or --ends-at, the daemon's default length applies; without --reminders, its \
-      default reminders. Example: trialwatchctl start acme-42 --duration 14d --reminders 3d,1d
+      default reminders. Example: trialwatchctl start acme-42 --duration 14d --label customer=c-991
       """)
 
   @OptionGroup var global: GlobalOptions
@@ -198,6 +198,7 @@ struct Start: ParsableCommand, CtlCommand {
     help: ArgumentHelp(
       "Reminders before the end, comma-separated; `none` for none.", valueName: "span[,span...]"))
   var reminders: String?
+  @OptionGroup var labels: LabelOptions
 
   func validate() throws {
     if duration != nil && endsAt != nil {
@@ -210,7 +211,7 @@ struct Start: ParsableCommand, CtlCommand {
     StartTrialParameters(
       subject: subject, duration: try duration.map { Days(try Arguments.span($0, option: "--duration")) },
       endsAt: try endsAt.map { try Arguments.date($0, option: "--ends-at") },
-      reminders: try reminders.map(Arguments.reminders))
+      reminders: try reminders.map(Arguments.reminders), labels: try labels.parsed())
   }
 
   func run(in environment: CtlEnvironment) throws {
@@ -255,6 +256,7 @@ struct List: ParsableCommand, CtlCommand {
     name: .customLong("expiring-within"),
     help: ArgumentHelp("Only active trials ending within this span from now.", valueName: "span"))
   var expiringWithin: String?
+  @Option(help: ArgumentHelp("Only trials with this label.", valueName: "key=value")) var label: String?
   @Option(help: ArgumentHelp("Trials per page (1 to 1000; default 100).", valueName: "n")) var limit: Int?
   @Option(
     help: ArgumentHelp("Start after this trial id (the cursor a previous page gave).", valueName: "cursor"))
@@ -279,7 +281,11 @@ struct List: ParsableCommand, CtlCommand {
     return ListTrialsParameters(
       state: stateValue,
       expiringWithin: try expiringWithin.map { Days(try Arguments.span($0, option: "--expiring-within")) },
-      limit: limit, after: try after.map { try Arguments.trialID($0, "--after") })
+      limit: limit, after: try after.map { try Arguments.trialID($0, "--after") },
+      label: try label.map { text in
+        let (key, value) = try LabelOptions.pair(text, option: "--label")
+        return "\(key)=\(value)"
+      })
   }
 
   func run(in environment: CtlEnvironment) throws {
@@ -307,9 +313,11 @@ struct Extend: ParsableCommand, CtlCommand {
   @Option(help: ArgumentHelp("Move the end later by this span.", valueName: "span")) var by: String?
   @Option(name: .customLong("ends-at"), help: ArgumentHelp("The new end.", valueName: "rfc3339")) var endsAt:
     String?
+  @OptionGroup var labels: LabelChangeOptions
 
   func validate() throws {
     _ = try change()
+    _ = try labels.changes()
   }
 
   func change() throws -> ExtendTrialParameters.Change {
@@ -323,7 +331,8 @@ struct Extend: ParsableCommand, CtlCommand {
 
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
-    let parameters = ExtendTrialParameters(id: try session.trialID(trial), change: try change())
+    let parameters = ExtendTrialParameters(
+      id: try session.trialID(trial), change: try change(), labels: try labels.changes())
     let reply = try session.call(Trials.extendTrial, parameters)
     if !session.json { session.presenter.present(trial: reply.trial) }
   }
@@ -340,9 +349,11 @@ struct End: ParsableCommand, CtlCommand {
     help: ArgumentHelp("converted or cancelled.", valueName: "outcome"),
     completion: .list(TrialOutcome.allCases.map(\.rawValue)))
   var outcome: String
+  @OptionGroup var labels: LabelChangeOptions
 
   func validate() throws {
     _ = try trialOutcome()
+    _ = try labels.changes()
   }
 
   func trialOutcome() throws -> TrialOutcome {
@@ -354,7 +365,8 @@ struct End: ParsableCommand, CtlCommand {
 
   func run(in environment: CtlEnvironment) throws {
     let session = try Session(global, environment)
-    let parameters = EndTrialParameters(id: try session.trialID(trial), outcome: try trialOutcome())
+    let parameters = EndTrialParameters(
+      id: try session.trialID(trial), outcome: try trialOutcome(), labels: try labels.changes())
     let reply = try session.call(Trials.endTrial, parameters)
     if !session.json { session.presenter.present(trial: reply.trial) }
   }

@@ -243,7 +243,7 @@ private final class TakenEvents: EventSink, Sendable {
   private let events = Mutex<[EventObject]>([])
 
   func deliver(_ entry: LedgerEntry, trial: Trial) throws {
-    events.withLock { $0.append(EventObject(entry, subject: trial.subject)) }
+    events.withLock { $0.append(EventObject(entry, attributes: trial.attributes)) }
   }
 
   func drain() -> [EventObject] {

@@ -84,8 +84,23 @@ import TrialTesting
       let reminders = (0..<Int.random(in: 0...3, using: &generator)).map { _ in
         Duration.milliseconds(Int64.random(in: 1...10_000_000_000, using: &generator))
       }
+      // Keys that sort differently by bytes and by number or case-folded text.
+      let keys = ["a", "a1", "a_", "a_b", "ab", "k10", "k9", "k_9", "z"]
+      let labels = Dictionary(
+        uniqueKeysWithValues: keys.shuffled(using: &generator).prefix(
+          Int.random(in: 0...5, using: &generator)
+        )
+        .map { key in
+          (
+            key,
+            String(
+              (0..<Int.random(in: 0...6, using: &generator)).map { _ in
+                alphabet.randomElement(using: &generator)!
+              })
+          )
+        })
       let trial = TrialObject(
-        id: TrialID(generator.next()), subject: subject,
+        id: TrialID(generator.next()), subject: subject, labels: labels,
         state: TrialState.allCases.randomElement(using: &generator)!,
         startedAt: start, endsAt: start.addingTimeInterval(Double.random(in: 0...1e8, using: &generator)),
         endedAt: Bool.random(using: &generator) ? start.addingTimeInterval(12.5) : nil, reminders: reminders,

@@ -29,20 +29,25 @@ import TrialCore
     let id = TrialID(1)
     var getTrial = GetTrialParameters(id: id)
     getTrial.subject = "s"
-    var extendTrial = ExtendTrialParameters(id: id, change: .by(Days(1)))
+    var extendTrial = ExtendTrialParameters(id: id, change: .by(Days(1)), labels: ["tier": nil])
     extendTrial.endsAt = Date(timeIntervalSince1970: 1_750_000_000)
     let samples: [(String, MethodKind, any Encodable)] = [
       (
         Trials.startTrial.qualifiedName, Trials.startTrial.kind,
-        StartTrialParameters(subject: "s", duration: Days(1), endsAt: extendTrial.endsAt, reminders: .default)
+        StartTrialParameters(
+          subject: "s", duration: Days(1), endsAt: extendTrial.endsAt, reminders: .default,
+          labels: ["tier": "pro"])
       ),
       (Trials.getTrial.qualifiedName, Trials.getTrial.kind, getTrial),
       (
         Trials.listTrials.qualifiedName, Trials.listTrials.kind,
-        ListTrialsParameters(state: .active, expiringWithin: Days(1), limit: 1, after: id)
+        ListTrialsParameters(state: .active, expiringWithin: Days(1), limit: 1, after: id, label: "tier=pro")
       ),
       (Trials.extendTrial.qualifiedName, Trials.extendTrial.kind, extendTrial),
-      (Trials.endTrial.qualifiedName, Trials.endTrial.kind, EndTrialParameters(id: id, outcome: .converted)),
+      (
+        Trials.endTrial.qualifiedName, Trials.endTrial.kind,
+        EndTrialParameters(id: id, outcome: .converted, labels: ["tier": "x"])
+      ),
       (Trials.getPlan.qualifiedName, Trials.getPlan.kind, GetPlanParameters(id: id)),
       (Trials.simulate.qualifiedName, Trials.simulate.kind, SimulateParameters(at: .fromNow(.days(1)))),
       (Trials.getStatus.qualifiedName, Trials.getStatus.kind, NoParameters()),
@@ -83,7 +88,7 @@ import TrialCore
   @Test func parameterNames_OfAMethod_AreReadFromItsDeclaration() {
     #expect(
       VarlinkInterfaces.parameterNames["io.trialwatch.Trials.ListTrials"] == [
-        "state", "expiringWithin", "limit", "after",
+        "state", "expiringWithin", "limit", "after", "label",
       ])
     #expect(VarlinkInterfaces.parameterNames["io.trialwatch.Trials.GetStatus"] == [])
     #expect(VarlinkInterfaces.parameterNames["org.varlink.service.GetInterfaceDescription"] == ["interface"])

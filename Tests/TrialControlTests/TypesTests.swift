@@ -22,7 +22,7 @@ import TrialTesting
     let text = try Self.encode(object)
     #expect(
       text
-        == #"{"daysLeft":4.5,"endsAt":"2025-06-20T15:06:40Z","id":"0000000000000abc","#
+        == #"{"daysLeft":4.5,"endsAt":"2025-06-20T15:06:40Z","id":"0000000000000abc","labels":{},"#
         + #""reminders":["3d","1min 30s"],"revision":1,"startedAt":"2025-06-15T15:06:40Z","#
         + #""state":"active","subject":"acme-42"}"#)
     #expect(try Self.decode(TrialObject.self, text) == object)
@@ -33,6 +33,14 @@ import TrialTesting
     text.removeLast()
     text += #","addedLater":"whatever"}"#
     #expect(try Self.decode(TrialObject.self, text).subject == "acme-42")
+  }
+
+  /// A daemon from before labels sends none: the trial reads with no labels.
+  @Test func trialReply_OfADaemonBeforeLabels_ReadsWithNone() throws {
+    let text = try Self.encode(TrialObject(try Self.trial(), now: Self.now))
+    let older = text.replacingOccurrences(of: #""labels":{},"#, with: "")
+    #expect(older != text)
+    #expect(try Self.decode(TrialObject.self, older).labels == nil)
   }
 
   @Test func replyErrors_InANestedValue_NameTheFullPath() throws {

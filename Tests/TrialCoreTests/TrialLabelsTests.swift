@@ -64,7 +64,7 @@ import TrialCore
     #expect(error?.key == "Bad")
   }
 
-  @Test func attributes_StoredFields_RoundTrip_KeepingWhatThisVersionDoesNotKnow() throws {
+  @Test func storedFields_ReadBack_KeepWhatThisVersionDoesNotKnow() throws {
     let attributes = TrialAttributes(
       subject: "acme-42", labels: try TrialLabels(["tier": "pro", "customer": "c-991"]),
       unknown: ["plan": "pro", "zeta": "z"])
@@ -74,7 +74,7 @@ import TrialCore
     #expect(TrialAttributes(subject: "plain").storedFields.isEmpty)
   }
 
-  @Test func attributes_Variables_NameTheSubjectThenEachLabel() throws {
+  @Test func variables_OfAttributes_NameTheSubjectThenEachLabel() throws {
     let attributes = TrialAttributes(
       subject: "acme-42", labels: try TrialLabels(["tier": "pro", "customer": "c"]))
     #expect(

@@ -16,7 +16,7 @@ import TrialCtl
     let end = Date(timeIntervalSince1970: 1_750_000_000)
     var event = EventObject(
       id: EventID(trialID: TrialID(0xABC), revision: 2, kind: .reminder(before: .days(1))),
-      subject: "acme 42",
+      subject: "acme 42", labels: try! TrialLabels(["customer": "c-991", "email": "ada@example.com"]),
       state: .delivered, due: end.addingTimeInterval(-86_400), takenAt: end.addingTimeInterval(-86_400 + 125),
       lateness: .seconds(125))
     event.cursor = EventCursor(0x2A)
@@ -36,7 +36,10 @@ import TrialCtl
     let scratch = try TemporaryDirectory("runner")
     let runner = Self.runner(
       "env > '\(scratch.appending("env"))' && cat > '\(scratch.appending("input"))'",
-      environment: ["PATH": "/usr/bin:/bin", "FROM_CONSUME": "kept", "EVENT_REASON": "inherited"])
+      environment: [
+        "PATH": "/usr/bin:/bin", "FROM_CONSUME": "kept", "EVENT_REASON": "inherited",
+        "TRIAL_LABEL_TIER": "inherited", "TRIAL_LABEL_CUSTOMER": "inherited",
+      ])
     #expect(runner.run(Self.event(), attempt: 3) == .succeeded)
     let lines = try String(contentsOfFile: scratch.appending("env"), encoding: .utf8).split(separator: "\n")
     var variables: [String: String] = [:]
@@ -61,6 +64,9 @@ import TrialCtl
     #expect(variables["TRIAL_END"] == "2025-06-15T15:06:40Z")
     #expect(variables["TRIALWATCH_CONSUMER"] == "mailer")
     #expect(variables["FROM_CONSUME"] == "kept")
+    #expect(
+      variables["TRIAL_LABEL_CUSTOMER"] == "c-991" && variables["TRIAL_LABEL_EMAIL"] == "ada@example.com")
+    #expect(variables["TRIAL_LABEL_TIER"] == nil, "a label of consume's own environment is not passed on")
     let input = try String(contentsOfFile: scratch.appending("input"), encoding: .utf8)
     #expect(input.hasSuffix("}\n") && input.dropLast().contains("\n") == false, "one line")
     #expect(try decode(EventObject.self, input) == Self.event())

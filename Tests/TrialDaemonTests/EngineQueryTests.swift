@@ -55,7 +55,7 @@ import TrialTesting
     try h.start("acme-42", days: 1, reminders: [])
     let status = h.engine.status()
     #expect(status.counts[.active] == 1)
-    #expect(status.nextSubject == "acme-42" && status.nextEvent?.kind == .expiry)
+    #expect(status.nextAttributes?.subject == "acme-42" && status.nextEvent?.kind == .expiry)
     #expect(status.line == "1 active trial; next: acme-42 expires in 1d")
     h.engine.stop()
   }

@@ -57,6 +57,20 @@ private func fields(
           ]))
   }
 
+  @Test func entry_OfALabelledTrial_CarriesEachLabelAfterTheSubject() {
+    var trial = Fixture.trial
+    trial.labels = try! TrialLabels(["tier": "pro", "customer_id": "c-991"])
+    let names = EventJournalEntry.fields(for: Fixture.entry(Fixture.expiry, after: 0.2), trial: trial).map {
+      "\($0.name)=\($0.value)"
+    }
+    let subject = names.firstIndex(of: "TRIAL_SUBJECT=acme-42")
+    #expect(subject != nil)
+    #expect(
+      Array(names[(subject! + 1)...].prefix(3)) == [
+        "TRIAL_LABEL_CUSTOMER_ID=c-991", "TRIAL_LABEL_TIER=pro", "TRIAL_REVISION=3",
+      ])
+  }
+
   @Test func entry_ForAReminderOnTime_HasItsFields() {
     let entry = Fixture.entry(Fixture.threeDays, after: 0)
     #expect(

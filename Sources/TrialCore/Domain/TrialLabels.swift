@@ -16,6 +16,11 @@ public struct TrialLabels: Hashable, Sendable, Sequence, CustomStringConvertible
     public var key: String?
     public var problem: String
 
+    public init(key: String?, problem: String) {
+      self.key = key
+      self.problem = problem
+    }
+
     public var description: String {
       key.map { "label \"\($0)\" \(problem)" } ?? "labels \(problem)"
     }

@@ -8,11 +8,12 @@ extension TrialRepository {
   /// - Throws: `TrialError` when the subject already has an active trial, when the end
   ///   is not after `now`, or when no unused id is found.
   public func startTrial(
-    subject: String, endDate: Date, reminders: ReminderSchedule, now: Date, ids: any TrialIDGenerator
+    subject: String, labels: TrialLabels = .none, endDate: Date, reminders: ReminderSchedule, now: Date,
+    ids: any TrialIDGenerator
   ) throws -> (trial: Trial, skipped: [DueEvent]) {
     let started = try write { txn in
       try TrialBook.startTrial(
-        in: txn, subject: subject, endDate: endDate, reminders: reminders, now: now, ids: ids)
+        in: txn, subject: subject, labels: labels, endDate: endDate, reminders: reminders, now: now, ids: ids)
     }
     return (started.trial, started.skipped)
   }
@@ -121,8 +122,8 @@ public enum TrialBook {
   /// ids from `ids` until one is unused, and records reminders already due as skipped
   /// (`logged`: as the event log holds them).
   public static func startTrial(
-    in txn: any TrialWriteTransaction, subject: String, endDate: Date, reminders: ReminderSchedule,
-    now: Date, ids: any TrialIDGenerator
+    in txn: any TrialWriteTransaction, subject: String, labels: TrialLabels = .none, endDate: Date,
+    reminders: ReminderSchedule, now: Date, ids: any TrialIDGenerator
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     if let problem = Trial.validateSubject(subject) { throw TrialError.invalid("subject", problem) }
     guard endDate > now else {
@@ -141,36 +142,52 @@ public enum TrialBook {
     }
     guard let id else { throw TrialError(.idSpaceExhausted(attempts: idAttempts)) }
     let trial = Trial(
-      id: id, subject: subject, period: TrialPeriod(startDate: now, endDate: endDate), reminders: reminders)
+      id: id, subject: subject, labels: labels, period: TrialPeriod(startDate: now, endDate: endDate),
+      reminders: reminders)
     try txn.putTrial(trial)
     let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtStart)
     return (trial, skipped, try recordSkipped(skipped, of: trial, in: txn, now: now))
   }
 
-  /// Moves an active trial's end, starting a new revision; reminders of the new revision
-  /// already due are recorded as skipped (`logged`: as the event log holds them).
+  /// Moves an active trial's end, starting a new revision, and makes the label changes given
+  /// (a nil value removes the label); reminders of the new revision already due are recorded
+  /// as skipped (`logged`: as the event log holds them).
   public static func extendTrial(
-    in txn: any TrialWriteTransaction, _ id: TrialID, to endDate: Date, now: Date
+    in txn: any TrialWriteTransaction, _ id: TrialID, to endDate: Date, labels: [String: String?] = [:],
+    now: Date
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
     guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
     guard endDate > now else { throw TrialError.invalid("endsAt", "the new end must lie in the future") }
+    trial.labels = try changedLabels(trial.labels, labels)
     trial.reschedule(endDate: endDate)
     try txn.putTrial(trial)
     let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtExtension)
     return (trial, skipped, try recordSkipped(skipped, of: trial, in: txn, now: now))
   }
 
-  /// Ends an active trial early: converted or cancelled.
+  /// Ends an active trial early, converted or cancelled, with the label changes given.
   public static func endTrial(
-    in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, now: Date
+    in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, labels: [String: String?] = [:],
+    now: Date
   ) throws -> Trial {
     guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
     guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
+    trial.labels = try changedLabels(trial.labels, labels)
     trial.state = outcome.state
     trial.endedAt = now
     try txn.putTrial(trial)
     return trial
+  }
+
+  /// `labels` with `changes` made, or the refusal naming the label.
+  private static func changedLabels(_ labels: TrialLabels, _ changes: [String: String?]) throws -> TrialLabels
+  {
+    do {
+      return try labels.applying(changes)
+    } catch {
+      throw TrialError.invalid("labels", error.description)
+    }
   }
 
   /// Records taken events exactly once: each goes into the ledger, the outbox and the event

@@ -4,10 +4,12 @@ import TrialCore
 /// A change to trials, asked for by a client.
 public enum TrialCommand: Hashable, Sendable {
   /// Starts a trial. With neither `length` nor `endsAt`, the configured default length.
-  case start(subject: String, length: Days?, endsAt: Date?, reminders: ReminderSchedule?)
-  /// Moves the end: by a span from the current end, or to a date.
-  case extend(TrialID, by: Days?, endsAt: Date?)
-  case end(TrialID, TrialOutcome)
+  case start(
+    subject: String, labels: TrialLabels = .none, length: Days?, endsAt: Date?, reminders: ReminderSchedule?)
+  /// Moves the end: by a span from the current end, or to a date; changes labels (nil removes).
+  case extend(TrialID, by: Days?, endsAt: Date?, labels: [String: String?] = [:])
+  /// Ends the trial early, changing labels (nil removes).
+  case end(TrialID, TrialOutcome, labels: [String: String?] = [:])
 }
 
 /// A command carried out: the trial as it now is, and reminders skipped because already due.
@@ -114,7 +116,7 @@ extension Engine {
     ids: any TrialIDGenerator
   ) throws -> (CommandResult, [LoggedEvent]) {
     switch command {
-    case .start(let subject, let length, let endsAt, let reminders):
+    case .start(let subject, let labels, let length, let endsAt, let reminders):
       let end: Date
       if let endsAt {
         end = endsAt
@@ -124,10 +126,11 @@ extension Engine {
         end = now.addingTimeInterval(span.timeInterval)
       }
       let started = try TrialBook.startTrial(
-        in: txn, subject: subject, endDate: end, reminders: reminders ?? settings.defaultReminders, now: now,
-        ids: ids)
+        in: txn, subject: subject, labels: labels, endDate: end,
+        reminders: reminders ?? settings.defaultReminders,
+        now: now, ids: ids)
       return (CommandResult(trial: started.trial, skipped: started.skipped), started.logged)
-    case .extend(let id, let by, let endsAt):
+    case .extend(let id, let by, let endsAt, let labels):
       guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
       let end: Date
       if let endsAt {
@@ -138,10 +141,10 @@ extension Engine {
       } else {
         throw TrialError.invalid("by", "give either by or endsAt")
       }
-      let extended = try TrialBook.extendTrial(in: txn, id, to: end, now: now)
+      let extended = try TrialBook.extendTrial(in: txn, id, to: end, labels: labels, now: now)
       return (CommandResult(trial: extended.trial, skipped: extended.skipped), extended.logged)
-    case .end(let id, let outcome):
-      let trial = try TrialBook.endTrial(in: txn, id, outcome: outcome, now: now)
+    case .end(let id, let outcome, let labels):
+      let trial = try TrialBook.endTrial(in: txn, id, outcome: outcome, labels: labels, now: now)
       return (CommandResult(trial: trial, skipped: []), [])
     }
   }

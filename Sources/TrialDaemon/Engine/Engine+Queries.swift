@@ -13,7 +13,7 @@ public struct EngineStatus: Hashable, Sendable {
   public var counts: [TrialState: Int]
   public var pendingEvents: Int
   public var nextEvent: TrialEvent?
-  public var nextSubject: String?
+  public var nextAttributes: TrialAttributes?
   public var fired: Int
   public var skipped: Int
   public var line: String
@@ -79,12 +79,12 @@ public struct StoreQueries: @unchecked Sendable {
     return (trial, unrecordedDeliveries.apply(to: ledger))
   }
 
-  /// The subjects of the given trials, read in one transaction.
-  public func subjects(of ids: [TrialID]) throws -> [TrialID: String] {
+  /// The attributes (subject, labels) of the given trials, read in one transaction.
+  public func attributes(of ids: [TrialID]) throws -> [TrialID: TrialAttributes] {
     try repository.read { txn in
-      var subjects: [TrialID: String] = [:]
-      for id in Set(ids) { subjects[id] = try txn.trial(id)?.subject }
-      return subjects
+      var attributes: [TrialID: TrialAttributes] = [:]
+      for id in Set(ids) { attributes[id] = try txn.trial(id)?.attributes }
+      return attributes
     }
   }
 
@@ -140,8 +140,10 @@ extension Engine {
     try queries.trialWithLedger(id: id)
   }
 
-  /// The subjects of the given trials, read in one transaction.
-  public func subjects(of ids: [TrialID]) throws -> [TrialID: String] { try queries.subjects(of: ids) }
+  /// The attributes (subject, labels) of the given trials, read in one transaction.
+  public func attributes(of ids: [TrialID]) throws -> [TrialID: TrialAttributes] {
+    try queries.attributes(of: ids)
+  }
 
   /// What would fire from now until `date`, changing nothing.
   public func simulate(through date: Date) -> [DueEvent] {
@@ -150,9 +152,11 @@ extension Engine {
 
   public func status() -> EngineStatus {
     let next = planner.nextEvent
-    let subject = next.flatMap { event in (try? repository.read { try $0.trial(event.trialID) })??.subject }
+    let attributes = next.flatMap { event in
+      (try? repository.read { try $0.trial(event.trialID) })??.attributes
+    }
     return EngineStatus(
-      counts: counts, pendingEvents: planner.pendingEventCount, nextEvent: next, nextSubject: subject,
+      counts: counts, pendingEvents: planner.pendingEventCount, nextEvent: next, nextAttributes: attributes,
       fired: firedCount, skipped: skippedCount, line: statusLine())
   }
 }

@@ -11,7 +11,7 @@ public struct EngineSnapshot: Hashable, Sendable {
   /// Events not yet taken, and the next one to fall due, with its trial's subject.
   public var pendingEvents = 0
   public var nextEvent: TrialEvent?
-  public var nextSubject: String?
+  public var nextAttributes: TrialAttributes?
   public var settings = EngineSettings()
 }
 
@@ -48,21 +48,21 @@ extension Engine {
     snapshotCell.publish(makeSnapshot(previous: snapshotCell.current))
   }
 
-  /// The snapshot of now; the next event's subject is read from the store only when the next
+  /// The snapshot of now; the next event's trial's attributes are read from the store only when the next
   /// event belongs to another trial than in `previous`, and never in a fleet, where that read
   /// crosses the network (`GetStatus` reads it when asked).
   private func makeSnapshot(previous: EngineSnapshot?) -> EngineSnapshot {
     let next = planner.nextEvent
-    var subject: String?
+    var attributes: TrialAttributes?
     if let next {
-      if let previous, previous.nextEvent?.trialID == next.trialID, let known = previous.nextSubject {
-        subject = known
+      if let previous, previous.nextEvent?.trialID == next.trialID, let known = previous.nextAttributes {
+        attributes = known
       } else if fleet == nil {
-        subject = (try? repository.read { try $0.trial(next.trialID) })??.subject
+        attributes = (try? repository.read { try $0.trial(next.trialID) })??.attributes
       }
     }
     return EngineSnapshot(
-      counts: counts, pendingEvents: planner.pendingEventCount, nextEvent: next, nextSubject: subject,
+      counts: counts, pendingEvents: planner.pendingEventCount, nextEvent: next, nextAttributes: attributes,
       settings: settings)
   }
 }

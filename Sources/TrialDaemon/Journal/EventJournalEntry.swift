@@ -6,7 +6,8 @@ import TrialCore
 /// Pure mapping: the dates printed are the ones given, no clock is read.
 ///
 /// Every event entry carries `MESSAGE`, `MESSAGE_ID`, `PRIORITY`, `TRIAL_ID`,
-/// `TRIAL_SUBJECT`, `TRIAL_REVISION`, `TRIAL_END`, `EVENT_KIND`, `EVENT_ID`,
+/// `TRIAL_SUBJECT`, a `TRIAL_LABEL_<KEY>` field for each label of the trial (its key
+/// upper-cased), `TRIAL_REVISION`, `TRIAL_END`, `EVENT_KIND`, `EVENT_ID`,
 /// `DUE_REALTIME_USEC`, `LATENESS_USEC`, then `REMINDER_OFFSET_SEC` for reminders and
 /// `SKIP_REASON` for skipped events. `systemd/trialwatch.catalog` explains each `MESSAGE_ID`.
 public enum EventJournalEntry {
@@ -50,7 +51,10 @@ public enum EventJournalEntry {
       JournalField(name: "MESSAGE_ID", value: messageID(for: entry).rawValue),
       JournalField(name: "PRIORITY", value: String(priority(for: entry).rawValue)),
       JournalField(name: "TRIAL_ID", value: event.trialID.description),
-      JournalField(name: "TRIAL_SUBJECT", value: trial.subject),
+    ]
+    // TRIAL_SUBJECT, then each label as TRIAL_LABEL_<KEY> (the names: TrialAttributes).
+    fields += trial.attributes.variables.map { JournalField(name: $0.name, value: $0.value) }
+    fields += [
       JournalField(name: "TRIAL_REVISION", value: String(event.revision)),
       JournalField(name: "TRIAL_END", value: RFC3339.format(end)),
       JournalField(name: "EVENT_KIND", value: event.kind.name),

@@ -63,16 +63,17 @@ public final class TrialsHandlers: @unchecked Sendable {
       Route(Trials.startTrial) { p, done in
         self.change(
           .start(
-            subject: p.subject, length: p.duration?.days, endsAt: p.endsAt, reminders: try? p.reminderSchedule
-          ), done)
+            subject: p.subject, labels: (try? p.trialLabels) ?? .none, length: p.duration?.days,
+            endsAt: p.endsAt,
+            reminders: try? p.reminderSchedule), done)
       },
       Route(Trials.extendTrial) { p, done in
         switch p.change {
-        case .by(let span): self.change(.extend(p.id, by: span, endsAt: nil), done)
-        case .to(let date): self.change(.extend(p.id, by: nil, endsAt: date), done)
+        case .by(let span): self.change(.extend(p.id, by: span, endsAt: nil, labels: p.labels ?? [:]), done)
+        case .to(let date): self.change(.extend(p.id, by: nil, endsAt: date, labels: p.labels ?? [:]), done)
         }
       },
-      Route(Trials.endTrial) { p, done in self.change(.end(p.id, p.outcome), done) },
+      Route(Trials.endTrial) { p, done in self.change(.end(p.id, p.outcome, labels: p.labels ?? [:]), done) },
       Route(Trials.getTrial) { p, done in
         self.read(done) {
           let trial = try p.id.map($0.trial(id:)) ?? $0.trial(subject: p.subject ?? "")
@@ -97,22 +98,22 @@ public final class TrialsHandlers: @unchecked Sendable {
           let now = self.clock.now()
           let policy = self.snapshots.current.settings.policy
           let due = try queries.simulate(now: now, through: p.at.resolve(now: now), policy: policy)
-          let subjects = try queries.subjects(of: due.map(\.event.trialID))
-          return EventsReply(events: due.map { EventObject($0, subject: subjects[$0.event.trialID]) })
+          let attributes = try queries.attributes(of: due.map(\.event.trialID))
+          return EventsReply(events: due.map { EventObject($0, attributes: attributes[$0.event.trialID]) })
         }
       }.scanning(),
       Route(Trials.getStatus) { _, done in
         self.read(done) { queries in
           let now = self.clock.now()
           var status = self.snapshots.current
-          if let next = status.nextEvent, status.nextSubject == nil {
-            status.nextSubject = try queries.subjects(of: [next.trialID])[next.trialID]
+          if let next = status.nextEvent, status.nextAttributes == nil {
+            status.nextAttributes = try queries.attributes(of: [next.trialID])[next.trialID]
           }
           let fleet = self.fleetStatus?()
           return GetStatusReply(
             version: self.version, startedAt: self.startedAt, uptime: now.duration(since: self.startedAt),
             trials: TrialCounts(fleet?.counts ?? status.counts), pendingEvents: status.pendingEvents,
-            nextEvent: status.nextEvent.map { EventObject(pending: $0, subject: status.nextSubject) },
+            nextEvent: status.nextEvent.map { EventObject(pending: $0, attributes: status.nextAttributes) },
             storeBytes: self.storeBytes(), connections: self.counters.connections,
             watchers: self.counters.watchers, fleet: fleet?.fleet)
         }
@@ -247,6 +248,7 @@ extension ListTrialsParameters {
   /// Whether a trial passes the filters, as of `now`.
   func matches(_ trial: Trial, now: Date) -> Bool {
     if let state, trial.state != state { return false }
+    if let filter = try? labelFilter, trial.labels[filter.key] != filter.value { return false }
     if let expiringWithin {
       return trial.isActive && trial.period.endDate <= now.addingTimeInterval(expiringWithin.timeInterval)
     }
@@ -259,15 +261,15 @@ extension EventObject {
   /// revisions, then the current revision's events not in the ledger, pending while the
   /// trial is active and skipped (reason `trial-<state>`) once it has ended.
   static func plan(of trial: Trial, ledger: [LedgerEntry]) -> [EventObject] {
-    var events = ledger.map { EventObject($0, subject: trial.subject) }
+    var events = ledger.map { EventObject($0, attributes: trial.attributes) }
     let taken = Set(ledger.map(\.id))
     for event in trial.events where !taken.contains(event.id) {
       if trial.isActive {
-        events.append(EventObject(pending: event, subject: trial.subject))
+        events.append(EventObject(pending: event, attributes: trial.attributes))
       } else {
         events.append(
           EventObject(
-            id: event.id, subject: trial.subject, state: .skipped, due: event.due,
+            id: event.id, subject: trial.subject, labels: trial.labels, state: .skipped, due: event.due,
             reason: "trial-\(trial.state.rawValue)",
             detail: "the trial was \(trial.state.rawValue) before it fell due", takenAt: trial.endedAt))
       }

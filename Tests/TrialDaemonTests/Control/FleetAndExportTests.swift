@@ -47,27 +47,34 @@ import TrialTesting
 
   /// Trials in every state: active with pending reminders, active with a fired reminder,
   /// expired, converted, cancelled, extended to revision 2 after a reminder of revision 1,
-  /// and one whose reminder was skipped as already due at its start.
+  /// and one whose reminder was skipped as already due at its start. Some have labels, set at
+  /// the start and changed as they end or move.
   private func populate(_ fixture: ControlFixture) throws {
     let client = try fixture.client()
     let day: TimeInterval = 86_400
-    func start(_ subject: String, days: Double, reminders: [Duration]) throws -> TrialObject {
+    func start(_ subject: String, days: Double, reminders: [Duration], labels: [String: String]? = nil) throws
+      -> TrialObject
+    {
       try client.startTrial(
         StartTrialParameters(
-          subject: subject, duration: Days(days), reminders: try ReminderSchedule(reminders)))
+          subject: subject, duration: Days(days), reminders: try ReminderSchedule(reminders), labels: labels))
     }
-    _ = try start("pending", days: 10, reminders: [.days(3), .days(1)])
+    _ = try start(
+      "pending", days: 10, reminders: [.days(3), .days(1)],
+      labels: ["customer": "c-991", "email": "ada+x@example.com", "note": "ünïcödé \"quoted\" ✓"])
     _ = try start("fired", days: 3, reminders: [.days(2), .days(1)])
     _ = try start("expired", days: 1, reminders: [])
-    let converted = try start("converted", days: 5, reminders: [.days(1)])
+    let converted = try start("converted", days: 5, reminders: [.days(1)], labels: ["tier": "pro"])
     let cancelled = try start("cancelled", days: 5, reminders: [.days(1)])
-    let extended = try start("extended", days: 2, reminders: [.seconds(129_600)])
+    let extended = try start("extended", days: 2, reminders: [.seconds(129_600)], labels: ["tier": "free"])
     _ = try start("skipped", days: 3, reminders: [.days(4)])
     fixture.advance(by: 1.5 * day)
     _ = fixture.fireDue()
-    _ = try client.endTrial(EndTrialParameters(id: converted.id, outcome: .converted))
+    _ = try client.endTrial(
+      EndTrialParameters(id: converted.id, outcome: .converted, labels: ["tier": nil, "plan_bought": "pro"]))
     _ = try client.endTrial(EndTrialParameters(id: cancelled.id, outcome: .cancelled))
-    _ = try client.extendTrial(ExtendTrialParameters(id: extended.id, change: .by(Days(5))))
+    _ = try client.extendTrial(
+      ExtendTrialParameters(id: extended.id, change: .by(Days(5)), labels: ["tier": "pro"]))
   }
 
   /// Writes records as an export file: one JSON object a line.

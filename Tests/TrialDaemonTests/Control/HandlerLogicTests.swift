@@ -43,7 +43,7 @@ import TrialTesting
 
     let skipped = LedgerEntry(
       event: events[1], outcome: .skipped(.supersededByExpiry), takenAt: Self.now, isLate: true)
-    let object = EventObject(skipped, subject: nil)
+    let object = EventObject(skipped, attributes: nil)
     #expect(object.state == .skipped)
     #expect(object.reason == "superseded-by-expiry")
     #expect(object.detail == "superseded by the trial's expiry")

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # e2e.sh, step 03 (sourced): trials whose events fall due in a few seconds, each in the
-# journal once, with its fields and catalog text.
+# journal once, with its fields, its trial's labels and catalog text.
 
-A=$(start_trial e2e-alpha --duration 6s --reminders 3s)
+A=$(start_trial e2e-alpha --duration 6s --reminders 3s --label customer=c-991 --label tier=pro)
 B=$(start_trial e2e-beta --duration 8s --reminders 6s,3s)
 if [ -n "$A" ] && [ -n "$B" ]; then
   pass "trialwatchctl start (trials $A, $B)"
@@ -36,4 +36,11 @@ if grep -q "Subject: Trial e2e-alpha expired" <<< "$OUT" \
   pass "journalctl -x shows the catalog text"
 else
   fail "journalctl -x shows the catalog text" "$(echo "$OUT" | tail -n 5 | tr '\n' ' ')"
+fi
+
+OUT=$(ct journalctl -u trialwatch.service -o verbose --no-pager TRIAL_ID="$A" EVENT_KIND=expiry 2>&1)
+if grep -q "TRIAL_LABEL_CUSTOMER=c-991" <<< "$OUT" && grep -q "TRIAL_LABEL_TIER=pro" <<< "$OUT"; then
+  pass "journalctl -o verbose shows the trial's labels (TRIAL_LABEL_CUSTOMER, TRIAL_LABEL_TIER)"
+else
+  fail "journalctl -o verbose shows the trial's labels" "$(echo "$OUT" | grep TRIAL_ | tr '\n' ' ')"
 fi
