@@ -230,7 +230,8 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
       let event = epsilon.events[0]
       try repository.write { txn in
         _ = try txn.appendEvent(
-          LedgerEntry(event: event, outcome: .fired, takenAt: event.due, isLate: false), attributes: TrialAttributes(subject: "epsilon"))
+          LedgerEntry(event: event, outcome: .fired, takenAt: event.due, isLate: false),
+          attributes: TrialAttributes(subject: "epsilon"))
       }
       return [
         Expected(database: "events", key: Self.eventKey(4), words: ["\(event.id)", "not in the ledger"])

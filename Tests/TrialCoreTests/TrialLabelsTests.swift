@@ -64,7 +64,7 @@ import TrialCore
     #expect(error?.key == "Bad")
   }
 
-  @Test func attributes_StoredFields_RoundTrip_KeepingWhatThisVersionDoesNotKnow() throws {
+  @Test func attributes_StoredFieldsRoundTrip_KeepWhatThisVersionDoesNotKnow() throws {
     let attributes = TrialAttributes(
       subject: "acme-42", labels: try TrialLabels(["tier": "pro", "customer": "c-991"]),
       unknown: ["plan": "pro", "zeta": "z"])
