@@ -26,6 +26,12 @@ public struct PGResult: Sendable {
     return values[row * columns.count + column]
   }
 
+  /// The position of the column `name` (the first of that name, as libpq's `PQfnumber` finds
+  /// an unquoted name, but matched exactly); nil when the result has none.
+  public func column(named name: String) -> Int? {
+    columns.firstIndex(of: name)
+  }
+
   /// The text of a value; nil for SQL NULL.
   public func string(_ row: Int, _ column: Int) -> String? {
     self[row, column]

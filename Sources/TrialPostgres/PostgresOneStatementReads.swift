@@ -9,7 +9,7 @@ extension PostgresTrialRepository {
   public func trial(_ id: TrialID) throws -> Trial? {
     let statement = PostgresRecords.trialStatement(id)
     let result = try readStatement(statement.sql, statement.parameters)
-    return result.rows == 0 ? nil : try PostgresRecords.trial(result, 0)
+    return result.rows == 0 ? nil : try TrialRows(result).trial(0)
   }
 
   /// The log's bounds and the events after `after` in one statement, so in one snapshot: the
@@ -33,10 +33,11 @@ extension PostgresTrialRepository {
       last: EventCursor(UInt64(bitPattern: last)), prunedThrough: EventCursor(UInt64(bitPattern: pruned)),
       count: kept)
     try EventFeed.checkCursor(after, against: bounds)
+    let rows = try EventRows(result)
     var events: [LoggedEvent] = []
     events.reserveCapacity(result.rows)
     for row in 0..<result.rows {
-      if let event = try PostgresRecords.loggedEvent(result, row, from: 3) { events.append(event) }
+      if let event = try rows.event(row) { events.append(event) }
     }
     return events
   }

@@ -27,7 +27,7 @@ class PostgresReadTransaction: TrialReadTransaction {
   func trial(_ id: TrialID) throws -> Trial? {
     let statement = PostgresRecords.trialStatement(id)
     let result = try query(statement.sql, statement.parameters)
-    return result.rows == 0 ? nil : try PostgresRecords.trial(result, 0)
+    return result.rows == 0 ? nil : try TrialRows(result).trial(0)
   }
 
   func activeTrialID(subject: String) throws -> TrialID? {
@@ -64,8 +64,9 @@ class PostgresReadTransaction: TrialReadTransaction {
         SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial WHERE \(sql)
         ORDER BY trial_id < 0, trial_id LIMIT \(Self.page)
         """, [start.map { String($0) }])
+      let trials = try TrialRows(result)
       for row in 0..<result.rows {
-        let trial = try PostgresRecords.trial(result, row)
+        let trial = try trials.trial(row)
         guard try body(trial) else { return }
         position = trial.id
       }
@@ -79,14 +80,14 @@ class PostgresReadTransaction: TrialReadTransaction {
       SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger
       WHERE trial_id = $1 AND revision = $2 AND offset_ms = $3
       """, PostgresRecords.key(id))
-    return result.rows == 0 ? nil : try PostgresRecords.ledgerEntry(result, 0)
+    return try PostgresRecords.ledgerEntries(result).first
   }
 
   func ledgerEntries(trial: TrialID) throws -> [LedgerEntry] {
     let result = try query(
       "SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger WHERE trial_id = $1",
       [PostgresRecords.sql(trial)])
-    return try (0..<result.rows).map { try PostgresRecords.ledgerEntry(result, $0) }.sorted { $0.id < $1.id }
+    return try PostgresRecords.ledgerEntries(result).sorted { $0.id < $1.id }
   }
 
   /// The outbox of this node: the undelivered entries of the shards it owns (another node's
@@ -98,8 +99,7 @@ class PostgresReadTransaction: TrialReadTransaction {
       SELECT \(PostgresRecords.entryColumns) FROM trialwatch.ledger
       WHERE delivered_s IS NULL AND (shard = ANY($1::integer[]) OR node = $2)
       """, [PGArray.literal(owned.keys.sorted()), nodeName])
-    let entries = try (0..<result.rows).map { try PostgresRecords.ledgerEntry(result, $0) }
-    for entry in entries.sorted(by: { $0.id < $1.id }) {
+    for entry in try PostgresRecords.ledgerEntries(result).sorted(by: { $0.id < $1.id }) {
       guard try body(entry) else { return }
     }
   }
@@ -130,9 +130,10 @@ class PostgresReadTransaction: TrialReadTransaction {
         SELECT \(PostgresRecords.eventColumns)
         FROM trialwatch.event_log WHERE cursor > $1 ORDER BY cursor LIMIT \(Self.page)
         """, [String(position)])
+      let events = try EventRows(result)
       for row in 0..<result.rows {
-        guard let event = try PostgresRecords.loggedEvent(result, row) else {
-          throw PostgresStoreError.damaged("an unreadable event log row")
+        guard let event = try events.event(row) else {
+          throw PostgresStoreError.damaged("a row of trialwatch.event_log without its cursor")
         }
         guard try body(event) else { return }
         position = Int64(bitPattern: event.cursor.sequence)
@@ -144,14 +145,15 @@ class PostgresReadTransaction: TrialReadTransaction {
   func consumer(named name: String) throws -> ConsumerRecord? {
     let result = try query(
       "SELECT \(PostgresRecords.consumerColumns) FROM trialwatch.consumer WHERE name = $1", [name])
-    return result.rows == 0 ? nil : try PostgresRecords.consumer(result, 0)
+    return result.rows == 0 ? nil : try ConsumerRows(result).consumer(0)
   }
 
   func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws {
     let result = try query(
       "SELECT \(PostgresRecords.consumerColumns) FROM trialwatch.consumer ORDER BY name COLLATE \"C\"")
+    let consumers = try ConsumerRows(result)
     for row in 0..<result.rows {
-      guard try body(try PostgresRecords.consumer(result, row)) else { return }
+      guard try body(try consumers.consumer(row)) else { return }
     }
   }
 }

@@ -65,87 +65,65 @@ enum PostgresRecords {
 
   // MARK: Rows
 
-  /// The columns `trial(_:_:)` reads, in order.
+  /// The columns a trial is read from (`TrialRows`, by name).
   static let trialColumns = """
-    trial_id, subject, state, revision, start_s, end_s, ended_s, reminders_ms
+    trial_id, subject, state, revision, start_s, end_s, ended_s, reminders_ms, attributes
     """
 
-  static func trial(_ result: PGResult, _ row: Int) throws -> Trial {
-    guard let id = result.int64(row, 0), let subject = result.string(row, 1),
-      let stateText = result.string(row, 2), let state = TrialState(rawValue: stateText),
-      let revision = result.int(row, 3), let start = result.double(row, 4), let end = result.double(row, 5),
-      let offsets = result.string(row, 7).flatMap(PGArray.int64s)
-    else { throw PostgresStoreError.damaged("an unreadable trial row") }
-    let reminders: ReminderSchedule
-    do {
-      reminders = try ReminderSchedule(offsets.map { .milliseconds($0) })
-    } catch {
-      throw PostgresStoreError.damaged("trial \(trialID(id)) has invalid reminders: \(error)")
-    }
-    return Trial(
-      id: trialID(id), subject: subject, period: TrialPeriod(startDate: date(start), endDate: date(end)),
-      state: state, reminders: reminders, revision: UInt32(truncatingIfNeeded: revision),
-      endedAt: result.double(row, 6).map(date))
-  }
-
-  static func ledgerEntries(_ result: PGResult) throws -> [LedgerEntry] {
-    try (0..<result.rows).map { try ledgerEntry(result, $0) }
-  }
-
-  /// The columns `ledgerEntry(_:_:)` reads, in order (a ledger row, or an event-log row
-  /// joined to the ledger for `delivered_at`).
+  /// The columns a ledger entry is read from (`EntryColumns`, by name): of a ledger row, or of
+  /// an event-log row with the ledger's `delivered_s`.
   static let entryColumns = """
     trial_id, revision, offset_ms, outcome, skip_detail, due_s, taken_s, late, delivered_s
     """
 
-  /// The columns of a logged event, in the order `loggedEvent` reads them from its `column`:
-  /// the cursor and subject, then a ledger entry's without its delivery (the log keeps none).
+  /// The columns a logged event is read from (`EventRows`, by name): a ledger entry's without
+  /// its delivery (the log keeps none), its cursor and its trial's attributes at the time.
   static let eventColumns = """
-    cursor, subject, trial_id, revision, offset_ms, outcome, skip_detail, due_s, taken_s, late,
-      NULL::double precision
+    cursor, subject, attributes, trial_id, revision, offset_ms, outcome, skip_detail, due_s, taken_s, late
     """
 
-  /// The logged event at `row` (`eventColumns` from `column`); nil when its cursor is NULL (a
-  /// row of an outer join with no event).
-  static func loggedEvent(_ result: PGResult, _ row: Int, from column: Int = 0) throws -> LoggedEvent? {
-    guard let cursor = result.int64(row, column) else { return nil }
-    guard let subject = result.string(row, column + 1) else {
-      throw PostgresStoreError.damaged("an unreadable event log row")
-    }
-    let entry = try ledgerEntry(result, row, from: column + 2)
-    return LoggedEvent(cursor: EventCursor(UInt64(bitPattern: cursor)), entry: entry, subject: subject)
-  }
+  static let consumerColumns = """
+    name, acknowledged, created_s, acknowledged_s, lost, lost_s
+    """
 
   /// The statement that reads one trial by id.
   static func trialStatement(_ id: TrialID) -> (sql: String, parameters: [String?]) {
     ("SELECT \(trialColumns) FROM trialwatch.trial WHERE trial_id = $1", [sql(id)])
   }
 
-  static func ledgerEntry(_ result: PGResult, _ row: Int, from column: Int = 0) throws -> LedgerEntry {
-    let c = column
-    guard let trial = result.int64(row, c), let revision = result.int(row, c + 1),
-      let offset = result.int64(row, c + 2), let outcomeText = result.string(row, c + 3),
-      let due = result.double(row, c + 5), let taken = result.double(row, c + 6),
-      let late = result.bool(row, c + 7)
-    else { throw PostgresStoreError.damaged("an unreadable ledger row") }
-    return LedgerEntry(
-      event: TrialEvent(id: eventID(trial: trial, revision: revision, offset: offset), due: date(due)),
-      outcome: try outcome(outcomeText, detail: result.string(row, c + 4)), takenAt: date(taken),
-      isLate: late, deliveredAt: result.double(row, c + 8).map(date))
+  static func trials(_ result: PGResult) throws -> [Trial] {
+    let rows = try TrialRows(result)
+    return try (0..<result.rows).map { try rows.trial($0) }
   }
 
-  static let consumerColumns = """
-    name, acknowledged, created_s, acknowledged_s, lost, lost_s
-    """
+  static func ledgerEntries(_ result: PGResult) throws -> [LedgerEntry] {
+    let columns = try EntryColumns(result, table: "trialwatch.ledger")
+    return try (0..<result.rows).map { try columns.entry(result, $0) }
+  }
 
-  static func consumer(_ result: PGResult, _ row: Int) throws -> ConsumerRecord {
-    guard let name = result.string(row, 0), let acknowledged = result.int64(row, 1),
-      let created = result.double(row, 2), let lost = result.int64(row, 4)
-    else { throw PostgresStoreError.damaged("an unreadable consumer row") }
-    return ConsumerRecord(
-      name: name, acknowledged: EventCursor(UInt64(bitPattern: acknowledged)), createdAt: date(created),
-      acknowledgedAt: result.double(row, 3).map(date), lost: UInt64(bitPattern: lost),
-      lostAt: result.double(row, 5).map(date))
+  /// The attributes of a row of `subject`, from its `attributes` column (`AttributeJSON`).
+  /// - Throws: `PostgresStoreError.damaged` naming `row` when the column is NULL or not an
+  ///   object of text, or when the labels in it are refused.
+  static func attributes(subject: String, json: String?, of row: @autoclosure () -> String) throws
+    -> TrialAttributes
+  {
+    guard let json else { throw PostgresStoreError.damaged("\(row()) has no attributes") }
+    let fields: [(name: String, value: String)]
+    do {
+      fields = try AttributeJSON.fields(json)
+    } catch {
+      throw PostgresStoreError.damaged("\(row()) has unreadable attributes: \(error)")
+    }
+    do {
+      return try TrialAttributes(subject: subject, storedFields: fields)
+    } catch {
+      throw PostgresStoreError.damaged("\(row()) has invalid attributes: \(error)")
+    }
+  }
+
+  /// A trial's attributes as its row keeps them (`AttributeJSON`).
+  static func json(_ attributes: TrialAttributes) -> String {
+    AttributeJSON.object(attributes.storedFields)
   }
 
   /// The key columns' values of an event, as parameters.

@@ -204,8 +204,21 @@ public enum PostgresSchema {
     END $$;
     """
 
+  /// Version 5: each trial's attributes beside its subject, and those of each logged event's
+  /// trial as the event was taken: `attributes`, a JSON object of the stored fields
+  /// (`TrialAttributes.storedFields`: each label as `label.KEY`, and those a newer version
+  /// wrote) by name, each value text (`AttributeJSON`); `{}` for a trial with nothing but a
+  /// subject. The rows already there read as that, their subject alone; a constant default adds
+  /// the columns without rewriting either table. A node of version 4 still running leaves the
+  /// attributes of a trial it writes as they are, and gives those it adds, and their events,
+  /// none.
+  static let upgradeTo5 = """
+    ALTER TABLE trialwatch.trial ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}';
+    ALTER TABLE trialwatch.event_log ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}';
+    """
+
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
-  static let steps = [createVersion1, upgradeTo2, upgradeTo3, upgradeTo4]
+  static let steps = [createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5]
 
   /// What `prepare` found or did.
   public enum Outcome: Hashable, Sendable {

@@ -266,8 +266,9 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
         done.insert(PostgresRecords.eventID(trial: trial, revision: revision, offset: offset))
       }
       planner.reserveCapacity(trials: planner.trialCount + trials.rows)
+      let rows = try TrialRows(trials)
       for row in 0..<trials.rows {
-        planner.restore(try PostgresRecords.trial(trials, row)) { done.contains($0) }
+        planner.restore(try rows.trial(row)) { done.contains($0) }
       }
       return trials.rows
     }

@@ -63,7 +63,7 @@ struct WriteQuery {
 /// table whatever the number of rows, all in one statement.
 extension PostgresWriteTransaction {
   /// The columns of `trials` as array literals: id, shard, subject, state, revision, start,
-  /// end, ended, reminders.
+  /// end, ended, reminders, attributes.
   static func trialColumns(_ trials: [Trial], shards: ShardMap) -> [String?] {
     [
       PGArray.literal(trials.map { Int64(bitPattern: $0.id.rawValue) }),
@@ -76,6 +76,7 @@ extension PostgresWriteTransaction {
       PGArray.literal(trials.map { $0.endedAt.map(PostgresRecords.sql) }),
       PGArray.literal(
         trials.map { Optional(PGArray.literal($0.reminders.offsets.map(\.roundedMilliseconds))) }),
+      PGArray.literal(trials.map { Optional(PostgresRecords.json($0.attributes)) }),
     ]
   }
 
@@ -116,13 +117,14 @@ extension PostgresWriteTransaction {
       query.write(
         """
         INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, ended_s,
-          reminders_ms)
-        SELECT t, s, subj, st, r, b, e, x, m::bigint[]
+          reminders_ms, attributes)
+        SELECT t, s, subj, st, r, b, e, x, m::bigint[], a
         FROM unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::text[], \(p[3])::text[], \(p[4])::integer[],
-          \(p[5])::float8[], \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[]) AS u(t, s, subj, st, r, b, e, x, m)
+          \(p[5])::float8[], \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[], \(p[9])::jsonb[])
+          AS u(t, s, subj, st, r, b, e, x, m, a)
         ON CONFLICT (trial_id) DO UPDATE SET subject = excluded.subject, state = excluded.state,
           revision = excluded.revision, start_s = excluded.start_s, end_s = excluded.end_s,
-          ended_s = excluded.ended_s, reminders_ms = excluded.reminders_ms
+          ended_s = excluded.ended_s, reminders_ms = excluded.reminders_ms, attributes = excluded.attributes
         """)
     }
     if !updates.isEmpty {
@@ -136,10 +138,11 @@ extension PostgresWriteTransaction {
       let updated = query.write(
         """
         UPDATE trialwatch.trial AS t SET subject = u.subj, state = u.st, revision = u.r, start_s = u.b,
-          end_s = u.e, ended_s = u.x, reminders_ms = u.m::bigint[]
+          end_s = u.e, ended_s = u.x, reminders_ms = u.m::bigint[], attributes = u.a
         FROM unnest(\(p[0])::bigint[], \(p[2])::text[], \(p[3])::text[], \(p[4])::integer[], \(p[5])::float8[],
-          \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[], \(baseRevisions)::integer[], \(baseStates)::text[])
-          AS u(id, subj, st, r, b, e, x, m, br, bs)
+          \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[], \(p[9])::jsonb[], \(baseRevisions)::integer[],
+          \(baseStates)::text[])
+          AS u(id, subj, st, r, b, e, x, m, a, br, bs)
         WHERE t.trial_id = u.id AND t.revision = u.br AND t.state = u.bs
         """)
       query.call("SELECT trialwatch.written((SELECT count(*) FROM \(updated)), \(updates.count))")
@@ -243,6 +246,7 @@ extension PostgresWriteTransaction {
       PGArray.literal(events.map { Optional(PostgresRecords.sql($0.takenAt)) }),
       PGArray.literal(events.map(\.isLate)),
       PostgresTrialRepository.logChannel, seen,
+      PGArray.literal(events.map { Optional(PostgresRecords.json($0.attributes)) }),
     ].map { query.bind($0) }
     query.write(
       """
@@ -254,11 +258,12 @@ extension PostgresWriteTransaction {
     query.write(
       """
       INSERT INTO trialwatch.event_log (cursor, trial_id, revision, offset_ms, subject, outcome, skip_detail,
-        due_s, taken_s, late)
-      SELECT head.base + u.n, t, r, o, subj, oc, d, due, tk, l
+        due_s, taken_s, late, attributes)
+      SELECT head.base + u.n, t, r, o, subj, oc, d, due, tk, l, a
       FROM head, unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::bigint[], \(p[3])::text[],
-        \(p[4])::text[], \(p[5])::text[], \(p[6])::float8[], \(p[7])::float8[], \(p[8])::boolean[])
-        WITH ORDINALITY AS u(t, r, o, subj, oc, d, due, tk, l, n)
+        \(p[4])::text[], \(p[5])::text[], \(p[6])::float8[], \(p[7])::float8[], \(p[8])::boolean[],
+        \(p[11])::jsonb[])
+        WITH ORDINALITY AS u(t, r, o, subj, oc, d, due, tk, l, a, n)
       """, named: "log_rows")
     query.call("SELECT pg_notify(\(p[9]), (SELECT last FROM head)::text)", named: "log_wake")
     query.first = "(SELECT base FROM head)"

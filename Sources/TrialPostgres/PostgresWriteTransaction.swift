@@ -112,6 +112,7 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
           """
           SELECT \(PostgresRecords.trialColumns), ARRAY(
             SELECT l.offset_ms FROM trialwatch.ledger l WHERE l.trial_id = t.trial_id AND l.revision = t.revision)
+            AS taken_offsets
           FROM trialwatch.trial t WHERE t.trial_id = ANY($1::bigint[])
           """, [PGArray.literal(trialIDs.map { Int64(bitPattern: $0.rawValue) })]
         ))
@@ -134,9 +135,11 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   private func readTrials(_ result: PGResult, ids: Set<TrialID>, for candidates: [DueEvent]) throws {
     for id in ids { trialReads[id] = .some(nil) }
     var taken: [TrialID: Set<Int64>] = [:]
+    let trials = try TrialRows(result)
+    let takenColumn = result.column(named: "taken_offsets")
     for row in 0..<result.rows {
-      let trial = try PostgresRecords.trial(result, row)
-      guard let offsets = result.string(row, 8).flatMap(PGArray.int64s) else {
+      let trial = try trials.trial(row)
+      guard let offsets = takenColumn.flatMap({ result.string(row, $0) }).flatMap(PGArray.int64s) else {
         throw PostgresStoreError.damaged("an unreadable ledger of trial \(trial.id)")
       }
       trialReads[trial.id] = trial

@@ -75,6 +75,90 @@ import TrialCore
     #expect(try repository.counts() == [.active: 249, .expired: 250, .converted: 251, .cancelled: 250])
   }
 
+  /// Four trials (the last ended) and three logged events, written as a node of a schema
+  /// version before the attributes would: no `attributes` column in either table.
+  static let trialsAndEventsBeforeAttributes = """
+    INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, ended_s, reminders_ms)
+    VALUES (1, 1, 'old-1', 'active', 1, 0, 864000, NULL, '{86400000}'),
+      (2, 2, 'old-2', 'active', 2, 0, 1728000, NULL, '{}'),
+      (3, 3, 'old "3" ✓', 'active', 1, 0, 864000, NULL, '{}'),
+      (4, 0, 'old-4', 'expired', 1, 0, 60, 60, '{}');
+    INSERT INTO trialwatch.ledger (trial_id, revision, offset_ms, event_id, shard, kind, outcome, due_s, taken_s,
+      late, delivered_s, node, epoch)
+    VALUES (4, 1, 0, '0000000000000004-1-expiry', 0, 'expiry', 'fired', 60, 60, false, 61, 'old-node', 1);
+    INSERT INTO trialwatch.event_log (cursor, trial_id, revision, offset_ms, subject, outcome, skip_detail,
+      due_s, taken_s, late)
+    VALUES (1, 4, 1, 0, 'old-4', 'fired', NULL, 60, 60, false),
+      (2, 1, 1, 86400000, 'old-1', 'skipped:superseded-by-expiry', NULL, 777600, 777601, true),
+      (3, 3, 1, 0, 'old "3" ✓', 'fired', NULL, 864000, 864000, false);
+    UPDATE trialwatch.log_head SET last = 3, kept = 3;
+    """
+
+  /// Versions 3 and 4 (the last before the attributes) have the same trial and event-log
+  /// tables: each is upgraded in place, its rows kept and read with their subject alone.
+  @Test(arguments: [3, 4])
+  func schema_BeforeAttributesWithTrialsAndEvents_IsUpgradedInPlaceReadingNoLabels(version: Int) throws {
+    let conninfo = try Self.emptyDatabase()
+    let connection = try PGConnection(conninfo: conninfo)
+    try connection.executeScript(
+      "BEGIN;\n" + PostgresSchema.steps[0..<version].joined(separator: "\n")
+        + """
+        INSERT INTO trialwatch.meta (key, value) VALUES ('schema_version', '\(version)'), ('shards', '4');
+        INSERT INTO trialwatch.shard (shard) SELECT generate_series(0, 3);
+        \(Self.trialsAndEventsBeforeAttributes)
+        COMMIT;
+        """)
+    #expect(try PostgresSchema.prepare(on: connection, shards: 4) == .upgraded(from: version))
+    #expect(try PostgresSchema.installedVersion(on: connection) == PostgresSchema.version)
+    let kept = try connection.execute(
+      """
+      SELECT (SELECT count(*) FROM trialwatch.trial WHERE attributes = '{}'),
+        (SELECT count(*) FROM trialwatch.event_log WHERE attributes = '{}')
+      """)
+    #expect(kept.int(0, 0) == 4 && kept.int(0, 1) == 3)
+
+    let repository = try PostgresTrialRepository(
+      conninfo: conninfo, node: "new-node", shards: ShardMap(count: 4), refusesEarlyFires: false)
+    let trials = try repository.read { txn in
+      var trials: [Trial] = []
+      try txn.scanTrials(after: nil) {
+        trials.append($0)
+        return true
+      }
+      return trials
+    }
+    #expect(trials.map(\.subject) == ["old-1", "old-2", "old \"3\" ✓", "old-4"])
+    #expect(trials.allSatisfy { $0.attributes == TrialAttributes(subject: $0.subject) })
+    #expect(trials.map(\.revision) == [1, 2, 1, 1] && trials[0].reminders.offsets == [.seconds(86_400)])
+    #expect(trials[3].state == .expired && trials[3].endedAt == Date(timeIntervalSinceReferenceDate: 60))
+    let log = try repository.loggedEvents(after: .origin, limit: 10)
+    #expect(log.map(\.cursor.sequence) == [1, 2, 3])
+    #expect(log.map(\.attributes) == ["old-4", "old-1", "old \"3\" ✓"].map { TrialAttributes(subject: $0) })
+    #expect(log[1].outcome == .skipped(.supersededByExpiry) && log[1].isLate)
+
+    // A labelled trial is stored beside them, and an event of its time logged.
+    var labelled = trials[1]
+    labelled.attributes.labels = try TrialLabels(["tier": "pro", "customer": "c-1"])
+    labelled.revision += 1
+    try repository.write { try $0.putTrial(labelled) }
+    let event = LedgerEntry(
+      event: labelled.events[0], outcome: .fired, takenAt: Date(timeIntervalSinceReferenceDate: 100),
+      isLate: false)
+    _ = try repository.write { try $0.appendEvent(event, attributes: labelled.attributes) }
+    #expect(try repository.trial(labelled.id) == labelled)
+    #expect(
+      try repository.loggedEvents(after: EventCursor(3), limit: 10).map(\.attributes) == [labelled.attributes]
+    )
+    let stored = try connection.execute(
+      """
+      SELECT (SELECT attributes::text FROM trialwatch.trial WHERE trial_id = 2),
+        (SELECT attributes::text FROM trialwatch.event_log WHERE cursor = 4)
+      """)
+    let json = #"{"label.tier": "pro", "label.customer": "c-1"}"#
+    #expect(stored.string(0, 0) == json && stored.string(0, 1) == json)
+    #expect(try repository.counts() == [.active: 3, .expired: 1])
+  }
+
   @Test func schema_NewerThanThisDaemon_IsLeftUntouched() throws {
     let connection = try Self.database()
     try PostgresSchema.prepare(on: connection, shards: 4)

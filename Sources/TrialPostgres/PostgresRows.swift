@@ -1,0 +1,161 @@
+import FoundationEssentials
+import TrialCore
+
+// The readers of the rows of `trial`, `ledger`, `event_log` and `consumer`. Each finds its
+// columns by name, once for all the rows of a result: a statement may select them in any
+// order, beside others (a join, a lateral read under the log's head), and a column added to
+// the table changes no reader.
+
+/// Finds the columns of `table` a reader takes in `result`.
+private struct ColumnFinder {
+  let result: PGResult
+  let table: String
+
+  func callAsFunction(_ name: String) throws -> Int {
+    guard let index = result.column(named: name) else {
+      throw PostgresStoreError.damaged("a read of \(table) without its column \(name)")
+    }
+    return index
+  }
+}
+
+/// The trials of a result (`PostgresRecords.trialColumns`).
+struct TrialRows {
+  let result: PGResult
+  private let id, subject, state, revision, start, end, ended, reminders, attributes: Int
+
+  init(_ result: PGResult) throws {
+    self.result = result
+    let column = ColumnFinder(result: result, table: "trialwatch.trial")
+    id = try column("trial_id")
+    subject = try column("subject")
+    state = try column("state")
+    revision = try column("revision")
+    start = try column("start_s")
+    end = try column("end_s")
+    ended = try column("ended_s")
+    reminders = try column("reminders_ms")
+    attributes = try column("attributes")
+  }
+
+  func trial(_ row: Int) throws -> Trial {
+    guard let rawID = result.int64(row, id) else {
+      throw PostgresStoreError.damaged("a row of trialwatch.trial without a readable trial_id")
+    }
+    let trialID = PostgresRecords.trialID(rawID)
+    let name = "the row of trialwatch.trial of trial \(trialID)"
+    guard let subject = result.string(row, subject), let stateText = result.string(row, state),
+      let state = TrialState(rawValue: stateText), let revision = result.int(row, revision),
+      let start = result.double(row, start), let end = result.double(row, end),
+      let offsets = result.string(row, reminders).flatMap(PGArray.int64s)
+    else { throw PostgresStoreError.damaged("\(name) is unreadable") }
+    let schedule: ReminderSchedule
+    do {
+      schedule = try ReminderSchedule(offsets.map { .milliseconds($0) })
+    } catch {
+      throw PostgresStoreError.damaged("\(name) has invalid reminders: \(error)")
+    }
+    return Trial(
+      id: trialID,
+      attributes: try PostgresRecords.attributes(
+        subject: subject, json: result.string(row, attributes), of: name),
+      period: TrialPeriod(startDate: PostgresRecords.date(start), endDate: PostgresRecords.date(end)),
+      state: state, reminders: schedule, revision: UInt32(truncatingIfNeeded: revision),
+      endedAt: result.double(row, ended).map(PostgresRecords.date))
+  }
+}
+
+/// Where a ledger entry's columns are in a result (`PostgresRecords.entryColumns`); a row of
+/// the event log has no delivery.
+struct EntryColumns {
+  private let trial, revision, offset, outcome, detail, due, taken, late: Int
+  private let delivered: Int?
+  private let table: String
+
+  init(_ result: PGResult, table: String, delivery: Bool = true) throws {
+    self.table = table
+    let column = ColumnFinder(result: result, table: table)
+    trial = try column("trial_id")
+    revision = try column("revision")
+    offset = try column("offset_ms")
+    outcome = try column("outcome")
+    detail = try column("skip_detail")
+    due = try column("due_s")
+    taken = try column("taken_s")
+    late = try column("late")
+    delivered = delivery ? try column("delivered_s") : nil
+  }
+
+  func entry(_ result: PGResult, _ row: Int) throws -> LedgerEntry {
+    guard let trial = result.int64(row, trial), let revision = result.int(row, revision),
+      let offset = result.int64(row, offset), let outcomeText = result.string(row, outcome),
+      let due = result.double(row, due), let taken = result.double(row, taken),
+      let late = result.bool(row, late)
+    else { throw PostgresStoreError.damaged("an unreadable row of \(table)") }
+    return LedgerEntry(
+      event: TrialEvent(
+        id: PostgresRecords.eventID(trial: trial, revision: revision, offset: offset),
+        due: PostgresRecords.date(due)),
+      outcome: try PostgresRecords.outcome(outcomeText, detail: result.string(row, detail)),
+      takenAt: PostgresRecords.date(taken), isLate: late,
+      deliveredAt: delivered.flatMap { result.double(row, $0) }.map(PostgresRecords.date))
+  }
+}
+
+/// The logged events of a result (`PostgresRecords.eventColumns`).
+struct EventRows {
+  let result: PGResult
+  private let cursor, subject, attributes: Int
+  private let entry: EntryColumns
+
+  init(_ result: PGResult) throws {
+    self.result = result
+    let column = ColumnFinder(result: result, table: "trialwatch.event_log")
+    cursor = try column("cursor")
+    subject = try column("subject")
+    attributes = try column("attributes")
+    entry = try EntryColumns(result, table: "trialwatch.event_log", delivery: false)
+  }
+
+  /// The event at `row`; nil when its cursor is NULL (a row of an outer join with no event).
+  func event(_ row: Int) throws -> LoggedEvent? {
+    guard let rawCursor = result.int64(row, cursor) else { return nil }
+    let cursor = EventCursor(UInt64(bitPattern: rawCursor))
+    let name = "the row of trialwatch.event_log at cursor \(cursor)"
+    guard let subject = result.string(row, subject) else {
+      throw PostgresStoreError.damaged("\(name) is unreadable")
+    }
+    return LoggedEvent(
+      cursor: cursor, entry: try entry.entry(result, row),
+      attributes: try PostgresRecords.attributes(
+        subject: subject, json: result.string(row, attributes), of: name))
+  }
+}
+
+/// The consumers of a result (`PostgresRecords.consumerColumns`).
+struct ConsumerRows {
+  let result: PGResult
+  private let name, acknowledged, created, acknowledgedAt, lost, lostAt: Int
+
+  init(_ result: PGResult) throws {
+    self.result = result
+    let column = ColumnFinder(result: result, table: "trialwatch.consumer")
+    name = try column("name")
+    acknowledged = try column("acknowledged")
+    created = try column("created_s")
+    acknowledgedAt = try column("acknowledged_s")
+    lost = try column("lost")
+    lostAt = try column("lost_s")
+  }
+
+  func consumer(_ row: Int) throws -> ConsumerRecord {
+    guard let name = result.string(row, name), let acknowledged = result.int64(row, acknowledged),
+      let created = result.double(row, created), let lost = result.int64(row, lost)
+    else { throw PostgresStoreError.damaged("an unreadable row of trialwatch.consumer") }
+    return ConsumerRecord(
+      name: name, acknowledged: EventCursor(UInt64(bitPattern: acknowledged)),
+      createdAt: PostgresRecords.date(created),
+      acknowledgedAt: result.double(row, acknowledgedAt).map(PostgresRecords.date),
+      lost: UInt64(bitPattern: lost), lostAt: result.double(row, lostAt).map(PostgresRecords.date))
+  }
+}
