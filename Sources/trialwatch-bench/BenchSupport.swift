@@ -1,6 +1,12 @@
 import Foundation
 import Histogram
 
+/// Four labels whose values are 32 bytes each, as the labelled figures give every trial.
+let benchLabels: [String: String] = Dictionary(
+  uniqueKeysWithValues: ["customer", "email", "region", "tier"].map { key in
+    (key, String(repeating: "v", count: 32))
+  })
+
 /// Prints one figure on a line of its own, as `name: value unit`.
 func report(_ name: String, _ value: Double, _ unit: String, digits: Int = 3) {
   print("\(name): \(String(format: "%.\(digits)f", value)) \(unit)")

@@ -17,6 +17,7 @@ import TrialCore
 ///     control_get_rps_4, _p50_4, _p99_4    the same, 4 clients at once
 ///     control_start_rps_4, _p99_4          durable StartTrial, 4 clients, one call at a time
 ///     control_start_pipelined_rps_4, _p99_4    the same with 32 calls in flight per client
+///     control_start_pipelined_rps_4_labels     the same, each trial with four labels of 32 bytes
 ///     control_get_p99_under_writes         GetTrial, 4 client processes, while 4 others
 ///                                          pipeline durable StartTrials
 ///
@@ -157,6 +158,10 @@ private func measureDaemon(executable: URL, identity: ControlClient.Identity?) t
     ControlFigure(name: "control_start_pipelined_rps_4", kind: .rate, value: pipelined.requestsPerSecond),
     ControlFigure(name: "control_start_pipelined_p99_4", kind: .latency, value: pipelined.latencies.p99),
   ]
+  let labelled = try run(.startLabelled, clients: 4, calls: 20_000, depth: 32)
+  figures.append(
+    ControlFigure(
+      name: "control_start_pipelined_rps_4_labels", kind: .rate, value: labelled.requestsPerSecond))
 
   // Reads while commits go on: 4 processes of one GetTrial client each, while 4 processes of
   // one StartTrial client each keep 32 calls in flight. The readers start once the writers

@@ -27,6 +27,8 @@ enum ControlClient {
   enum Scenario: String {
     case get
     case start
+    /// StartTrial with four labels of 32 bytes each.
+    case startLabelled = "start-labelled"
   }
 
   /// Who the client runs as, and how it went.
@@ -203,6 +205,9 @@ enum ControlClient {
         // The process id too: several client processes start trials at once.
         let prefix = "load-d\(options.depth)-p\(getpid())-\(client)-"
         request = { call in TrialsCalls.startTrial(subject: prefix + String(call)) }
+      case .startLabelled:
+        let prefix = "labelled-d\(options.depth)-p\(getpid())-\(client)-"
+        request = { call in TrialsCalls.startTrial(subject: prefix + String(call), labels: benchLabels) }
       }
       let warmUp = (1...warmUpCalls).map { request(-$0) }
       let call: (Int) -> [UInt8]

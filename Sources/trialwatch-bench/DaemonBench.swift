@@ -21,6 +21,7 @@ import TrialTesting
 ///     daemon_rss_pending_100k           resident memory after READY=1 with 100,000 active trials
 ///     daemon_ready_1000k                start to READY=1 with 1,000,000 active trials
 ///     daemon_rss_after_ready_1000k      resident memory then
+///     daemon_rss_after_ready_1000k_labels  the same with four labels on every trial
 ///     daemon_idle_context_switches_60s  context switches while idle after a client's calls
 ///
 /// `TRIALWATCH_BENCH_DAEMON_TRIALS` changes the 1,000,000 (and the names of its figures),
@@ -38,6 +39,11 @@ func runDaemonBench() throws {
     report("daemon_ready_\(trials / 1000)k", daemon.secondsToReady, "s")
     report("daemon_rss_after_ready_\(trials / 1000)k", daemon.memory().megabytes(\.resident), "MB", digits: 1)
     try measureIdleSwitches(daemon)
+  }
+  try measureLoadedDaemon(trials: trials, labels: benchLabels) { daemon in
+    report(
+      "daemon_rss_after_ready_\(trials / 1000)k_labels", daemon.memory().megabytes(\.resident), "MB",
+      digits: 1)
   }
 }
 
@@ -97,10 +103,12 @@ private func ctlStatusMilliseconds(_ daemon: DaemonProcess) throws -> Double {
 }
 
 /// Runs `body` on a daemon started on a store of `trials` active trials, then stops it.
-private func measureLoadedDaemon(trials: Int, _ body: (DaemonProcess) throws -> Void) throws {
+private func measureLoadedDaemon(
+  trials: Int, labels: [String: String] = [:], _ body: (DaemonProcess) throws -> Void
+) throws {
   let scratch = try TemporaryDirectory("bench-daemon")
   let directory = scratch.url
-  try populate(state: DaemonProcess.stateDirectory(in: directory).path, trials: trials)
+  try populate(state: DaemonProcess.stateDirectory(in: directory).path, trials: trials, labels: labels)
   let daemon = try DaemonProcess(
     executable: DaemonProcess.builtExecutable, directory: directory, configuration: "")
   try body(daemon)
@@ -127,8 +135,9 @@ private func measureIdleSwitches(_ daemon: DaemonProcess) throws {
     digits: 0)
 }
 
-/// Writes `trials` active trials, ending 10 to 40 days from now, in batches.
-private func populate(state: String, trials: Int) throws {
+/// Writes `trials` active trials, ending 10 to 40 days from now, with `labels`, in batches.
+private func populate(state: String, trials: Int, labels: [String: String]) throws {
+  let labels = try TrialLabels(labels)
   let repository = try LMDBTrialRepository(directory: state)
   defer { repository.close() }
   let clock = SystemWallClock()
@@ -143,7 +152,7 @@ private func populate(state: String, trials: Int) throws {
         let end = now.addingTimeInterval(Double.random(in: 10...40, using: &generator) * Days.secondsPerDay)
         try txn.putTrial(
           Trial(
-            id: TrialID(generator.next() | 1), subject: "bench-\(index)",
+            id: TrialID(generator.next() | 1), subject: "bench-\(index)", labels: labels,
             period: TrialPeriod(startDate: now, endDate: end)))
       }
     }

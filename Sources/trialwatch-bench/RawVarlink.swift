@@ -115,12 +115,12 @@ enum TrialsCalls {
       OutgoingCall(method: Trials.getTrial.qualifiedName, parameters: GetTrialParameters(id: id)))
   }
 
-  /// `StartTrial` of a 30-day trial for `subject`.
-  static func startTrial(subject: String) -> [UInt8] {
+  /// `StartTrial` of a 30-day trial for `subject`, with `labels` if any.
+  static func startTrial(subject: String, labels: [String: String]? = nil) -> [UInt8] {
     encoder.message(
       OutgoingCall(
         method: Trials.startTrial.qualifiedName,
-        parameters: StartTrialParameters(subject: subject, duration: Days(30))))
+        parameters: StartTrialParameters(subject: subject, duration: Days(30), labels: labels)))
   }
 
   /// The id of the trial in a reply of `StartTrial` or `GetTrial`.

@@ -15,6 +15,7 @@ import TrialStore
 ///     store_fire_100k             one transaction recording 100,000 due events
 ///     store_fire_100k_written     what that transaction wrote to the store file
 ///     store_fire_100k_ledger_1m   the same once the ledger holds as many entries as trials
+///     store_fire_100k_labels      store_fire_100k in a store whose trials have four labels each
 ///                                 (and `_written`)
 ///
 /// `TRIALWATCH_BENCH_TRIALS` runs it with another trial count (figure names stay the same).
@@ -119,6 +120,38 @@ func runStoreBench() throws {
   report(
     "store_fire_100k_ledger_1m_written", Double(bytesWritten() - writtenBefore) / 1_048_576, "MB", digits: 1)
   repository.close()
+  try fireLabelled(count: count, origin: origin, directory: scratch.appending("labelled"))
+}
+
+/// `store_fire_100k` again in a store of `count` trials with four labels each: each logged
+/// event carries them.
+private func fireLabelled(count: Int, origin: Date, directory: String) throws {
+  let hour: TimeInterval = 3_600
+  let repository = try LMDBTrialRepository(directory: directory)
+  defer { repository.close() }
+  let ids = RandomTrialIDGenerator()
+  let labels = try TrialLabels(benchLabels)
+  var next = 0
+  while next < count {
+    let batch = next..<min(next + 10_000, count)
+    try repository.write { txn in
+      for index in batch {
+        _ = try TrialBook.startTrial(
+          in: txn, subject: "subject-\(index)", labels: labels,
+          endDate: origin.addingTimeInterval(hour * Double(1 + index % 720)), reminders: .default,
+          now: origin,
+          ids: ids)
+      }
+    }
+    next = batch.upperBound
+  }
+  var planner = Planner(policy: CatchUpPolicy(reminders: .all))
+  try repository.restore(into: &planner)
+  let due = Array(planner.takeDue(at: origin.addingTimeInterval(24 * hour)).prefix(100_000))
+  var fired: [LoggedEvent] = []
+  let fireTime = try measure { fired = try repository.commit(due, now: origin.addingTimeInterval(24 * hour)) }
+  precondition(fired.count == due.count && fired.allSatisfy { $0.labels == labels }, "labelled burst")
+  report("store_fire_100k_labels", fireTime, "s")
 }
 
 /// Bytes this process has handed to write system calls so far (`wchar` of /proc/self/io).

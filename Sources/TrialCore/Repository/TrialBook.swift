@@ -125,6 +125,18 @@ public enum TrialBook {
     in txn: any TrialWriteTransaction, subject: String, labels: TrialLabels = .none, endDate: Date,
     reminders: ReminderSchedule, now: Date, ids: any TrialIDGenerator
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
+    try startTrial(
+      in: txn, attributes: TrialAttributes(subject: subject, labels: labels), endDate: endDate,
+      reminders: reminders, now: now, ids: ids)
+  }
+
+  /// The same for a trial with these attributes.
+  public static func startTrial(
+    in txn: any TrialWriteTransaction, attributes: TrialAttributes, endDate: Date,
+    reminders: ReminderSchedule,
+    now: Date, ids: any TrialIDGenerator
+  ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
+    let subject = attributes.subject
     if let problem = Trial.validateSubject(subject) { throw TrialError.invalid("subject", problem) }
     guard endDate > now else {
       throw TrialError.invalid("endsAt", "the end must lie in the future")
@@ -142,7 +154,7 @@ public enum TrialBook {
     }
     guard let id else { throw TrialError(.idSpaceExhausted(attempts: idAttempts)) }
     let trial = Trial(
-      id: id, subject: subject, labels: labels, period: TrialPeriod(startDate: now, endDate: endDate),
+      id: id, attributes: attributes, period: TrialPeriod(startDate: now, endDate: endDate),
       reminders: reminders)
     try txn.putTrial(trial)
     let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtStart)

@@ -3,13 +3,20 @@ import TrialCore
 
 /// A change to trials, asked for by a client.
 public enum TrialCommand: Hashable, Sendable {
-  /// Starts a trial. With neither `length` nor `endsAt`, the configured default length.
-  case start(
-    subject: String, labels: TrialLabels = .none, length: Days?, endsAt: Date?, reminders: ReminderSchedule?)
+  /// Starts a trial with these attributes (subject, labels). With neither `length` nor
+  /// `endsAt`, the configured default length; without `reminders`, the configured ones.
+  case start(TrialAttributes, length: Days?, endsAt: Date?, reminders: ReminderSchedule?)
   /// Moves the end: by a span from the current end, or to a date; changes labels (nil removes).
   case extend(TrialID, by: Days?, endsAt: Date?, labels: [String: String?] = [:])
   /// Ends the trial early, changing labels (nil removes).
   case end(TrialID, TrialOutcome, labels: [String: String?] = [:])
+
+  /// Starts a trial of `subject` with no label.
+  public static func start(subject: String, length: Days?, endsAt: Date?, reminders: ReminderSchedule?)
+    -> Self
+  {
+    .start(TrialAttributes(subject: subject), length: length, endsAt: endsAt, reminders: reminders)
+  }
 }
 
 /// A command carried out: the trial as it now is, and reminders skipped because already due.
@@ -116,7 +123,7 @@ extension Engine {
     ids: any TrialIDGenerator
   ) throws -> (CommandResult, [LoggedEvent]) {
     switch command {
-    case .start(let subject, let labels, let length, let endsAt, let reminders):
+    case .start(let attributes, let length, let endsAt, let reminders):
       let end: Date
       if let endsAt {
         end = endsAt
@@ -126,9 +133,9 @@ extension Engine {
         end = now.addingTimeInterval(span.timeInterval)
       }
       let started = try TrialBook.startTrial(
-        in: txn, subject: subject, labels: labels, endDate: end,
-        reminders: reminders ?? settings.defaultReminders,
-        now: now, ids: ids)
+        in: txn, attributes: attributes, endDate: end, reminders: reminders ?? settings.defaultReminders,
+        now: now,
+        ids: ids)
       return (CommandResult(trial: started.trial, skipped: started.skipped), started.logged)
     case .extend(let id, let by, let endsAt, let labels):
       guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }

@@ -63,7 +63,7 @@ public final class TrialsHandlers: @unchecked Sendable {
       Route(Trials.startTrial) { p, done in
         self.change(
           .start(
-            subject: p.subject, labels: (try? p.trialLabels) ?? .none, length: p.duration?.days,
+            (try? p.attributes) ?? TrialAttributes(subject: p.subject), length: p.duration?.days,
             endsAt: p.endsAt,
             reminders: try? p.reminderSchedule), done)
       },
