@@ -11,22 +11,43 @@ extension ByteWriter {
     withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
   }
 
-  /// The attribute section of `attributes`.
+  /// The attribute section of `attributes`. Every event a trial fires writes one: a trial
+  /// with labels alone (the common case) has them written in their order, each name made as
+  /// it is written, without gathering and sorting the fields first.
   mutating func attributeSection(_ attributes: TrialAttributes) throws {
+    if attributes.hasOnlyLabels {
+      u16(UInt16(attributes.labels.count))
+      for (key, value) in attributes.labels {
+        let nameBytes = TrialAttributes.labelPrefix.utf8.count + key.utf8.count
+        u8(UInt8(nameBytes))
+        bytes.append(contentsOf: TrialAttributes.labelPrefix.utf8)
+        bytes.append(contentsOf: key.utf8)
+        try field(value, of: key)
+      }
+      return
+    }
     let fields = attributes.storedFields
     guard fields.count <= Int(UInt16.max) else { throw RecordProblem("too many attributes") }
     u16(UInt16(fields.count))
     for (name, value) in fields {
       let nameBytes = name.utf8
-      let valueBytes = value.utf8
-      guard nameBytes.count <= Int(UInt8.max), valueBytes.count <= Int(UInt16.max) else {
-        throw RecordProblem("the attribute \(name) is too long to store")
+      guard nameBytes.count <= Int(UInt8.max) else {
+        throw RecordProblem("the attribute name \(name) is too long")
       }
       u8(UInt8(nameBytes.count))
       bytes.append(contentsOf: nameBytes)
-      u16(UInt16(valueBytes.count))
-      bytes.append(contentsOf: valueBytes)
+      try field(value, of: name)
     }
+  }
+
+  /// A field's value: its length, then its bytes.
+  private mutating func field(_ value: String, of name: String) throws {
+    let valueBytes = value.utf8
+    guard valueBytes.count <= Int(UInt16.max) else {
+      throw RecordProblem("the attribute \(name) is too long")
+    }
+    u16(UInt16(valueBytes.count))
+    bytes.append(contentsOf: valueBytes)
   }
 }
 
@@ -39,6 +60,7 @@ extension ByteReader {
   /// The attributes of `subject` from an attribute section.
   mutating func attributeSection(subject: String) throws -> TrialAttributes {
     let count = Int(try u16())
+    if count == 0 { return TrialAttributes(subject: subject) }
     var fields: [(name: String, value: String)] = []
     fields.reserveCapacity(count)
     for _ in 0..<count {
@@ -56,6 +78,12 @@ extension ByteReader {
       fields.append((name, value))
     }
     do {
+      // Labels alone (the common case): in their order already, checked as they are.
+      let prefix = TrialAttributes.labelPrefix
+      if fields.allSatisfy({ $0.name.hasPrefix(prefix) }) {
+        let labels = fields.map { (key: String($0.name.dropFirst(prefix.count)), value: $0.value) }
+        return TrialAttributes(subject: subject, labels: try TrialLabels(ascending: labels))
+      }
       return try TrialAttributes(subject: subject, storedFields: fields)
     } catch {
       throw RecordProblem("invalid attributes: \(error)")

@@ -35,6 +35,8 @@ import TrialTesting
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"duration":"30d","subject":"load-1-2"}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"s","reminders":[]}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"s","reminders":["3d","1d 12h"],"endsAt":"2030-01-01T00:00:00.25+02:00"}}"#,
+    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"labels":{"tier":"pro","customer":"c-991 é"},"subject":"s"}}"#,
+    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"s","labels":{}}}"#,
   ])
   func compactCall_IsReadAsTheCodablePathReadsIt(text: String) throws {
     let fast = try #require(Self.fast(text))
@@ -65,6 +67,12 @@ import TrialTesting
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","endsAt":["x"]}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a"}}trailing"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a"#,
+    // Labels the fast path leaves: repeated, not text, refused, or not an object.
+    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"k":"1","k":"2"}}}"#,
+    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"k":1}}}"#,
+    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"Tier":"x"}}}"#,
+    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":["k"]}}"#,
+    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"k":"1",}}}"#,
   ])
   func otherMessage_IsLeftToTheCodablePath(text: String) {
     #expect(Self.fast(text) == nil)

@@ -54,6 +54,17 @@ import TrialCore
     #expect(tooLarge?.description == "labels take 4118 bytes, more than 4096")
   }
 
+  @Test func ascendingPairs_AreCheckedLikeAnyLabels() throws {
+    let pairs = [(key: "a", value: "1"), (key: "b", value: "2")]
+    #expect(try TrialLabels(ascending: pairs) == TrialLabels(["b": "2", "a": "1"]))
+    let reversed = #expect(throws: TrialLabels.Invalid.self) { try TrialLabels(ascending: pairs.reversed()) }
+    #expect(reversed?.key == "a" && reversed?.problem == "is out of order or repeated")
+    let refused = #expect(throws: TrialLabels.Invalid.self) {
+      try TrialLabels(ascending: [(key: "B", value: "")])
+    }
+    #expect(refused?.key == "B")
+  }
+
   @Test func applying_SetsReplacesAndRemoves() throws {
     let labels = try TrialLabels(["tier": "pro", "customer": "c-991"])
     let changed = try labels.applying(["tier": "enterprise", "customer": nil, "region": "eu"])

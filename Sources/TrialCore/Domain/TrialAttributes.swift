@@ -50,6 +50,12 @@ public struct TrialAttributes: Hashable, Sendable {
 
   // MARK: The stored form
 
+  /// Whether the labels are all there is beside the subject (then `storedFields` is the
+  /// labels, in their order, each as `label.KEY`).
+  public var hasOnlyLabels: Bool {
+    unknown.isEmpty && Self.named.allSatisfy { $0.name == "subject" || $0.value(self) == nil }
+  }
+
   /// Every attribute but the subject (which the stores keep apart, indexed) as named text:
   /// the named ones under their names, each label as `label.KEY`, and the unknown ones as read;
   /// by name. Empty for a trial with nothing but a subject.

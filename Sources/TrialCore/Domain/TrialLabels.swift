@@ -44,6 +44,20 @@ public struct TrialLabels: Hashable, Sendable, Sequence, CustomStringConvertible
     self.init(sorted: sorted)
   }
 
+  /// Labels given in strictly ascending key order (as a store keeps them), each checked, and the
+  /// limits of the whole: no dictionary is built and nothing sorted.
+  public init(ascending pairs: [(key: String, value: String)]) throws(Invalid) {
+    for (index, (key, value)) in pairs.enumerated() {
+      if let problem = Self.validateKey(key) { throw Invalid(key: key, problem: problem) }
+      if let problem = Self.validateValue(value) { throw Invalid(key: key, problem: problem) }
+      if index > 0, pairs[index - 1].key >= key {
+        throw Invalid(key: key, problem: "is out of order or repeated")
+      }
+    }
+    try Self.checkWhole(pairs)
+    self.init(sorted: pairs)
+  }
+
   /// These labels with `changes` made: a value sets or replaces a label, nil removes it.
   public func applying(_ changes: [String: String?]) throws(Invalid) -> TrialLabels {
     guard !changes.isEmpty else { return self }
