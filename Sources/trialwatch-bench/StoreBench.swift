@@ -30,22 +30,7 @@ func runStoreBench() throws {
   // Bulk insert: random 64-bit ids (as in production), ends spread over 30 days.
   do {
     let repository = try LMDBTrialRepository(directory: directory)
-    let ids = RandomTrialIDGenerator()
-    let elapsed = try measure {
-      var next = 0
-      while next < count {
-        let batch = next..<min(next + 10_000, count)
-        try repository.write { txn in
-          for index in batch {
-            _ = try TrialBook.startTrial(
-              in: txn, subject: "subject-\(index)",
-              endDate: origin.addingTimeInterval(hour * Double(1 + index % 720)),
-              reminders: .default, now: origin, ids: ids)
-          }
-        }
-        next = batch.upperBound
-      }
-    }
+    let elapsed = try measure { try insertTrials(count, labels: .none, origin: origin, into: repository) }
     report("store_bulk_insert_1m", elapsed, "s")
     let statistics = try repository.statistics()
     report("store_file_size_1m", Double(statistics.fileSize) / 1_048_576, "MB", digits: 1)
@@ -123,14 +108,14 @@ func runStoreBench() throws {
   try fireLabelled(count: count, origin: origin, directory: scratch.appending("labelled"))
 }
 
-/// `store_fire_100k` again in a store of `count` trials with four labels each: each logged
-/// event carries them.
-private func fireLabelled(count: Int, origin: Date, directory: String) throws {
-  let hour: TimeInterval = 3_600
-  let repository = try LMDBTrialRepository(directory: directory)
-  defer { repository.close() }
+/// Starts `count` trials with `labels`, 10,000 a transaction: random 64-bit ids (as in
+/// production), ends spread over 30 days from `origin`.
+private func insertTrials(
+  _ count: Int, labels: TrialLabels, origin: Date, into repository: LMDBTrialRepository
+)
+  throws
+{
   let ids = RandomTrialIDGenerator()
-  let labels = try TrialLabels(benchLabels)
   var next = 0
   while next < count {
     let batch = next..<min(next + 10_000, count)
@@ -138,13 +123,23 @@ private func fireLabelled(count: Int, origin: Date, directory: String) throws {
       for index in batch {
         _ = try TrialBook.startTrial(
           in: txn, subject: "subject-\(index)", labels: labels,
-          endDate: origin.addingTimeInterval(hour * Double(1 + index % 720)), reminders: .default,
+          endDate: origin.addingTimeInterval(3_600 * Double(1 + index % 720)), reminders: .default,
           now: origin,
           ids: ids)
       }
     }
     next = batch.upperBound
   }
+}
+
+/// `store_fire_100k` again in a store of `count` trials with four labels each: each logged
+/// event carries them.
+private func fireLabelled(count: Int, origin: Date, directory: String) throws {
+  let hour: TimeInterval = 3_600
+  let repository = try LMDBTrialRepository(directory: directory)
+  defer { repository.close() }
+  let labels = try TrialLabels(benchLabels)
+  try insertTrials(count, labels: labels, origin: origin, into: repository)
   var planner = Planner(policy: CatchUpPolicy(reminders: .all))
   try repository.restore(into: &planner)
   let due = Array(planner.takeDue(at: origin.addingTimeInterval(24 * hour)).prefix(100_000))
