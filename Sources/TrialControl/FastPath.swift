@@ -179,14 +179,14 @@ public enum FastPath {
     let labels = trial.labels ?? [:]
     for (index, key) in labels.keys.sorted().enumerated() {
       if index > 0 { out.append(UInt8(ascii: ",")) }
-      appendString(key, to: &out)
+      JSONText.appendString(key, to: &out)
       out.append(UInt8(ascii: ":"))
-      appendString(labels[key]!, to: &out)
+      JSONText.appendString(labels[key]!, to: &out)
     }
     out += #"},"reminders":["#.utf8
     for (index, span) in trial.reminders.enumerated() {
       if index > 0 { out.append(UInt8(ascii: ",")) }
-      appendString(span.description, to: &out)
+      JSONText.appendString(span.description, to: &out)
     }
     out += #"],"revision":"#.utf8
     out += String(trial.revision).utf8
@@ -195,30 +195,8 @@ public enum FastPath {
     out += #"","state":""#.utf8
     out += trial.state.rawValue.utf8
     out += #"","subject":"#.utf8
-    appendString(trial.subject, to: &out)
+    JSONText.appendString(trial.subject, to: &out)
     out += "}}}\0".utf8
     return out
-  }
-
-  /// A JSON string as `JSONEncoder` writes it (slashes not escaped).
-  static func appendString(_ text: String, to out: inout [UInt8]) {
-    out.append(UInt8(ascii: "\""))
-    for byte in text.utf8 {
-      switch byte {
-      case UInt8(ascii: "\""): out += #"\""#.utf8
-      case UInt8(ascii: "\\"): out += #"\\"#.utf8
-      case 0x0A: out += #"\n"#.utf8
-      case 0x0D: out += #"\r"#.utf8
-      case 0x09: out += #"\t"#.utf8
-      case 0x08: out += #"\b"#.utf8
-      case 0x0C: out += #"\f"#.utf8
-      case 0..<0x20:
-        let hex = Array("0123456789abcdef".utf8)
-        out += #"\u00"#.utf8
-        out += [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-      default: out.append(byte)
-      }
-    }
-    out.append(UInt8(ascii: "\""))
   }
 }

@@ -178,7 +178,8 @@ public struct ExtendTrialParameters: VarlinkParameters, Hashable {
   /// Exactly one of `by` and `endsAt` is set.
   public var by: Span?
   public var endsAt: Date?
-  /// Labels to set or change; a null value removes the label.
+  /// Labels to set or change; a null value removes the label. Checked where they are applied
+  /// (`TrialBook`), with the limits of the whole.
   public var labels: [String: String?]?
 
   public init(id: TrialID, change: Change, labels: [String: String?]? = nil) {
@@ -199,7 +200,6 @@ public struct ExtendTrialParameters: VarlinkParameters, Hashable {
     case (nil, nil): throw .parameter("by", "give by or endsAt")
     case (_?, _?): throw .parameter("endsAt", "give either by or endsAt, not both")
     }
-    try LabelChanges.validate(labels)
   }
 }
 
@@ -213,25 +213,6 @@ public struct EndTrialParameters: VarlinkParameters, Hashable {
     self.id = id
     self.outcome = outcome
     self.labels = labels
-  }
-
-  public func validate() throws(WireProblem) {
-    try LabelChanges.validate(labels)
-  }
-}
-
-/// Changes to a trial's labels (`ExtendTrial`, `EndTrial`): a value sets a label, null removes
-/// it. Each is checked here; the limits of the whole, once applied to the trial's labels.
-public enum LabelChanges {
-  static func validate(_ changes: [String: String?]?) throws(WireProblem) {
-    for (key, value) in changes ?? [:] {
-      if let problem = TrialLabels.validateKey(key) {
-        throw .parameter("labels", TrialLabels.Invalid(key: key, problem: problem).description)
-      }
-      if let value, let problem = TrialLabels.validateValue(value) {
-        throw .parameter("labels", TrialLabels.Invalid(key: key, problem: problem).description)
-      }
-    }
   }
 }
 

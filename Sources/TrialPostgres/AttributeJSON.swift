@@ -1,3 +1,5 @@
+import TrialCore
+
 /// The `attributes` column of `trial` and `event_log` (schema version 5): a trial's stored
 /// fields (`TrialAttributes.storedFields`) as a JSON object of text values, `{}` for a trial
 /// with nothing but a subject. Written compact and read back as PostgreSQL prints `jsonb`
@@ -11,41 +13,18 @@ enum AttributeJSON {
 
   // MARK: Writing
 
-  /// `fields` as a JSON object, in their order.
+  /// `fields` as a JSON object, in their order; strings as `JSONText` writes them.
   static func object(_ fields: [(name: String, value: String)]) -> String {
     guard !fields.isEmpty else { return "{}" }
-    var text = "{"
+    var bytes: [UInt8] = [UInt8(ascii: "{")]
     for (index, field) in fields.enumerated() {
-      if index > 0 { text += "," }
-      appendString(field.name, to: &text)
-      text += ":"
-      appendString(field.value, to: &text)
+      if index > 0 { bytes.append(UInt8(ascii: ",")) }
+      JSONText.appendString(field.name, to: &bytes)
+      bytes.append(UInt8(ascii: ":"))
+      JSONText.appendString(field.value, to: &bytes)
     }
-    return text + "}"
-  }
-
-  /// `value` as a JSON string: quoted, with the quote, the backslash and the control
-  /// characters U+0000 to U+001F escaped (RFC 8259, section 7); everything else as it is.
-  static func appendString(_ value: String, to text: inout String) {
-    text += "\""
-    for scalar in value.unicodeScalars {
-      switch scalar {
-      case "\"": text += "\\\""
-      case "\\": text += "\\\\"
-      case "\n": text += "\\n"
-      case "\r": text += "\\r"
-      case "\t": text += "\\t"
-      case "\u{08}": text += "\\b"
-      case "\u{0C}": text += "\\f"
-      case "\u{00}"..."\u{1F}":
-        let digits = Array("0123456789abcdef")
-        text += "\\u00"
-        text.append(digits[Int(scalar.value >> 4)])
-        text.append(digits[Int(scalar.value & 0xF)])
-      default: text.unicodeScalars.append(scalar)
-      }
-    }
-    text += "\""
+    bytes.append(UInt8(ascii: "}"))
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   // MARK: Reading

@@ -78,7 +78,7 @@ extension RepositorySnapshot {
       $0.entry.takenAt != $1.entry.takenAt ? $0.entry.takenAt < $1.entry.takenAt : $0.id < $1.id
     }
     copy.events = zip(events, sorted).map {
-      LoggedEvent(cursor: $0.cursor, entry: $1.entry, subject: $1.subject)
+      LoggedEvent(cursor: $0.cursor, entry: $1.entry, attributes: $1.attributes)
     }
     return copy
   }

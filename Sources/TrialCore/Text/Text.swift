@@ -51,3 +51,31 @@ public func zeroPadded(_ value: some BinaryInteger, width: Int, radix: Int = 10)
   let digits = String(value, radix: radix)
   return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
 }
+
+/// JSON text written by hand, where a message is hot (the control socket's fast path) or small
+/// (a row's attributes).
+public enum JSONText {
+  /// `text` as a JSON string, as `JSONEncoder` writes it: quoted, with the quote, the backslash
+  /// and the control characters U+0000 to U+001F escaped (RFC 8259, section 7; slashes not
+  /// escaped), everything else as UTF-8.
+  public static func appendString(_ text: String, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: "\""))
+    for byte in text.utf8 {
+      switch byte {
+      case UInt8(ascii: "\""): out += #"\""#.utf8
+      case UInt8(ascii: "\\"): out += #"\\"#.utf8
+      case 0x0A: out += #"\n"#.utf8
+      case 0x0D: out += #"\r"#.utf8
+      case 0x09: out += #"\t"#.utf8
+      case 0x08: out += #"\b"#.utf8
+      case 0x0C: out += #"\f"#.utf8
+      case 0..<0x20:
+        let hex = Array("0123456789abcdef".utf8)
+        out += #"\u00"#.utf8
+        out += [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+      default: out.append(byte)
+      }
+    }
+    out.append(UInt8(ascii: "\""))
+  }
+}

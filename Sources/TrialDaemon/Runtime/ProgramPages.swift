@@ -32,7 +32,7 @@ enum ProgramPages {
 
   /// One mapping of `/proc/self/smaps`: its header line
   /// (`start-end perms offset major:minor inode path`) and the figures that matter here.
-  struct Mapping: Equatable {
+  struct Mapping {
     var start: UInt
     var end: UInt
     var permissions: Substring
@@ -41,11 +41,6 @@ enum ProgramPages {
     /// Pages of the mapping that are the process's own, no longer the file's (`Anonymous:`),
     /// in kB; nil when smaps did not say.
     var anonymousKB: Int?
-
-    static func == (lhs: Mapping, rhs: Mapping) -> Bool {
-      lhs.start == rhs.start && lhs.end == rhs.end && lhs.permissions == rhs.permissions
-        && lhs.device == rhs.device && lhs.inode == rhs.inode && lhs.anonymousKB == rhs.anonymousKB
-    }
 
     /// Whether this maps the file of `file` privately, read-only, with every page still the
     /// file's.

@@ -83,7 +83,8 @@ public final class TrialsHandlers: @unchecked Sendable {
       Route(Trials.listTrials) { p, done in
         self.read(done) {
           let now = self.clock.now()
-          let page = try $0.listTrials(limit: p.pageSize, after: p.after) { p.matches($0, now: now) }
+          let matches = try p.matcher(now: now)
+          let page = try $0.listTrials(limit: p.pageSize, after: p.after, where: matches)
           return ListTrialsReply(trials: page.trials.map { TrialObject($0, now: now) }, next: page.next)
         }
       }.scanning(),
@@ -247,12 +248,21 @@ extension StoreQueries {
 extension ListTrialsParameters {
   /// Whether a trial passes the filters, as of `now`.
   func matches(_ trial: Trial, now: Date) -> Bool {
-    if let state, trial.state != state { return false }
-    if let filter = try? labelFilter, trial.labels[filter.key] != filter.value { return false }
-    if let expiringWithin {
-      return trial.isActive && trial.period.endDate <= now.addingTimeInterval(expiringWithin.timeInterval)
+    (try? matcher(now: now))?(trial) ?? false
+  }
+
+  /// The filters as one test of a trial, as of `now`, for a listing (the label asked for read
+  /// once, not for each trial).
+  func matcher(now: Date) throws(WireProblem) -> (Trial) -> Bool {
+    let label = try labelFilter
+    let state = state
+    let end = expiringWithin.map { now.addingTimeInterval($0.timeInterval) }
+    return { trial in
+      if let state, trial.state != state { return false }
+      if let label, trial.labels[label.key] != label.value { return false }
+      if let end { return trial.isActive && trial.period.endDate <= end }
+      return true
     }
-    return true
   }
 }
 
