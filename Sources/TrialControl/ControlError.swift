@@ -129,8 +129,8 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
         name: Name.subjectAlreadyActive, parameters: Parameters(id: existing.description, subject: subject))
     case .notActive(let id, let state):
       self.init(name: Name.trialNotActive, parameters: Parameters(id: id.description, state: state.rawValue))
-    case .invalidParameter(let name, let problem):
-      self = .invalidParameter(name, problem: problem)
+    case .invalidParameter(let field, let problem):
+      self = .invalidParameter(field.wireName, problem: problem)
     case .idSpaceExhausted:
       self = .internalError(error.description)
     case .cursorPruned(let cursor, let resumeAfter, let oldest):
@@ -186,6 +186,19 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     default:
       let text = WireCoding.text(p)
       return text == "{}" ? name : "\(name) \(text)"
+    }
+  }
+}
+
+extension TrialField {
+  /// The parameter this value goes by on the wire.
+  public var wireName: String {
+    switch self {
+    case .length: "duration"
+    case .end: "endsAt"
+    case .extension: "by"
+    case .consumer: "name"
+    default: rawValue
     }
   }
 }

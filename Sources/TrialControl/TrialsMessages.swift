@@ -17,7 +17,7 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
   public var labels: [String: String]?
 
   public init(
-    subject: String, duration: Days? = nil, endsAt: Date? = nil, reminders: ReminderSchedule? = nil,
+    subject: String, duration: Duration? = nil, endsAt: Date? = nil, reminders: ReminderSchedule? = nil,
     labels: [String: String]? = nil
   ) {
     self.subject = subject
@@ -27,43 +27,19 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
     self.labels = labels
   }
 
+  /// What only the wire can get wrong; the values are checked once, by `command()`.
   public func validate() throws(WireProblem) {
-    if let problem = Trial.validateSubject(subject) { throw .parameter("subject", problem) }
-    if let duration, duration.timeInterval <= 0 { throw .parameter("duration", "must be a positive span") }
     if duration != nil && endsAt != nil {
       throw .parameter("endsAt", "give either duration or endsAt, not both")
     }
-    do {
-      _ = try reminderSchedule
-    } catch {
-      throw .parameter("reminders", error.description)
-    }
-    _ = try trialLabels
   }
 
-  /// The labels asked for, checked.
-  public var trialLabels: TrialLabels {
-    get throws(WireProblem) {
-      guard let labels else { return .none }
-      do {
-        return try TrialLabels(labels)
-      } catch {
-        throw .parameter("labels", error.description)
-      }
-    }
-  }
-
-  /// The attributes of the trial asked for.
-  public var attributes: TrialAttributes {
-    get throws(WireProblem) { TrialAttributes(subject: subject, labels: try trialLabels) }
-  }
-
-  /// The reminders asked for; nil for the configured ones.
-  public var reminderSchedule: ReminderSchedule? {
-    get throws(ReminderSchedule.InvalidOffsets) {
-      guard let reminders else { return nil }
-      return try ReminderSchedule(reminders.map(\.duration))
-    }
+  /// The start asked for, its values checked.
+  public func command() throws(TrialError) -> TrialCommand {
+    let end: TrialStart.End =
+      if let endsAt { .at(endsAt) } else if let duration { .after(duration.duration) } else { .defaultLength }
+    return try .start(
+      subject: subject, labels: labels ?? [:], end: end, reminders: reminders?.map(\.duration))
   }
 }
 
@@ -110,7 +86,7 @@ public struct ListTrialsParameters: PagedParameters, Hashable {
   public var label: String?
 
   public init(
-    state: TrialState? = nil, expiringWithin: Days? = nil, limit: Int? = nil, after: TrialID? = nil,
+    state: TrialState? = nil, expiringWithin: Duration? = nil, limit: Int? = nil, after: TrialID? = nil,
     label: String? = nil
   ) {
     self.state = state
@@ -167,13 +143,6 @@ public struct ListTrialsReply: Codable, Hashable, Sendable {
 }
 
 public struct ExtendTrialParameters: VarlinkParameters, Hashable {
-  public enum Change: Hashable, Sendable {
-    /// Later by a span.
-    case by(Days)
-    /// To a new end.
-    case to(Date)
-  }
-
   public var id: TrialID
   /// Exactly one of `by` and `endsAt` is set.
   public var by: Span?
@@ -182,7 +151,7 @@ public struct ExtendTrialParameters: VarlinkParameters, Hashable {
   /// (`TrialBook`), with the limits of the whole.
   public var labels: [String: String?]?
 
-  public init(id: TrialID, change: Change, labels: [String: String?]? = nil) {
+  public init(id: TrialID, change: TrialEndChange, labels: [String: String?]? = nil) {
     self.id = id
     self.labels = labels
     switch change {
@@ -191,15 +160,17 @@ public struct ExtendTrialParameters: VarlinkParameters, Hashable {
     }
   }
 
-  public var change: Change { endsAt.map(Change.to) ?? .by(by?.days ?? Days(0)) }
-
   public func validate() throws(WireProblem) {
     switch (by, endsAt) {
-    case (let span?, nil): if span.timeInterval <= 0 { throw .parameter("by", "must be a positive span") }
-    case (nil, _?): break
+    case (_?, nil), (nil, _?): break
     case (nil, nil): throw .parameter("by", "give by or endsAt")
     case (_?, _?): throw .parameter("endsAt", "give either by or endsAt, not both")
     }
+  }
+
+  /// The extension asked for, its values checked.
+  public func command() throws(TrialError) -> TrialCommand {
+    try .extend(id, endsAt.map(TrialEndChange.to) ?? .by(by?.duration ?? .zero), labels: labels ?? [:])
   }
 }
 

@@ -16,13 +16,13 @@ public struct TrialObject: Codable, Hashable, Sendable {
   /// Spans before the end, in the order they fall due.
   public var reminders: [Span]
   public var revision: UInt32
-  /// Days until the end as of the reply, negative once past (to the microsecond).
+  /// How many days until the end as of the reply, negative once past (to the microsecond).
   public var daysLeft: Double
 
   public init(
     id: TrialID, subject: String, labels: [String: String]? = [:], state: TrialState, startedAt: Date,
     endsAt: Date,
-    endedAt: Date? = nil, reminders: [Duration], revision: UInt32, daysLeft: Days
+    endedAt: Date? = nil, reminders: [Duration], revision: UInt32, daysLeft: Double
   ) {
     self.id = id
     self.subject = subject
@@ -33,7 +33,7 @@ public struct TrialObject: Codable, Hashable, Sendable {
     self.endedAt = endedAt
     self.reminders = reminders.map(Span.init)
     self.revision = revision
-    self.daysLeft = (daysLeft.amount * 1e6).rounded() / 1e6
+    self.daysLeft = (daysLeft * 1e6).rounded() / 1e6
   }
 
   /// The trial as of `now`.

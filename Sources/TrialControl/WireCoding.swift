@@ -51,12 +51,6 @@ public struct Span: Codable, Hashable, Sendable, CustomStringConvertible {
     self.duration = duration
   }
 
-  /// A length in days (a trial's, or how far to move its end).
-  public init(_ days: Days) {
-    self.init(days.duration)
-  }
-
-  public var days: Days { Days(duration) }
   public var timeInterval: TimeInterval { duration.timeInterval }
   public var description: String { TimeSpan.format(duration) }
 

@@ -209,7 +209,7 @@ struct Start: ParsableCommand, CtlCommand {
 
   func parameters() throws -> StartTrialParameters {
     StartTrialParameters(
-      subject: subject, duration: try duration.map { Days(try Arguments.span($0, option: "--duration")) },
+      subject: subject, duration: try duration.map { try Arguments.span($0, option: "--duration") },
       endsAt: try endsAt.map { try Arguments.date($0, option: "--ends-at") },
       reminders: try reminders.map(Arguments.reminders), labels: try labels.parsed())
   }
@@ -280,7 +280,7 @@ struct List: ParsableCommand, CtlCommand {
     }
     return ListTrialsParameters(
       state: stateValue,
-      expiringWithin: try expiringWithin.map { Days(try Arguments.span($0, option: "--expiring-within")) },
+      expiringWithin: try expiringWithin.map { try Arguments.span($0, option: "--expiring-within") },
       limit: limit, after: try after.map { try Arguments.trialID($0, "--after") },
       label: try label.map { text in
         let (key, value) = try LabelOptions.pair(text, option: "--label")
@@ -320,9 +320,9 @@ struct Extend: ParsableCommand, CtlCommand {
     _ = try labels.changes()
   }
 
-  func change() throws -> ExtendTrialParameters.Change {
+  func change() throws -> TrialEndChange {
     switch (by, endsAt) {
-    case (let span?, nil): .by(Days(try Arguments.span(span, option: "--by")))
+    case (let span?, nil): .by(try Arguments.span(span, option: "--by"))
     case (nil, let date?): .to(try Arguments.date(date, option: "--ends-at"))
     case (nil, nil): throw ValidationError("give --by or --ends-at")
     case (_?, _?): throw ValidationError("give either --by or --ends-at, not both")

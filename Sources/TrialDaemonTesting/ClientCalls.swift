@@ -12,8 +12,8 @@ extension VarlinkClient {
   public func startTrial(_ subject: String, days: Double, reminders: [Double]) throws -> TrialObject {
     try startTrial(
       StartTrialParameters(
-        subject: subject, duration: Days(days),
-        reminders: try ReminderSchedule(reminders.map { Days($0).duration })))
+        subject: subject, duration: .seconds(days * 86_400),
+        reminders: try ReminderSchedule(reminders.map { .seconds($0 * 86_400) })))
   }
 
   public func getTrial(_ parameters: GetTrialParameters) throws(VarlinkClientError) -> TrialObject {

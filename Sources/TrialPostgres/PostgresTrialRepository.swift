@@ -219,7 +219,7 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
   /// caller knows; any other database error travels as it is.
   static func translate(_ error: any Error) -> any Error {
     guard let error = error as? PGError, isActiveSubjectRace(error) else { return error }
-    return TrialError.invalid("subject", "another node started a trial for this subject at the same moment")
+    return TrialError.invalid(.subject, "another node started a trial for this subject at the same moment")
   }
 
   // MARK: Restoring shards

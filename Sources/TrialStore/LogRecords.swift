@@ -23,7 +23,7 @@ extension StoreKeys {
   /// `ConsumerRecord.validateName` allows; a name LMDB cannot take as a key is refused).
   static func withConsumerKey<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
     guard !name.isEmpty, name.utf8.count <= 511 else {
-      throw TrialError.invalid("name", ConsumerRecord.validateName(name) ?? "cannot name a consumer")
+      throw TrialError.invalid(.consumer, ConsumerRecord.validateName(name) ?? "cannot name a consumer")
     }
     var name = name
     return try name.withUTF8 { try body(UnsafeRawBufferPointer($0)) }

@@ -116,7 +116,7 @@ struct ByteWriter {
   mutating func date(_ value: Date) { f64(value.timeIntervalSinceReferenceDate) }
 
   /// A reminder offset (whole milliseconds) as the days it spans.
-  mutating func reminderOffset(_ value: Duration) { f64(Days(value).amount) }
+  mutating func reminderOffset(_ value: Duration) { f64(value.timeInterval / ByteReader.secondsPerDay) }
 
   /// A lateness or grace span in seconds.
   mutating func span(_ value: Duration) { f64(value.timeInterval) }
@@ -157,16 +157,19 @@ struct ByteReader {
     return Date(timeIntervalSinceReferenceDate: value)
   }
 
+  /// Reminder offsets are stored in days.
+  static let secondsPerDay: Double = 86_400
+
   /// A reminder offset: days that make a positive whole number of milliseconds, written as
   /// `ByteWriter.reminderOffset(_:)` writes them.
   mutating func reminderOffset() throws -> Duration {
     let days = try f64()
-    let milliseconds = days * Days.secondsPerDay * 1000
+    let milliseconds = days * Self.secondsPerDay * 1000
     guard days.isFinite, milliseconds >= 1, milliseconds < 9e18 else {
       throw RecordProblem("a reminder offset is not positive")
     }
     let offset = Duration.milliseconds(Int64(milliseconds.rounded()))
-    guard Days(offset).amount.bitPattern == days.bitPattern else {
+    guard (offset.timeInterval / Self.secondsPerDay).bitPattern == days.bitPattern else {
       throw RecordProblem("a reminder offset is not a whole number of milliseconds")
     }
     return offset

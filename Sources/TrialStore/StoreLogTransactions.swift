@@ -101,7 +101,7 @@ extension StoreWriteTransaction {
     do {
       try codec.putEvent(entry, attributes: attributes, at: cursor, in: events, txn, writer: &writer)
     } catch let problem as RecordProblem {
-      throw TrialError.invalid("subject", problem.message)
+      throw TrialError.invalid(.subject, problem.message)
     }
     logLast = cursor
     logLastChanged = true

@@ -233,7 +233,7 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
       do {
         try codec.encode(trial, into: &writer)
       } catch let problem as RecordProblem {
-        throw TrialError.invalid("trial", problem.message)
+        throw TrialError.invalid(.trial, problem.message)
       }
       try writer.bytes.withUnsafeBytes { try txn.put(databases.trials, key, $0) }
       // An active trial is read again through the ledger (which may hold its expiry).
@@ -241,7 +241,7 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
       if absentTrial == trial.id { absentTrial = nil }
       activeDelta += (trial.isActive ? 1 : 0) - (wasActive ? 1 : 0)
       if trial.isActive {
-        guard !trial.subject.isEmpty else { throw TrialError.invalid("subject", "subject must not be empty") }
+        guard !trial.subject.isEmpty else { throw TrialError.invalid(.subject, "subject must not be empty") }
         var subject = trial.subject
         try subject.withUTF8 { subjectKey in
           try withUnsafeBytes(of: trial.id.rawValue.bigEndian) {

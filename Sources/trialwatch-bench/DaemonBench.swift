@@ -149,7 +149,7 @@ private func populate(state: String, trials: Int, labels: [String: String]) thro
     let count = min(batch, trials - written)
     try repository.write { txn in
       for index in written..<(written + count) {
-        let end = now.addingTimeInterval(Double.random(in: 10...40, using: &generator) * Days.secondsPerDay)
+        let end = now.addingTimeInterval(Double.random(in: 10...40, using: &generator) * 86_400)
         try txn.putTrial(
           Trial(
             id: TrialID(generator.next() | 1), subject: "bench-\(index)", labels: labels,

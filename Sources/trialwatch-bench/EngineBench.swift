@@ -52,7 +52,7 @@ private func runEngine(repository: any TrialRepository, ends: [Date], label: Str
     _ = try engine.start()
     for (index, end) in ends.enumerated() {
       engine.submit(
-        .start(subject: "\(label)-\(index)", length: nil, endsAt: end, reminders: ReminderSchedule.none)
+        try .start(subject: "\(label)-\(index)", end: .at(end), reminders: [])
       ) { _ in }
     }
   }

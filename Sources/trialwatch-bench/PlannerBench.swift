@@ -84,9 +84,9 @@ private func measurePlanner(
 ) -> PlannerFigures {
   let perTrial = reminders.offsets.count + 1
   let trials = (events + perTrial - 1) / perTrial
-  let length = Days.defaultTrialLength.timeInterval
+  let length = TrialDefaults.standard.length.timeInterval
   // Trials start spread over 30 days, so their events interleave in the heap.
-  let spread = Days(30).timeInterval
+  let spread = Duration.days(30).timeInterval
   var generator = SeededGenerator(seed: 0x7472_6961_6c77_6174)
   let starts = (0..<trials).map { _ in
     origin.addingTimeInterval(Double(generator.next() % UInt64(spread)))

@@ -120,7 +120,7 @@ enum TrialsCalls {
     encoder.message(
       OutgoingCall(
         method: Trials.startTrial.qualifiedName,
-        parameters: StartTrialParameters(subject: subject, duration: Days(30), labels: labels)))
+        parameters: StartTrialParameters(subject: subject, duration: .days(30), labels: labels)))
   }
 
   /// The id of the trial in a reply of `StartTrial` or `GetTrial`.

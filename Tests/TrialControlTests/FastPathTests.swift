@@ -60,22 +60,35 @@ import TrialTesting
     #"{"method":"io.trialwatch.Trials.GetTrial","parameters":{}}"#,
     #"{"method":"io.trialwatch.Trials.GetTrial","parameters":{"id":"1","id":"2"}}"#,
     #"{"method":"io.trialwatch.Trials.GetTrial","parameters":{"bogus":"1"}}"#,
-    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":""}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","duration":"5 parsecs"}}"#,
-    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","duration":"0"}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","reminders":"1d"}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","endsAt":["x"]}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a"}}trailing"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a"#,
-    // Labels the fast path leaves: repeated, not text, refused, or not an object.
+    // Labels the fast path leaves: repeated, not text, or not an object.
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"k":"1","k":"2"}}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"k":1}}}"#,
-    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"Tier":"x"}}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":["k"]}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"k":"1",}}}"#,
   ])
   func otherMessage_IsLeftToTheCodablePath(text: String) {
     #expect(Self.fast(text) == nil)
+  }
+
+  /// Values are checked once, by the command made of the parameters, whichever path read them.
+  @Test(arguments: [
+    (#"{"subject":""}"#, "subject"),
+    (#"{"subject":"a","duration":"0"}"#, "duration"),
+    (#"{"subject":"a","labels":{"Tier":"x"}}"#, "labels"),
+    (#"{"subject":"a","reminders":["0"]}"#, "reminders"),
+  ])
+  func invalidValue_ReadByEitherPath_IsRefusedByTheCommandNamingIt(parameters: String, name: String) throws {
+    let text = #"{"method":"io.trialwatch.Trials.StartTrial","parameters":\#(parameters)}"#
+    let fast = try #require(Self.fast(text)?.parameters as? StartTrialParameters)
+    let decoded = try WireCoding.makeDecoder().decode(StartTrialParameters.self, from: Data(parameters.utf8))
+    #expect(fast == decoded)
+    let error = #expect(throws: TrialError.self) { try fast.command() }
+    #expect(error.map { ControlError($0).parameters.parameter } == name)
   }
 
   @Test func trialReply_IsWrittenAsJSONEncoderWritesIt() throws {
@@ -113,7 +126,7 @@ import TrialTesting
         startedAt: start, endsAt: start.addingTimeInterval(Double.random(in: 0...1e8, using: &generator)),
         endedAt: Bool.random(using: &generator) ? start.addingTimeInterval(12.5) : nil, reminders: reminders,
         revision: UInt32.random(in: 1...1000, using: &generator),
-        daysLeft: Days(Double.random(in: -3000...3000, using: &generator)))
+        daysLeft: Double.random(in: -3000...3000, using: &generator))
       let reply = TrialReply(trial: trial)
       let expected = encoder.message(OutgoingReply(parameters: reply))
       let written = FastPath.message(reply)

@@ -29,19 +29,19 @@ import TrialCore
     let id = TrialID(1)
     var getTrial = GetTrialParameters(id: id)
     getTrial.subject = "s"
-    var extendTrial = ExtendTrialParameters(id: id, change: .by(Days(1)), labels: ["tier": nil])
+    var extendTrial = ExtendTrialParameters(id: id, change: .by(.days(1)), labels: ["tier": nil])
     extendTrial.endsAt = Date(timeIntervalSince1970: 1_750_000_000)
     let samples: [(String, MethodKind, any Encodable)] = [
       (
         Trials.startTrial.qualifiedName, Trials.startTrial.kind,
         StartTrialParameters(
-          subject: "s", duration: Days(1), endsAt: extendTrial.endsAt, reminders: .default,
+          subject: "s", duration: .days(1), endsAt: extendTrial.endsAt, reminders: .default,
           labels: ["tier": "pro"])
       ),
       (Trials.getTrial.qualifiedName, Trials.getTrial.kind, getTrial),
       (
         Trials.listTrials.qualifiedName, Trials.listTrials.kind,
-        ListTrialsParameters(state: .active, expiringWithin: Days(1), limit: 1, after: id, label: "tier=pro")
+        ListTrialsParameters(state: .active, expiringWithin: .days(1), limit: 1, after: id, label: "tier=pro")
       ),
       (Trials.extendTrial.qualifiedName, Trials.extendTrial.kind, extendTrial),
       (

@@ -55,11 +55,11 @@ import TrialTesting
   @Test func everyParameterStruct_EncodedAndDecoded_IsUnchanged() throws {
     let id = TrialID(0x1234)
     try roundTrip(StartTrialParameters(subject: "s", endsAt: Self.now, reminders: ReminderSchedule.none))
-    try roundTrip(StartTrialParameters(subject: "s", duration: Days(2), reminders: .default))
+    try roundTrip(StartTrialParameters(subject: "s", duration: .days(2), reminders: .default))
     try roundTrip(GetTrialParameters(id: id))
     try roundTrip(GetTrialParameters(subject: "s"))
-    try roundTrip(ListTrialsParameters(state: .expired, expiringWithin: Days(2), limit: 5, after: id))
-    try roundTrip(ExtendTrialParameters(id: id, change: .by(Days(1))))
+    try roundTrip(ListTrialsParameters(state: .expired, expiringWithin: .days(2), limit: 5, after: id))
+    try roundTrip(ExtendTrialParameters(id: id, change: .by(.days(1))))
     try roundTrip(ExtendTrialParameters(id: id, change: .to(Self.now)))
     try roundTrip(EndTrialParameters(id: id, outcome: .converted))
     try roundTrip(GetPlanParameters(id: id))
@@ -79,18 +79,18 @@ import TrialTesting
   @Test func startTrial_WithNoReminders_SendsAnEmptyList() throws {
     let parameters = StartTrialParameters(subject: "s", reminders: ReminderSchedule.none)
     #expect(try Self.encode(parameters) == #"{"reminders":[],"subject":"s"}"#)
-    #expect(
-      try Self.decode(StartTrialParameters.self, #"{"subject":"s","reminders":[]}"#).reminderSchedule
-        == ReminderSchedule.none)
-    #expect(try Self.decode(StartTrialParameters.self, #"{"subject":"s"}"#).reminderSchedule == nil)
+    let empty = try Self.decode(StartTrialParameters.self, #"{"subject":"s","reminders":[]}"#).command()
+    #expect(empty == (try .start(subject: "s", reminders: [])))
+    let unset = try Self.decode(StartTrialParameters.self, #"{"subject":"s"}"#).command()
+    #expect(unset == (try .start(subject: "s")))
   }
 
   @Test func startTrial_WithTooManyReminders_NamesTheParameter() throws {
     let spans = (1...40).map { "\"\($0)h\"" }.joined(separator: ",")
     let parameters = try Self.decode(StartTrialParameters.self, #"{"subject":"s","reminders":[\#(spans)]}"#)
-    let error = #expect(throws: WireProblem.self) { try parameters.validate() }
-    #expect(error?.path == ["reminders"])
-    #expect(error?.problem.contains("at most 32 reminders") == true)
+    let error = #expect(throws: TrialError.self) { try parameters.command() }
+    #expect(error.map { ControlError($0).parameters.parameter } == "reminders")
+    #expect(error?.description.contains("at most 32 reminders") == true)
   }
 
   @Test func simulateTarget_Parsed_IsASpanFromNowOrATime() throws {
@@ -116,10 +116,14 @@ import TrialTesting
     #expect(active.name == "io.trialwatch.SubjectAlreadyActive")
     #expect(active.parameters == .init(id: "0000000000000005", subject: "s"))
     #expect(ControlError(TrialError(.notActive(id, .expired))).name == "io.trialwatch.TrialNotActive")
-    let invalid = ControlError(TrialError.invalid("endsAt", "the end must lie in the future"))
+    let invalid = ControlError(TrialError.invalid(.end, "the end must lie in the future"))
     #expect(invalid.name == "org.varlink.service.InvalidParameter")
     #expect(invalid.parameters.parameter == "endsAt")
     #expect(invalid.description == "invalid parameter endsAt: the end must lie in the future")
+    #expect(
+      ControlError(TrialError.invalid(.length, "must be a positive span")).parameters.parameter == "duration")
+    #expect(
+      ControlError(TrialError.invalid(.extension, "must be a positive span")).parameters.parameter == "by")
     #expect(ControlError(TrialError(.idSpaceExhausted(attempts: 64))).name == "io.trialwatch.InternalError")
   }
 

@@ -194,7 +194,7 @@ enum Ctl {
 
   @Test func extendEndPlanSimulate_OfATrial_ShowWhatTheyDid() throws {
     let fixture = try ctlFixture()
-    _ = try fixture.client().startTrial(StartTrialParameters(subject: "acme", duration: Days(5)))
+    _ = try fixture.client().startTrial(StartTrialParameters(subject: "acme", duration: .days(5)))
     let socket = ["--socket", fixture.socketPath]
     let extended = try Ctl.run(["extend", "--id", "1", "--by", "2d"] + socket)
     #expect(extended.status == 0, "\(extended.errors)")
@@ -227,7 +227,7 @@ enum Ctl {
     let endedBySubject = try Ctl.run(["status", "acme"] + socket)
     #expect(endedBySubject.lines.first == "acme: converted today", "\(endedBySubject.errors)")
     #expect(try Ctl.run(["plan", "acme"] + socket).lines.first == "Events of trial 0000000000000001:")
-    _ = try fixture.client().startTrial(StartTrialParameters(subject: "beta-7", duration: Days(5)))
+    _ = try fixture.client().startTrial(StartTrialParameters(subject: "beta-7", duration: .days(5)))
     let extendedBySubject = try Ctl.run(["extend", "beta-7", "--by", "1d"] + socket)
     #expect(
       extendedBySubject.lines.first?.hasPrefix("beta-7: 6 days left") == true, "\(extendedBySubject.errors)")
@@ -314,7 +314,7 @@ enum Ctl {
   func watch_WhileEventsFire_PrintsEachOne(json: Bool) throws {
     let fixture = try ctlFixture()
     _ = try fixture.client().startTrial(
-      StartTrialParameters(subject: "watched", duration: Days(1), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "watched", duration: .days(1), reminders: ReminderSchedule.none))
     let watch = try Ctl.start(
       ["watch", "--socket", fixture.socketPath] + (json ? ["--json"] : []), environment: [:])
     // SIGKILL: the child may inherit a mask that blocks SIGTERM from the test's thread.

@@ -20,7 +20,8 @@ import TrialDaemonTesting
       let subject = String(UnicodeScalar(UInt8(ascii: "a") + UInt8(index)))
       _ = try client.startTrial(
         StartTrialParameters(
-          subject: subject, duration: Days(1 + Double(index) / 100), reminders: ReminderSchedule.none))
+          subject: subject, duration: .seconds((1 + Double(index) / 100) * 86_400),
+          reminders: ReminderSchedule.none))
     }
     fixture.advance(by: 86_400 * 1.5)
     #expect(fixture.fireDue().count == count)
@@ -87,7 +88,7 @@ import TrialDaemonTesting
     #expect(
       replayed[1]?.hasPrefix("0000000000000003  ") == true && replayed[1]?.contains("  c  expiry") == true)
     _ = try fixture.client().startTrial(
-      StartTrialParameters(subject: "live", duration: Days(1), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "live", duration: .days(1), reminders: ReminderSchedule.none))
     fixture.advance(by: 86_400)
     #expect(fixture.fireDue().count == 1)
     let live = watch.readLine(until: deadline).line

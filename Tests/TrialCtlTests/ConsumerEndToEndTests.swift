@@ -31,7 +31,7 @@ import TrialDaemonTesting
       let batch = min(100, count - started)
       for index in started..<(started + batch) {
         let parameters = StartTrialParameters(
-          subject: "subject-\(index)", duration: Days(.seconds(1)), reminders: reminders)
+          subject: "subject-\(index)", duration: .seconds(1), reminders: reminders)
         try client.send(OutgoingCall(method: Trials.startTrial.qualifiedName, parameters: parameters))
       }
       for _ in 0..<batch { _ = try client.decode(try client.receive(), as: TrialReply.self) }

@@ -49,7 +49,7 @@ final class SpyOutput: TrialPresenterOutput {
       id: TrialID(0xABC), subject: "acme-42", state: state, startedAt: now.addingTimeInterval(-86_400),
       endsAt: end,
       endedAt: endedAt, reminders: reminders, revision: 2,
-      daysLeft: Days(timeInterval: end.timeIntervalSince(now)))
+      daysLeft: end.timeIntervalSince(now) / 86_400)
   }
 
   func presenter(

@@ -33,9 +33,7 @@ private struct LaneHarness {
   @discardableResult
   func start(_ subject: String, endingIn seconds: TimeInterval) throws -> Trial {
     try engine.perform(
-      .start(
-        subject: subject, length: nil, endsAt: scheduler.now.addingTimeInterval(seconds),
-        reminders: ReminderSchedule.none)
+      .start(subject: subject, end: .at(scheduler.now.addingTimeInterval(seconds)), reminders: [])
     ).trial
   }
 
@@ -78,7 +76,7 @@ private struct LaneHarness {
     h.scheduler.advance(by: 1)
     var answers: [String] = []
     for subject in ["b", "c"] {
-      h.engine.submit(.start(subject: subject, length: nil, endsAt: nil, reminders: ReminderSchedule.none)) {
+      h.engine.submit(try .start(subject: subject, reminders: [])) {
         answers.append((try? $0.get().trial.subject) ?? "failed")
       }
       h.scheduler.advance(by: 0)
@@ -160,8 +158,9 @@ private struct LaneHarness {
     let answers = Answers()
     repository.holdNextWrite()
     for subject in ["first", "second"] {
+      let command = try TrialCommand.start(subject: subject, reminders: [])
       queue.sync {
-        engine.submit(.start(subject: subject, length: nil, endsAt: nil, reminders: ReminderSchedule.none)) {
+        engine.submit(command) {
           result in
           answers.append((try? result.get().trial.subject) ?? "failed")
           answered.signal()

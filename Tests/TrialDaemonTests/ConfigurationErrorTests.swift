@@ -188,7 +188,7 @@ import TrialCore
     let fixture = ConfigurationFixture(main: "[Trials]\nDefaultLength=9d\n")
     let bad = fixture.dropIn("10-bad.conf", "[Trials]\nDefaultLength=nine days\n")
     let loaded = fixture.load()
-    #expect(loaded.configuration.defaultLength == Days(9))
+    #expect(loaded.configuration.defaultLength == .days(9))
     #expect(loaded.errors.map(\.file) == [bad])
     #expect(loaded.errors.map(\.line) == [2])
   }
@@ -209,7 +209,7 @@ import TrialCore
     let fixture = ConfigurationFixture(main: "[Trials\nDefaultLength=9d\n[Daemon]\nMaxConnections=3\n")
     let loaded = fixture.load()
     #expect(loaded.diagnostics.count == 1)
-    #expect(loaded.configuration.defaultLength == Days(5))
+    #expect(loaded.configuration.defaultLength == .days(5))
     #expect(loaded.configuration.maxConnections == 3)
   }
 
@@ -244,7 +244,7 @@ import TrialCore
         "\(file):8: warning: unknown section [Network], its assignments are ignored",
       ])
     #expect(!loaded.hasErrors)
-    #expect(loaded.configuration.defaultLength == Days(5))
+    #expect(loaded.configuration.defaultLength == .days(5))
     #expect(loaded.configuration.maxConnections == 9)
     // Warnings alone pass the check; they are printed before the verdict.
     #expect(loaded.checkReport.exitCode == 0)

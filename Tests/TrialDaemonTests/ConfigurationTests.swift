@@ -18,7 +18,7 @@ import TrialCore
   }
 
   @Test func defaults_AreTheDocumentedOnes() throws {
-    #expect(defaults.defaultLength == Days(5))
+    #expect(defaults.defaultLength == .days(5))
     #expect(defaults.defaultReminders == ReminderSchedule.default)
     #expect(defaults.defaultReminders.offsets == [.days(3), .days(1)])
     #expect(
@@ -85,7 +85,7 @@ import TrialCore
     let loaded = fixture.load()
     #expect(loaded.diagnostics == [])
     var expected = defaults
-    expected.defaultLength = Days(14)
+    expected.defaultLength = .days(14)
     expected.defaultReminders = try ReminderSchedule([.days(7), .hours(60), .minutes(90)])
     expected.catchUp = CatchUpPolicy(reminders: .skip, grace: .minutes(30), lateThreshold: .milliseconds(250))
     expected.stateDirectory = "/srv/trialwatch"
@@ -133,7 +133,7 @@ import TrialCore
         + "[Daemon]\nMaxConnections=10\n[Trials]\nDefaultLength=3d\n")
     let loaded = fixture.load()
     #expect(loaded.diagnostics == [])
-    #expect(loaded.configuration.defaultLength == Days(3))
+    #expect(loaded.configuration.defaultLength == .days(3))
     #expect(loaded.configuration.defaultReminders.offsets == [.days(1), .hours(12), .hours(1)])
     #expect(loaded.configuration.maxConnections == 10)
   }
@@ -153,7 +153,7 @@ import TrialCore
     let loaded = fixture.load()
     #expect(loaded.diagnostics == [])
     #expect(loaded.files == [fixture.main, a, b, c])
-    #expect(loaded.configuration.defaultLength == Days(14))
+    #expect(loaded.configuration.defaultLength == .days(14))
     #expect(loaded.configuration.defaultReminders == ReminderSchedule.none)
     // An empty assignment restores the built-in default, not the main file's value.
     #expect(loaded.configuration.maxConnections == 4096)
@@ -187,7 +187,7 @@ import TrialCore
     let loaded = fixture.load()
     #expect(loaded.diagnostics == [])
     #expect(loaded.files.last == fixture.dropIns + "/20-masked.conf")
-    #expect(loaded.configuration.defaultLength == Days(10))
+    #expect(loaded.configuration.defaultLength == .days(10))
   }
 
   @Test func configOption_NamingAnotherFile_MovesTheDropInDirectoryToo() {
@@ -196,7 +196,7 @@ import TrialCore
     fixture.write("custom.conf.d/x.conf", "[Trials]\nDefaultLength=9d\n")
     let loaded = ConfigurationLoader(mainFile: custom, environment: [:]).load()
     #expect(loaded.files == [custom, custom + ".d/x.conf"])
-    #expect(loaded.configuration.defaultLength == Days(9))
+    #expect(loaded.configuration.defaultLength == .days(9))
   }
 }
 
@@ -298,7 +298,7 @@ import TrialCore
         + "Shards=64\n[Daemon]\nStateDirectory=/srv/tw\n"
     ).configuration
     let (applied, pending) = running.reloading(next)
-    #expect(applied.defaultLength == Days(9))
+    #expect(applied.defaultLength == .days(9))
     #expect(applied.postgreSQL == running.postgreSQL)
     #expect(applied.stateDirectory == running.stateDirectory)
     let suffix = " changed: the new value takes effect at the next start (systemctl restart trialwatch)"

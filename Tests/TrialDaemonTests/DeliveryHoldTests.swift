@@ -62,7 +62,7 @@ struct PacedHarness {
   func startTrials(_ count: Int, prefix: String, endingAt end: Date) throws {
     for index in 0..<count {
       _ = try engine.perform(
-        .start(subject: "\(prefix)-\(index)", length: nil, endsAt: end, reminders: ReminderSchedule.none))
+        .start(subject: "\(prefix)-\(index)", end: .at(end), reminders: []))
     }
   }
 

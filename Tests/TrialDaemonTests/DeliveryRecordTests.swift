@@ -13,9 +13,7 @@ import TrialTesting
   private func startTrials(_ h: Harness, endingAfter offsets: [TimeInterval]) throws {
     for (index, offset) in offsets.enumerated() {
       _ = try h.engine.perform(
-        .start(
-          subject: "t\(index)", length: nil, endsAt: epoch.addingTimeInterval(offset),
-          reminders: ReminderSchedule.none))
+        .start(subject: "t\(index)", end: .at(epoch.addingTimeInterval(offset)), reminders: []))
     }
   }
 

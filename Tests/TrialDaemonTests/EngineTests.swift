@@ -80,9 +80,10 @@ struct Harness {
 
   @discardableResult
   func start(_ subject: String, days: Double, reminders: [Double] = [3, 1]) throws -> Trial {
-    let schedule = try ReminderSchedule(reminders.map { Days($0).duration })
-    return try engine.perform(
-      .start(subject: subject, length: Days(days), endsAt: nil, reminders: schedule)
+    try engine.perform(
+      .start(
+        subject: subject, end: .after(.seconds(days * 86_400)),
+        reminders: reminders.map { .seconds($0 * 86_400) })
     ).trial
   }
 }
@@ -236,7 +237,7 @@ struct Harness {
     let h = try Harness.started(ids: [0x13])
     let trial = try h.start("acme-8", days: 5)
     h.scheduler.advance(by: 3 * day)
-    let extended = try h.engine.perform(.extend(trial.id, by: Days(10), endsAt: nil)).trial
+    let extended = try h.engine.perform(.extend(trial.id, .by(.days(10)))).trial
     #expect(extended.revision == 2)
     h.scheduler.advance(by: 20 * day)
     #expect(h.sink.ids.map(\.revision) == [1, 2, 2, 2])
@@ -260,7 +261,7 @@ struct Harness {
     let before = h.repository.commitCount
     var results: [Result<CommandResult, any Error>] = []
     for subject in ["a", "b", "a"] {
-      h.engine.submit(.start(subject: subject, length: nil, endsAt: nil, reminders: nil)) {
+      h.engine.submit(try .start(subject: subject)) {
         results.append($0)
       }
     }
@@ -279,7 +280,7 @@ struct Harness {
   @Test func startWithReminderAlreadyDue_RecordsItSkipped() throws {
     let h = try Harness.started(ids: [0x30])
     let result = try h.engine.perform(
-      .start(subject: "short", length: Days(2), endsAt: nil, reminders: .default))
+      .start(subject: "short", end: .after(.days(2)), reminders: ReminderSchedule.default.offsets))
     #expect(result.skipped.map(\.disposition) == [.skip(.alreadyDueAtStart)])
     h.scheduler.advance(by: 2 * day)
     #expect(h.sink.ids.map(\.kind) == [.reminder(before: .days(1)), .expiry])

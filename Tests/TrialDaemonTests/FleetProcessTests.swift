@@ -94,14 +94,14 @@ import TrialDaemonTesting
     let onA = try VarlinkClient(path: a.socketPath)
     // A reminder already due when its trial starts is logged as skipped at once.
     let due = try ReminderSchedule([.hours(2)])
-    _ = try onA.startTrial(StartTrialParameters(subject: "before", duration: Days(1.0 / 24), reminders: due))
+    _ = try onA.startTrial(StartTrialParameters(subject: "before", duration: .hours(1), reminders: due))
     var subjects: [String?] = []
     let watch = try VarlinkClient(path: b.socketPath, timeout: 30)
     try watch.stream(Trials.watch, WatchParameters()) { reply in
       guard let event = reply.event else {
         // In place: what node-a logs from now on must reach this Watch on node-b.
         _ = try onA.startTrial(
-          StartTrialParameters(subject: "after", duration: Days(1.0 / 24), reminders: due))
+          StartTrialParameters(subject: "after", duration: .hours(1), reminders: due))
         return true
       }
       subjects.append(event.subject)

@@ -27,9 +27,7 @@ import TrialStore
     let trials = try plans.map { subject, end, reminders in
       try parts.queue.sync {
         try parts.engine.perform(
-          .start(
-            subject: subject, length: nil, endsAt: at(end),
-            reminders: try ReminderSchedule(reminders.map { .seconds($0 * day) })))
+          .start(subject: subject, end: .at(at(end)), reminders: reminders.map { .seconds($0 * day) }))
       }.trial
     }
     let (a, b, c) = (trials[0], trials[1], trials[2])

@@ -43,7 +43,7 @@ import TrialStoreTesting
             count += 1
             let trial = try client.startTrial(
               StartTrialParameters(
-                subject: "load-\(count)", duration: Days(timeInterval: 1.5),
+                subject: "load-\(count)", duration: .seconds(1.5),
                 reminders: try ReminderSchedule([.milliseconds(700)])))
             acknowledged.withLock { $0.append(trial.id) }
             progress.signal()

@@ -60,7 +60,7 @@ private final class RacedRepository: TrialRepository {
     _ = try engine.start()
     var results: [Int: Result<CommandResult, any Error>] = [:]
     for i in 0..<50 {
-      engine.submit(.start(subject: "subject-\(i)", length: Days(5), endsAt: nil, reminders: nil)) {
+      engine.submit(try .start(subject: "subject-\(i)", end: .after(.days(5)))) {
         results[i] = $0
       }
     }

@@ -360,9 +360,9 @@ final class Subject {
                 in: txn, subject: "doomed", endDate: now.addingTimeInterval(day), reminders: .default,
                 now: now,
                 ids: SequenceTrialIDGenerator([UInt64.max - 1]))
-              throw TrialError.invalid("test", "abort")
+              throw TrialError.invalid(.trial, "abort")
             }
-          } catch let error as TrialError where error == .invalid("test", "abort") {
+          } catch let error as TrialError where error == .invalid(.trial, "abort") {
             return true
           }
           return false

@@ -90,8 +90,8 @@ struct TrialBookTests {
   }
 
   @Test func startTrial_BadInput_IsRefusedNamingTheField() throws {
-    #expect(throws: TrialError.invalid("subject", "subject must not be empty")) { try start("") }
-    #expect(throws: TrialError.invalid("endsAt", "the end must lie in the future")) {
+    #expect(throws: TrialError.invalid(.subject, "subject must not be empty")) { try start("") }
+    #expect(throws: TrialError.invalid(.end, "the end must lie in the future")) {
       try start("acme", days: 0)
     }
     #expect(try storedTrials().isEmpty)
@@ -227,7 +227,7 @@ struct TrialBookTests {
     #expect(throws: TrialError.notFound(id: TrialID(6))) {
       try repository.extendTrial(TrialID(6), to: days(9), now: now)
     }
-    #expect(throws: TrialError.invalid("endsAt", "the new end must lie in the future")) {
+    #expect(throws: TrialError.invalid(.end, "the new end must lie in the future")) {
       try repository.extendTrial(trial.id, to: now, now: now)
     }
     _ = try repository.endTrial(trial.id, outcome: .converted, now: days(1))

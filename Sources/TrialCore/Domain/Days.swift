@@ -6,7 +6,7 @@ public struct Days: Hashable, Comparable, Sendable, CustomStringConvertible {
   public static let secondsPerDay: TimeInterval = 86_400
 
   /// The default length of a trial.
-  public static let defaultTrialLength = Days(5)
+  public static let defaultTrialLength = Self(5)
 
   public var amount: Double
 
@@ -19,7 +19,7 @@ public struct Days: Hashable, Comparable, Sendable, CustomStringConvertible {
   }
 
   public init(timeInterval: TimeInterval) {
-    self.amount = timeInterval / Days.secondsPerDay
+    self.amount = timeInterval / Self.secondsPerDay
   }
 
   /// The days of `duration`, as a parsed `DefaultLength=` or `duration` becomes a length.
@@ -28,7 +28,7 @@ public struct Days: Hashable, Comparable, Sendable, CustomStringConvertible {
   }
 
   public var timeInterval: TimeInterval {
-    amount * Days.secondsPerDay
+    amount * Self.secondsPerDay
   }
 
   /// The same span as a `Duration`, to the microsecond.
@@ -46,7 +46,7 @@ public struct Days: Hashable, Comparable, Sendable, CustomStringConvertible {
     amount < 0
   }
 
-  public static func < (lhs: Days, rhs: Days) -> Bool {
+  public static func < (lhs: Self, rhs: Self) -> Bool {
     lhs.amount < rhs.amount
   }
 

@@ -44,7 +44,7 @@ public enum EventFeed {
   public static func createConsumer(
     named name: String, after: EventCursor?, now: Date, in txn: any TrialWriteTransaction
   ) throws -> ConsumerRecord {
-    if let problem = ConsumerRecord.validateName(name) { throw TrialError.invalid("name", problem) }
+    if let problem = ConsumerRecord.validateName(name) { throw TrialError.invalid(.consumer, problem) }
     if try txn.consumer(named: name) != nil { throw TrialError(.consumerExists(name: name)) }
     let position: EventCursor
     if let after {

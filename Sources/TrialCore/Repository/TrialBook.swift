@@ -137,9 +137,9 @@ public enum TrialBook {
     now: Date, ids: any TrialIDGenerator
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     let subject = attributes.subject
-    if let problem = Trial.validateSubject(subject) { throw TrialError.invalid("subject", problem) }
+    if let problem = Trial.validateSubject(subject) { throw TrialError.invalid(.subject, problem) }
     guard endDate > now else {
-      throw TrialError.invalid("endsAt", "the end must lie in the future")
+      throw TrialError.invalid(.end, "the end must lie in the future")
     }
     if let existing = try txn.activeTrialID(subject: subject) {
       throw TrialError(.subjectAlreadyActive(subject: subject, existing: existing))
@@ -170,7 +170,7 @@ public enum TrialBook {
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
     guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
-    guard endDate > now else { throw TrialError.invalid("endsAt", "the new end must lie in the future") }
+    guard endDate > now else { throw TrialError.invalid(.end, "the new end must lie in the future") }
     trial.labels = try changedLabels(trial.labels, labels)
     trial.reschedule(endDate: endDate)
     try txn.putTrial(trial)
@@ -198,7 +198,7 @@ public enum TrialBook {
     do {
       return try labels.applying(changes)
     } catch {
-      throw TrialError.invalid("labels", error.description)
+      throw TrialError.invalid(.labels, error.description)
     }
   }
 

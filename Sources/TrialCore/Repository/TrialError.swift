@@ -7,7 +7,7 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case notFound(id: TrialID?, subject: String?)
     case subjectAlreadyActive(subject: String, existing: TrialID)
     case notActive(TrialID, TrialState)
-    case invalidParameter(name: String, problem: String)
+    case invalidParameter(TrialField, problem: String)
     case idSpaceExhausted(attempts: Int)
     /// The events after `cursor` are no longer all kept: the oldest kept follows `resumeAfter`.
     case cursorPruned(cursor: EventCursor, resumeAfter: EventCursor, oldest: EventCursor?)
@@ -31,8 +31,8 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     TrialError(.notFound(id: nil, subject: subject))
   }
 
-  public static func invalid(_ name: String, _ problem: String) -> TrialError {
-    TrialError(.invalidParameter(name: name, problem: problem))
+  public static func invalid(_ field: TrialField, _ problem: String) -> TrialError {
+    TrialError(.invalidParameter(field, problem: problem))
   }
 
   public var description: String {
@@ -43,7 +43,7 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case .subjectAlreadyActive(let subject, let existing):
       "subject \"\(subject)\" already has an active trial (id \(existing))"
     case .notActive(let id, let state): "trial \(id) is not active (it is \(state.rawValue))"
-    case .invalidParameter(let name, let problem): "invalid \(name): \(problem)"
+    case .invalidParameter(let field, let problem): "invalid \(field.rawValue): \(problem)"
     case .idSpaceExhausted(let attempts): "no unused trial id found after \(attempts) attempts"
     case .cursorPruned(let cursor, let resumeAfter, let oldest):
       "events after cursor \(cursor) were pruned from the event log; the oldest kept is "

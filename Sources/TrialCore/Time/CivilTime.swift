@@ -110,7 +110,7 @@ public struct CivilTime: Hashable, Sendable {
     }
   }
 
-  /// Days from 1970-01-01 to the given date; negative before it.
+  /// The number of days from 1970-01-01 to the given date; negative before it.
   ///
   /// Counted in 400-year eras (146,097 days each) of years that start on 1 March, so that
   /// the leap day ends a year: the day of the year then follows from the month by a linear

@@ -19,7 +19,7 @@ public enum TimeSpan {
     /// trialwatchctl's `late by 2h 13min` and `up 1d 1h`. Zero and negative spans are `0s`.
     case brief
     /// Time left as a reader counts it, rounded up as days left are
-    /// (`Days.userFacingAmount`), so the reader is never told less time than there is:
+    /// (`userFacingAmount` of the days left), so the reader is never told less time than there is:
     /// whole days from a day on (`3 days`, `1 day`); below a day, the `brief` form with
     /// the smaller unit rounded up (`11h 59min`, `30s`); below a second, milliseconds. The
     /// span is first rounded to the nearest millisecond, so a one-day reminder taken a few

@@ -39,7 +39,7 @@ enum ConfigurationSchema {
       apply: { config, value throws(InvalidValue) in
         let length = try span(value)
         guard length > .zero else { throw InvalidValue(reason: "must be longer than 0") }
-        config.defaultLength = Days(length)
+        config.defaultLength = length
       },
       reset: { $0.defaultLength = $1.defaultLength }),
     ConfigurationKey(

@@ -257,7 +257,7 @@ public struct ConfigurationLoader: Sendable {
               + "are reserved"))
       }
       let length = configuration.defaultLength
-      let tooLong = configuration.defaultReminders.offsets.filter { $0 >= length.duration }
+      let tooLong = configuration.defaultReminders.offsets.filter { $0 >= length }
       guard !tooLong.isEmpty,
         let blame = lastAssignment["DefaultReminders"] ?? lastAssignment["DefaultLength"]
       else { return }
@@ -268,7 +268,7 @@ public struct ConfigurationLoader: Sendable {
       diagnostics.append(
         .init(
           .warning, file: blame.file, line: blame.line,
-          "\(noun) \(spans) \(verb) not shorter than DefaultLength=\(TimeSpan.format(length.duration)): trials of "
+          "\(noun) \(spans) \(verb) not shorter than DefaultLength=\(TimeSpan.format(length)): trials of "
             + "the default length start with \(object) already due, and \(subject) \(verb) skipped"))
     }
   }

@@ -26,9 +26,9 @@ public struct DaemonConfiguration: Hashable, Sendable {
 
   // [Trials]
   /// `DefaultLength=`: the length of a trial started without one.
-  public var defaultLength: Days = .defaultTrialLength
+  public var defaultLength: Duration = TrialDefaults.standard.length
   /// `DefaultReminders=`: the reminders of a trial started without its own.
-  public var defaultReminders: ReminderSchedule = .default
+  public var defaultReminders: ReminderSchedule = TrialDefaults.standard.reminders
 
   // [CatchUp]
   /// `LateReminders=`, `ReminderGrace=`, `LateThreshold=`.

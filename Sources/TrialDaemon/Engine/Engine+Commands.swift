@@ -1,24 +1,6 @@
 import FoundationEssentials
 import TrialCore
 
-/// A change to trials, asked for by a client.
-public enum TrialCommand: Hashable, Sendable {
-  /// Starts a trial with these attributes (subject, labels). With neither `length` nor
-  /// `endsAt`, the configured default length; without `reminders`, the configured ones.
-  case start(TrialAttributes, length: Days?, endsAt: Date?, reminders: ReminderSchedule?)
-  /// Moves the end: by a span from the current end, or to a date; changes labels (nil removes).
-  case extend(TrialID, by: Days?, endsAt: Date?, labels: [String: String?] = [:])
-  /// Ends the trial early, changing labels (nil removes).
-  case end(TrialID, TrialOutcome, labels: [String: String?] = [:])
-
-  /// Starts a trial of `subject` with no label.
-  public static func start(subject: String, length: Days?, endsAt: Date?, reminders: ReminderSchedule?)
-    -> Self
-  {
-    .start(TrialAttributes(subject: subject), length: length, endsAt: endsAt, reminders: reminders)
-  }
-}
-
 /// A command carried out: the trial as it now is, and reminders skipped because already due.
 public struct CommandResult: Hashable, Sendable {
   public var trial: Trial
@@ -33,7 +15,7 @@ extension Engine {
     _ command: TrialCommand, completion: @escaping (Result<CommandResult, any Error>) -> Void
   ) {
     guard !stopped else {
-      completion(.failure(TrialError.invalid("daemon", "the daemon is stopping")))
+      completion(.failure(TrialError.invalid(.daemon, "the daemon is stopping")))
       return
     }
     pendingCommands.append((command, completion))
@@ -95,7 +77,7 @@ extension Engine {
         guard case .success(let done) = result else { continue }
         // In a fleet, the owner of another shard plans the trial when the commit wakes it.
         let planned = fleet?.owns(done.trial.id) ?? true
-        switch command {
+        switch command.kind {
         case .start:
           if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtStart) }
           counts[.active, default: 0] += 1
@@ -122,37 +104,7 @@ extension Engine {
     _ command: TrialCommand, in txn: any TrialWriteTransaction, now: Date, settings: EngineSettings,
     ids: any TrialIDGenerator
   ) throws -> (CommandResult, [LoggedEvent]) {
-    switch command {
-    case .start(let attributes, let length, let endsAt, let reminders):
-      let end: Date
-      if let endsAt {
-        end = endsAt
-      } else {
-        let span = length ?? settings.defaultLength
-        guard span.timeInterval > 0 else { throw TrialError.invalid("duration", "must be positive") }
-        end = now.addingTimeInterval(span.timeInterval)
-      }
-      let started = try TrialBook.startTrial(
-        in: txn, attributes: attributes, endDate: end, reminders: reminders ?? settings.defaultReminders,
-        now: now,
-        ids: ids)
-      return (CommandResult(trial: started.trial, skipped: started.skipped), started.logged)
-    case .extend(let id, let by, let endsAt, let labels):
-      guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
-      let end: Date
-      if let endsAt {
-        end = endsAt
-      } else if let by {
-        guard by.timeInterval > 0 else { throw TrialError.invalid("by", "must be positive") }
-        end = current.period.endDate.addingTimeInterval(by.timeInterval)
-      } else {
-        throw TrialError.invalid("by", "give either by or endsAt")
-      }
-      let extended = try TrialBook.extendTrial(in: txn, id, to: end, labels: labels, now: now)
-      return (CommandResult(trial: extended.trial, skipped: extended.skipped), extended.logged)
-    case .end(let id, let outcome, let labels):
-      let trial = try TrialBook.endTrial(in: txn, id, outcome: outcome, labels: labels, now: now)
-      return (CommandResult(trial: trial, skipped: []), [])
-    }
+    let done = try TrialBook.apply(command, in: txn, now: now, defaults: settings.defaults, ids: ids)
+    return (CommandResult(trial: done.trial, skipped: done.skipped), done.logged)
   }
 }

@@ -51,7 +51,7 @@ public protocol EngineObserver: AnyObject {
 
 /// The engine's settings that configuration can change at run time.
 public struct EngineSettings: Hashable, Sendable {
-  public var defaultLength: Days
+  public var defaultLength: Duration
   public var defaultReminders: ReminderSchedule
   public var policy: CatchUpPolicy
   /// `WATCHDOG=1` is sent at this interval (half of `WATCHDOG_USEC`); nil: no watchdog.
@@ -66,12 +66,15 @@ public struct EngineSettings: Hashable, Sendable {
   public var retention: EventRetention
   /// The most events one pruning step removes (each step is one short transaction).
   public var pruneBatch: Int
+  /// What a start leaves open, as configured.
+  public var defaults: TrialDefaults { TrialDefaults(length: defaultLength, reminders: defaultReminders) }
   /// How long after the last write the engine lets go of memory writes left resident
   /// (`Engine.releaseMemory`).
   public var memoryQuiet: Duration
 
   public init(
-    defaultLength: Days = .defaultTrialLength, defaultReminders: ReminderSchedule = .default,
+    defaultLength: Duration = TrialDefaults.standard.length,
+    defaultReminders: ReminderSchedule = TrialDefaults.standard.reminders,
     policy: CatchUpPolicy = CatchUpPolicy(), watchdogInterval: Duration? = nil,
     statusInterval: Duration = .milliseconds(250), stepTolerance: Duration = .seconds(1),
     retryDelay: Duration = .seconds(1), retention: EventRetention = EventRetention(), pruneBatch: Int = 1_000,

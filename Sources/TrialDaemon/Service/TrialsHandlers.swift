@@ -60,20 +60,11 @@ public final class TrialsHandlers: @unchecked Sendable {
   /// Every method of `io.trialwatch.Trials`, with its handler.
   public var routes: [Route] {
     [
-      Route(Trials.startTrial) { p, done in
-        self.change(
-          .start(
-            (try? p.attributes) ?? TrialAttributes(subject: p.subject), length: p.duration?.days,
-            endsAt: p.endsAt,
-            reminders: try? p.reminderSchedule), done)
+      Route(Trials.startTrial) { p, done in self.change(p.command, done) },
+      Route(Trials.extendTrial) { p, done in self.change(p.command, done) },
+      Route(Trials.endTrial) { p, done in
+        self.change({ .end(p.id, p.outcome, labels: p.labels ?? [:]) }, done)
       },
-      Route(Trials.extendTrial) { p, done in
-        switch p.change {
-        case .by(let span): self.change(.extend(p.id, by: span, endsAt: nil, labels: p.labels ?? [:]), done)
-        case .to(let date): self.change(.extend(p.id, by: nil, endsAt: date, labels: p.labels ?? [:]), done)
-        }
-      },
-      Route(Trials.endTrial) { p, done in self.change(.end(p.id, p.outcome, labels: p.labels ?? [:]), done) },
       Route(Trials.getTrial) { p, done in
         self.read(done) {
           let trial = try p.id.map($0.trial(id:)) ?? $0.trial(subject: p.subject ?? "")
@@ -189,7 +180,14 @@ public final class TrialsHandlers: @unchecked Sendable {
     queue.async { done(Self.result { try bound.value.1(bound.value.0) }) }
   }
 
-  private func change(_ command: TrialCommand, _ done: @escaping Completion<TrialReply>) {
+  private func change(_ make: () throws(TrialError) -> TrialCommand, _ done: @escaping Completion<TrialReply>)
+  {
+    let command: TrialCommand
+    do {
+      command = try make()
+    } catch {
+      return done(.failure(ControlError(error)))
+    }
     let engine = Bound(value: engine)
     queue.async {
       let clock = engine.value.clock

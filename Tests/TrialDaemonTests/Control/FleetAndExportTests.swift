@@ -57,7 +57,8 @@ import TrialTesting
     {
       try client.startTrial(
         StartTrialParameters(
-          subject: subject, duration: Days(days), reminders: try ReminderSchedule(reminders), labels: labels))
+          subject: subject, duration: .seconds(days * 86_400), reminders: try ReminderSchedule(reminders),
+          labels: labels))
     }
     _ = try start(
       "pending", days: 10, reminders: [.days(3), .days(1)],
@@ -74,7 +75,7 @@ import TrialTesting
       EndTrialParameters(id: converted.id, outcome: .converted, labels: ["tier": nil, "plan_bought": "pro"]))
     _ = try client.endTrial(EndTrialParameters(id: cancelled.id, outcome: .cancelled))
     _ = try client.extendTrial(
-      ExtendTrialParameters(id: extended.id, change: .by(Days(5)), labels: ["tier": "pro"]))
+      ExtendTrialParameters(id: extended.id, change: .by(.days(5)), labels: ["tier": "pro"]))
   }
 
   /// Writes records as an export file: one JSON object a line.

@@ -17,8 +17,8 @@ import TrialTesting
     #expect(ListTrialsParameters().matches(trial, now: Self.now))
     #expect(ListTrialsParameters(state: .active).matches(trial, now: Self.now))
     #expect(!ListTrialsParameters(state: .expired).matches(trial, now: Self.now))
-    #expect(ListTrialsParameters(expiringWithin: Days(5)).matches(trial, now: Self.now))
-    #expect(!ListTrialsParameters(expiringWithin: Days(4.9)).matches(trial, now: Self.now))
+    #expect(ListTrialsParameters(expiringWithin: .days(5)).matches(trial, now: Self.now))
+    #expect(!ListTrialsParameters(expiringWithin: .seconds(4.9 * 86_400)).matches(trial, now: Self.now))
     #expect(ListTrialsParameters().pageSize == 100)
   }
 

@@ -17,13 +17,13 @@ import TrialDaemonTesting
     let fixture = try ControlFixture(store: store, ids: [0xA1, 0xA2])
     let client = try fixture.client()
     let started = try client.startTrial(
-      StartTrialParameters(subject: "acme-42", duration: Days(5), labels: Self.labels))
+      StartTrialParameters(subject: "acme-42", duration: .days(5), labels: Self.labels))
     #expect(started.labels == Self.labels)
     #expect(try client.getTrial(GetTrialParameters(subject: "acme-42")).labels == Self.labels)
 
     let extended = try client.extendTrial(
       ExtendTrialParameters(
-        id: started.id, change: .by(Days(2)), labels: ["tier": "enterprise", "email": nil]))
+        id: started.id, change: .by(.days(2)), labels: ["tier": "enterprise", "email": nil]))
     #expect(extended.labels == ["customer": "c-991", "tier": "enterprise"])
     let ended = try client.endTrial(
       EndTrialParameters(id: started.id, outcome: .converted, labels: ["converted_by": "sales"]))
@@ -31,9 +31,9 @@ import TrialDaemonTesting
     #expect(try client.getTrial(GetTrialParameters(id: started.id)).labels == ended.labels)
 
     // Without labels: an empty object, and changes that leave them as they are.
-    let plain = try client.startTrial(StartTrialParameters(subject: "plain", duration: Days(5)))
+    let plain = try client.startTrial(StartTrialParameters(subject: "plain", duration: .days(5)))
     #expect(plain.labels == [:])
-    #expect(try client.extendTrial(ExtendTrialParameters(id: plain.id, change: .by(Days(1)))).labels == [:])
+    #expect(try client.extendTrial(ExtendTrialParameters(id: plain.id, change: .by(.days(1)))).labels == [:])
   }
 
   @Test(arguments: StoreKind.allCases)
@@ -42,7 +42,8 @@ import TrialDaemonTesting
     let client = try fixture.client()
     let trial = try client.startTrial(
       StartTrialParameters(
-        subject: "b", duration: Days(3), reminders: try ReminderSchedule([.days(1)]), labels: ["tier": "pro"])
+        subject: "b", duration: .days(3), reminders: try ReminderSchedule([.days(1)]), labels: ["tier": "pro"]
+      )
     )
     let watcher = try fixture.client()
     try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
@@ -50,7 +51,7 @@ import TrialDaemonTesting
 
     fixture.advance(by: 2 * 86_400)  // the reminder, labelled tier=pro
     _ = try client.extendTrial(
-      ExtendTrialParameters(id: trial.id, change: .by(Days(1)), labels: ["tier": "max", "region": "eu"]))
+      ExtendTrialParameters(id: trial.id, change: .by(.days(1)), labels: ["tier": "max", "region": "eu"]))
     // The new revision's reminder, then the expiry, labelled as the trial is then.
     fixture.advance(by: 2 * 86_400)
     var events: [EventObject] = []
@@ -72,7 +73,7 @@ import TrialDaemonTesting
     let client = try fixture.client()
     for (subject, tier) in [("a", "pro"), ("b", "free"), ("c", "pro"), ("d", "pro=x")] {
       _ = try client.startTrial(
-        StartTrialParameters(subject: subject, duration: Days(5), labels: ["tier": tier]))
+        StartTrialParameters(subject: subject, duration: .days(5), labels: ["tier": tier]))
     }
     func subjects(_ label: String) throws -> [String] {
       try client.listTrials(ListTrialsParameters(label: label)).trials.map(\.subject)
@@ -107,10 +108,10 @@ import TrialDaemonTesting
     let fixture = try ControlFixture(store: store, ids: [7])
     let client = try fixture.client()
     let full = Dictionary(uniqueKeysWithValues: (0..<32).map { ("k\($0)", "v") })
-    let trial = try client.startTrial(StartTrialParameters(subject: "s", duration: Days(5), labels: full))
+    let trial = try client.startTrial(StartTrialParameters(subject: "s", duration: .days(5), labels: full))
     let error = remoteError {
       _ = try client.extendTrial(
-        ExtendTrialParameters(id: trial.id, change: .by(Days(1)), labels: ["k99": "v"]))
+        ExtendTrialParameters(id: trial.id, change: .by(.days(1)), labels: ["k99": "v"]))
     }
     #expect(error?.name == "org.varlink.service.InvalidParameter")
     #expect(error?.parameters.parameter == "labels")
@@ -119,7 +120,7 @@ import TrialDaemonTesting
     #expect(after.labels == full && after.revision == 1)
     // Removing one makes room.
     let changed = try client.extendTrial(
-      ExtendTrialParameters(id: trial.id, change: .by(Days(1)), labels: ["k0": nil, "k99": "v"]))
+      ExtendTrialParameters(id: trial.id, change: .by(.days(1)), labels: ["k0": nil, "k99": "v"]))
     #expect(changed.labels?.count == 32 && changed.labels?["k99"] == "v" && changed.labels?["k0"] == nil)
   }
 }

@@ -207,7 +207,8 @@ import TrialDaemonTesting
         var ids: [TrialID] = []
         for number in 0..<perClient {
           ids.append(
-            try client.startTrial(StartTrialParameters(subject: "c\(index)-\(number)", duration: Days(1))).id)
+            try client.startTrial(StartTrialParameters(subject: "c\(index)-\(number)", duration: .days(1))).id
+          )
         }
         return ids
       }
@@ -355,7 +356,7 @@ import TrialDaemonTesting
     let fixture = try ControlFixture(store: store, options: options, ids: [1])
     let client = try fixture.client()
     _ = try client.startTrial(
-      StartTrialParameters(subject: "a", duration: Days(1), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "a", duration: .days(1), reminders: ReminderSchedule.none))
     let watcher = try fixture.watcher()
     // Another connection, idle for longer than the timeout, is closed meanwhile.
     let idle = try fixture.client()

@@ -90,9 +90,10 @@ import TrialTesting
     _ = try engine.start()
     let day: TimeInterval = 86_400
     func start(_ subject: String, days: Double, reminders: [Double]) throws -> Trial {
-      let schedule = try ReminderSchedule(reminders.map { Days($0).duration })
       let trial = try engine.perform(
-        .start(subject: subject, length: Days(days), endsAt: nil, reminders: schedule))
+        .start(
+          subject: subject, end: .after(.seconds(days * day)), reminders: reminders.map { .seconds($0 * day) }
+        ))
       scheduler.advance(by: 3_600)
       return trial.trial
     }
@@ -101,11 +102,11 @@ import TrialTesting
     let c = try start("c", days: 2, reminders: [1])
     _ = try start("d", days: 20, reminders: [7, 3, 1])
     let e = try start("e", days: 8, reminders: [])
-    _ = try engine.perform(.extend(b.id, by: Days(3), endsAt: nil))
+    _ = try engine.perform(.extend(b.id, .by(.days(3))))
     _ = try engine.perform(.end(e.id, .cancelled))
     scheduler.advance(by: 1.5 * day)
     // c's reminder was taken; then c moves on a day.
-    _ = try engine.perform(.extend(c.id, by: Days(1), endsAt: nil))
+    _ = try engine.perform(.extend(c.id, .by(.days(1))))
     _ = a
 
     let queries = StoreQueries(repository)

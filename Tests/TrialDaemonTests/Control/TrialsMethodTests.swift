@@ -16,7 +16,7 @@ import TrialDaemonTesting
   func numbered(_ count: Int, on fixture: ControlFixture) throws -> VarlinkClient {
     let client = try fixture.client()
     for index in 1...count {
-      _ = try client.startTrial(StartTrialParameters(subject: "s\(index)", duration: Days(Double(index))))
+      _ = try client.startTrial(StartTrialParameters(subject: "s\(index)", duration: .days(index)))
     }
     return client
   }
@@ -153,7 +153,7 @@ import TrialDaemonTesting
     let fixture = try ControlFixture(store: store, ids: Array(1...4))
     let client = try numbered(4, on: fixture)
     _ = try client.endTrial(EndTrialParameters(id: TrialID(4), outcome: .converted))
-    let soon = try client.listTrials(ListTrialsParameters(expiringWithin: Days(2)))
+    let soon = try client.listTrials(ListTrialsParameters(expiringWithin: .days(2)))
     #expect(soon.trials.map(\.id) == [TrialID(1), TrialID(2)])
     let converted = try client.listTrials(ListTrialsParameters(state: .converted))
     #expect(converted.trials.map(\.id) == [TrialID(4)])
@@ -181,8 +181,8 @@ import TrialDaemonTesting
   func extendTrial_ByOrTo_MovesTheEnd(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [9])
     let client = try fixture.client()
-    let trial = try client.startTrial(StartTrialParameters(subject: "acme", duration: Days(5)))
-    let later = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(2))))
+    let trial = try client.startTrial(StartTrialParameters(subject: "acme", duration: .days(5)))
+    let later = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(.days(2))))
     #expect(later.endsAt == trial.endsAt.addingTimeInterval(2 * 86_400))
     #expect(later.revision == 2)
     let end = ControlFixture.start.addingTimeInterval(30 * 86_400)
@@ -196,7 +196,7 @@ import TrialDaemonTesting
     #expect(past?.name == "org.varlink.service.InvalidParameter")
     #expect(past?.parameters.parameter == "endsAt")
     let missing = remoteError {
-      _ = try client.extendTrial(ExtendTrialParameters(id: TrialID(0x77), change: .by(Days(1))))
+      _ = try client.extendTrial(ExtendTrialParameters(id: TrialID(0x77), change: .by(.days(1))))
     }
     #expect(missing?.name == "io.trialwatch.TrialNotFound")
     #expect(missing?.parameters.id == "0000000000000077")
@@ -218,7 +218,7 @@ import TrialDaemonTesting
     let again = remoteError { _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted)) }
     expectNotActive(again, id: "0000000000000005", state: "cancelled")
     let extend = remoteError {
-      _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(1))))
+      _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(.days(1))))
     }
     expectNotActive(extend, id: "0000000000000005", state: "cancelled")
     let missing = remoteError {
@@ -316,7 +316,7 @@ import TrialDaemonTesting
     let client = try fixture.client()
     let trial = try client.startTrial("acme", days: 2, reminders: [1])
     _ = try client.startTrial(
-      StartTrialParameters(subject: "other", duration: Days(9), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "other", duration: .days(9), reminders: ReminderSchedule.none))
     fixture.advance(by: 86_400)
     #expect(fixture.fireDue().map(\.kind) == [.reminder])
     fixture.advance(by: 86_400)
@@ -332,7 +332,7 @@ import TrialDaemonTesting
     let end = remoteError { _ = try client.endTrial(EndTrialParameters(id: trial.id, outcome: .converted)) }
     expectNotActive(end, id: "0000000000000007", state: "expired")
     let extend = remoteError {
-      _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(Days(1))))
+      _ = try client.extendTrial(ExtendTrialParameters(id: trial.id, change: .by(.days(1))))
     }
     expectNotActive(extend, state: "expired")
     #expect(try client.getPlan(GetPlanParameters(id: trial.id)).map(\.state) == [.delivered, .delivered])
@@ -386,9 +386,9 @@ import TrialDaemonTesting
     let fixture = try ControlFixture(store: store, ids: [1, 2])
     let client = try fixture.client()
     _ = try client.startTrial(
-      StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "a", duration: .days(2), reminders: ReminderSchedule.none))
     _ = try client.startTrial(
-      StartTrialParameters(subject: "b", duration: Days(6), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "b", duration: .days(6), reminders: ReminderSchedule.none))
     let soon = try client.simulate(SimulateParameters(at: .fromNow(.days(3))))
     #expect(soon.map(\.trialId) == [TrialID(1)])
     #expect(soon.first?.state == .fired)
@@ -410,11 +410,11 @@ import TrialDaemonTesting
     let fixture = try ControlFixture(store: store, ids: [1, 2, 3])
     let client = try fixture.client()
     _ = try client.startTrial(
-      StartTrialParameters(subject: "a", duration: Days(2), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "a", duration: .days(2), reminders: ReminderSchedule.none))
     _ = try client.startTrial(
-      StartTrialParameters(subject: "b", duration: Days(1), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "b", duration: .days(1), reminders: ReminderSchedule.none))
     _ = try client.startTrial(
-      StartTrialParameters(subject: "c", duration: Days(9), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "c", duration: .days(9), reminders: ReminderSchedule.none))
     _ = try client.endTrial(EndTrialParameters(id: TrialID(3), outcome: .cancelled))
     fixture.advance(by: 3600)
     let status = try client.getStatus()

@@ -26,7 +26,7 @@ extension ControlServer.Options {
     let client = try fixture.client()
     _ = try client.startTrial("a", days: 2, reminders: [1])
     _ = try client.startTrial(
-      StartTrialParameters(subject: "b", duration: Days(3), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "b", duration: .days(3), reminders: ReminderSchedule.none))
 
     let watcher = try fixture.client()
     try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
@@ -72,7 +72,7 @@ extension ControlServer.Options {
     let fixture = try ControlFixture(store: store, ids: [1])
     let client = try fixture.client()
     _ = try client.startTrial(
-      StartTrialParameters(subject: "a", duration: Days(1), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "a", duration: .days(1), reminders: ReminderSchedule.none))
     let watcher = try fixture.watcher()
     #expect(fixture.server.watcherCount == 1)
     watcher.close()
@@ -111,7 +111,7 @@ extension ControlServer.Options {
     #expect(cursors == (1...3000).map { EventCursor(UInt64($0)) })
     // Caught up, it is live again.
     _ = try client.startTrial(
-      StartTrialParameters(subject: "late", duration: Days(1), reminders: ReminderSchedule.none))
+      StartTrialParameters(subject: "late", duration: .days(1), reminders: ReminderSchedule.none))
     fixture.advance(by: 86_400)
     #expect(try watcher.receive().parameters(as: WatchReply.self).event?.cursor == EventCursor(3001))
     #expect(fixture.logs.all.allSatisfy { !$0.message.contains("fell behind") })

@@ -1,0 +1,140 @@
+import FoundationEssentials
+
+/// What a refusal names as wrong: a value of a trial or of a command. The control layer gives
+/// each the name its callers use (`length` is StartTrial's `duration`).
+public enum TrialField: String, Hashable, Sendable {
+  case subject, length, end, reminders, labels, consumer, trial, daemon
+  /// How far an extension moves the end.
+  case `extension`
+}
+
+/// A change to trials. Its values are checked once, as it is made (the constructors throw the
+/// refusal naming the value); what depends on the store or the time (the end in the future, a
+/// subject already active, the limits of the labels as changed) is checked where it is applied.
+public struct TrialCommand: Hashable, Sendable {
+  public enum Kind: Hashable, Sendable {
+    case start(TrialStart)
+    /// Moves the end of a trial and makes label changes (nil removes).
+    case extend(TrialID, TrialEndChange, labels: [String: String?])
+    /// Ends a trial early, with label changes.
+    case end(TrialID, TrialOutcome, labels: [String: String?])
+  }
+
+  public let kind: Kind
+
+  private init(_ kind: Kind) {
+    self.kind = kind
+  }
+
+  /// Starts a trial of `subject` with `labels`, ending as `end` says; nil `reminders`: the
+  /// configured ones.
+  public static func start(
+    subject: String, labels: [String: String] = [:], end: TrialStart.End = .defaultLength,
+    reminders: [Duration]? = nil
+  ) throws(TrialError) -> Self {
+    if let problem = Trial.validateSubject(subject) { throw .invalid(.subject, problem) }
+    if case .after(let length) = end, length <= .zero { throw .invalid(.length, "must be a positive span") }
+    let schedule: ReminderSchedule?
+    do {
+      schedule = try reminders.map(ReminderSchedule.init)
+    } catch {
+      throw .invalid(.reminders, error.description)
+    }
+    let checked: TrialLabels
+    do {
+      checked = try TrialLabels(labels)
+    } catch {
+      throw .invalid(.labels, error.description)
+    }
+    return Self(
+      .start(
+        TrialStart(
+          attributes: TrialAttributes(subject: subject, labels: checked), end: end, reminders: schedule))
+    )
+  }
+
+  /// Moves the end of trial `id`: later by a positive span, or to a date.
+  public static func extend(_ id: TrialID, _ change: TrialEndChange, labels: [String: String?] = [:])
+    throws(TrialError) -> Self
+  {
+    if case .by(let span) = change, span <= .zero { throw .invalid(.extension, "must be a positive span") }
+    return Self(.extend(id, change, labels: labels))
+  }
+
+  /// Ends trial `id` early: converted or cancelled.
+  public static func end(_ id: TrialID, _ outcome: TrialOutcome, labels: [String: String?] = [:]) -> Self {
+    Self(.end(id, outcome, labels: labels))
+  }
+}
+
+/// A trial to start, checked.
+public struct TrialStart: Hashable, Sendable {
+  /// Where the trial ends.
+  public enum End: Hashable, Sendable {
+    /// After the configured default length.
+    case defaultLength
+    /// After a positive span from its start.
+    case after(Duration)
+    /// At a date (which must lie in the future when it starts).
+    case at(Date)
+  }
+
+  public var attributes: TrialAttributes
+  public var end: End
+  /// Nil: the configured reminders.
+  public var reminders: ReminderSchedule?
+}
+
+/// How an extension moves a trial's end.
+public enum TrialEndChange: Hashable, Sendable {
+  /// Later by a positive span.
+  case by(Duration)
+  /// To a date.
+  case to(Date)
+}
+
+/// What a start takes when its command leaves it open.
+public struct TrialDefaults: Hashable, Sendable {
+  /// The seed's five days.
+  public static let standard = TrialDefaults(length: .days(5), reminders: .default)
+
+  public var length: Duration
+  public var reminders: ReminderSchedule
+
+  public init(length: Duration, reminders: ReminderSchedule) {
+    self.length = length
+    self.reminders = reminders
+  }
+}
+
+extension TrialBook {
+  /// Carries out `command` in `txn`: the trial as it now is, the reminders skipped because
+  /// already due, and the events logged.
+  public static func apply(
+    _ command: TrialCommand, in txn: any TrialWriteTransaction, now: Date, defaults: TrialDefaults,
+    ids: any TrialIDGenerator
+  ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
+    switch command.kind {
+    case .start(let start):
+      let end =
+        switch start.end {
+        case .defaultLength: now.adding(defaults.length)
+        case .after(let length): now.adding(length)
+        case .at(let date): date
+        }
+      return try startTrial(
+        in: txn, attributes: start.attributes, endDate: end, reminders: start.reminders ?? defaults.reminders,
+        now: now, ids: ids)
+    case .extend(let id, let change, let labels):
+      guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
+      let end =
+        switch change {
+        case .by(let span): current.period.endDate.adding(span)
+        case .to(let date): date
+        }
+      return try extendTrial(in: txn, id, to: end, labels: labels, now: now)
+    case .end(let id, let outcome, let labels):
+      return (try endTrial(in: txn, id, outcome: outcome, labels: labels, now: now), [], [])
+    }
+  }
+}
