@@ -125,10 +125,20 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.cursor = nil
   }
 
+  /// An event of a trial with these attributes, where known.
+  public init(
+    id: EventID, attributes: TrialAttributes?, state: State, due: Date, reason: String? = nil,
+    detail: String? = nil, takenAt: Date? = nil, lateness: Duration? = nil
+  ) {
+    self.init(
+      id: id, subject: attributes?.subject, labels: attributes?.labels, state: state, due: due,
+      reason: reason,
+      detail: detail, takenAt: takenAt, lateness: lateness)
+  }
+
   /// An event not yet taken, of a trial with these attributes, where known.
   public init(pending event: TrialEvent, attributes: TrialAttributes?) {
-    self.init(
-      id: event.id, subject: attributes?.subject, labels: attributes?.labels, state: .pending, due: event.due)
+    self.init(id: event.id, attributes: attributes, state: .pending, due: event.due)
   }
 
   /// An event from the ledger, of a trial with these attributes, where known: fired (delivered
@@ -137,7 +147,7 @@ public struct EventObject: Codable, Hashable, Sendable {
     var reason: SkipReason?
     if case .skipped(let why) = entry.outcome { reason = why }
     self.init(
-      id: entry.id, subject: attributes?.subject, labels: attributes?.labels,
+      id: entry.id, attributes: attributes,
       state: reason != nil ? .skipped : entry.isDelivered ? .delivered : .fired, due: entry.event.due,
       reason: reason?.code, detail: reason?.description, takenAt: entry.takenAt,
       lateness: entry.isLate ? entry.lateness : nil)

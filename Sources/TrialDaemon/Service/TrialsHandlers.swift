@@ -277,7 +277,7 @@ extension EventObject {
       } else {
         events.append(
           EventObject(
-            id: event.id, subject: trial.subject, labels: trial.labels, state: .skipped, due: event.due,
+            id: event.id, attributes: trial.attributes, state: .skipped, due: event.due,
             reason: "trial-\(trial.state.rawValue)",
             detail: "the trial was \(trial.state.rawValue) before it fell due", takenAt: trial.endedAt))
       }
