@@ -125,6 +125,16 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.cursor = nil
   }
 
+  /// The trial's named attributes the event carries (`TrialAttributes.named`), as
+  /// `(variable, value)` in the table's order: `TRIAL_SUBJECT` and the others present.
+  public var attributeVariables: [(name: String, value: String)] {
+    let values: [String: String?] = ["subject": subject]
+    return TrialAttributes.named.compactMap { named in
+      guard let value = values[named.name] ?? nil else { return nil }
+      return (named.variable, value)
+    }
+  }
+
   /// An event of a trial with these attributes, where known.
   public init(
     id: EventID, attributes: TrialAttributes?, state: State, due: Date, reason: String? = nil,

@@ -12,13 +12,15 @@ import TrialCore
 public enum EventEnvironment {
   /// Every name set for an event; those that do not apply to it are set empty, so that none
   /// is inherited from consume's own environment.
-  public static let names = [
-    "EVENT_ID", "EVENT_KIND", "EVENT_STATE", "EVENT_CURSOR", "EVENT_DUE", "EVENT_TAKEN", "EVENT_LATENESS",
-    "EVENT_LATENESS_USEC", "EVENT_OFFSET", "EVENT_REASON", "EVENT_ATTEMPT", "TRIAL_ID", "TRIAL_SUBJECT",
-    "TRIAL_REVISION", "TRIAL_END", "TRIALWATCH_CONSUMER",
-  ]
+  public static let names =
+    [
+      "EVENT_ID", "EVENT_KIND", "EVENT_STATE", "EVENT_CURSOR", "EVENT_DUE", "EVENT_TAKEN", "EVENT_LATENESS",
+      "EVENT_LATENESS_USEC", "EVENT_OFFSET", "EVENT_REASON", "EVENT_ATTEMPT", "TRIAL_ID", "TRIAL_REVISION",
+      "TRIAL_END", "TRIALWATCH_CONSUMER",
+    ] + TrialAttributes.named.map(\.variable)
 
-  /// The variables for `event`, run by `consumer` for the `attempt`th time: `names`, and
+  /// The variables for `event`, run by `consumer` for the `attempt`th time: `names` (the
+  /// trial's attributes under their variables, `TrialAttributes.named`), and
   /// `TRIAL_LABEL_<KEY>` for each label of the trial as the event was taken.
   public static func variables(for event: EventObject, consumer: String, attempt: Int) -> [String: String] {
     var variables = Dictionary(uniqueKeysWithValues: names.map { ($0, "") })
@@ -39,10 +41,10 @@ public enum EventEnvironment {
     variables["EVENT_REASON"] = event.reason ?? ""
     variables["EVENT_ATTEMPT"] = String(attempt)
     variables["TRIAL_ID"] = event.trialId.description
-    variables["TRIAL_SUBJECT"] = event.subject ?? ""
     variables["TRIAL_REVISION"] = String(event.revision)
     variables["TRIAL_END"] = event.endsAt.map(RFC3339.format) ?? ""
     variables["TRIALWATCH_CONSUMER"] = consumer
+    for (name, value) in event.attributeVariables { variables[name] = value }
     for (key, value) in event.labels ?? [:] { variables[TrialAttributes.labelVariable(key)] = value }
     return variables
   }
