@@ -183,7 +183,12 @@ public enum FastPath {
       out.append(UInt8(ascii: ":"))
       JSONText.appendString(labels[key]!, to: &out)
     }
-    out += #"},"reminders":["#.utf8
+    out.append(UInt8(ascii: "}"))
+    if let plan = trial.plan {
+      out += #","plan":"#.utf8
+      JSONText.appendString(plan, to: &out)
+    }
+    out += #","reminders":["#.utf8
     for (index, span) in trial.reminders.enumerated() {
       if index > 0 { out.append(UInt8(ascii: ",")) }
       JSONText.appendString(span.description, to: &out)

@@ -8,6 +8,8 @@ public struct TrialObject: Codable, Hashable, Sendable {
   /// The trial's labels: always sent (an empty object when it has none); nil only in the reply
   /// of a daemon from before labels.
   public var labels: [String: String]?
+  /// The plan the trial was started with; absent for a trial started without one.
+  public var plan: String?
   public var state: TrialState
   public var startedAt: Date
   public var endsAt: Date
@@ -41,6 +43,7 @@ public struct TrialObject: Codable, Hashable, Sendable {
     id = trial.id
     subject = trial.subject
     labels = trial.labels.dictionary
+    plan = trial.attributes.plan
     state = trial.state
     startedAt = trial.period.startDate
     endsAt = trial.period.endDate
@@ -83,6 +86,8 @@ public struct EventObject: Codable, Hashable, Sendable {
   /// The trial's labels as the event was taken (events of the log), or as they are now;
   /// present where the subject is.
   public var labels: [String: String]?
+  /// The trial's plan, where the subject is present and the trial has one.
+  public var plan: String?
   public var revision: UInt32
   public var kind: Kind
   /// For a reminder: the span before the end.
@@ -128,7 +133,7 @@ public struct EventObject: Codable, Hashable, Sendable {
   /// The trial's named attributes the event carries (`TrialAttributes.named`), as
   /// `(variable, value)` in the table's order: `TRIAL_SUBJECT` and the others present.
   public var attributeVariables: [(name: String, value: String)] {
-    let values: [String: String?] = ["subject": subject]
+    let values: [String: String?] = ["subject": subject, "plan": plan]
     return TrialAttributes.named.compactMap { named in
       guard let value = values[named.name] ?? nil else { return nil }
       return (named.variable, value)
@@ -144,6 +149,7 @@ public struct EventObject: Codable, Hashable, Sendable {
       id: id, subject: attributes?.subject, labels: attributes?.labels, state: state, due: due,
       reason: reason,
       detail: detail, takenAt: takenAt, lateness: lateness)
+    plan = attributes?.plan
   }
 
   /// An event not yet taken, of a trial with these attributes, where known.

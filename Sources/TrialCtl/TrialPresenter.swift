@@ -24,7 +24,7 @@ public struct TrialViewModel: Hashable, Sendable {
   public var state: String
   /// `3 days left`, `1 day left`, `ends today`, `expired 2 days ago`, `converted today`.
   public var timeLeft: String
-  /// Label and value, in order: ID, State, Started, Ends, Ended, Reminders, Revision, Labels.
+  /// Label and value, in order: ID, State, Started, Ends, Ended, Reminders, Revision, Plan, Labels.
   public var details: [LabeledValue]
 
   public init(
@@ -236,6 +236,7 @@ public final class TrialPresenter {
     }
     details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders.map(\.duration))))
     details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
+    if let plan = trial.plan { details.append(LabeledValue(label: "Plan", value: plan)) }
     if let labels = trial.labels, !labels.isEmpty {
       let labels = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
       details.append(LabeledValue(label: "Labels", value: labels.joined(separator: ", ")))

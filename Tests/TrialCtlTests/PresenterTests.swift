@@ -141,6 +141,22 @@ final class SpyOutput: TrialPresenterOutput {
     #expect(view.details.first { $0.label == "Reminders" }?.value == "none")
   }
 
+  @Test func trialWithAPlanAndLabels_InItsDetails_ShowsThemAfterTheRevision() throws {
+    var trial = Self.trial(ends: Self.now.addingTimeInterval(86_400))
+    trial.plan = "pro"
+    trial.labels = ["tier": "gold", "customer": "c-991"]
+    let spy = SpyOutput()
+    presenter(spy).present(trial: trial)
+    let view = try #require(spy.trials.first)
+    #expect(
+      view.details.map(\.label).suffix(3) == ["Revision", "Plan", "Labels"])
+    #expect(view.details.first { $0.label == "Plan" }?.value == "pro")
+    #expect(view.details.first { $0.label == "Labels" }?.value == "customer=c-991, tier=gold")
+    spy.trials.removeAll()
+    presenter(spy).present(trial: Self.trial(ends: Self.now.addingTimeInterval(86_400)))
+    #expect(spy.trials.first?.details.contains { $0.label == "Plan" } == false)
+  }
+
   @Test func list_OfTrials_BecomesATable() throws {
     let spy = SpyOutput()
     let presenter = presenter(spy)

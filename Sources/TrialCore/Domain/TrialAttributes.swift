@@ -5,13 +5,18 @@
 public struct TrialAttributes: Hashable, Sendable {
   /// The caller's name for what is on trial, e.g. `acme-42`.
   public var subject: String
+  /// The plan the trial was started with (`pro`), as named by the plan file it came from.
+  public var plan: String?
   public var labels: TrialLabels
   /// Stored attributes this version does not know (a newer one wrote them), kept as they were
   /// read, so that rewriting the record keeps them.
   public var unknown: [String: String]
 
-  public init(subject: String, labels: TrialLabels = .none, unknown: [String: String] = [:]) {
+  public init(
+    subject: String, plan: String? = nil, labels: TrialLabels = .none, unknown: [String: String] = [:]
+  ) {
     self.subject = subject
+    self.plan = plan
     self.labels = labels
     self.unknown = unknown
   }
@@ -29,7 +34,8 @@ public struct TrialAttributes: Hashable, Sendable {
 
   /// Every named attribute, in the order the journal and an environment list them.
   public static let named: [Named] = [
-    Named(name: "subject", variable: "TRIAL_SUBJECT", value: { $0.subject }, assign: { $0.subject = $1 })
+    Named(name: "subject", variable: "TRIAL_SUBJECT", value: { $0.subject }, assign: { $0.subject = $1 }),
+    Named(name: "plan", variable: "TRIAL_PLAN", value: { $0.plan }, assign: { $0.plan = $1 }),
   ]
 
   /// The prefix of a label's stored name (`label.customer`).
