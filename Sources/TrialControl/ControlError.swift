@@ -24,12 +24,13 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public var oldest: String?
     public var last: String?
     public var name: String?
+    public var plan: String?
 
     public init(
       id: String? = nil, subject: String? = nil, state: String? = nil, method: String? = nil, uid: Int? = nil,
       interface: String? = nil, parameter: String? = nil, problem: String? = nil, limit: Int? = nil,
       message: String? = nil, cursor: String? = nil, resumeAfter: String? = nil, oldest: String? = nil,
-      last: String? = nil, name: String? = nil
+      last: String? = nil, name: String? = nil, plan: String? = nil
     ) {
       self.id = id
       self.subject = subject
@@ -46,6 +47,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.oldest = oldest
       self.last = last
       self.name = name
+      self.plan = plan
     }
   }
 
@@ -72,6 +74,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let cursorNotFound = "io.trialwatch.CursorNotFound"
     public static let consumerNotFound = "io.trialwatch.ConsumerNotFound"
     public static let consumerExists = "io.trialwatch.ConsumerExists"
+    public static let planNotFound = "io.trialwatch.PlanNotFound"
   }
 
   public static func interfaceNotFound(_ interface: String) -> Self {
@@ -145,6 +148,8 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.init(name: Name.consumerNotFound, parameters: Parameters(name: name))
     case .consumerExists(let name):
       self.init(name: Name.consumerExists, parameters: Parameters(name: name))
+    case .planNotFound(let name):
+      self.init(name: Name.planNotFound, parameters: Parameters(plan: name))
     }
   }
 
@@ -183,6 +188,8 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
         + "it is not from this store's event log"
     case Name.consumerNotFound: return "no consumer named \"\(p.name ?? "?")\""
     case Name.consumerExists: return "a consumer named \"\(p.name ?? "?")\" already exists"
+    case Name.planNotFound:
+      return "no plan named \"\(p.plan ?? "?")\" is configured (trialwatchctl plans lists those that are)"
     default:
       let text = WireCoding.text(p)
       return text == "{}" ? name : "\(name) \(text)"

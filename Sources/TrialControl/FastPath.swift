@@ -65,7 +65,7 @@ public enum FastPath {
   }
 
   private static func startTrial(_ fields: [String: Field]) -> StartTrialParameters? {
-    guard Set(fields.keys).isSubset(of: ["subject", "duration", "endsAt", "reminders", "labels"]),
+    guard Set(fields.keys).isSubset(of: ["subject", "duration", "endsAt", "reminders", "labels", "plan"]),
       let subject = fields["subject"]?.text
     else { return nil }
     var parameters = StartTrialParameters(subject: subject)
@@ -85,6 +85,10 @@ public enum FastPath {
         spans.append(Span(span))
       }
       parameters.reminders = spans
+    }
+    if let field = fields["plan"] {
+      guard let text = field.text else { return nil }
+      parameters.plan = text
     }
     if let field = fields["labels"] {
       guard case .object(let labels) = field else { return nil }

@@ -62,6 +62,7 @@ public enum Trials {
   public static let getPlan = VarlinkMethod<GetPlanParameters, EventsReply>(interface, "GetPlan")
   public static let simulate = VarlinkMethod<SimulateParameters, EventsReply>(interface, "Simulate")
   public static let getStatus = VarlinkMethod<NoParameters, GetStatusReply>(interface, "GetStatus")
+  public static let listPlans = VarlinkMethod<ListPlansParameters, ListPlansReply>(interface, "ListPlans")
   public static let getFleet = VarlinkMethod<NoParameters, GetFleetReply>(interface, "GetFleet")
   public static let export = VarlinkMethod<ExportParameters, ExportReply>(interface, "Export")
   public static let watch = VarlinkMethod<WatchParameters, WatchReply>(interface, "Watch", .stream)

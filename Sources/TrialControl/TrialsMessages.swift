@@ -15,12 +15,15 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
   public var reminders: [Span]?
   /// The trial's labels.
   public var labels: [String: String]?
+  /// The plan whose length, reminders and labels the trial takes where the others leave them open.
+  public var plan: String?
 
   public init(
     subject: String, duration: Duration? = nil, endsAt: Date? = nil, reminders: ReminderSchedule? = nil,
-    labels: [String: String]? = nil
+    labels: [String: String]? = nil, plan: String? = nil
   ) {
     self.subject = subject
+    self.plan = plan
     self.duration = duration.map(Span.init)
     self.endsAt = endsAt
     self.reminders = reminders.map { $0.offsets.map(Span.init) }
@@ -39,7 +42,7 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
     let end: TrialStart.End =
       if let endsAt { .at(endsAt) } else if let duration { .after(duration.duration) } else { .defaultLength }
     return try .start(
-      subject: subject, labels: labels ?? [:], end: end, reminders: reminders?.map(\.duration))
+      subject: subject, plan: plan, labels: labels ?? [:], end: end, reminders: reminders?.map(\.duration))
   }
 }
 
@@ -84,11 +87,14 @@ public struct ListTrialsParameters: PagedParameters, Hashable {
   public var after: TrialID?
   /// Only trials with this label: `key=value`.
   public var label: String?
+  /// Only trials started with this plan.
+  public var plan: String?
 
   public init(
     state: TrialState? = nil, expiringWithin: Duration? = nil, limit: Int? = nil, after: TrialID? = nil,
-    label: String? = nil
+    label: String? = nil, plan: String? = nil
   ) {
+    self.plan = plan
     self.state = state
     self.expiringWithin = expiringWithin.map(Span.init)
     self.limit = limit
@@ -97,7 +103,7 @@ public struct ListTrialsParameters: PagedParameters, Hashable {
   }
 
   private enum CodingKeys: String, CodingKey {
-    case state, expiringWithin, limit, after, label
+    case state, expiringWithin, limit, after, label, plan
   }
 
   public init(from decoder: any Decoder) throws {
@@ -107,11 +113,13 @@ public struct ListTrialsParameters: PagedParameters, Hashable {
     after = try container.decodeIfPresent(TrialID.self, forKey: .after)
     limit = try container.decodeWholeNumber(forKey: .limit)
     label = try container.decodeIfPresent(String.self, forKey: .label)
+    plan = try container.decodeIfPresent(String.self, forKey: .plan)
   }
 
   public func validate() throws(WireProblem) {
     try validateLimit()
     _ = try labelFilter
+    if let plan, let problem = TrialPlan.validateName(plan) { throw .parameter("plan", problem) }
   }
 
   /// The label asked for, split at its first `=`.

@@ -185,8 +185,11 @@ struct Start: ParsableCommand, CtlCommand {
   static let configuration = CommandConfiguration(
     abstract: "Start a trial for a subject.",
     discussion: """
-      Without --duration or --ends-at, the daemon's default length applies; without --reminders, its \
-      default reminders. Example: trialwatchctl start acme-42 --duration 14d --label customer=c-991
+      With --plan, the trial takes the plan's length, reminders and labels (its own --label options over \
+      them) where --duration, --ends-at and --reminders leave them open. Otherwise, without --duration or \
+      --ends-at, the daemon's default length applies; without --reminders, its default reminders.
+
+      Example: trialwatchctl start acme-42 --plan pro --label customer=c-991
       """)
 
   @OptionGroup var global: GlobalOptions
@@ -198,6 +201,10 @@ struct Start: ParsableCommand, CtlCommand {
     help: ArgumentHelp(
       "Reminders before the end, comma-separated; `none` for none.", valueName: "span[,span...]"))
   var reminders: String?
+  @Option(
+    help: ArgumentHelp("The plan the trial is for (trialwatchctl plans lists them).", valueName: "name"),
+    completion: PlanOption.completion)
+  var plan: String?
   @OptionGroup var labels: LabelOptions
 
   func validate() throws {
@@ -211,7 +218,8 @@ struct Start: ParsableCommand, CtlCommand {
     StartTrialParameters(
       subject: subject, duration: try duration.map { try Arguments.span($0, option: "--duration") },
       endsAt: try endsAt.map { try Arguments.date($0, option: "--ends-at") },
-      reminders: try reminders.map(Arguments.reminders), labels: try labels.parsed())
+      reminders: try reminders.map(Arguments.reminders), labels: try labels.parsed(),
+      plan: try PlanOption.checked(plan))
   }
 
   func run(in environment: CtlEnvironment) throws {
@@ -257,6 +265,10 @@ struct List: ParsableCommand, CtlCommand {
     help: ArgumentHelp("Only active trials ending within this span from now.", valueName: "span"))
   var expiringWithin: String?
   @Option(help: ArgumentHelp("Only trials with this label.", valueName: "key=value")) var label: String?
+  @Option(
+    help: ArgumentHelp("Only trials started with this plan.", valueName: "name"),
+    completion: PlanOption.completion)
+  var plan: String?
   @Option(help: ArgumentHelp("Trials per page (1 to 1000; default 100).", valueName: "n")) var limit: Int?
   @Option(
     help: ArgumentHelp("Start after this trial id (the cursor a previous page gave).", valueName: "cursor"))
@@ -285,7 +297,7 @@ struct List: ParsableCommand, CtlCommand {
       label: try label.map { text in
         let (key, value) = try LabelOptions.pair(text, option: "--label")
         return "\(key)=\(value)"
-      })
+      }, plan: try PlanOption.checked(plan))
   }
 
   func run(in environment: CtlEnvironment) throws {

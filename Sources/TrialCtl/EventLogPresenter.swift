@@ -13,9 +13,10 @@ public struct DetailsViewModel: Hashable, Sendable {
   }
 }
 
-public struct ConsumerListViewModel: Hashable, Sendable {
+/// A table, or the message shown when it has no rows: consumers, plans.
+public struct ListViewModel: Hashable, Sendable {
   public var table: TableViewModel
-  /// Shown when there are no consumers.
+  /// Shown when the table has no rows.
   public var emptyMessage: String
 
   public init(table: TableViewModel, emptyMessage: String) {
@@ -62,8 +63,8 @@ extension TrialPresenter {
         consumer.acknowledgedAt.map(date) ?? "never",
       ]
     }
-    output.showConsumers(
-      ConsumerListViewModel(
+    output.showList(
+      ListViewModel(
         table: TableViewModel(columns: ["NAME", "POSITION", "LAG", "LOST", "LAST ACKNOWLEDGED"], rows: rows),
         emptyMessage: "No consumers."))
   }

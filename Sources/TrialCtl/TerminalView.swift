@@ -81,7 +81,7 @@ public final class TerminalView: TrialPresenterOutput {
     writeDetails(viewModel.details)
   }
 
-  public func showConsumers(_ viewModel: ConsumerListViewModel) {
+  public func showList(_ viewModel: ListViewModel) {
     writeTable(viewModel.table, orIfEmpty: viewModel.emptyMessage)
   }
 

@@ -97,7 +97,7 @@ public protocol TrialPresenterOutput: AnyObject {
   func showStatus(_ viewModel: StatusViewModel)
   /// The event log, or one consumer: a headline and labelled values.
   func showDetails(_ viewModel: DetailsViewModel)
-  func showConsumers(_ viewModel: ConsumerListViewModel)
+  func showList(_ viewModel: ListViewModel)
   /// A fleet's nodes.
   func showFleet(_ viewModel: FleetViewModel)
   /// A line of output that says what a command did, such as "Removed consumer mailer."
@@ -298,7 +298,7 @@ public final class TrialPresenter {
     return span >= .zero ? "in \(brief(span))" : "overdue by \(brief(.zero - span))"
   }
 
-  private func reminders(_ offsets: [Duration]) -> String {
+  func reminders(_ offsets: [Duration]) -> String {
     offsets.isEmpty ? "none" : offsets.map(TimeSpan.format).joined(separator: ", ") + " before the end"
   }
 

@@ -110,7 +110,7 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
   /// The failure an error the daemon replied with means.
   public init(_ remote: ControlError) {
     switch remote.name {
-    case ControlError.Name.trialNotFound, ControlError.Name.consumerNotFound:
+    case ControlError.Name.trialNotFound, ControlError.Name.consumerNotFound, ControlError.Name.planNotFound:
       self.init(remote.description, exitCode: .notFound)
     case ControlError.Name.cursorNotFound:
       self.init(
@@ -152,14 +152,14 @@ public struct TrialwatchCtl: ParsableCommand {
         0  success
         1  failure: the daemon refused the request (e.g. the trial has ended)
         2  usage: invalid arguments or parameters
-        3  not found: no such trial, consumer or cursor
+        3  not found: no such trial, consumer, cursor or plan
         4  permission denied
         5  daemon unreachable (check: systemctl status trialwatch)
       """,
     subcommands: [
-      Start.self, Status.self, List.self, Extend.self, End.self, Plan.self, Simulate.self, Watch.self,
-      DaemonStatus.self, Fleet.self, Export.self, EventLog.self, Consumers.self, ConsumerCommand.self,
-      Consume.self,
+      Start.self, Status.self, List.self, Extend.self, End.self, Plan.self, Plans.self, Simulate.self,
+      Watch.self, DaemonStatus.self, Fleet.self, Export.self, EventLog.self, Consumers.self,
+      ConsumerCommand.self, Consume.self,
     ])
 
   public init() {}

@@ -61,6 +61,20 @@ struct ConfigurationPage {
       page.endItems()
     }
 
+    page.section("PLAN FILES")
+    let plans = ConfigurationDocumentation.planDirectory
+    page.paragraph(
+      "Each file \(plans)/NAME.conf describes the plan NAME, in the same syntax, with one section:")
+    page.item(Roff.bold("[\(documentation.plan.name)]"))
+    page.paragraph(documentation.plan.summary, keys: true)
+    page.endItems()
+    for key in documentation.plan.keys {
+      page.item(Roff.bold(key.name + "=") + Roff.italic(key.valueName))
+      page.paragraph(key.meaning, keys: true)
+      page.paragraph("Default: \(key.defaultDescription ?? key.defaultText).", keys: true)
+    }
+    page.endItems()
+
     page.section("EXAMPLES")
     page.paragraph("A drop-in that fires every late reminder, not only the latest of each trial:")
     page.literal(["# \(dropIns)/50-late.conf", "[CatchUp]", "LateReminders=all"], attached: true)
@@ -77,12 +91,22 @@ struct ConfigurationPage {
       ], attached: true)
     page.paragraph("Backend= and the [PostgreSQL] keys take effect at a restart, not a reload:", keys: true)
     page.literal(["trialwatchd --check-config && systemctl restart trialwatch"], attached: true)
+    page.paragraph("A plan of two weeks with a reminder a week before its end, and a label for its trials:")
+    page.literal(
+      [
+        "# \(plans)/pro.conf", "[Plan]", "Description=Pro, two weeks", "Length=14d", "Reminders=7d, 1d",
+        "Labels=tier=pro",
+      ], attached: true)
+    page.literal(["trialwatchd --check-config && systemctl reload trialwatch"], attached: true)
 
     page.section("FILES")
     page.item(Roff.italic(main))
     page.paragraph("The main configuration file.")
     page.item(Roff.italic(dropIns + "/*.conf"))
     page.paragraph("Drop-ins, read after the main file in the order of their names.")
+    page.item(Roff.italic(plans + "/*.conf"))
+    page.paragraph(
+      "Plan files, one a plan, named after it; samples in /usr/share/doc/trialwatch/examples/plans/.")
     page.item(Roff.italic("/usr/share/doc/trialwatch/docs/configuration.md"))
     page.paragraph("The same keys, with how to check a configuration; fleet.md for fleet mode.")
     page.endItems()

@@ -113,6 +113,9 @@ public enum TrialwatchManual {
         "The unit that runs consume for the consumer named by its instance, as the user "
           + "trialwatch-consumer, with COMMAND= (and CONSUME_OPTIONS=) from the instance's configuration."),
       .init(
+        ConfigurationDocumentation.planDirectory + "/NAME.conf",
+        "The plan NAME that start --plan names and plans lists; see PLAN FILES in trialwatch.conf(5)."),
+      .init(
         "/etc/trialwatch/consumers/NAME.conf",
         "The configuration of the consumer NAME for that unit; a commented sample is "
           + "/usr/share/doc/trialwatch/examples/consumer.conf."),
@@ -152,6 +155,9 @@ public enum TrialwatchManual {
     files: [
       .init(configuration, "The configuration; see trialwatch.conf(5)."),
       .init(dropIns + "/*.conf", "Drop-ins, read after it in the order of their names."),
+      .init(
+        ConfigurationDocumentation.planDirectory + "/*.conf",
+        "Plan files, one a plan named after its file; see PLAN FILES in trialwatch.conf(5)."),
       .init(
         DaemonConfiguration.defaultStateDirectory + "/",
         "The trial store (StateDirectory=): LMDB's data.mdb and lock.mdb, and store.lock, held while a "

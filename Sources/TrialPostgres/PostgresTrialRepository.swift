@@ -303,4 +303,19 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     }
     return counts
   }
+
+  /// Active trials by plan, over the whole fleet, in one statement over the active trials.
+  public func activeTrialsByPlan() throws -> [String: Int] {
+    let result = try readStatement(
+      """
+      SELECT attributes->>'plan', count(*) FROM trialwatch.trial
+        WHERE state = 'active' AND attributes ? 'plan' GROUP BY 1
+      """)
+    var counts: [String: Int] = [:]
+    for row in 0..<result.rows {
+      guard let plan = result.string(row, 0), let count = result.int(row, 1) else { continue }
+      counts[plan] = count
+    }
+    return counts
+  }
 }

@@ -37,6 +37,7 @@ import TrialTesting
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"s","reminders":["3d","1d 12h"],"endsAt":"2030-01-01T00:00:00.25+02:00"}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"labels":{"tier":"pro","customer":"c-991 é"},"subject":"s"}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"s","labels":{}}}"#,
+    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"s","plan":"pro","labels":{"k":"v"}}}"#,
   ])
   func compactCall_IsReadAsTheCodablePathReadsIt(text: String) throws {
     let fast = try #require(Self.fast(text))
@@ -68,6 +69,7 @@ import TrialTesting
     // Labels the fast path leaves: repeated, not text, or not an object.
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"k":"1","k":"2"}}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"k":1}}}"#,
+    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","plan":["pro"]}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":["k"]}}"#,
     #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"k":"1",}}}"#,
   ])

@@ -36,13 +36,15 @@ import TrialCore
         Trials.startTrial.qualifiedName, Trials.startTrial.kind,
         StartTrialParameters(
           subject: "s", duration: .days(1), endsAt: extendTrial.endsAt, reminders: .default,
-          labels: ["tier": "pro"])
+          labels: ["tier": "pro"], plan: "pro")
       ),
       (Trials.getTrial.qualifiedName, Trials.getTrial.kind, getTrial),
       (
         Trials.listTrials.qualifiedName, Trials.listTrials.kind,
-        ListTrialsParameters(state: .active, expiringWithin: .days(1), limit: 1, after: id, label: "tier=pro")
+        ListTrialsParameters(
+          state: .active, expiringWithin: .days(1), limit: 1, after: id, label: "tier=pro", plan: "pro")
       ),
+      (Trials.listPlans.qualifiedName, Trials.listPlans.kind, ListPlansParameters(activeTrials: false)),
       (Trials.extendTrial.qualifiedName, Trials.extendTrial.kind, extendTrial),
       (
         Trials.endTrial.qualifiedName, Trials.endTrial.kind,
@@ -88,7 +90,7 @@ import TrialCore
   @Test func parameterNames_OfAMethod_AreReadFromItsDeclaration() {
     #expect(
       VarlinkInterfaces.parameterNames["io.trialwatch.Trials.ListTrials"] == [
-        "state", "expiringWithin", "limit", "after", "label",
+        "state", "expiringWithin", "limit", "after", "label", "plan",
       ])
     #expect(VarlinkInterfaces.parameterNames["io.trialwatch.Trials.GetStatus"] == [])
     #expect(VarlinkInterfaces.parameterNames["org.varlink.service.GetInterfaceDescription"] == ["interface"])

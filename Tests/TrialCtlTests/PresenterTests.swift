@@ -19,7 +19,7 @@ final class SpyOutput: TrialPresenterOutput {
   var statuses: [StatusViewModel] = []
   var notices: [String] = []
   var details: [DetailsViewModel] = []
-  var consumerLists: [ConsumerListViewModel] = []
+  var tableLists: [ListViewModel] = []
   var messages: [String] = []
   var fleets: [FleetViewModel] = []
 
@@ -30,7 +30,7 @@ final class SpyOutput: TrialPresenterOutput {
   func showStatus(_ viewModel: StatusViewModel) { statuses.append(viewModel) }
   func showNotice(_ text: String) { notices.append(text) }
   func showDetails(_ viewModel: DetailsViewModel) { details.append(viewModel) }
-  func showConsumers(_ viewModel: ConsumerListViewModel) { consumerLists.append(viewModel) }
+  func showList(_ viewModel: ListViewModel) { tableLists.append(viewModel) }
   func showMessage(_ text: String) { messages.append(text) }
   func showFleet(_ viewModel: FleetViewModel) { fleets.append(viewModel) }
 }

@@ -52,6 +52,25 @@ import TrialTesting
     let read = try #require(try subject.repository.read { try $0.trial(trial.id) })
     #expect(read.labels.isEmpty && read.attributes.unknown.isEmpty && read == trial)
   }
+
+  /// The count `ListPlans` shows: active trials only, by plan, over the whole store.
+  @Test(arguments: StoreKind.allCases)
+  func activeTrialsByPlan_CountsActiveTrialsOfEachPlan(kind: StoreKind) throws {
+    let subject = try Subject(kind)
+    #expect(try subject.repository.activeTrialsByPlan() == [:])
+    let plans: [String?] = ["pro", "pro", "basic", nil, "pro"]
+    var trials: [Trial] = []
+    for (index, plan) in plans.enumerated() {
+      var trial = try subject.start("plan-\(index)", days: 10, id: 0x50 + UInt64(index)).trial
+      trial.attributes.plan = plan
+      try subject.repository.write { try $0.putTrial(trial) }
+      trials.append(trial)
+    }
+    _ = try subject.repository.endTrial(trials[1].id, outcome: .converted, now: origin)
+    try subject.reopen()
+    #expect(try subject.repository.activeTrialsByPlan() == ["pro": 2, "basic": 1])
+    #expect(try subject.repository.read { try $0.trial(trials[0].id) }?.attributes.plan == "pro")
+  }
 }
 
 /// The attribute section of the file store's records.

@@ -3,7 +3,7 @@ import FoundationEssentials
 /// What a refusal names as wrong: a value of a trial or of a command. The control layer gives
 /// each the name its callers use (`length` is StartTrial's `duration`).
 public enum TrialField: String, Hashable, Sendable {
-  case subject, length, end, reminders, labels, consumer, trial, daemon
+  case subject, plan, length, end, reminders, labels, consumer, trial, daemon
   /// How far an extension moves the end.
   case `extension`
 }
@@ -26,13 +26,16 @@ public struct TrialCommand: Hashable, Sendable {
     self.kind = kind
   }
 
-  /// Starts a trial of `subject` with `labels`, ending as `end` says; nil `reminders`: the
-  /// configured ones.
+  /// Starts a trial of `subject` with `labels`, of `plan` if given, ending as `end` says (the
+  /// default: the plan's length, else the configured one); nil `reminders`: the plan's, else
+  /// the configured ones.
   public static func start(
-    subject: String, labels: [String: String] = [:], end: TrialStart.End = .defaultLength,
+    subject: String, plan: String? = nil, labels: [String: String] = [:],
+    end: TrialStart.End = .defaultLength,
     reminders: [Duration]? = nil
   ) throws(TrialError) -> Self {
     if let problem = Trial.validateSubject(subject) { throw .invalid(.subject, problem) }
+    if let plan, let problem = TrialPlan.validateName(plan) { throw .invalid(.plan, problem) }
     if case .after(let length) = end, length <= .zero { throw .invalid(.length, "must be a positive span") }
     let schedule: ReminderSchedule?
     do {
@@ -49,8 +52,8 @@ public struct TrialCommand: Hashable, Sendable {
     return Self(
       .start(
         TrialStart(
-          attributes: TrialAttributes(subject: subject, labels: checked), end: end, reminders: schedule))
-    )
+          attributes: TrialAttributes(subject: subject, plan: plan, labels: checked), end: end,
+          reminders: schedule)))
   }
 
   /// Moves the end of trial `id`: later by a positive span, or to a date.
@@ -79,9 +82,10 @@ public struct TrialStart: Hashable, Sendable {
     case at(Date)
   }
 
+  /// The trial's attributes as asked for: its own labels, without its plan's yet.
   public var attributes: TrialAttributes
   public var end: End
-  /// Nil: the configured reminders.
+  /// Nil: the plan's reminders, else the configured ones.
   public var reminders: ReminderSchedule?
 }
 
@@ -93,17 +97,48 @@ public enum TrialEndChange: Hashable, Sendable {
   case to(Date)
 }
 
-/// What a start takes when its command leaves it open.
+/// What a start takes when its command leaves it open: the configured length and reminders,
+/// and the plans it may name.
 public struct TrialDefaults: Hashable, Sendable {
   /// The seed's five days.
   public static let standard = TrialDefaults(length: .days(5), reminders: .default)
 
   public var length: Duration
   public var reminders: ReminderSchedule
+  /// By name.
+  public var plans: [String: TrialPlan]
 
-  public init(length: Duration, reminders: ReminderSchedule) {
+  public init(length: Duration, reminders: ReminderSchedule, plans: [String: TrialPlan] = [:]) {
     self.length = length
     self.reminders = reminders
+    self.plans = plans
+  }
+
+  /// `start` with what it leaves open filled in, from its plan first: its attributes (the
+  /// plan's labels under its own), its end as of `now`, and its reminders.
+  public func resolve(_ start: TrialStart, now: Date) throws(TrialError) -> (
+    attributes: TrialAttributes, end: Date, reminders: ReminderSchedule
+  ) {
+    var attributes = start.attributes
+    var length = self.length
+    var reminders = self.reminders
+    if let name = attributes.plan {
+      guard let plan = plans[name] else { throw TrialError(.planNotFound(name: name)) }
+      length = plan.length
+      reminders = plan.reminders
+      do {
+        attributes.labels = try plan.labels(under: attributes.labels)
+      } catch {
+        throw .invalid(.labels, "with those of plan \"\(name)\": \(error.description)")
+      }
+    }
+    let end =
+      switch start.end {
+      case .defaultLength: now.adding(length)
+      case .after(let span): now.adding(span)
+      case .at(let date): date
+      }
+    return (attributes, end, start.reminders ?? reminders)
   }
 }
 
@@ -116,15 +151,11 @@ extension TrialBook {
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     switch command.kind {
     case .start(let start):
-      let end =
-        switch start.end {
-        case .defaultLength: now.adding(defaults.length)
-        case .after(let length): now.adding(length)
-        case .at(let date): date
-        }
+      let resolved = try defaults.resolve(start, now: now)
       return try startTrial(
-        in: txn, attributes: start.attributes, endDate: end, reminders: start.reminders ?? defaults.reminders,
-        now: now, ids: ids)
+        in: txn, attributes: resolved.attributes, endDate: resolved.end, reminders: resolved.reminders,
+        now: now,
+        ids: ids)
     case .extend(let id, let change, let labels):
       guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
       let end =

@@ -15,6 +15,8 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case cursorAhead(cursor: EventCursor, last: EventCursor)
     case consumerNotFound(name: String)
     case consumerExists(name: String)
+    /// No plan of this name is configured.
+    case planNotFound(name: String)
   }
 
   public var code: Code
@@ -52,6 +54,7 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
       "cursor \(cursor) lies beyond the newest event logged (\(last)): it is not from this store's log"
     case .consumerNotFound(let name): "no consumer named \"\(name)\""
     case .consumerExists(let name): "a consumer named \"\(name)\" already exists"
+    case .planNotFound(let name): "no plan named \"\(name)\" is configured"
     }
   }
 }

@@ -94,6 +94,10 @@ public protocol TrialRepository: AnyObject {
   /// in a read of its own. A default (`read`) is written over the transaction; a store across a
   /// network reads them in one statement.
   func loggedEvents(after: EventCursor, limit: Int) throws -> [LoggedEvent]
+  /// How many active trials each plan has, by plan name (trials without a plan left out). A
+  /// default (`read`, a scan of the trials) is written over the transaction; a store with a
+  /// query language counts in one statement.
+  func activeTrialsByPlan() throws -> [String: Int]
 }
 
 extension TrialRepository {
@@ -103,5 +107,16 @@ extension TrialRepository {
 
   public func loggedEvents(after: EventCursor, limit: Int) throws -> [LoggedEvent] {
     try read { try EventFeed.events(after: after, limit: limit, in: $0) }
+  }
+
+  public func activeTrialsByPlan() throws -> [String: Int] {
+    try read { txn in
+      var counts: [String: Int] = [:]
+      try txn.scanTrials(after: nil) { trial in
+        if trial.isActive, let plan = trial.attributes.plan { counts[plan, default: 0] += 1 }
+        return true
+      }
+      return counts
+    }
   }
 }

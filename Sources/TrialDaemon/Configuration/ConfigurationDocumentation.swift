@@ -22,6 +22,8 @@ public struct ConfigurationDocumentation: Hashable, Sendable {
   }
 
   public var sections: [Section]
+  /// The one section of a plan file.
+  public var plan: Section = PlanFiles.documentation
 
   /// Every section and key trialwatchd reads, in the order of the sample configuration.
   public static let current = ConfigurationDocumentation(
@@ -39,4 +41,6 @@ public struct ConfigurationDocumentation: Hashable, Sendable {
   public static let mainFile = DaemonConfiguration.defaultPath
   /// The folder of drop-ins, read after the main file in file-name order.
   public static let dropInDirectory = DaemonConfiguration.defaultPath + ".d"
+  /// The folder of plan files, one a plan: `plans/` beside the main file.
+  public static let planDirectory = ConfigurationLoader(mainFile: mainFile, environment: [:]).planDirectory
 }

@@ -41,6 +41,8 @@ public struct ConfigurationReport: Hashable, Sendable {
 public struct ConfigurationLoader: Sendable {
   public var mainFile: String
   public var dropInDirectory: String
+  /// Where the plan files are (`PlanFiles`): `plans/` beside the main file.
+  public var planDirectory: String
   /// When set, a missing main file is an error (for `--config FILE`).
   public var mainFileRequired: Bool
   /// Supplies `STATE_DIRECTORY` for the default state directory.
@@ -53,6 +55,8 @@ public struct ConfigurationLoader: Sendable {
     self.mainFile = mainFile
     self.mainFileRequired = mainFileRequired
     self.dropInDirectory = dropInDirectory ?? mainFile + ".d"
+    let parent = mainFile.lastIndex(of: "/").map { String(mainFile[..<$0]) } ?? "."
+    self.planDirectory = (parent.isEmpty ? "" : parent) + "/plans"
     self.environment = environment
   }
 
@@ -64,37 +68,20 @@ public struct ConfigurationLoader: Sendable {
       state.read(file: file, required: true)
     }
     state.checkCombinations()
+    state.configuration.plans = PlanFiles.load(
+      directory: planDirectory,
+      defaults: TrialDefaults(
+        length: state.configuration.defaultLength, reminders: state.configuration.defaultReminders),
+      diagnostics: &state.diagnostics, files: &state.files)
     return LoadedConfiguration(
       configuration: state.configuration, diagnostics: state.diagnostics, files: state.files)
   }
 
   /// The `*.conf` files of the drop-in directory, sorted by name.
   private func dropInFiles(into state: inout State) -> [String] {
-    var info = stat()
-    guard stat(dropInDirectory, &info) == 0 else {
-      let code = errno
-      if code != ENOENT {
-        state.diagnostics.append(
-          .init(.error, file: dropInDirectory, line: nil, "cannot list drop-ins: \(SystemError(code: code))"))
-      }
-      return []
+    ConfigurationText.confFiles(in: dropInDirectory, what: "drop-ins", into: &state.diagnostics).map {
+      dropInDirectory + "/" + $0
     }
-    guard info.st_mode & S_IFMT == S_IFDIR else {
-      state.diagnostics.append(.init(.error, file: dropInDirectory, line: nil, "not a directory"))
-      return []
-    }
-    let names: [String]
-    switch listDirectory(dropInDirectory) {
-    case .success(let found):
-      names = found
-    case .failure(let error):
-      state.diagnostics.append(
-        .init(.error, file: dropInDirectory, line: nil, "cannot list drop-ins: \(error)"))
-      return []
-    }
-    return names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }
-      .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-      .map { dropInDirectory + "/" + $0 }
   }
 
   /// Loading in progress.
@@ -109,38 +96,13 @@ public struct ConfigurationLoader: Sendable {
     var invalidKeys: Set<String> = []
 
     mutating func read(file: String, required: Bool) {
-      var info = stat()
-      guard stat(file, &info) == 0 else {
-        let code = errno
-        if code == ENOENT && !required { return }
-        diagnostics.append(.init(.error, file: file, line: nil, "cannot read: \(SystemError(code: code))"))
-        return
-      }
-      switch info.st_mode & S_IFMT {
-      case S_IFREG:
-        break
-      case S_IFCHR where info.st_rdev == nullDevice():
-        // Linked to /dev/null: masked, as systemd masks drop-ins.
+      let text: String
+      switch ConfigurationText.read(file, required: required, into: &diagnostics) {
+      case .absent, .unreadable: return
+      case .masked:
         files.append(file)
         return
-      case S_IFDIR:
-        diagnostics.append(.init(.error, file: file, line: nil, "is a directory, not a configuration file"))
-        return
-      default:
-        diagnostics.append(.init(.error, file: file, line: nil, "not a regular file"))
-        return
-      }
-      let bytes: [UInt8]
-      switch readFile(file) {
-      case .success(let read):
-        bytes = read
-      case .failure(let error):
-        diagnostics.append(.init(.error, file: file, line: nil, "cannot read: \(error)"))
-        return
-      }
-      guard let text = String(validating: bytes, as: UTF8.self) else {
-        diagnostics.append(.init(.error, file: file, line: nil, "not valid UTF-8 text"))
-        return
+      case .text(let read): text = read
       }
       files.append(file)
       let parsed = ConfigurationSyntax.parse(text, file: file)
@@ -272,10 +234,4 @@ public struct ConfigurationLoader: Sendable {
             + "the default length start with \(object) already due, and \(subject) \(verb) skipped"))
     }
   }
-}
-
-/// The device number of /dev/null.
-private func nullDevice() -> dev_t {
-  var info = stat()
-  return stat("/dev/null", &info) == 0 ? info.st_rdev : dev_t.max
 }

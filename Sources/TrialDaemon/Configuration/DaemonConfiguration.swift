@@ -29,6 +29,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var defaultLength: Duration = TrialDefaults.standard.length
   /// `DefaultReminders=`: the reminders of a trial started without its own.
   public var defaultReminders: ReminderSchedule = TrialDefaults.standard.reminders
+  /// The plans, by name, from the plan files (`PlanFiles`).
+  public var plans: [String: TrialPlan] = [:]
 
   // [CatchUp]
   /// `LateReminders=`, `ReminderGrace=`, `LateThreshold=`.

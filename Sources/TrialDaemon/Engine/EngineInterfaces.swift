@@ -53,6 +53,8 @@ public protocol EngineObserver: AnyObject {
 public struct EngineSettings: Hashable, Sendable {
   public var defaultLength: Duration
   public var defaultReminders: ReminderSchedule
+  /// The plans a start may name, by name.
+  public var plans: [String: TrialPlan]
   public var policy: CatchUpPolicy
   /// `WATCHDOG=1` is sent at this interval (half of `WATCHDOG_USEC`); nil: no watchdog.
   public var watchdogInterval: Duration?
@@ -67,14 +69,16 @@ public struct EngineSettings: Hashable, Sendable {
   /// The most events one pruning step removes (each step is one short transaction).
   public var pruneBatch: Int
   /// What a start leaves open, as configured.
-  public var defaults: TrialDefaults { TrialDefaults(length: defaultLength, reminders: defaultReminders) }
+  public var defaults: TrialDefaults {
+    TrialDefaults(length: defaultLength, reminders: defaultReminders, plans: plans)
+  }
   /// How long after the last write the engine lets go of memory writes left resident
   /// (`Engine.releaseMemory`).
   public var memoryQuiet: Duration
 
   public init(
     defaultLength: Duration = TrialDefaults.standard.length,
-    defaultReminders: ReminderSchedule = TrialDefaults.standard.reminders,
+    defaultReminders: ReminderSchedule = TrialDefaults.standard.reminders, plans: [String: TrialPlan] = [:],
     policy: CatchUpPolicy = CatchUpPolicy(), watchdogInterval: Duration? = nil,
     statusInterval: Duration = .milliseconds(250), stepTolerance: Duration = .seconds(1),
     retryDelay: Duration = .seconds(1), retention: EventRetention = EventRetention(), pruneBatch: Int = 1_000,
@@ -82,6 +86,7 @@ public struct EngineSettings: Hashable, Sendable {
   ) {
     self.defaultLength = defaultLength
     self.defaultReminders = defaultReminders
+    self.plans = plans
     self.policy = policy
     self.watchdogInterval = watchdogInterval
     self.statusInterval = statusInterval

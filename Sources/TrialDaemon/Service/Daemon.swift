@@ -244,7 +244,8 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     let watchdog = (try? SystemdNotifier.watchdogInterval())?.map { $0 / 2 }
     return EngineSettings(
       defaultLength: configuration.defaultLength, defaultReminders: configuration.defaultReminders,
-      policy: configuration.catchUp, watchdogInterval: watchdog, retention: configuration.retention)
+      plans: configuration.plans, policy: configuration.catchUp, watchdogInterval: watchdog,
+      retention: configuration.retention)
   }
 
   /// The default trial settings clients see (for the control server).

@@ -110,6 +110,14 @@ public final class TrialsHandlers: @unchecked Sendable {
             watchers: self.counters.watchers, fleet: fleet?.fleet)
         }
       },
+      Route(Trials.listPlans) { p, done in
+        self.read(done) { queries in
+          let active = p.activeTrials == false ? nil : try queries.repository.activeTrialsByPlan()
+          let plans = self.snapshots.current.settings.plans.values.sorted { $0.name < $1.name }
+          return ListPlansReply(
+            plans: plans.map { plan in PlanObject(plan, activeTrials: active.map { $0[plan.name] ?? 0 }) })
+        }
+      }.scanning(),
       Route(Trials.getFleet) { _, done in self.read(done) { _ in GetFleetReply(fleet: self.fleet()) } },
       Route(Trials.export) { p, done in
         self.read(done) { try $0.export(after: p.after, limit: p.pageSize) }
@@ -253,11 +261,13 @@ extension ListTrialsParameters {
   /// once, not for each trial).
   func matcher(now: Date) throws(WireProblem) -> (Trial) -> Bool {
     let label = try labelFilter
+    let plan = plan
     let state = state
     let end = expiringWithin.map { now.addingTimeInterval($0.timeInterval) }
     return { trial in
       if let state, trial.state != state { return false }
       if let label, trial.labels[label.key] != label.value { return false }
+      if let plan, trial.attributes.plan != plan { return false }
       if let end { return trial.isActive && trial.period.endDate <= end }
       return true
     }

@@ -1,0 +1,52 @@
+/// A named kind of trial (`pro`, `enterprise`): its length, reminders and default labels, as
+/// one plan file gives them. A trial started with a plan takes these values at its start and
+/// keeps them: a plan changed later changes only trials started after.
+public struct TrialPlan: Hashable, Sendable {
+  public var name: String
+  public var length: Duration
+  public var reminders: ReminderSchedule
+  /// Labels every trial of the plan gets, under those its start gives (which win).
+  public var labels: TrialLabels
+  public var description: String?
+
+  public init(
+    name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,
+    description: String? = nil
+  ) {
+    self.name = name
+    self.length = length
+    self.reminders = reminders
+    self.labels = labels
+    self.description = description
+  }
+
+  /// The longest plan name.
+  public static let maximumNameBytes = 64
+
+  /// Why `name` cannot name a plan; nil when it can. A name is 1 to 64 of `a-z`, `0-9`, `_`,
+  /// `-` and `.`, starting with a letter or digit: it is a file name and a journal value.
+  public static func validateName(_ name: String) -> String? {
+    let bytes = Array(name.utf8)
+    guard let first = bytes.first else { return "must not be empty" }
+    if bytes.count > maximumNameBytes { return "is longer than \(maximumNameBytes) bytes" }
+    func isAlphanumeric(_ byte: UInt8) -> Bool {
+      (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+    guard isAlphanumeric(first) else { return "must start with a lower-case letter or a digit" }
+    guard
+      bytes.allSatisfy({
+        isAlphanumeric($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+      })
+    else { return "may hold only a-z, 0-9, _, - and ." }
+    return nil
+  }
+
+  /// The labels of a trial of this plan started with `own`: the plan's, with the trial's own
+  /// put over them.
+  public func labels(under own: TrialLabels) throws(TrialLabels.Invalid) -> TrialLabels {
+    guard !labels.pairs.isEmpty else { return own }
+    return try labels.applying(
+      Dictionary(uniqueKeysWithValues: own.pairs.map { ($0.key, Optional($0.value)) }))
+  }
+}

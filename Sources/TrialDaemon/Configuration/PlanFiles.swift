@@ -1,0 +1,187 @@
+import TrialCore
+
+/// The plan files: one per plan, `plans/NAME.conf` beside the main file
+/// (`/etc/trialwatch/plans/pro.conf`), in systemd's syntax with one section, `[Plan]`:
+///
+///     [Plan]
+///     Description=Pro, two weeks
+///     Length=14d
+///     Reminders=7d, 3d, 1d
+///     Labels=tier=pro "team=growth team"
+///
+/// `Length=` and `Reminders=` default to `[Trials] DefaultLength=` and `DefaultReminders=`;
+/// `Labels=` takes `key=value` pairs separated by spaces (a pair in double quotes may hold
+/// spaces), and more than one line adds to them; an empty assignment resets a key. A file
+/// linked to /dev/null is masked. Problems are reported as the main file's are: unknown keys
+/// and sections are warnings, invalid values errors naming the file and line.
+enum PlanFiles {
+  static let section = "Plan"
+  static var keys: [String] { documentation.keys.map(\.name) }
+
+  /// `[Plan]` as the manual describes it.
+  static let documentation = ConfigurationDocumentation.Section(
+    name: section,
+    summary:
+      "The one section of a plan file, plans/NAME.conf beside trialwatch.conf: the plan NAME (1 to 64 of "
+      + "a-z, 0-9, _, - and ., starting with a letter or digit). StartTrial with plan NAME (trialwatchctl start "
+      + "SUBJECT --plan NAME) takes the plan's length, reminders and labels where its own duration, endsAt and "
+      + "reminders leave them open; the trial keeps them when the plan changes later. Plan files are read "
+      + "at start and at systemctl reload trialwatch, checked by trialwatchd --check-config; a file linked "
+      + "to /dev/null is masked.",
+    keys: [
+      .init(
+        name: "Description", valueName: "text", defaultText: "", defaultDescription: "none",
+        meaning: "What the plan is, for people: trialwatchctl plans shows it."),
+      .init(
+        name: "Length", valueName: "span", defaultText: "", defaultDescription: "DefaultLength= of [Trials]",
+        meaning: "The length of the plan's trials."),
+      .init(
+        name: "Reminders", valueName: "span[, span...]", defaultText: "",
+        defaultDescription: "DefaultReminders= of [Trials]",
+        meaning: "Reminders before the end of the plan's trials, comma-separated; none for none."),
+      .init(
+        name: "Labels", valueName: "key=value ...", defaultText: "", defaultDescription: "none",
+        meaning:
+          "Labels each trial of the plan gets, separated by spaces (a pair in double quotes may hold spaces); "
+          + "the labels a start gives win over them. More than one Labels= line adds to the labels; an empty "
+          + "one removes those before it. The limits of labels apply to the plan's and a trial's together."),
+    ])
+
+  /// The plans of `directory`, by name, each from its file over `defaults`.
+  static func load(
+    directory: String, defaults: TrialDefaults, diagnostics: inout [ConfigurationDiagnostic],
+    files: inout [String]
+  ) -> [String: TrialPlan] {
+    var plans: [String: TrialPlan] = [:]
+    for name in ConfigurationText.confFiles(in: directory, what: "plans", into: &diagnostics) {
+      let file = directory + "/" + name
+      let planName = String(name.dropLast(".conf".count))
+      if let problem = TrialPlan.validateName(planName) {
+        diagnostics.append(
+          .init(.error, file: file, line: nil, "\"\(planName)\" cannot name a plan: it \(problem)"))
+        continue
+      }
+      switch ConfigurationText.read(file, required: true, into: &diagnostics) {
+      case .absent, .unreadable: continue
+      case .masked: files.append(file)
+      case .text(let text):
+        files.append(file)
+        let before = diagnostics.count
+        let plan = read(text, file: file, name: planName, defaults: defaults, diagnostics: &diagnostics)
+        diagnostics[before...].sort { ($0.line ?? 0) < ($1.line ?? 0) }
+        if let plan { plans[planName] = plan }
+      }
+    }
+    return plans
+  }
+
+  /// The plan one file describes; nil when a value in it is invalid (reported).
+  static func read(
+    _ text: String, file: String, name: String, defaults: TrialDefaults,
+    diagnostics: inout [ConfigurationDiagnostic]
+  ) -> TrialPlan? {
+    let parsed = ConfigurationSyntax.parse(text, file: file)
+    diagnostics += parsed.diagnostics
+    var valid = !parsed.diagnostics.contains { $0.severity == .error }
+    for (found, line) in parsed.sections where found != section {
+      diagnostics.append(
+        .init(
+          .warning, file: file, line: line,
+          "unknown section [\(found)] in a plan file, its assignments are ignored (a plan file has [\(section)])"
+        ))
+    }
+    var plan = TrialPlan(name: name, length: defaults.length, reminders: defaults.reminders)
+    var labels: [String: String] = [:]
+    var labelsLine: Int?
+    var assigned: [String: Int] = [:]
+    for assignment in parsed.assignments {
+      let line = assignment.line
+      guard let found = assignment.section else {
+        diagnostics.append(
+          .init(
+            .warning, file: file, line: line,
+            "assignment \(assignment.key)= outside of any section, ignored (a plan file has [\(section)])"))
+        continue
+      }
+      guard found == section else { continue }
+      guard keys.contains(assignment.key) else {
+        var message = "unknown key \"\(assignment.key)\" in [\(section)], ignored"
+        if let near = keys.first(where: { $0.lowercased() == assignment.key.lowercased() }) {
+          message += " (did you mean \"\(near)\"?)"
+        }
+        diagnostics.append(.init(.warning, file: file, line: line, message))
+        continue
+      }
+      let value = assignment.value
+      do throws(InvalidValue) {
+        switch assignment.key {
+        case "Description": plan.description = value.isEmpty ? nil : value
+        case "Length":
+          plan.length = value.isEmpty ? defaults.length : try ConfigurationSchema.positiveSpan(value)
+        case "Reminders":
+          plan.reminders = value.isEmpty ? defaults.reminders : try ConfigurationSchema.reminders(value)
+        default:
+          if value.isEmpty { labels = [:] }
+          for (key, text) in try labelPairs(value) { labels[key] = text }
+          labelsLine = line
+        }
+        assigned[assignment.key] = line
+      } catch {
+        valid = false
+        diagnostics.append(
+          .init(
+            .error, file: file, line: line,
+            "invalid value \"\(value)\" for \(assignment.key)= in [\(section)]: \(error.reason)"))
+      }
+    }
+    do {
+      plan.labels = try TrialLabels(labels)
+    } catch {
+      valid = false
+      diagnostics.append(
+        .init(.error, file: file, line: labelsLine, "invalid Labels= in [\(section)]: \(error)"))
+    }
+    let tooLong = plan.reminders.offsets.filter { $0 >= plan.length }
+    if valid, !tooLong.isEmpty {
+      diagnostics.append(
+        .init(
+          .warning, file: file, line: assigned["Reminders"] ?? assigned["Length"],
+          "reminders \(tooLong.map(TimeSpan.format).joined(separator: ", ")) not shorter than the plan's "
+            + "length \(TimeSpan.format(plan.length)): its trials start with them already due, and they are skipped"
+        ))
+    }
+    return valid ? plan : nil
+  }
+
+  /// `key=value` pairs separated by spaces; a pair (or its value) in double quotes may hold
+  /// spaces.
+  static func labelPairs(_ value: String) throws(InvalidValue) -> [(String, String)] {
+    var items: [String] = []
+    var current = ""
+    var quoted = false
+    var started = false
+    for character in value {
+      if character == "\"" {
+        quoted.toggle()
+        started = true
+      } else if character.isWhitespace && !quoted {
+        if started { items.append(current) }
+        current = ""
+        started = false
+      } else {
+        current.append(character)
+        started = true
+      }
+    }
+    guard !quoted else { throw InvalidValue(reason: "a double quote is not closed") }
+    if started { items.append(current) }
+    var pairs: [(String, String)] = []
+    for item in items {
+      guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
+        throw InvalidValue(reason: "\"\(item)\" is not key=value")
+      }
+      pairs.append((String(item[..<equals]), String(item[item.index(after: equals)...])))
+    }
+    return pairs
+  }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import TestSupport
+import Testing
+import TrialControl
+import TrialCore
+import TrialDaemonTesting
+
+@testable import TrialCtl
+
+/// Plans through trialwatchctl and the real daemon: plan files beside its configuration, read
+/// at start and at reload.
+@Suite struct PlanEndToEndTests {
+  func json(_ run: Run) throws -> [String: Any] {
+    try #require(JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any], "\(run.errors)")
+  }
+
+  func trial(_ run: Run) throws -> [String: Any] {
+    try #require(try json(run)["trial"] as? [String: Any])
+  }
+
+  func length(_ trial: [String: Any]) throws -> TimeInterval {
+    let start = try RFC3339.parse(try #require(trial["startedAt"] as? String))
+    let end = try RFC3339.parse(try #require(trial["endsAt"] as? String))
+    return end.timeIntervalSince(start)
+  }
+
+  func writePlan(_ daemon: DaemonProcess, _ name: String, _ text: String) throws {
+    let plans = daemon.directory.appending("plans")
+    try FileManager.default.createDirectory(atPath: plans, withIntermediateDirectories: true)
+    try text.write(toFile: plans + "/\(name).conf", atomically: true, encoding: .utf8)
+  }
+
+  @Test func trialStartedWithAPlan_TakesItsValues_AndKeepsThemWhenThePlanChanges() throws {
+    let daemon = try DaemonProcess()
+    try writePlan(
+      daemon, "pro",
+      "[Plan]\nDescription=Pro, two weeks\nLength=14d\nReminders=7d, 1d\nLabels=tier=pro region=eu\n")
+    try writePlan(daemon, "basic", "[Plan]\n")
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
+
+    let first = try trial(
+      try Ctl.run(["start", "acme-1", "--plan", "pro", "--label", "tier=gold", "--json"], environment: env))
+    #expect(first["plan"] as? String == "pro")
+    #expect(try length(first) == 14 * 86_400)
+    #expect(first["reminders"] as? [String] == ["1w", "1d"])
+    #expect(first["labels"] as? [String: String] == ["tier": "gold", "region": "eu"])
+    let explicit = try trial(
+      try Ctl.run(["start", "acme-2", "--plan", "pro", "--duration", "3d", "--json"], environment: env))
+    #expect(try length(explicit) == 3 * 86_400)
+    #expect(try Ctl.run(["start", "acme-3"], environment: env).status == 0)
+
+    let unknown = try Ctl.run(["start", "acme-4", "--plan", "team"], environment: env)
+    #expect(unknown.status == 3)
+    #expect(unknown.errors.contains("no plan named \"team\" is configured"), "\(unknown.errors)")
+    #expect(try Ctl.run(["start", "acme-4", "--plan", "Team"], environment: env).status == 2)
+
+    let status = try Ctl.run(["status", "acme-1"], environment: env)
+    #expect(
+      status.output.split(separator: "\n").contains { $0.split(separator: " ") == ["Plan", "pro"] },
+      "\(status.output)")
+
+    let plans = try Ctl.run(["plans"], environment: env)
+    #expect(plans.status == 0)
+    let lines = plans.output.split(separator: "\n").map(String.init)
+    #expect(lines.first?.hasPrefix("NAME") == true)
+    #expect(lines.contains { $0.hasPrefix("pro ") && $0.contains("2w") && $0.contains("Pro, two weeks") })
+    let listed = try #require(
+      try json(try Ctl.run(["plans", "--json"], environment: env))["plans"] as? [[String: Any]])
+    #expect(listed.map { $0["name"] as? String } == ["basic", "pro"])
+    #expect(listed.map { $0["activeTrials"] as? Int } == [0, 2])
+
+    let ofPro = try json(try Ctl.run(["list", "--plan", "pro", "--json"], environment: env))
+    #expect(
+      (ofPro["trials"] as? [[String: Any]])?.compactMap { $0["subject"] as? String }.sorted() == [
+        "acme-1", "acme-2",
+      ])
+
+    // Completion of --plan names the daemon's plans.
+    #expect(
+      PlanOption.candidates(words: ["trialwatchctl", "start", "x", "--plan"], prefix: "p", variables: env)
+        == ["pro"])
+
+    // A longer pro plan, applied at reload: new trials take it, acme-1 keeps what it started with.
+    try writePlan(daemon, "pro", "[Plan]\nLength=30d\n")
+    daemon.signal(SIGHUP)
+    #expect(daemon.notify.waitFor { $0.contains("RELOADING=1") }.found != nil)
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let later = try trial(try Ctl.run(["start", "acme-5", "--plan", "pro", "--json"], environment: env))
+    #expect(try length(later) == 30 * 86_400)
+    #expect(later["labels"] as? [String: String] == [:])
+    let kept = try trial(try Ctl.run(["status", "acme-1", "--json"], environment: env))
+    #expect(try length(kept) == 14 * 86_400)
+    #expect(kept["reminders"] as? [String] == ["1w", "1d"])
+    #expect(kept["labels"] as? [String: String] == ["tier": "gold", "region": "eu"])
+
+    // A plan file with an error keeps the running plans (and says so in the log).
+    try writePlan(daemon, "pro", "[Plan]\nLength=never\n")
+    daemon.signal(SIGHUP)
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let still = try trial(try Ctl.run(["start", "acme-6", "--plan", "pro", "--json"], environment: env))
+    #expect(try length(still) == 30 * 86_400)
+    daemon.signal(SIGTERM)
+    #expect(daemon.waitForExit() == 0)
+    #expect(daemon.standardError.contains("pro.conf:2: error: invalid value \"never\" for Length="))
+  }
+}
