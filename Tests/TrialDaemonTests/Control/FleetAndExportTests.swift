@@ -48,27 +48,32 @@ import TrialTesting
   /// Trials in every state: active with pending reminders, active with a fired reminder,
   /// expired, converted, cancelled, extended to revision 2 after a reminder of revision 1,
   /// and one whose reminder was skipped as already due at its start. Some have labels, set at
-  /// the start and changed as they end or move.
+  /// the start and changed as they end or move; some a plan.
   private func populate(_ fixture: ControlFixture) throws {
     let client = try fixture.client()
     let day: TimeInterval = 86_400
-    func start(_ subject: String, days: Double, reminders: [Duration], labels: [String: String]? = nil) throws
-      -> TrialObject
-    {
+    let pro = TrialPlan(
+      name: "pro", length: .days(14), reminders: .default, labels: try TrialLabels(["seats": "5"]))
+    let engine = fixture.engine
+    engine.queue.sync { engine.engine.reload(EngineSettings(plans: ["pro": pro])) }
+    func start(
+      _ subject: String, days: Double, reminders: [Duration], labels: [String: String]? = nil,
+      plan: String? = nil
+    ) throws -> TrialObject {
       try client.startTrial(
         StartTrialParameters(
           subject: subject, duration: .seconds(days * 86_400), reminders: try ReminderSchedule(reminders),
-          labels: labels))
+          labels: labels, plan: plan))
     }
     _ = try start(
       "pending", days: 10, reminders: [.days(3), .days(1)],
       labels: ["customer": "c-991", "email": "ada+x@example.com", "note": "ünïcödé \"quoted\" ✓"])
     _ = try start("fired", days: 3, reminders: [.days(2), .days(1)])
     _ = try start("expired", days: 1, reminders: [])
-    let converted = try start("converted", days: 5, reminders: [.days(1)], labels: ["tier": "pro"])
+    let converted = try start("converted", days: 5, reminders: [.days(1)], labels: ["tier": "pro"], plan: "pro")
     let cancelled = try start("cancelled", days: 5, reminders: [.days(1)])
     let extended = try start("extended", days: 2, reminders: [.seconds(129_600)], labels: ["tier": "free"])
-    _ = try start("skipped", days: 3, reminders: [.days(4)])
+    _ = try start("skipped", days: 3, reminders: [.days(4)], plan: "pro")
     fixture.advance(by: 1.5 * day)
     _ = fixture.fireDue()
     _ = try client.endTrial(
@@ -168,6 +173,11 @@ import TrialTesting
     let (fixture, records, scratch, file) = try exported("transfer")
     var errors: [String] = []
     let commands = StoreCommands(output: { _ in }, errors: { errors.append($0) })
+
+    // The trials' plans travel as attributes, beside their labels.
+    let withPlan = records.compactMap(\.trial).filter { $0.attributes?["plan"] == "pro" }
+    #expect(withPlan.map(\.subject).sorted() == ["converted", "skipped"])
+    #expect(withPlan.allSatisfy { $0.labels?["seats"] == "5" })
 
     // Into a fleet's store: the same trials, ledger and plans; nothing fired again.
     let fleet = try PostgresTestStore()
