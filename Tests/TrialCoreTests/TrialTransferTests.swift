@@ -99,6 +99,20 @@ import TrialTesting
       found?.problem.contains("trial 0000000000000002 is already stored with a different subject") == true)
   }
 
+  @Test func import_OfATrialWithOtherLabelsOrPlan_IsRefusedNamingThem() throws {
+    let repository = InMemoryTrialRepository()
+    let stored = trial(1, "acme-1")
+    _ = try run([TrialTransfer.Line(1, .trial(stored))], into: repository)
+    var labelled = stored
+    labelled.labels = try TrialLabels(["tier": "pro"])
+    labelled.attributes.plan = "pro"
+    let found = problem { _ = try run([TrialTransfer.Line(4, .trial(labelled))], into: repository) }
+    #expect(found?.line == 4)
+    #expect(
+      found?.problem.contains("already stored with a different labels, attributes") == true,
+      "\(String(describing: found))")
+  }
+
   @Test func import_OfAnActiveTrialWhoseSubjectIsActive_IsRefusedNamingBothIDs() throws {
     let repository = InMemoryTrialRepository()
     _ = try run([TrialTransfer.Line(1, .trial(trial(9, "acme-1")))], into: repository)

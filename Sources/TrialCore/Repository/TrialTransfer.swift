@@ -260,6 +260,11 @@ public enum TransferTime {
     if rounded(a.period.endDate) != rounded(b.period.endDate) { names.append("endsAt") }
     if a.endedAt.map(rounded) != b.endedAt.map(rounded) { names.append("endedAt") }
     if a.reminders != b.reminders { names.append("reminders") }
+    if a.labels != b.labels { names.append("labels") }
+    var others = (a.attributes, b.attributes)
+    others.0.labels = .none
+    others.1.labels = .none
+    if others.0 != others.1 { names.append("attributes") }
     return names
   }
 }
