@@ -70,7 +70,8 @@ import TrialTesting
       labels: ["customer": "c-991", "email": "ada+x@example.com", "note": "ünïcödé \"quoted\" ✓"])
     _ = try start("fired", days: 3, reminders: [.days(2), .days(1)])
     _ = try start("expired", days: 1, reminders: [])
-    let converted = try start("converted", days: 5, reminders: [.days(1)], labels: ["tier": "pro"], plan: "pro")
+    let converted = try start(
+      "converted", days: 5, reminders: [.days(1)], labels: ["tier": "pro"], plan: "pro")
     let cancelled = try start("cancelled", days: 5, reminders: [.days(1)])
     let extended = try start("extended", days: 2, reminders: [.seconds(129_600)], labels: ["tier": "free"])
     _ = try start("skipped", days: 3, reminders: [.days(4)], plan: "pro")
