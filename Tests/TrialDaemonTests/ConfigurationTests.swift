@@ -322,10 +322,23 @@ import TrialCore
   static let sample = RepositoryFile.path("etc/trialwatch.conf")
 
   @Test func sample_AsShipped_IsAllDefaults() {
+    var loader = ConfigurationLoader(mainFile: Self.sample, dropInDirectory: "/nonexistent", environment: [:])
+    loader.planDirectory = "/nonexistent"
+    let loaded = loader.load()
+    #expect(loaded.diagnostics == [])
+    #expect(loaded.configuration == defaults)
+  }
+
+  /// `etc/plans/`, the sample plans beside it, as the daemon reads them.
+  @Test func samplePlans_AsShipped_LoadWithoutAProblem() {
     let loaded = ConfigurationLoader(mainFile: Self.sample, dropInDirectory: "/nonexistent", environment: [:])
       .load()
     #expect(loaded.diagnostics == [])
-    #expect(loaded.configuration == defaults)
+    #expect(!loaded.configuration.plans.isEmpty)
+    for plan in loaded.configuration.plans.values {
+      // Each meets the card networks' rule: a reminder at least 7 days before the end.
+      #expect(plan.reminders.offsets.contains { $0 >= .days(7) }, "\(plan.name)")
+    }
   }
 
   @Test func sample_Uncommented_SetsEveryKeyToItsDefault() throws {
