@@ -36,7 +36,7 @@
 #   make install     release build, then install binaries, units, sysusers.d, catalog, man pages,
 #                    shell completions, the documents (README.md, docs/*.md), the sample
 #                    configuration and the examples (a consumer's configuration, the fleet
-#                    drop-in) under $(DESTDIR)$(PREFIX) and
+#                    drop-in, two plans) under $(DESTDIR)$(PREFIX) and
 #                    $(DESTDIR)/etc (PREFIX=/usr); with DESTDIR empty also creates the users and
 #                    reloads systemd (docs/install.md)
 #   make install-files  the same without building (after make release)
@@ -293,8 +293,8 @@ install-files:
 	@for page in $(MAN_PAGES); do test -f $(MAN_SCRATCH)/$$page || \
 	  { echo "error: no $(MAN_SCRATCH)/$$page; run make release (or make install)" >&2; exit 1; }; done
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(CONFDIR)/trialwatch.conf.d \
-	  $(DESTDIR)$(CONFDIR)/consumers \
+	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR)/examples/plans $(DESTDIR)$(DOCDIR)/docs \
+	  $(DESTDIR)$(CONFDIR)/trialwatch.conf.d $(DESTDIR)$(CONFDIR)/consumers $(DESTDIR)$(CONFDIR)/plans \
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 	  $(DESTDIR)$(BASHCOMPLETIONDIR) $(DESTDIR)$(ZSHCOMPLETIONDIR) $(DESTDIR)$(FISHCOMPLETIONDIR)
 	$(INSTALL) -m 0755 $(RELEASE_BIN)/trialwatchd $(DESTDIR)$(BINDIR)/
@@ -312,6 +312,9 @@ install-files:
 	$(INSTALL) -m 0644 README.md $(DESTDIR)$(DOCDIR)/
 	$(INSTALL) -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
 	$(INSTALL) -m 0644 etc/consumer.conf $(DESTDIR)$(DOCDIR)/examples/consumer.conf
+	# Sample plans, not active as installed: the operator copies one to
+	# $(CONFDIR)/plans/NAME.conf (trialwatch.conf(5)).
+	$(INSTALL) -m 0644 etc/plans/*.conf $(DESTDIR)$(DOCDIR)/examples/plans/
 	# The fleet drop-in is not active as installed: the operator copies it to
 	# /etc/systemd/system/trialwatch.service.d/fleet.conf (docs/fleet.md).
 	sed -e 's|/usr/share/doc/trialwatch/|$(DOCDIR)/|g' systemd/trialwatch-fleet.conf \
@@ -365,7 +368,8 @@ uninstall:
 	elif [ -e $(DESTDIR)$(CONFDIR)/trialwatch.conf ]; then \
 	  echo "keeping $(DESTDIR)$(CONFDIR)/trialwatch.conf: it was changed"; \
 	fi
-	@rmdir $(DESTDIR)$(CONFDIR)/trialwatch.conf.d $(DESTDIR)$(CONFDIR)/consumers $(DESTDIR)$(CONFDIR) 2>/dev/null || true
+	@rmdir $(DESTDIR)$(CONFDIR)/trialwatch.conf.d $(DESTDIR)$(CONFDIR)/consumers $(DESTDIR)$(CONFDIR)/plans \
+	  $(DESTDIR)$(CONFDIR) 2>/dev/null || true
 	@if [ -z "$(DESTDIR)" ]; then \
 	  journalctl --update-catalog 2>/dev/null || true; \
 	  if [ -d /run/systemd/system ]; then echo "systemctl daemon-reload"; systemctl daemon-reload || true; fi; \

@@ -3,24 +3,25 @@
 #
 # Boots Debian 12 (systemd 252) in a systemd-nspawn container, installs trialwatch into it
 # with `make install-files DESTDIR=...`, and checks the service as an operator would meet it:
-# Type=notify start-up, live STATUS=, journal entries of reminders and expiries (exactly once,
-# with their MESSAGE_ID, fields and catalog text), reload, catch-up after downtime, the
-# watchdog, socket activation, who may read and who may change trials, a consumer's unit
-# running a command per event, a burst of expiries beyond journald's rate limit (every one
-# in the journal, once), and a clean stop.
+# Type=notify start-up, live STATUS=, plans read at reload, journal entries of reminders and
+# expiries (exactly once, with their MESSAGE_ID, fields, labels, plan and catalog text), reload,
+# catch-up after downtime, the watchdog, socket activation, who may read and who may change
+# trials, a consumer's unit running a command per event, a burst of expiries beyond journald's
+# rate limit (every one in the journal, once), and a clean stop.
 #
 # This driver boots the container and installs; the checks are the steps in steps/, sourced in
 # the order of their numbers, one after the other in the same container and shell (a step
 # counts on what the ones before it left: the users of 05-access.sh, the running service):
 #   01-installation  the units verify, their exposure, the users, the catalog, enabling
 #   02-start         active only after READY=1, STATUS=, the limit on open files
-#   03-events        reminders and expiries in the journal once, with fields and catalog text
+#   03-events        plans read at reload; reminders and expiries in the journal once, with
+#                    fields, labels, plan and catalog text
 #   04-reload        systemctl reload applies a changed configuration
 #   05-access        who may read (trialwatch) and who may change (trialwatch-admin)
 #   06-catch-up      a trial that ended while the service was stopped expires once, late
 #   07-watchdog      a hung daemon is killed by the watchdog and restarted, nothing lost
 #   08-socket        socket activation, and the daemon binding the socket itself
-#   09-consumer      trialwatch-consumer@.service runs a command per event
+#   09-consumer      trialwatch-consumer@.service runs a command per event (TRIAL_PLAN too)
 #   10-burst         a burst of expiries beyond journald's rate limit, every one in the journal
 #   11-stop          a clean stop; over the whole journal no event twice, no error
 # The helpers the steps share are in service.sh (the service, its journal, its callers),

@@ -51,9 +51,10 @@ fi
 
 EXPECTED=$TMP/expected.txt
 {
-  for dir in etc etc/trialwatch etc/trialwatch/trialwatch.conf.d etc/trialwatch/consumers usr usr/bin usr/lib \
-    usr/lib/systemd usr/lib/systemd/catalog usr/lib/systemd/system usr/lib/sysusers.d usr/share usr/share/doc \
-    usr/share/doc/trialwatch usr/share/doc/trialwatch/docs usr/share/doc/trialwatch/examples usr/share/man usr/share/man/man1 usr/share/man/man5 usr/share/man/man8 \
+  for dir in etc etc/trialwatch etc/trialwatch/trialwatch.conf.d etc/trialwatch/consumers etc/trialwatch/plans usr \
+    usr/bin usr/lib usr/lib/systemd usr/lib/systemd/catalog usr/lib/systemd/system usr/lib/sysusers.d usr/share \
+    usr/share/doc usr/share/doc/trialwatch usr/share/doc/trialwatch/docs usr/share/doc/trialwatch/examples \
+    usr/share/doc/trialwatch/examples/plans usr/share/man usr/share/man/man1 usr/share/man/man5 usr/share/man/man8 \
     usr/share/bash-completion usr/share/bash-completion/completions usr/share/zsh \
     usr/share/zsh/vendor-completions usr/share/fish usr/share/fish/vendor_completions.d; do
     echo "755 d $dir"
@@ -75,6 +76,7 @@ EXPECTED=$TMP/expected.txt
   echo "644 f usr/share/doc/trialwatch/README.md"
   for doc in docs/*.md; do echo "644 f usr/share/doc/trialwatch/$doc"; done
   echo "644 f usr/share/doc/trialwatch/examples/consumer.conf"
+  for plan in etc/plans/*.conf; do echo "644 f usr/share/doc/trialwatch/examples/plans/${plan##*/}"; done
   echo "644 f usr/share/doc/trialwatch/examples/trialwatch-fleet.conf"
 } | sort -k3 > "$EXPECTED"
 if DIFF=$(diff "$EXPECTED" <(tree "$A")); then
@@ -84,10 +86,11 @@ else
 fi
 
 same() { cmp -s "$1" "$2"; }
-# The documents are installed as they are: README.md and docs/*.md.
+# The documents are installed as they are: README.md and docs/*.md; so are the sample plans.
 same_documents() {
   same README.md "$A/usr/share/doc/trialwatch/README.md" || return 1
   for doc in docs/*.md; do same "$doc" "$A/usr/share/doc/trialwatch/$doc" || return 1; done
+  for plan in etc/plans/*.conf; do same "$plan" "$A/usr/share/doc/trialwatch/examples/plans/${plan##*/}" || return 1; done
 }
 if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service" \
   && same systemd/trialwatch.socket "$A/usr/lib/systemd/system/trialwatch.socket" \
@@ -250,12 +253,13 @@ fi
 
 echo "# changed by the administrator" >> "$A/etc/trialwatch/trialwatch.conf"
 printf '[Trials]\nDefaultLength=14d\n' > "$A/etc/trialwatch/trialwatch.conf.d/50-local.conf"
+printf '[Plan]\nLength=14d\n' > "$A/etc/trialwatch/plans/local.conf"
 cp "$A/etc/trialwatch/trialwatch.conf" "$TMP/changed.conf"
 if install_into "$A" && same "$TMP/changed.conf" "$A/etc/trialwatch/trialwatch.conf" \
-  && [ -f "$A/etc/trialwatch/trialwatch.conf.d/50-local.conf" ]; then
-  pass "a second install keeps a changed configuration and its drop-ins"
+  && [ -f "$A/etc/trialwatch/trialwatch.conf.d/50-local.conf" ] && [ -f "$A/etc/trialwatch/plans/local.conf" ]; then
+  pass "a second install keeps a changed configuration, its drop-ins and plans"
 else
-  fail "a second install keeps a changed configuration and its drop-ins" "$(tail -n 3 "$A.log" | tr '\n' ' ')"
+  fail "a second install keeps a changed configuration, its drop-ins and plans" "$(tail -n 3 "$A.log" | tr '\n' ' ')"
 fi
 
 # --- Another PREFIX -------------------------------------------------------------------------
@@ -290,7 +294,7 @@ fi
 
 if uninstall_from "$A"; then
   LEFT=$(cd "$A" && find . -type f | sort | tr '\n' ' ')
-  if [ "$LEFT" = "./etc/trialwatch/trialwatch.conf ./etc/trialwatch/trialwatch.conf.d/50-local.conf " ]; then
+  if [ "$LEFT" = "./etc/trialwatch/plans/local.conf ./etc/trialwatch/trialwatch.conf ./etc/trialwatch/trialwatch.conf.d/50-local.conf " ]; then
     pass "make uninstall removes everything but the changed configuration"
   else
     fail "make uninstall removes everything but the changed configuration" "left: $LEFT"

@@ -132,12 +132,24 @@ else
     "missing: $(echo "$MISSING" | tr '\n' ' ')"
 fi
 
+# The sample plans are documents, installed uncompressed to be copied; /etc/trialwatch/plans is
+# there for the operator's plans, and empty.
+PLANS=$(ct ls -A /usr/share/doc/trialwatch/examples/plans 2>&1 | tr '\n' ' ')
+if [ "$PLANS" = "enterprise.conf pro.conf " ] && ct test -d /etc/trialwatch/plans \
+  && [ -z "$(ct ls -A /etc/trialwatch/plans)" ] && ! grep -q '/plans/' <<< "$CONFFILES"; then
+  pass "install: the sample plans in /usr/share/doc/trialwatch/examples/plans/, /etc/trialwatch/plans empty"
+else
+  fail "install: the sample plans in /usr/share/doc/trialwatch/examples/plans/, /etc/trialwatch/plans empty" \
+    "samples: $PLANS; /etc/trialwatch/plans: $(ct ls -A /etc/trialwatch/plans 2>&1 | tr '\n' ' ')"
+fi
+
 # --- Upgrade: restarted, every trial and the local configuration kept -----------------------
 
 SUBJECTS="pkg-a pkg-b pkg-c"
 for subject in $SUBJECTS; do ct trialwatchctl start "$subject" --duration 30d > /dev/null; done
 IDS=$(for subject in $SUBJECTS; do trial_id "$subject"; done | tr '\n' ' ')
 ct sh -c 'printf "[Trials]\nDefaultLength=9d\n" > /etc/trialwatch/trialwatch.conf.d/local.conf'
+ct cp /usr/share/doc/trialwatch/examples/plans/pro.conf /etc/trialwatch/plans/pro.conf
 OLD_PID=$(show MainPID)
 
 if apt_get install "./$NEW_DEB"; then
@@ -173,6 +185,14 @@ if [ -n "$(ct cat /etc/trialwatch/trialwatch.conf.d/local.conf 2> /dev/null)" ] 
   pass "upgrade: the local drop-in configuration kept and applied (DefaultLength=9d)"
 else
   fail "upgrade: the local drop-in configuration kept and applied" "a new trial's days left: ${DAYS:-none}"
+fi
+PLAN=$(ct trialwatchctl start pkg-pro --plan pro --json)
+DAYS=$(python3 "$JOURNAL" get trial.daysLeft <<< "$PLAN")
+if [ "$(python3 "$JOURNAL" get trial.plan <<< "$PLAN")" = pro ] \
+  && awk -v d="${DAYS:-0}" 'BEGIN { exit !(d > 13.99 && d <= 14) }'; then
+  pass "upgrade: the operator's plan kept and applied (pro, the sample: 14 days)"
+else
+  fail "upgrade: the operator's plan kept and applied" "trialwatchctl start --plan pro: $(echo "$PLAN" | tr '\n' ' ')"
 fi
 
 # --- Backup, verify and restore as an operator runs them --------------------------------------
@@ -250,10 +270,11 @@ else
     "left: $(echo "$LEFT" | tr '\n' ' ')"
 fi
 # A file the operator added is the operator's: dpkg leaves it, and its folder.
-if ct test -s /etc/trialwatch/trialwatch.conf.d/local.conf; then
-  pass "purge: the operator's own drop-in kept"
+if ct test -s /etc/trialwatch/trialwatch.conf.d/local.conf && ct test -s /etc/trialwatch/plans/pro.conf; then
+  pass "purge: the operator's own drop-in and plan kept"
 else
-  fail "purge: the operator's own drop-in kept" "/etc/trialwatch/trialwatch.conf.d/local.conf is gone"
+  fail "purge: the operator's own drop-in and plan kept" \
+    "$(ct ls /etc/trialwatch/trialwatch.conf.d/local.conf /etc/trialwatch/plans/pro.conf 2>&1 | tr '\n' ' ')"
 fi
 ct rm -rf /etc/trialwatch
 

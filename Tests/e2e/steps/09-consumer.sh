@@ -10,11 +10,11 @@ else
     "$(ct id trialwatch-consumer 2>&1)"
 fi
 
-# The command appends the event's cursor, id and kind and who ran it, and checks that its input
-# is the event.
+# The command appends the event's cursor, id and kind, who ran it and the trial's plan
+# (TRIAL_PLAN, - for none), and checks that its input is the event.
 ct install -d -o trialwatch-consumer -m 0755 /srv/consumed
 ct sh -c 'cat > /etc/trialwatch/consumers/e2e.conf' << 'EOF'
-COMMAND='printf "%s %s %s %s\n" "$EVENT_CURSOR" "$EVENT_ID" "$EVENT_KIND" "$(id -un)" >> /srv/consumed/e2e && grep -q "\"id\":\"$EVENT_ID\"" && echo "$EVENT_ID" >> /srv/consumed/input'
+COMMAND='printf "%s %s %s %s %s\n" "$EVENT_CURSOR" "$EVENT_ID" "$EVENT_KIND" "$(id -un)" "${TRIAL_PLAN:--}" >> /srv/consumed/e2e && grep -q "\"id\":\"$EVENT_ID\"" && echo "$EVENT_ID" >> /srv/consumed/input'
 CONSUME_OPTIONS=--retry-initial 100ms --timeout 30s
 EOF
 OUT=$(ct systemd-analyze verify trialwatch-consumer@e2e.service 2>&1)
@@ -32,21 +32,23 @@ else
   fail "systemctl start trialwatch-consumer@e2e: consume runs and creates its consumer" \
     "$OUT $(ct journalctl -u trialwatch-consumer@e2e.service --no-pager -n 5 2>&1 | tr '\n' ' ')"
 fi
-CONSUMED=$(start_trial e2e-consumed --duration 3s --reminders 1s)
+# A trial of the plan pro (03-events.sh), its own length and reminders over the plan's.
+CONSUMED=$(start_trial e2e-consumed --plan pro --duration 3s --reminders 1s)
 handled_both() { [ "$(ct sh -c "grep -c ' $CONSUMED-' /srv/consumed/e2e" 2> /dev/null)" = 2 ]; }
 if poll 30 handled_both; then
   LINES=$(ct grep " $CONSUMED-" /srv/consumed/e2e)
   KINDS=$(awk '{ print $3 }' <<< "$LINES" | tr '\n' ' ')
   USERS=$(awk '{ print $4 }' <<< "$LINES" | sort -u)
+  PLANS=$(awk '{ print $5 }' <<< "$LINES" | tr '\n' ' ')
   LAST=$(tail -n 1 <<< "$LINES" | awk '{ print $1 }')
   POSITION=$(ct trialwatchctl consumer show e2e --json | python3 "$JOURNAL" get consumer.acknowledged)
   INPUTS=$(ct grep -c "^$CONSUMED-" /srv/consumed/input)
   if [ "$KINDS" = "reminder expiry " ] && [ "$USERS" = trialwatch-consumer ] && [ "$POSITION" = "$LAST" ] \
-    && [ "$INPUTS" = 2 ]; then
-    pass "the consumer's command ran once per event as trialwatch-consumer, the event on its input; acknowledged up to $POSITION"
+    && [ "$INPUTS" = 2 ] && [ "$PLANS" = "pro pro " ]; then
+    pass "the consumer's command ran once per event as trialwatch-consumer, the event on its input, TRIAL_PLAN=pro in its environment; acknowledged up to $POSITION"
   else
     fail "the consumer's command ran once per event as trialwatch-consumer" \
-      "kinds: $KINDS; users: $USERS; position $POSITION, last $LAST; inputs: $INPUTS"
+      "kinds: $KINDS; users: $USERS; position $POSITION, last $LAST; inputs: $INPUTS; TRIAL_PLAN: $PLANS"
   fi
 else
   fail "the consumer's command ran once per event" \
