@@ -60,10 +60,14 @@ public final class TrialsHandlers: @unchecked Sendable {
   /// Every method of `io.trialwatch.Trials`, with its handler.
   public var routes: [Route] {
     [
-      Route(Trials.startTrial) { p, done in self.change(p.command, done) },
-      Route(Trials.extendTrial) { p, done in self.change(p.command, done) },
+      Route(Trials.startTrial) { p, done in
+        self.change(Result { () throws(TrialError) in try p.command() }, done)
+      },
+      Route(Trials.extendTrial) { p, done in
+        self.change(Result { () throws(TrialError) in try p.command() }, done)
+      },
       Route(Trials.endTrial) { p, done in
-        self.change({ .end(p.id, p.outcome, labels: p.labels ?? [:]) }, done)
+        self.change(.success(.end(p.id, p.outcome, labels: p.labels ?? [:])), done)
       },
       Route(Trials.getTrial) { p, done in
         self.read(done) {
@@ -188,13 +192,13 @@ public final class TrialsHandlers: @unchecked Sendable {
     queue.async { done(Self.result { try bound.value.1(bound.value.0) }) }
   }
 
-  private func change(_ make: () throws(TrialError) -> TrialCommand, _ done: @escaping Completion<TrialReply>)
-  {
+  /// Hands a command made of a call's parameters to the engine; one whose values were refused
+  /// is answered with the refusal.
+  private func change(_ made: Result<TrialCommand, TrialError>, _ done: @escaping Completion<TrialReply>) {
     let command: TrialCommand
-    do {
-      command = try make()
-    } catch {
-      return done(.failure(ControlError(error)))
+    switch made {
+    case .success(let made): command = made
+    case .failure(let error): return done(.failure(ControlError(error)))
     }
     let engine = Bound(value: engine)
     queue.async {
