@@ -42,5 +42,5 @@ public struct ConfigurationDocumentation: Hashable, Sendable {
   /// The folder of drop-ins, read after the main file in file-name order.
   public static let dropInDirectory = DaemonConfiguration.defaultPath + ".d"
   /// The folder of plan files, one a plan: `plans/` beside the main file.
-  public static let planDirectory = ConfigurationLoader(mainFile: mainFile, environment: [:]).planDirectory
+  public static let planDirectory = ConfigurationLoader.planDirectory(beside: mainFile)
 }

@@ -55,9 +55,14 @@ public struct ConfigurationLoader: Sendable {
     self.mainFile = mainFile
     self.mainFileRequired = mainFileRequired
     self.dropInDirectory = dropInDirectory ?? mainFile + ".d"
-    let parent = mainFile.lastIndex(of: "/").map { String(mainFile[..<$0]) } ?? "."
-    self.planDirectory = (parent.isEmpty ? "" : parent) + "/plans"
+    self.planDirectory = Self.planDirectory(beside: mainFile)
     self.environment = environment
+  }
+
+  /// The plan files' folder for the main file `mainFile`: `plans/` in the same folder.
+  public static func planDirectory(beside mainFile: String) -> String {
+    let parent = mainFile.lastIndex(of: "/").map { String(mainFile[..<$0]) } ?? "."
+    return parent + "/plans"
   }
 
   public func load() -> LoadedConfiguration {

@@ -16,7 +16,7 @@ import TrialCore
 /// and sections are warnings, invalid values errors naming the file and line.
 enum PlanFiles {
   static let section = "Plan"
-  static var keys: [String] { documentation.keys.map(\.name) }
+  static let keys = documentation.keys.map(\.name)
 
   /// `[Plan]` as the manual describes it.
   static let documentation = ConfigurationDocumentation.Section(

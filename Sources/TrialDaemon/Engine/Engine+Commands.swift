@@ -43,7 +43,7 @@ extension Engine {
     pendingCommands = []
     guard !batch.isEmpty else { return }
     let now = clock.now()
-    let settings = self.settings
+    let defaults = settings.defaults
     let ids = self.ids
     let commands = batch.map(\.0)
     commits.submit(
@@ -53,9 +53,9 @@ extension Engine {
         var logged: [LoggedEvent] = []
         let results = try commands.map { command -> Result<CommandResult, any Error> in
           do {
-            let (result, events) = try Self.apply(command, in: txn, now: now, settings: settings, ids: ids)
-            logged += events
-            return .success(result)
+            let done = try TrialBook.apply(command, in: txn, now: now, defaults: defaults, ids: ids)
+            logged += done.logged
+            return .success(CommandResult(trial: done.trial, skipped: done.skipped))
           } catch let error as TrialError {
             return .failure(error)
           }
@@ -97,14 +97,5 @@ extension Engine {
     arm()
     publishStatus()
     for ((_, completion), result) in zip(batch, results) { completion(result) }
-  }
-
-  /// Carries out one command; returns its result and the events it logged.
-  private static func apply(
-    _ command: TrialCommand, in txn: any TrialWriteTransaction, now: Date, settings: EngineSettings,
-    ids: any TrialIDGenerator
-  ) throws -> (CommandResult, [LoggedEvent]) {
-    let done = try TrialBook.apply(command, in: txn, now: now, defaults: settings.defaults, ids: ids)
-    return (CommandResult(trial: done.trial, skipped: done.skipped), done.logged)
   }
 }
