@@ -130,7 +130,9 @@ bench bench-peers: .SHELLFLAGS = -o pipefail -c
 bench: deps release
 	$(SWIFT) build $(BENCH_FLAGS)
 	{ $(call bench_run,make bench); \
-	  TRIALWATCH_BENCH_DAEMON=$(RELEASE_BIN)/trialwatchd $(BENCH_SCRATCH)/release/trialwatch-bench && $(FLEET_BENCH); } \
+	  TRIALWATCH_BENCH_DAEMON=$(RELEASE_BIN)/trialwatchd $(BENCH_SCRATCH)/release/trialwatch-bench \
+	  $(if $(TRIALWATCH_BENCH_BASELINE_BENCH),&& bench/in-turns.sh $(BENCH_SCRATCH)/release/trialwatch-bench \
+	    $(TRIALWATCH_BENCH_BASELINE_BENCH)) && $(FLEET_BENCH); } \
 	  | tee $(BENCH_OUT).tmp
 	mv -f $(BENCH_OUT).tmp $(BENCH_OUT)
 
