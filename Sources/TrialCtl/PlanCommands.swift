@@ -59,10 +59,7 @@ extension TrialPresenter {
     let rows = plans.map { plan in
       [
         plan.name, TimeSpan.format(plan.length.duration), reminders(plan.reminders.map(\.duration)),
-        plan.labels.isEmpty
-          ? "-"
-          : plan.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-            .joined(separator: ", "),
+        plan.labels.isEmpty ? "-" : labels(plan.labels),
         plan.activeTrials.map(String.init) ?? "-", plan.description ?? "",
       ]
     }

@@ -238,8 +238,7 @@ public final class TrialPresenter {
     details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
     if let plan = trial.plan { details.append(LabeledValue(label: "Plan", value: plan)) }
     if let labels = trial.labels, !labels.isEmpty {
-      let labels = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-      details.append(LabeledValue(label: "Labels", value: labels.joined(separator: ", ")))
+      details.append(LabeledValue(label: "Labels", value: self.labels(labels)))
     }
     return TrialViewModel(
       headline: headline, id: trial.id.description, subject: trial.subject, state: stateWord(trial.state),
@@ -296,6 +295,11 @@ public final class TrialPresenter {
   private func relative(_ date: Date, now: Date) -> String {
     let span = date.duration(since: now)
     return span >= .zero ? "in \(brief(span))" : "overdue by \(brief(.zero - span))"
+  }
+
+  /// `key=value` pairs by key, separated by commas.
+  func labels(_ labels: [String: String]) -> String {
+    labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
   }
 
   func reminders(_ offsets: [Duration]) -> String {
