@@ -14,15 +14,15 @@ public struct VarlinkMethod<Parameters: VarlinkParameters, Reply: Codable & Send
   public let interface: String
   public let name: String
   public let kind: MethodKind
+  /// `io.trialwatch.Trials.StartTrial`: joined once, as the fast path compares every call with it.
+  public let qualifiedName: String
 
   public init(_ interface: String, _ name: String, _ kind: MethodKind = .read) {
     self.interface = interface
     self.name = name
     self.kind = kind
+    self.qualifiedName = "\(interface).\(name)"
   }
-
-  /// `io.trialwatch.Trials.StartTrial`.
-  public var qualifiedName: String { "\(interface).\(name)" }
 }
 
 /// The parameters of a method. Decoding checks each value's type and form; `validate()`

@@ -39,9 +39,11 @@ extension Engine {
   func flushCommands() {
     flushWake?.cancel()
     flushWake = nil
-    let batch = pendingCommands
-    pendingCommands = []
-    guard !batch.isEmpty else { return }
+    guard !pendingCommands.isEmpty else { return }
+    // The next batch starts with room for one as large as this one.
+    var batch: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)] = []
+    batch.reserveCapacity(pendingCommands.count)
+    swap(&batch, &pendingCommands)
     let now = clock.now()
     let defaults = settings.defaults
     let ids = self.ids
