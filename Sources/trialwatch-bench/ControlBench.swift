@@ -22,8 +22,9 @@ import TrialCore
 ///                                          pipeline durable StartTrials
 ///
 /// With `TRIALWATCH_BENCH_BASELINE_DAEMON` naming another trialwatchd (an older build, say),
-/// the same calls are made to it as well, in turns: baseline, current, baseline, current.
-/// Each figure is the better of its two rounds; the baseline's carry the suffix `_baseline`.
+/// the same calls are made to it as well, in turns: baseline, current, baseline, current, for
+/// `ROUNDS` rounds (default 3). Each figure is the median of its rounds; the baseline's carry
+/// the suffix `_baseline`.
 func runControlBench() throws {
   report("control_socket_floor_rps", try socketPingPongRate(), "req/s", digits: 0)
 
@@ -38,14 +39,15 @@ func runControlBench() throws {
   let baseline = URL(fileURLWithPath: baselinePath)
   var currentRounds: [[ControlFigure]] = []
   var baselineRounds: [[ControlFigure]] = []
-  for round in 1...2 {
-    note("control round \(round) of 2: baseline \(baseline.path)")
+  let rounds = ProcessInfo.processInfo.environment["ROUNDS"].flatMap(Int.init).map { Swift.max($0, 1) } ?? 3
+  for round in 1...rounds {
+    note("control round \(round) of \(rounds): baseline \(baseline.path)")
     baselineRounds.append(try measureDaemon(executable: baseline, identity: identity))
-    note("control round \(round) of 2: current \(current.path)")
+    note("control round \(round) of \(rounds): current \(current.path)")
     currentRounds.append(try measureDaemon(executable: current, identity: identity))
   }
-  for figure in ControlFigure.best(of: currentRounds) { figure.report(suffix: "") }
-  for figure in ControlFigure.best(of: baselineRounds) { figure.report(suffix: "_baseline") }
+  for figure in ControlFigure.median(of: currentRounds) { figure.report(suffix: "") }
+  for figure in ControlFigure.median(of: baselineRounds) { figure.report(suffix: "_baseline") }
 }
 
 /// One figure of a round.
@@ -68,23 +70,20 @@ private struct ControlFigure {
     }
   }
 
-  /// Each figure's better value over rounds that measured the same figures in the same order.
-  static func best(of rounds: [[ControlFigure]]) -> [ControlFigure] {
-    guard var best = rounds.first else { return [] }
-    for round in rounds.dropFirst() {
-      for figure in round {
-        // By name: a round may lack a figure (a baseline that refuses labels).
-        guard let index = best.firstIndex(where: { $0.name == figure.name }) else {
-          best.append(figure)
-          continue
-        }
-        switch figure.kind {
-        case .rate: best[index].value = Swift.max(best[index].value, figure.value)
-        case .latency: best[index].value = Swift.min(best[index].value, figure.value)
-        }
-      }
+  /// Each figure's median over rounds, in the order of the first round that has it: a round
+  /// may lack a figure (a baseline that refuses labels).
+  static func median(of rounds: [[ControlFigure]]) -> [ControlFigure] {
+    var order: [ControlFigure] = []
+    var values: [String: [Double]] = [:]
+    for figure in rounds.joined() {
+      if values[figure.name] == nil { order.append(figure) }
+      values[figure.name, default: []].append(figure.value)
     }
-    return best
+    return order.map { figure in
+      var figure = figure
+      figure.value = trialwatch_bench.median(values[figure.name] ?? [])
+      return figure
+    }
   }
 }
 
