@@ -93,4 +93,32 @@ import TrialCore
         "TRIAL_SUBJECT=acme-42", "TRIAL_LABEL_CUSTOMER=c", "TRIAL_LABEL_TIER=pro",
       ])
   }
+
+  @Test func hasOnlyLabels_FollowsTheTableOfNamedAttributes() throws {
+    let labels = try TrialLabels(["tier": "pro"])
+    #expect(TrialAttributes(subject: "acme-42").hasOnlyLabels)
+    #expect(TrialAttributes(subject: "acme-42", labels: labels).hasOnlyLabels)
+    #expect(!TrialAttributes(subject: "acme-42", unknown: ["future": "x"]).hasOnlyLabels)
+    // Every named attribute but the subject, set, makes the stored form more than labels.
+    for named in TrialAttributes.named where named.name != "subject" {
+      let attributes = try TrialAttributes(
+        subject: "acme-42", storedFields: [(named.name, "x"), ("label.tier", "pro")])
+      #expect(!attributes.hasOnlyLabels, "\(named.name)")
+      #expect(attributes.storedFields.map(\.name) == [named.name, "label.tier"].sorted())
+    }
+  }
+
+  @Test func attributes_BuiltInAnyOrder_AreEqualAndHashAlike() throws {
+    var built = TrialAttributes(subject: "acme-42")
+    built.plan = "pro"
+    built.labels = try TrialLabels(["tier": "pro"])
+    let direct = TrialAttributes(subject: "acme-42", plan: "pro", labels: try TrialLabels(["tier": "pro"]))
+    #expect(built == direct)
+    #expect(built.hashValue == direct.hashValue)
+    built.plan = nil
+    built.labels = .none
+    #expect(built == TrialAttributes(subject: "acme-42"))
+    #expect(built != TrialAttributes(subject: "acme-43"))
+    #expect(built.hashValue == TrialAttributes(subject: "acme-42").hashValue)
+  }
 }

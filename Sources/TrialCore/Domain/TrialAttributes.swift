@@ -5,20 +5,63 @@
 public struct TrialAttributes: Hashable, Sendable {
   /// The caller's name for what is on trial, e.g. `acme-42`.
   public var subject: String
+  /// Everything else, in one shared box: nil for a trial with nothing but a subject (most), so
+  /// that copying a trial (the stores and the engine do it per event) costs one reference more
+  /// than the subject, however many attributes there are.
+  private var rest: Rest?
+
   /// The plan the trial was started with (`pro`), as named by the plan file it came from.
-  public var plan: String?
-  public var labels: TrialLabels
+  public var plan: String? {
+    get { rest?.plan }
+    set { rest = Rest(plan: newValue, labels: labels, unknown: unknown) }
+  }
+  public var labels: TrialLabels {
+    get { rest?.labels ?? .none }
+    set { rest = Rest(plan: plan, labels: newValue, unknown: unknown) }
+  }
   /// Stored attributes this version does not know (a newer one wrote them), kept as they were
   /// read, so that rewriting the record keeps them.
-  public var unknown: [String: String]
+  public var unknown: [String: String] {
+    get { rest?.unknown ?? [:] }
+    set { rest = Rest(plan: plan, labels: labels, unknown: newValue) }
+  }
 
   public init(
     subject: String, plan: String? = nil, labels: TrialLabels = .none, unknown: [String: String] = [:]
   ) {
     self.subject = subject
-    self.plan = plan
-    self.labels = labels
-    self.unknown = unknown
+    self.rest = Rest(plan: plan, labels: labels, unknown: unknown)
+  }
+
+  public static func == (left: Self, right: Self) -> Bool {
+    left.subject == right.subject
+      && (left.rest === right.rest
+        || (left.plan == right.plan && left.labels == right.labels && left.unknown == right.unknown))
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(subject)
+    hasher.combine(plan)
+    hasher.combine(labels)
+    hasher.combine(unknown)
+  }
+
+  /// The attributes beside the subject; never all empty (that is `rest == nil`).
+  private final class Rest: Sendable {
+    let plan: String?
+    let labels: TrialLabels
+    let unknown: [String: String]
+
+    /// nil when there is nothing but the subject.
+    init?(plan: String?, labels: TrialLabels, unknown: [String: String]) {
+      guard plan != nil || !labels.isEmpty || !unknown.isEmpty else { return nil }
+      self.plan = plan
+      self.labels = labels
+      self.unknown = unknown
+    }
+
+    /// Whether the labels are all there is: no named attribute but the subject, none unknown.
+    var onlyLabels: Bool { plan == nil && unknown.isEmpty }
   }
 
   // MARK: The table of names
@@ -58,9 +101,9 @@ public struct TrialAttributes: Hashable, Sendable {
 
   /// Whether the labels are all there is beside the subject (then `storedFields` is the
   /// labels, in their order, each as `label.KEY`).
-  public var hasOnlyLabels: Bool {
-    unknown.isEmpty && Self.named.allSatisfy { $0.name == "subject" || $0.value(self) == nil }
-  }
+  /// Kept beside the attributes themselves (`Rest`): the test of the attributes checks it
+  /// against `named`, so an attribute added to the table cannot be missed here.
+  public var hasOnlyLabels: Bool { rest?.onlyLabels ?? true }
 
   /// Every attribute but the subject (which the stores keep apart, indexed) as named text:
   /// the named ones under their names, each label as `label.KEY`, and the unknown ones as read;

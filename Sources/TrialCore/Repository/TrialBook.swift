@@ -225,7 +225,14 @@ public enum TrialBook {
     let order = due.indices.sorted {
       due[$0].event.id != due[$1].event.id ? due[$0].event.id < due[$1].event.id : $0 < $1
     }
-    var recorded = [(LedgerEntry, Trial)?](repeating: nil, count: due.count)
+    // What was recorded, in the order recorded, and where each event given went in it (-1:
+    // left out). Arrays of plain values rather than one of optional tuples, which Swift copies
+    // through the runtime's generic witnesses.
+    var entries: [LedgerEntry] = []
+    var trials: [Trial] = []
+    entries.reserveCapacity(due.count)
+    trials.reserveCapacity(due.count)
+    var slots = [Int](repeating: -1, count: due.count)
     for index in order {
       let item = due[index]
       // The trial first: an event of another revision never needs its ledger entry read.
@@ -235,13 +242,21 @@ public enum TrialBook {
       let entry = LedgerEntry(item)
       try txn.putLedgerEntry(entry)
       let taken = trial.expired(byExpiryTakenAt: item.event.kind == .expiry ? item.takenAt : nil)
-      if taken != trial { try txn.putTrial(taken) }
-      recorded[index] = (entry, taken)
+      if taken.state != trial.state { try txn.putTrial(taken) }
+      slots[index] = entries.count
+      entries.append(entry)
+      trials.append(taken)
     }
     try txn.setLastSeenWallTime(now)
-    return try recorded.compactMap { item in
-      try item.map { TakenEvent(logged: try txn.appendEvent($0.0, attributes: $0.1.attributes), trial: $0.1) }
+    var result: [TakenEvent] = []
+    result.reserveCapacity(entries.count)
+    for slot in slots where slot >= 0 {
+      result.append(
+        TakenEvent(
+          logged: try txn.appendEvent(entries[slot], attributes: trials[slot].attributes), trial: trials[slot]
+        ))
     }
+    return result
   }
 
   /// Records deliveries: each entry still undelivered gets `deliveredAt`, which takes it out
