@@ -7,7 +7,8 @@ import TrialCore
 /// Plan files, read as the daemon reads them: `plans/NAME.conf` beside the main file.
 @Suite struct PlanFileTests {
   @Test func planFile_WithEveryKey_IsThePlan() throws {
-    let fixture = ConfigurationFixture(main: "[Trials]\nDefaultLength=9d\n")
+    // 9 days with the default reminders (3d, 1d) would miss the card networks' rule.
+    let fixture = ConfigurationFixture(main: "[Trials]\nDefaultLength=9d\nComplianceWarnings=no\n")
     fixture.write(
       "plans/pro.conf",
       """
@@ -155,5 +156,66 @@ import TrialCore
     let start = Self.start(try .start(subject: "a", plan: "pro", labels: own))
     let error = #expect(throws: TrialError.self) { try Self.defaults.resolve(start, now: Self.now) }
     #expect(error?.description.contains("with those of plan \"pro\"") == true)
+  }
+
+}
+
+/// The card networks' rule (`TrialPlan.meetsCardNetworkRule`), checked as plan files and the
+/// main file are read.
+@Suite struct PlanComplianceTests {
+  @Test func plan_LongerThanAWeekWithoutAReminderAWeekBefore_IsWarnedAbout() {
+    let fixture = ConfigurationFixture()
+    let pro = fixture.write("plans/pro.conf", "[Plan]\nLength=14d\nReminders=3d, 1d\n")
+    // The default reminders (3d, 1d) under a length of its own: the warning names Length=.
+    let month = fixture.write("plans/month.conf", "[Plan]\nDescription=A month\nLength=30d\n")
+    // A reminder as long as the trial is due at its start and skipped: it does not count.
+    let long = fixture.write("plans/long.conf", "[Plan]\nLength=10d\nReminders=10d\n")
+    // Met, or not asked for.
+    fixture.write("plans/met.conf", "[Plan]\nLength=14d\nReminders=7d, 1d\n")
+    fixture.write("plans/week.conf", "[Plan]\nLength=7d\nReminders=1d\n")
+    fixture.write("plans/keys.conf", "[Plan]\nLength=1y\nReminders=none\nComplianceWarnings=no\n")
+    let loaded = fixture.load()
+    let rule =
+      "Visa (since April 2020) and Mastercard require one for a free trial longer than 7 days that converts "
+      + "to paid"
+    #expect(
+      loaded.diagnostics.map(\.description).sorted() == [
+        "\(long):3: warning: reminders 1w 3d not shorter than the plan's length 1w 3d: its trials start with them "
+          + "already due, and they are skipped",
+        "\(long):3: warning: trials of plan long last 1w 3d and no reminder comes 7 days or more before their end "
+          + "(Reminders=1w 3d): \(rule); add one (Reminders=7d), or set ComplianceWarnings=no if these trials do "
+          + "not convert to paid",
+        "\(month):3: warning: trials of plan month last 4w 2d and no reminder comes 7 days or more before their "
+          + "end (Reminders=3d, 1d): \(rule); add one (Reminders=7d, 3d, 1d), or set ComplianceWarnings=no if "
+          + "these trials do not convert to paid",
+        "\(pro):3: warning: trials of plan pro last 2w and no reminder comes 7 days or more before their end "
+          + "(Reminders=3d, 1d): \(rule); add one (Reminders=7d, 3d, 1d), or set ComplianceWarnings=no if these "
+          + "trials do not convert to paid",
+      ])
+    // A warning keeps no plan out.
+    #expect(loaded.configuration.plans.count == 6)
+  }
+
+  @Test func complianceWarnings_InTrials_IsEachPlansDefaultAndCoversTheDefaultTrial() {
+    let fixture = ConfigurationFixture(main: "[Trials]\nDefaultLength=14d\nComplianceWarnings=no\n")
+    fixture.write("plans/quiet.conf", "[Plan]\nLength=30d\n")
+    let loud = fixture.write("plans/loud.conf", "[Plan]\nLength=30d\nComplianceWarnings=yes\n")
+    let bad = fixture.write("plans/bad.conf", "[Plan]\nComplianceWarnings=maybe\n")
+    let loaded = fixture.load()
+    #expect(
+      loaded.diagnostics.map(\.description).sorted() == [
+        "\(bad):2: error: invalid value \"maybe\" for ComplianceWarnings= in [Plan]: not a boolean (yes or no)",
+        "\(loud):2: warning: trials of plan loud last 4w 2d and no reminder comes 7 days or more before their end "
+          + "(Reminders=3d, 1d): Visa (since April 2020) and Mastercard require one for a free trial longer than "
+          + "7 days that converts to paid; add one (Reminders=7d, 3d, 1d), or set ComplianceWarnings=no if these "
+          + "trials do not convert to paid",
+      ])
+
+    let warned = ConfigurationFixture(main: "[Trials]\nDefaultLength=14d\n").load()
+    #expect(
+      warned.diagnostics.map(\.description).contains {
+        $0.contains(":2: warning: trials of the default length last 2w and no reminder comes 7 days or more")
+          && $0.contains("(DefaultReminders=3d, 1d)") && $0.contains("[Trials] ComplianceWarnings=no")
+      }, "\(warned.diagnostics)")
   }
 }

@@ -49,4 +49,16 @@ public struct TrialPlan: Hashable, Sendable {
     return try labels.applying(
       Dictionary(uniqueKeysWithValues: own.pairs.map { ($0.key, Optional($0.value)) }))
   }
+
+  /// The card networks' rule for free trials that convert to paid: Visa (since April 2020) and
+  /// Mastercard want a reminder at least 7 days before the end of a trial longer than 7 days.
+  public static let cardNetworkNotice = Duration.days(7)
+
+  /// Whether trials of `length` with `reminders` meet the card networks' rule: not longer than
+  /// `cardNetworkNotice`, or with a reminder at least that long before the end that can fire
+  /// (one as long as the trial or longer is already due at its start, and skipped).
+  public static func meetsCardNetworkRule(length: Duration, reminders: ReminderSchedule) -> Bool {
+    length <= cardNetworkNotice
+      || reminders.offsets.contains { $0 >= cardNetworkNotice && $0 < length }
+  }
 }

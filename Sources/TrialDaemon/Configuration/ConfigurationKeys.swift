@@ -50,6 +50,15 @@ enum ConfigurationSchema {
       apply: { config, value throws(InvalidValue) in config.defaultReminders = try reminders(value) },
       reset: { $0.defaultReminders = $1.defaultReminders }),
     ConfigurationKey(
+      section: "Trials", name: "ComplianceWarnings", defaultText: "yes", valueName: "boolean",
+      meaning:
+        "Whether a warning says so when trials longer than 7 days get no reminder 7 days or more before "
+        + "their end: the rule Visa (since April 2020) and Mastercard apply to free trials that convert "
+        + "to paid. It covers DefaultLength= and DefaultReminders= here, and is the default of each plan "
+        + "file's own ComplianceWarnings=. Set it to no where trials do not convert to paid.",
+      apply: { config, value throws(InvalidValue) in config.complianceWarnings = try boolean(value) },
+      reset: { $0.complianceWarnings = $1.complianceWarnings }),
+    ConfigurationKey(
       section: "CatchUp", name: "LateReminders", defaultText: "latest", valueName: "latest|all|skip",
       meaning:
         "Which late reminders fire. \"latest\" fires only the most recent late reminder of each trial"

@@ -77,7 +77,8 @@ public struct ConfigurationLoader: Sendable {
       directory: planDirectory,
       defaults: TrialDefaults(
         length: state.configuration.defaultLength, reminders: state.configuration.defaultReminders),
-      diagnostics: &state.diagnostics, files: &state.files)
+      complianceWarnings: state.configuration.complianceWarnings, diagnostics: &state.diagnostics,
+      files: &state.files)
     return LoadedConfiguration(
       configuration: state.configuration, diagnostics: state.diagnostics, files: state.files)
   }
@@ -224,6 +225,17 @@ public struct ConfigurationLoader: Sendable {
               + "are reserved"))
       }
       let length = configuration.defaultLength
+      if configuration.complianceWarnings,
+        !TrialPlan.meetsCardNetworkRule(length: length, reminders: configuration.defaultReminders),
+        let blame = lastAssignment["DefaultReminders"] ?? lastAssignment["DefaultLength"]
+      {
+        diagnostics.append(
+          .init(
+            .warning, file: blame.file, line: blame.line,
+            PlanFiles.cardNetworkProblem(
+              "trials of the default length", length: length, reminders: configuration.defaultReminders,
+              keys: ("DefaultReminders", "[Trials] ComplianceWarnings=no"))))
+      }
       let tooLong = configuration.defaultReminders.offsets.filter { $0 >= length }
       guard !tooLong.isEmpty,
         let blame = lastAssignment["DefaultReminders"] ?? lastAssignment["DefaultLength"]

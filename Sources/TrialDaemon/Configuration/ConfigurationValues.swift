@@ -129,6 +129,15 @@ extension ConfigurationSchema {
     }
   }
 
+  /// A boolean as systemd reads one: 1, yes, y, true, t or on; 0, no, n, false, f or off (any case).
+  static func boolean(_ value: String) throws(InvalidValue) -> Bool {
+    switch value.lowercased() {
+    case "1", "yes", "y", "true", "t", "on": return true
+    case "0", "no", "n", "false", "f", "off": return false
+    default: throw InvalidValue(reason: "not a boolean (yes or no)")
+    }
+  }
+
   static func absolutePath(_ value: String) throws(InvalidValue) -> String {
     guard value.hasPrefix("/") else { throw InvalidValue(reason: "must be an absolute path") }
     guard !value.utf8.contains(0) else { throw InvalidValue(reason: "must not contain NUL") }

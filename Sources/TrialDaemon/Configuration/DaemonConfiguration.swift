@@ -29,6 +29,9 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var defaultLength: Duration = TrialDefaults.standard.length
   /// `DefaultReminders=`: the reminders of a trial started without its own.
   public var defaultReminders: ReminderSchedule = TrialDefaults.standard.reminders
+  /// `ComplianceWarnings=`: whether a configuration whose trials miss the card networks' rule
+  /// (`TrialPlan.meetsCardNetworkRule`) is warned about; a plan file's default.
+  public var complianceWarnings = true
   /// The plans, by name, from the plan files (`PlanFiles`).
   public var plans: [String: TrialPlan] = [:]
 

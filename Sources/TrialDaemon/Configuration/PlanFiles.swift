@@ -9,7 +9,8 @@ import TrialCore
 ///     Reminders=7d, 3d, 1d
 ///     Labels=tier=pro "team=growth team"
 ///
-/// `Length=` and `Reminders=` default to `[Trials] DefaultLength=` and `DefaultReminders=`;
+/// `Length=` and `Reminders=` default to `[Trials] DefaultLength=` and `DefaultReminders=`, and
+/// `ComplianceWarnings=` (the card networks' rule, `TrialPlan.meetsCardNetworkRule`) to `[Trials]`'s;
 /// `Labels=` takes `key=value` pairs separated by spaces (a pair in double quotes may hold
 /// spaces), and more than one line adds to them; an empty assignment resets a key. A file
 /// linked to /dev/null is masked. Problems are reported as the main file's are: unknown keys
@@ -45,12 +46,20 @@ enum PlanFiles {
           "Labels each trial of the plan gets, separated by spaces (a pair in double quotes may hold spaces); "
           + "the labels a start gives win over them. More than one Labels= line adds to the labels; an empty "
           + "one removes those before it. The limits of labels apply to the plan's and a trial's together."),
+      .init(
+        name: "ComplianceWarnings", valueName: "boolean", defaultText: "",
+        defaultDescription: "ComplianceWarnings= of [Trials]",
+        meaning:
+          "Whether trialwatchd --check-config (and the start and reload of the daemon) warns when the plan's "
+          + "trials are longer than 7 days and no reminder comes 7 days or more before their end: the rule Visa "
+          + "(since April 2020) and Mastercard apply to free trials that convert to paid. Set it to no for a "
+          + "plan whose trials do not convert to paid."),
     ])
 
   /// The plans of `directory`, by name, each from its file over `defaults`.
   static func load(
-    directory: String, defaults: TrialDefaults, diagnostics: inout [ConfigurationDiagnostic],
-    files: inout [String]
+    directory: String, defaults: TrialDefaults, complianceWarnings: Bool = true,
+    diagnostics: inout [ConfigurationDiagnostic], files: inout [String]
   ) -> [String: TrialPlan] {
     var plans: [String: TrialPlan] = [:]
     for name in ConfigurationText.confFiles(in: directory, what: "plans", into: &diagnostics) {
@@ -67,7 +76,9 @@ enum PlanFiles {
       case .text(let text):
         files.append(file)
         let before = diagnostics.count
-        let plan = read(text, file: file, name: planName, defaults: defaults, diagnostics: &diagnostics)
+        let plan = read(
+          text, file: file, name: planName, defaults: defaults, complianceWarnings: complianceWarnings,
+          diagnostics: &diagnostics)
         diagnostics[before...].sort { ($0.line ?? 0) < ($1.line ?? 0) }
         if let plan { plans[planName] = plan }
       }
@@ -77,7 +88,7 @@ enum PlanFiles {
 
   /// The plan one file describes; nil when a value in it is invalid (reported).
   static func read(
-    _ text: String, file: String, name: String, defaults: TrialDefaults,
+    _ text: String, file: String, name: String, defaults: TrialDefaults, complianceWarnings: Bool = true,
     diagnostics: inout [ConfigurationDiagnostic]
   ) -> TrialPlan? {
     let parsed = ConfigurationSyntax.parse(text, file: file)
@@ -93,6 +104,7 @@ enum PlanFiles {
     var plan = TrialPlan(name: name, length: defaults.length, reminders: defaults.reminders)
     var labels: [String: String] = [:]
     var labelsLine: Int?
+    var complianceWarnings = complianceWarnings
     var assigned: [String: Int] = [:]
     for assignment in parsed.assignments {
       let line = assignment.line
@@ -120,6 +132,7 @@ enum PlanFiles {
           plan.length = value.isEmpty ? defaults.length : try ConfigurationSchema.positiveSpan(value)
         case "Reminders":
           plan.reminders = value.isEmpty ? defaults.reminders : try ConfigurationSchema.reminders(value)
+        case "ComplianceWarnings": complianceWarnings = try ConfigurationSchema.boolean(value)
         default:
           if value.isEmpty { labels = [:] }
           for (key, text) in try labelPairs(value) { labels[key] = text }
@@ -150,7 +163,37 @@ enum PlanFiles {
             + "length \(TimeSpan.format(plan.length)): its trials start with them already due, and they are skipped"
         ))
     }
+    if valid, complianceWarnings,
+      !TrialPlan.meetsCardNetworkRule(length: plan.length, reminders: plan.reminders)
+    {
+      diagnostics.append(
+        .init(
+          .warning, file: file, line: assigned["Reminders"] ?? assigned["Length"],
+          cardNetworkProblem(
+            "trials of plan \(name)", length: plan.length, reminders: plan.reminders,
+            keys: ("Reminders", "ComplianceWarnings=no"))))
+    }
     return valid ? plan : nil
+  }
+
+  /// What is wrong with `trials` of `length` with `reminders`, which miss the card networks'
+  /// rule (`TrialPlan.meetsCardNetworkRule`), and what to do: `keys` are the reminders' key and
+  /// the assignment that silences the warning.
+  static func cardNetworkProblem(
+    _ trials: String, length: Duration, reminders: ReminderSchedule,
+    keys: (reminders: String, silence: String)
+  ) -> String {
+    let notice = TrialPlan.cardNetworkNotice
+    let days = notice.components.seconds / 86_400
+    let spans = { (offsets: [Duration]) in offsets.map(TimeSpan.format).joined(separator: ", ") }
+    let have = reminders.offsets.isEmpty ? "none" : spans(reminders.offsets)
+    let advised = (["\(days)d"] + reminders.offsets.filter { $0 < notice }.map(TimeSpan.format))
+      .joined(separator: ", ")
+    return
+      "\(trials) last \(TimeSpan.format(length)) and no reminder comes \(days) days or more before their end "
+      + "(\(keys.reminders)=\(have)): Visa (since April 2020) and Mastercard require one for a free trial longer "
+      + "than \(days) days that converts to paid; add one (\(keys.reminders)=\(advised)), or set \(keys.silence) "
+      + "if these trials do not convert to paid"
   }
 
   /// `key=value` pairs separated by spaces; a pair (or its value) in double quotes may hold
