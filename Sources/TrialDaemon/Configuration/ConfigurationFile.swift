@@ -1,3 +1,5 @@
+import TrialCore
+
 /// A problem found in the configuration, with the file and line it is on.
 public struct ConfigurationDiagnostic: Hashable, Sendable, CustomStringConvertible {
   public enum Severity: String, Hashable, Sendable {
@@ -138,5 +140,29 @@ enum ConfigurationSyntax {
     }
     while let last = slice.last, last == " " || last == "\t" || last == "\r" { slice.removeLast() }
     return String(slice)
+  }
+}
+
+extension ConfigurationDiagnostic {
+  /// The warning for `trials` of `length` with `reminders` when they miss the card networks'
+  /// rule (`TrialPlan.meetsCardNetworkRule`), saying what is wrong and what to do; nil when
+  /// they meet it. `keys` are the reminders' key and the assignment that silences the warning.
+  static func cardNetworkRule(
+    _ trials: String, length: Duration, reminders: ReminderSchedule,
+    keys: (reminders: String, silence: String), file: String, line: Int?
+  ) -> ConfigurationDiagnostic? {
+    guard !TrialPlan.meetsCardNetworkRule(length: length, reminders: reminders) else { return nil }
+    let notice = TrialPlan.cardNetworkNotice
+    let days = notice.components.seconds / 86_400
+    let spans = { (offsets: [Duration]) in offsets.map(TimeSpan.format).joined(separator: ", ") }
+    let have = reminders.offsets.isEmpty ? "none" : spans(reminders.offsets)
+    let advised = (["\(days)d"] + reminders.offsets.filter { $0 < notice }.map(TimeSpan.format))
+      .joined(separator: ", ")
+    return ConfigurationDiagnostic(
+      .warning, file: file, line: line,
+      "\(trials) last \(TimeSpan.format(length)) and no reminder comes \(days) days or more before their end "
+        + "(\(keys.reminders)=\(have)): Visa (since April 2020) and Mastercard require one for a free trial longer "
+        + "than \(days) days that converts to paid; add one (\(keys.reminders)=\(advised)), or set \(keys.silence) "
+        + "if these trials do not convert to paid")
   }
 }

@@ -226,15 +226,12 @@ public struct ConfigurationLoader: Sendable {
       }
       let length = configuration.defaultLength
       if configuration.complianceWarnings,
-        !TrialPlan.meetsCardNetworkRule(length: length, reminders: configuration.defaultReminders),
-        let blame = lastAssignment["DefaultReminders"] ?? lastAssignment["DefaultLength"]
+        let blame = lastAssignment["DefaultReminders"] ?? lastAssignment["DefaultLength"],
+        let warning = ConfigurationDiagnostic.cardNetworkRule(
+          "trials of the default length", length: length, reminders: configuration.defaultReminders,
+          keys: ("DefaultReminders", "[Trials] ComplianceWarnings=no"), file: blame.file, line: blame.line)
       {
-        diagnostics.append(
-          .init(
-            .warning, file: blame.file, line: blame.line,
-            PlanFiles.cardNetworkProblem(
-              "trials of the default length", length: length, reminders: configuration.defaultReminders,
-              keys: ("DefaultReminders", "[Trials] ComplianceWarnings=no"))))
+        diagnostics.append(warning)
       }
       let tooLong = configuration.defaultReminders.offsets.filter { $0 >= length }
       guard !tooLong.isEmpty,

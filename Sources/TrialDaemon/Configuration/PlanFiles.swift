@@ -164,36 +164,14 @@ enum PlanFiles {
         ))
     }
     if valid, complianceWarnings,
-      !TrialPlan.meetsCardNetworkRule(length: plan.length, reminders: plan.reminders)
+      let warning = ConfigurationDiagnostic.cardNetworkRule(
+        "trials of plan \(name)", length: plan.length, reminders: plan.reminders,
+        keys: ("Reminders", "ComplianceWarnings=no"), file: file,
+        line: assigned["Reminders"] ?? assigned["Length"])
     {
-      diagnostics.append(
-        .init(
-          .warning, file: file, line: assigned["Reminders"] ?? assigned["Length"],
-          cardNetworkProblem(
-            "trials of plan \(name)", length: plan.length, reminders: plan.reminders,
-            keys: ("Reminders", "ComplianceWarnings=no"))))
+      diagnostics.append(warning)
     }
     return valid ? plan : nil
-  }
-
-  /// What is wrong with `trials` of `length` with `reminders`, which miss the card networks'
-  /// rule (`TrialPlan.meetsCardNetworkRule`), and what to do: `keys` are the reminders' key and
-  /// the assignment that silences the warning.
-  static func cardNetworkProblem(
-    _ trials: String, length: Duration, reminders: ReminderSchedule,
-    keys: (reminders: String, silence: String)
-  ) -> String {
-    let notice = TrialPlan.cardNetworkNotice
-    let days = notice.components.seconds / 86_400
-    let spans = { (offsets: [Duration]) in offsets.map(TimeSpan.format).joined(separator: ", ") }
-    let have = reminders.offsets.isEmpty ? "none" : spans(reminders.offsets)
-    let advised = (["\(days)d"] + reminders.offsets.filter { $0 < notice }.map(TimeSpan.format))
-      .joined(separator: ", ")
-    return
-      "\(trials) last \(TimeSpan.format(length)) and no reminder comes \(days) days or more before their end "
-      + "(\(keys.reminders)=\(have)): Visa (since April 2020) and Mastercard require one for a free trial longer "
-      + "than \(days) days that converts to paid; add one (\(keys.reminders)=\(advised)), or set \(keys.silence) "
-      + "if these trials do not convert to paid"
   }
 
   /// `key=value` pairs separated by spaces; a pair (or its value) in double quotes may hold
