@@ -50,7 +50,7 @@ public enum FastPath {
   }
 
   private static func getTrial(_ fields: [String: Field]) -> GetTrialParameters? {
-    guard Set(fields.keys).isSubset(of: ["id", "subject"]) else { return nil }
+    guard fields.keys.allSatisfy({ $0 == "id" || $0 == "subject" }) else { return nil }
     var parameters = GetTrialParameters(subject: "")
     parameters.subject = nil
     if let field = fields["subject"] {
@@ -64,9 +64,12 @@ public enum FastPath {
     return parameters
   }
 
+  private static let startTrialKeys: Set<String> = [
+    "subject", "duration", "endsAt", "reminders", "labels", "plan",
+  ]
+
   private static func startTrial(_ fields: [String: Field]) -> StartTrialParameters? {
-    guard Set(fields.keys).isSubset(of: ["subject", "duration", "endsAt", "reminders", "labels", "plan"]),
-      let subject = fields["subject"]?.text
+    guard fields.keys.allSatisfy(startTrialKeys.contains), let subject = fields["subject"]?.text
     else { return nil }
     var parameters = StartTrialParameters(subject: subject)
     if let field = fields["duration"] {
@@ -121,13 +124,19 @@ public enum FastPath {
     mutating func string() -> String? {
       guard expect("\"") else { return nil }
       let start = index
+      var ascii = true
       while index < bytes.endIndex {
         let byte = bytes[index]
         if byte == UInt8(ascii: "\"") {
           defer { index += 1 }
-          return String(validating: bytes[start..<index], as: UTF8.self)
+          // ASCII needs no validation, and the generic validating initialiser looks up type
+          // metadata on every call.
+          return ascii
+            ? String(decoding: bytes[start..<index], as: UTF8.self)
+            : String(validating: bytes[start..<index], as: UTF8.self)
         }
         guard byte >= 0x20, byte != UInt8(ascii: "\\") else { return nil }
+        ascii = ascii && byte < 0x80
         index += 1
       }
       return nil

@@ -60,35 +60,30 @@ public enum TimeSpan {
   /// up. A bare number is seconds, as in systemd. The result is exact to the microsecond,
   /// systemd's resolution: a finer remainder is rounded to the nearest microsecond.
   public static func parse(_ text: String) throws(ParseError) -> Duration {
-    let trimmed = text.trimmingWhitespace()
-    guard !trimmed.isEmpty else { throw ParseError(input: text, problem: "empty") }
+    // Read scalar by scalar: the text is ASCII but for a `µs` unit, and Characters would cost
+    // a grapheme break and a Unicode property lookup each on the path of every StartTrial.
+    let scalars = text.unicodeScalars
+    var index = scalars.startIndex
+    var end = scalars.endIndex
+    while index < end, isWhitespace(scalars[index]) { scalars.formIndex(after: &index) }
+    while end > index, isWhitespace(scalars[scalars.index(before: end)]) { scalars.formIndex(before: &end) }
+    guard index < end else { throw ParseError(input: text, problem: "empty") }
     var total: Int128 = 0
-    var index = trimmed.startIndex
     var sawComponent = false
-    while index < trimmed.endIndex {
-      while index < trimmed.endIndex, trimmed[index] == " " || trimmed[index] == "\t" {
-        index = trimmed.index(after: index)
-      }
-      guard index < trimmed.endIndex else { break }
+    while index < end {
+      while index < end, scalars[index] == " " || scalars[index] == "\t" { scalars.formIndex(after: &index) }
+      guard index < end else { break }
       let numberStart = index
-      while index < trimmed.endIndex, trimmed[index].isASCII,
-        trimmed[index].isNumber || trimmed[index] == "."
-      {
-        index = trimmed.index(after: index)
-      }
-      let numberText = trimmed[numberStart..<index]
+      while index < end, isDigit(scalars[index]) || scalars[index] == "." { scalars.formIndex(after: &index) }
+      let numberText = scalars[numberStart..<index]
       guard let number = Number(numberText) else {
-        let found = trimmed[numberStart...].prefix(while: { $0 != " " })
-        throw ParseError(input: text, problem: "expected a number at \"\(found)\"")
+        let found = scalars[numberStart..<end].prefix(while: { $0 != " " })
+        throw ParseError(input: text, problem: "expected a number at \"\(Substring(found))\"")
       }
-      while index < trimmed.endIndex, trimmed[index] == " " {
-        index = trimmed.index(after: index)
-      }
+      while index < end, scalars[index] == " " { scalars.formIndex(after: &index) }
       let unitStart = index
-      while index < trimmed.endIndex, trimmed[index].isLetter || trimmed[index] == "µ" {
-        index = trimmed.index(after: index)
-      }
-      let unit = String(trimmed[unitStart..<index])
+      while index < end, isLetter(scalars[index]) { scalars.formIndex(after: &index) }
+      let unit = String(Substring(scalars[unitStart..<index]))
       let factor: Int128
       if unit.isEmpty {
         factor = 1_000_000_000
@@ -98,7 +93,7 @@ public enum TimeSpan {
         throw ParseError(input: text, problem: "unknown unit \"\(unit)\"")
       }
       guard let nanoseconds = number.nanoseconds(unit: factor) else {
-        throw ParseError(input: text, problem: "number too large at \"\(numberText)\"")
+        throw ParseError(input: text, problem: "number too large at \"\(Substring(numberText))\"")
       }
       total += nanoseconds
       guard total <= maximumNanoseconds else { throw ParseError(input: text, problem: "too large") }
@@ -109,6 +104,18 @@ public enum TimeSpan {
     return Duration(attosecondCount: microseconds * Duration.attosecondsPerMicrosecond)
   }
 
+  private static func isDigit(_ scalar: Unicode.Scalar) -> Bool { ("0"..."9").contains(scalar) }
+
+  /// A letter of a unit's name; `µs` is the one name that is not ASCII.
+  private static func isLetter(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.isASCII
+      ? ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) : scalar.properties.isAlphabetic
+  }
+
+  private static func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.isASCII ? scalar == " " || ("\t"..."\r").contains(scalar) : scalar.properties.isWhitespace
+  }
+
   /// A decimal number as written: digits, and at most one point with digits on one side.
   private struct Number {
     var whole: Int128
@@ -117,27 +124,29 @@ public enum TimeSpan {
     var fraction: Int128
     var fractionScale: Int128
 
-    init?(_ text: Substring) {
+    /// Reads ASCII digits and points, as `parse` collects them.
+    init?(_ text: Substring.UnicodeScalarView) {
       var whole: Int128 = 0
       var fraction: Int128 = 0
       var fractionScale: Int128 = 1
       var digits = 0
       var afterPoint = false
-      for character in text {
-        if character == "." {
+      for scalar in text {
+        if scalar == "." {
           guard !afterPoint else { return nil }
           afterPoint = true
           continue
         }
-        guard let digit = character.wholeNumberValue else { return nil }
+        guard TimeSpan.isDigit(scalar) else { return nil }
+        let digit = Int128(scalar.value - 0x30)
         digits += 1
         if afterPoint {
           guard fractionScale < 100_000_000_000_000_000_000 else { continue }
-          fraction = fraction * 10 + Int128(digit)
+          fraction = fraction * 10 + digit
           fractionScale *= 10
         } else {
           // Saturates: a number this long is too large for any unit.
-          whole = whole > Int128(Int64.max) ? whole : whole * 10 + Int128(digit)
+          whole = whole > Int128(Int64.max) ? whole : whole * 10 + digit
         }
       }
       guard digits > 0 else { return nil }

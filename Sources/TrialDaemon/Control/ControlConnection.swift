@@ -43,6 +43,10 @@ final class ControlConnection: @unchecked Sendable {
   /// Actions still to carry out; a handler that answers at once adds its reply's actions here.
   private var pending: [ConnectionMachine<PreparedCall>.Action] = []
   private var running = false
+  /// Where reads land, from the first read to the close: a buffer taken for each read was a heap
+  /// allocation (at times with a consolidation of the heap) on every readable event.
+  private var readBuffer: UnsafeMutableRawBufferPointer?
+  private static let readBufferSize = 16_384
 
   /// The thread running `perform` on this connection's queue, while it does (0 otherwise): a
   /// completion called on that thread, before `perform` returns, is taken without a hop. (Not
@@ -87,6 +91,8 @@ final class ControlConnection: @unchecked Sendable {
         }
       }, errorReply: router.errorReply)
   }
+
+  deinit { readBuffer?.deallocate() }
 
   static func now() -> Duration { .nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds)) }
 
@@ -231,6 +237,8 @@ final class ControlConnection: @unchecked Sendable {
   private func close(reason: String) {
     guard !closed else { return }
     closed = true
+    readBuffer?.deallocate()
+    readBuffer = nil
     logger.debug("control connection closed", metadata: ["reason": "\(reason)"])
     stopStream()
     timer?.cancel()
@@ -256,20 +264,21 @@ final class ControlConnection: @unchecked Sendable {
     // An event that was on its way when reading stopped: the descriptor may be another's now.
     guard !closed, registered else { return }
     var actions: [ConnectionMachine<PreparedCall>.Action] = []
-    withUnsafeTemporaryAllocation(byteCount: 65_536, alignment: 16) { buffer in
-      while !machine.stopsReading && machine.wantsInput {
-        switch ControlSocket.read(fd, into: buffer) {
-        case .bytes(let count):
-          actions += machine.received(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), now: Self.now())
-        case .wouldBlock:
-          return
-        case .endOfStream:
-          actions += machine.endOfInput(now: Self.now())
-          return
-        case .failed(let error):
-          actions += machine.close(reason: "read failed: \(ControlSocket.describe(errno: error))")
-          return
-        }
+    let buffer =
+      readBuffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readBufferSize, alignment: 16)
+    readBuffer = buffer
+    reading: while !machine.stopsReading && machine.wantsInput {
+      switch ControlSocket.read(fd, into: buffer) {
+      case .bytes(let count):
+        actions += machine.received(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), now: Self.now())
+      case .wouldBlock:
+        break reading
+      case .endOfStream:
+        actions += machine.endOfInput(now: Self.now())
+        break reading
+      case .failed(let error):
+        actions += machine.close(reason: "read failed: \(ControlSocket.describe(errno: error))")
+        break reading
       }
     }
     run(actions)
