@@ -55,7 +55,7 @@ SWIFT ?= swift
 # tests.
 # The peers of make bench-peers: postgresql, redis-server, at, sqlite3, and Debian's python3
 # with python3-psycopg2 and python3-redis for the harness (their system services are not used).
-APT_PACKAGES ?= pkg-config binutils tzdata libsystemd-dev liblmdb-dev libpq-dev \
+APT_PACKAGES ?= pkg-config binutils tzdata libsystemd-dev liblmdb-dev libpq-dev libunistring-dev \
   debhelper lintian mandoc \
   postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis
 STRICT = -Xswiftc -warnings-as-errors
@@ -222,8 +222,9 @@ clean:
 # One program with the Swift runtime linked statically, trialwatchctl a link to it that runs
 # the client (docs/architecture.md, "Footprint"): an installed host needs only glibc (2.36 or
 # later), libstdc++ and libgcc, libsystemd and liblmdb (Debian: libc6, libstdc++6, libgcc-s1,
-# libsystemd0, liblmdb0); libpq (libpq5) is opened by a fleet node only. Linked by the
-# toolchain's lld: relocations packed (DT_RELR), no symbol exported, bound at start (-z now).
+# libsystemd0, liblmdb0); libpq (libpq5) is opened by a fleet node only, and libunistring
+# (libunistring2) at the first subject that is not ASCII folded for a plan granted once. Linked
+# by the toolchain's lld: relocations packed (DT_RELR), no symbol exported, bound at start (-z now).
 RELEASE_SCRATCH = .build-release
 RELEASE_BIN = $(RELEASE_SCRATCH)/release
 PREFIX ?= /usr

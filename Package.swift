@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Targets point one way: executables → daemon → core. TrialCore has no I/O and no C; each
-// C library (CLMDB, CPostgres, CSystemd, CTimerFD) is imported by exactly one Swift file.
+// C library (CLMDB, CPostgres, CSystemd, CTimerFD, CEpoll, CUnistring) is imported by exactly one
+// Swift file.
 // The stores sit beside the daemon, not under it: TrialCore defines what a store is (the
 // repository contract, `StoreServices`, `FleetServices`), TrialStore (LMDB) and TrialPostgres
 // implement it, and the executable trialwatchd chooses between them (`StoreBackends`).
@@ -68,6 +69,10 @@ let package = Package(
     .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
     // <sys/epoll.h> and <sys/eventfd.h>, likewise: the control server's poller thread.
     .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
+    // libunistring's declarations (Debian: libunistring-dev): Unicode NFKC case folding of
+    // subjects, for plans that grant a trial once (SubjectKey=casefold and email). Not linked:
+    // TrialDaemon opens libunistring.so.2 when it first folds a subject that is not ASCII (shim.h).
+    .systemLibrary(name: "CUnistring", path: "Sources/CUnistring", providers: [.apt(["libunistring-dev"])]),
 
     // The Varlink wire format, the io.trialwatch.Trials interface and a blocking client,
     // shared by the daemon and trialwatchctl.
@@ -84,7 +89,7 @@ let package = Package(
     .target(
       name: "TrialDaemon",
       dependencies: [
-        "TrialCore", "TrialStore", "TrialControl", "Systemd", "CTimerFD", "CEpoll",
+        "TrialCore", "TrialStore", "TrialControl", "Systemd", "CTimerFD", "CEpoll", "CUnistring",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]

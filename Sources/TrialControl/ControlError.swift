@@ -25,12 +25,13 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public var last: String?
     public var name: String?
     public var plan: String?
+    public var firstStartedAt: String?
 
     public init(
       id: String? = nil, subject: String? = nil, state: String? = nil, method: String? = nil, uid: Int? = nil,
       interface: String? = nil, parameter: String? = nil, problem: String? = nil, limit: Int? = nil,
       message: String? = nil, cursor: String? = nil, resumeAfter: String? = nil, oldest: String? = nil,
-      last: String? = nil, name: String? = nil, plan: String? = nil
+      last: String? = nil, name: String? = nil, plan: String? = nil, firstStartedAt: String? = nil
     ) {
       self.id = id
       self.subject = subject
@@ -48,6 +49,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.last = last
       self.name = name
       self.plan = plan
+      self.firstStartedAt = firstStartedAt
     }
   }
 
@@ -75,6 +77,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let consumerNotFound = "io.trialwatch.ConsumerNotFound"
     public static let consumerExists = "io.trialwatch.ConsumerExists"
     public static let planNotFound = "io.trialwatch.PlanNotFound"
+    public static let trialAlreadyUsed = "io.trialwatch.TrialAlreadyUsed"
   }
 
   public static func interfaceNotFound(_ interface: String) -> Self {
@@ -150,6 +153,12 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.init(name: Name.consumerExists, parameters: Parameters(name: name))
     case .planNotFound(let name):
       self.init(name: Name.planNotFound, parameters: Parameters(plan: name))
+    case .trialAlreadyUsed(let use):
+      self.init(
+        name: Name.trialAlreadyUsed,
+        parameters: Parameters(
+          id: use.trial.description, subject: use.subject, plan: use.plan,
+          firstStartedAt: RFC3339.format(use.firstStartedAt)))
     }
   }
 
@@ -188,6 +197,10 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
         + "it is not from this store's event log"
     case Name.consumerNotFound: return "no consumer named \"\(p.name ?? "?")\""
     case Name.consumerExists: return "a consumer named \"\(p.name ?? "?")\" already exists"
+    case Name.trialAlreadyUsed:
+      return
+        "subject \"\(p.subject ?? "?")\" already had the trial its plan grants once: trial \(p.id ?? "?") "
+        + "of plan \(p.plan ?? "?"), started \(p.firstStartedAt ?? "?")"
     case Name.planNotFound:
       return "no plan named \"\(p.plan ?? "?")\" is configured (trialwatchctl plans lists those that are)"
     default:

@@ -63,6 +63,8 @@ public enum Trials {
   public static let simulate = VarlinkMethod<SimulateParameters, EventsReply>(interface, "Simulate")
   public static let getStatus = VarlinkMethod<NoParameters, GetStatusReply>(interface, "GetStatus")
   public static let listPlans = VarlinkMethod<ListPlansParameters, ListPlansReply>(interface, "ListPlans")
+  public static let grantAgain = VarlinkMethod<GrantAgainParameters, GrantAgainReply>(
+    interface, "GrantAgain", .change)
   public static let getFleet = VarlinkMethod<NoParameters, GetFleetReply>(interface, "GetFleet")
   public static let export = VarlinkMethod<ExportParameters, ExportReply>(interface, "Export")
   public static let watch = VarlinkMethod<WatchParameters, WatchReply>(interface, "Watch", .stream)

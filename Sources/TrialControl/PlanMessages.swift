@@ -12,6 +12,10 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var labels: [String: String]
   /// How many active trials were started with the plan; absent when not asked for.
   public var activeTrials: Int?
+  /// `TrialOnce`'s raw value; nil for `no`.
+  public var once: String?
+  /// `SubjectKeyRule`'s raw value; nil for `exact`.
+  public var subjectKey: String?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
     name = plan.name
@@ -20,6 +24,42 @@ public struct PlanObject: Codable, Hashable, Sendable {
     reminders = plan.reminders.offsets.map(Span.init)
     labels = plan.labels.dictionary
     self.activeTrials = activeTrials
+    once = plan.once == .no ? nil : plan.once.rawValue
+    subjectKey = plan.subjectKey == .exact ? nil : plan.subjectKey.rawValue
+  }
+}
+
+/// The record that a subject had the trial a plan grants once, as the wire carries it.
+public struct SubjectUseObject: Codable, Hashable, Sendable {
+  public var subject: String
+  public var plan: String
+  public var firstStartedAt: Date
+  public var id: TrialID
+
+  public init(_ use: SubjectUse) {
+    subject = use.subject
+    plan = use.plan
+    firstStartedAt = use.firstStartedAt
+    id = use.trial
+  }
+}
+
+public struct GrantAgainParameters: VarlinkParameters, Hashable {
+  public var subject: String
+  public var plan: String
+
+  public init(subject: String, plan: String) {
+    self.subject = subject
+    self.plan = plan
+  }
+}
+
+/// The reply of GrantAgain: the record removed; nil when the subject had none.
+public struct GrantAgainReply: Codable, Hashable, Sendable {
+  public var used: SubjectUseObject?
+
+  public init(used: SubjectUseObject?) {
+    self.used = used
   }
 }
 

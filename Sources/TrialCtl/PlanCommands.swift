@@ -23,6 +23,35 @@ struct Plans: ParsableCommand, CtlCommand {
   }
 }
 
+struct GrantAgain: ParsableCommand, CtlCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "grant-again",
+    abstract: "Let a subject start the trial of a plan granted once (Once=) again.",
+    discussion: """
+      A plan with Once=plan or Once=all records every subject that had its trial, for good; a start for that \
+      subject is then refused (TrialAlreadyUsed). This removes the record, so that the subject may start one \
+      trial more, which is recorded in turn. The subject is matched as the plan's SubjectKey= says. The \
+      journal records who did it. Needs the rights of a change.
+
+      Example: trialwatchctl grant-again alice@example.com --plan pro
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: "The subject, as a start would give it.") var subject: String
+  @Option(help: "The plan granted once.", completion: PlanOption.completion) var plan: String
+
+  func validate() throws {
+    if let problem = Trial.validateSubject(subject) { throw ValidationError("SUBJECT: \(problem)") }
+    _ = try PlanOption.checked(plan)
+  }
+
+  func run(in environment: CtlEnvironment) throws {
+    let session = try Session(global, environment)
+    let reply = try session.call(Trials.grantAgain, GrantAgainParameters(subject: subject, plan: plan))
+    if !session.json { session.presenter.presentGrantAgain(reply, subject: subject, plan: plan) }
+  }
+}
+
 /// Options that name a plan.
 enum PlanOption {
   /// Checks a `--plan` value as the daemon would.
@@ -59,14 +88,33 @@ extension TrialPresenter {
     let rows = plans.map { plan in
       [
         plan.name, TimeSpan.format(plan.length.duration), reminders(plan.reminders.map(\.duration)),
-        plan.labels.isEmpty ? "-" : labels(plan.labels),
+        plan.labels.isEmpty ? "-" : labels(plan.labels), Self.once(plan),
         plan.activeTrials.map(String.init) ?? "-", plan.description ?? "",
       ]
     }
     output.showList(
       ListViewModel(
         table: TableViewModel(
-          columns: ["NAME", "LENGTH", "REMINDERS", "LABELS", "ACTIVE", "DESCRIPTION"], rows: rows),
+          columns: ["NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "ACTIVE", "DESCRIPTION"], rows: rows),
         emptyMessage: "No plans. A plan is a file /etc/trialwatch/plans/NAME.conf (trialwatch.conf(5))."))
+  }
+}
+
+extension TrialPresenter {
+  /// `plan` or `all`, with the subject key when it is not `exact` (`all/email`); `-` for no.
+  static func once(_ plan: PlanObject) -> String {
+    guard let once = plan.once else { return "-" }
+    return plan.subjectKey.map { once + "/" + $0 } ?? once
+  }
+
+  public func presentGrantAgain(_ reply: GrantAgainReply, subject: String, plan: String) {
+    guard let used = reply.used else {
+      output.showMessage(
+        "Subject \(subject) had no trial of plan \(plan) recorded: it may start one already.")
+      return
+    }
+    output.showMessage(
+      "Subject \(subject) may start a trial of plan \(plan) again (it had trial \(used.id) of plan \(used.plan), "
+        + "started \(date(used.firstStartedAt)), as \(used.subject)).")
   }
 }

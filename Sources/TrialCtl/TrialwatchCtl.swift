@@ -122,6 +122,11 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
       self.init(
         remote.description + "\nTo read from the oldest event kept, pass --after \(resume)",
         exitCode: .failure)
+    case ControlError.Name.trialAlreadyUsed:
+      self.init(
+        remote.description
+          + "\nTo let the subject start one again: trialwatchctl grant-again SUBJECT --plan \(remote.parameters.plan ?? "PLAN")",
+        exitCode: .failure)
     case ControlError.Name.permissionDenied: self.init(remote.description, exitCode: .permissionDenied)
     case ControlError.Name.invalidParameter: self.init(remote.description, exitCode: .usage)
     default: self.init(remote.description, exitCode: .failure)
@@ -157,7 +162,8 @@ public struct TrialwatchCtl: ParsableCommand {
         5  daemon unreachable (check: systemctl status trialwatch)
       """,
     subcommands: [
-      Start.self, Status.self, List.self, Extend.self, End.self, Plan.self, Plans.self, Simulate.self,
+      Start.self, Status.self, List.self, Extend.self, End.self, Plan.self, Plans.self, GrantAgain.self,
+      Simulate.self,
       Watch.self, DaemonStatus.self, Fleet.self, Export.self, EventLog.self, Consumers.self,
       ConsumerCommand.self, Consume.self,
     ])

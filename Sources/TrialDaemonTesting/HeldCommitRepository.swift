@@ -69,6 +69,10 @@ private struct HeldScan: TrialReadTransaction {
   }
   func consumer(named name: String) throws -> ConsumerRecord? { try inner.consumer(named: name) }
   func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws { try inner.scanConsumers(body) }
+  func subjectUse(scope: SubjectUse.Scope, key: String) throws -> SubjectUse? {
+    try inner.subjectUse(scope: scope, key: key)
+  }
+  func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws { try inner.scanSubjectUses(body) }
 }
 
 /// One place where the repository can be made to stop: armed, the next pass stops there until

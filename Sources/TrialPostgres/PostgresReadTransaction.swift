@@ -148,6 +148,12 @@ class PostgresReadTransaction: TrialReadTransaction {
     return result.rows == 0 ? nil : try ConsumerRows(result).consumer(0)
   }
 
+  func subjectUse(scope: SubjectUse.Scope, key: String) throws -> SubjectUse? {
+    try readSubjectUse(scope: scope, key: key)
+  }
+
+  func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws { try readSubjectUses(body) }
+
   func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws {
     let result = try query(
       "SELECT \(PostgresRecords.consumerColumns) FROM trialwatch.consumer ORDER BY name COLLATE \"C\"")

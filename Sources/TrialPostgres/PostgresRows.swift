@@ -7,7 +7,7 @@ import TrialCore
 // the table changes no reader.
 
 /// Finds the columns of `table` a reader takes in `result`.
-private struct ColumnFinder {
+struct ColumnFinder {
   let result: PGResult
   let table: String
 

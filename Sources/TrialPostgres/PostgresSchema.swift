@@ -217,8 +217,24 @@ public enum PostgresSchema {
     ALTER TABLE trialwatch.event_log ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}';
     """
 
+  /// Version 6: the records that subjects had a trial granted once (plans with `Once=`), by
+  /// scope (`all`, `plan:NAME`) and the subject's key; kept for good, whatever becomes of the
+  /// trials.
+  static let upgradeTo6 = """
+    CREATE TABLE trialwatch.subject_use (
+      scope text NOT NULL,
+      key text NOT NULL,
+      subject text NOT NULL,
+      plan text NOT NULL,
+      first_started_s double precision NOT NULL,
+      trial_id bigint NOT NULL,
+      first_started_at timestamptz GENERATED ALWAYS AS (trialwatch.time(first_started_s)) STORED,
+      PRIMARY KEY (scope, key)
+    );
+    """
+
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
-  static let steps = [createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5]
+  static let steps = [createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6]
 
   /// What `prepare` found or did.
   public enum Outcome: Hashable, Sendable {

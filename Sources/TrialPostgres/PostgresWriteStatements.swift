@@ -93,6 +93,7 @@ extension PostgresWriteTransaction {
     writeTrials(into: &query)
     writeLedger(into: &query)
     writeConsumers(into: &query)
+    writeUses(into: &query)
     let notifications = notifying(self)
     if !notifications.isEmpty {
       let channels = query.bind(PGArray.literal(notifications.map { Optional($0.channel) }))

@@ -39,6 +39,8 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   /// How many of `logAppends` were sent.
   var flushedLog = 0
   var consumerWrites: [String: ConsumerRecord?] = [:]
+  /// Uses recorded (or removed: nil) by this transaction, by `useKey`.
+  var useWrites: [String: SubjectUse?] = [:]
   var lastSeen: Date?
   /// The epochs the fence confirmed, by shard.
   private(set) var fenced: [Int: Int64] = [:]
@@ -243,6 +245,16 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     try super.scanConsumers(body)
   }
 
+  override func subjectUse(scope: SubjectUse.Scope, key: String) throws -> SubjectUse? {
+    if let written = useWrites[Self.useKey(scope, key)] { return written }
+    return try super.subjectUse(scope: scope, key: key)
+  }
+
+  override func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws {
+    try flush()
+    try super.scanSubjectUses(body)
+  }
+
   // MARK: Writes
 
   func putTrial(_ trial: Trial) throws {
@@ -318,6 +330,16 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   func removeConsumer(named name: String) throws -> Bool {
     guard try consumer(named: name) != nil else { return false }
     consumerWrites[name] = .some(nil)
+    return true
+  }
+
+  func putSubjectUse(_ use: SubjectUse) throws {
+    useWrites[Self.useKey(use.scope, use.key)] = .some(use)
+  }
+
+  func removeSubjectUse(scope: SubjectUse.Scope, key: String) throws -> Bool {
+    guard try subjectUse(scope: scope, key: key) != nil else { return false }
+    useWrites[Self.useKey(scope, key)] = .some(nil)
     return true
   }
 

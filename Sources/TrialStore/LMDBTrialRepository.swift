@@ -54,7 +54,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   /// The schema this version writes and reads. A store with a higher one is refused; one
   /// with a lower one is upgraded when opened for writing (see `upgrade`), and read as it is
   /// by `LMDBStoreReader`.
-  public static let schemaVersion: UInt32 = 4
+  public static let schemaVersion: UInt32 = 5
 
   struct Databases {
     var trials: LMDBDatabase
@@ -65,10 +65,12 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
     /// The event log and its consumers; nil in a schema-1 store (opened read-only).
     var events: LMDBDatabase?
     var consumers: LMDBDatabase?
+    /// The records of subjects that had a trial granted once; nil before schema 5.
+    var uses: LMDBDatabase?
     /// The schema of the store as opened.
     var schema: UInt32
 
-    static let names = ["trials", "subjects", "ledger", "outbox", "meta", "events", "consumers"]
+    static let names = ["trials", "subjects", "ledger", "outbox", "meta", "events", "consumers", "uses"]
   }
 
   enum MetaKey {
@@ -186,6 +188,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
         databases.events = try open("events")
         databases.consumers = try open("consumers")
       }
+      if schema >= 5 { databases.uses = try open("uses") }
       return databases
     }
     if let existing { return existing }
@@ -195,7 +198,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
       let databases = Databases(
         trials: try create("trials"), subjects: try create("subjects"), ledger: try create("ledger"),
         outbox: try create("outbox"), meta: try create("meta"), events: try create("events"),
-        consumers: try create("consumers"), schema: schemaVersion)
+        consumers: try create("consumers"), uses: try create("uses"), schema: schemaVersion)
       try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.schema, UInt32(schemaVersion))
       try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.logLast, UInt64(0))
       try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.logPrunedThrough, UInt64(0))

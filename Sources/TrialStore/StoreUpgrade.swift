@@ -22,6 +22,8 @@ public struct StoreUpgradeReport: Hashable, Sendable {
 /// (`data.mdb.schema<N>-<UTC time>`); then one write transaction makes every change, so the
 /// store is either upgraded whole or left at its old schema.
 ///
+/// Schema 4 → 5 creates the empty `uses` database (subjects that had a trial granted once).
+///
 /// Schema 3 → 4 changes no record: records of version 2 (trials and logged events with an
 /// attribute section) are written from then on, and those of version 1 read as before, with no
 /// attribute but the subject. The schema is set, so that an older version refuses the store.
@@ -45,6 +47,7 @@ enum StoreUpgrade {
       if from < 2 {
         (upgraded, backfilled) = try addEventLog(txn, databases, path: environment.dataPath)
       }
+      if from < 5 { upgraded.uses = try txn.openDatabase("uses", create: true) }
       // Schemas 2 → 3 → 4 change no record: an expiry no longer rewrites its trial's record,
       // and a record of schema 2 (expired when its expiry was taken) reads the same; records of
       // version 1 (no attribute section) read as before.

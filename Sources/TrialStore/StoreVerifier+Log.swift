@@ -105,4 +105,13 @@ extension StoreVerifier {
       }
     }
   }
+
+  /// Each record of a subject granted a trial once decodes. (Its first trial may be gone: the
+  /// record outlives the trial.)
+  func checkUses() throws {
+    guard let uses = databases.uses else { return }
+    try txn.forEach(uses) { key, value in
+      _ = try readable("uses", key) { try UseRecords.decode(key: key, value: value) }
+    }
+  }
 }

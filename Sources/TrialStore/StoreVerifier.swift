@@ -131,6 +131,7 @@ final class StoreVerifier {
       try checkOutbox()
       try checkEventLog()
       try checkConsumers()
+      try checkUses()
       if storedActive != report.activeTrials {
         report.add(
           "meta", Array(LMDBTrialRepository.MetaKey.activeCount.utf8),

@@ -22,6 +22,10 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
     var eventsLast = EventCursor.origin
     var eventsPrunedThrough = EventCursor.origin
     var consumers: [String: ConsumerRecord] = [:]
+    /// By scope and key.
+    var uses: [String: SubjectUse] = [:]
+
+    static func useKey(_ scope: SubjectUse.Scope, _ key: String) -> String { "\(scope)\u{0}\(key)" }
 
     var eventBounds: EventLogBounds {
       EventLogBounds(last: eventsLast, prunedThrough: eventsPrunedThrough, count: events.count)
@@ -156,6 +160,22 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
 
     func removeConsumer(named name: String) throws -> Bool {
       state.consumers.removeValue(forKey: name) != nil
+    }
+
+    func subjectUse(scope: SubjectUse.Scope, key: String) throws -> SubjectUse? {
+      state.uses[State.useKey(scope, key)]
+    }
+
+    func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws {
+      for name in state.uses.keys.sorted() {
+        guard try body(state.uses[name]!) else { return }
+      }
+    }
+
+    func putSubjectUse(_ use: SubjectUse) throws { state.uses[State.useKey(use.scope, use.key)] = use }
+
+    func removeSubjectUse(scope: SubjectUse.Scope, key: String) throws -> Bool {
+      state.uses.removeValue(forKey: State.useKey(scope, key)) != nil
     }
   }
 }

@@ -45,6 +45,10 @@ import TrialCore
           state: .active, expiringWithin: .days(1), limit: 1, after: id, label: "tier=pro", plan: "pro")
       ),
       (Trials.listPlans.qualifiedName, Trials.listPlans.kind, ListPlansParameters(activeTrials: false)),
+      (
+        Trials.grantAgain.qualifiedName, Trials.grantAgain.kind,
+        GrantAgainParameters(subject: "ada@example.com", plan: "pro")
+      ),
       (Trials.extendTrial.qualifiedName, Trials.extendTrial.kind, extendTrial),
       (
         Trials.endTrial.qualifiedName, Trials.endTrial.kind,
@@ -82,9 +86,9 @@ import TrialCore
     }
     #expect(
       Trials.startTrial.kind == .change && Trials.extendTrial.kind == .change
-        && Trials.endTrial.kind == .change)
+        && Trials.endTrial.kind == .change && Trials.grantAgain.kind == .change)
     #expect(Trials.watch.kind == .stream)
-    #expect(samples.filter { $0.1 == .change }.count == 6)
+    #expect(samples.filter { $0.1 == .change }.count == 7)
   }
 
   @Test func parameterNames_OfAMethod_AreReadFromItsDeclaration() {

@@ -105,4 +105,50 @@ import TrialDaemonTesting
     #expect(daemon.waitForExit() == 0)
     #expect(daemon.standardError.contains("pro.conf:2: error: invalid value \"never\" for Length="))
   }
+
+  @Test func planGrantedOnce_RefusesAUsedSubject_UntilGrantedAgain() throws {
+    let daemon = try DaemonProcess()
+    try writePlan(daemon, "pro", "[Plan]\nLength=14d\nOnce=plan\nSubjectKey=email\n")
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
+
+    let first = try trial(
+      try Ctl.run(["start", "Ada+one@Example.com", "--plan", "pro", "--json"], environment: env))
+    let id = try #require(first["id"] as? String)
+    #expect(try Ctl.run(["end", id, "--outcome", "cancelled"], environment: env).status == 0)
+    let refused = try Ctl.run(["start", "ada@example.com", "--plan", "pro"], environment: env)
+    #expect(refused.status == 1)
+    #expect(
+      refused.errors.contains("already had the trial its plan grants once: trial \(id) of plan pro"),
+      "\(refused.errors)")
+    #expect(refused.errors.contains("trialwatchctl grant-again SUBJECT --plan pro"))
+    // On the wire: the error and the first trial.
+    var parameters = StartTrialParameters(subject: "ADA+two@example.com")
+    parameters.plan = "pro"
+    let wire = try #require(throws: VarlinkClientError.self) {
+      try VarlinkClient(path: daemon.socketPath).call(Trials.startTrial, parameters)
+    }
+    #expect(wire.remoteError?.name == "io.trialwatch.TrialAlreadyUsed")
+    #expect(wire.remoteError?.parameters.id == id && wire.remoteError?.parameters.plan == "pro")
+    #expect(wire.remoteError?.parameters.subject == "Ada+one@Example.com")
+    #expect(wire.remoteError?.parameters.firstStartedAt == first["startedAt"] as? String)
+
+    let plans = try Ctl.run(["plans"], environment: env)
+    #expect(
+      plans.output.split(separator: "\n").contains { $0.hasPrefix("pro ") && $0.contains("plan/email") })
+
+    let granted = try Ctl.run(["grant-again", "ADA@example.com", "--plan", "pro"], environment: env)
+    #expect(granted.status == 0, "\(granted.errors)")
+    #expect(
+      granted.output.contains("may start a trial of plan pro again (it had trial \(id)"), "\(granted.output)")
+    let again = try Ctl.run(["grant-again", "ada@example.com", "--plan", "pro", "--json"], environment: env)
+    #expect(try json(again)["used"] == nil)
+    #expect(try Ctl.run(["start", "ada@example.com", "--plan", "pro"], environment: env).status == 0)
+    let unknown = try Ctl.run(["grant-again", "ada@example.com", "--plan", "team"], environment: env)
+    #expect(unknown.status == 3)
+    daemon.signal(SIGTERM)
+    #expect(daemon.waitForExit() == 0)
+    #expect(daemon.standardError.contains("granted a trial of plan pro again to subject ADA@example.com"))
+  }
 }

@@ -159,6 +159,41 @@ import TrialCore
     #expect(try repository.counts() == [.active: 3, .expired: 1])
   }
 
+  @Test func schemaBeforeUses_IsUpgradedInPlace_WithNoUseRecorded() throws {
+    let conninfo = try Self.emptyDatabase()
+    let connection = try PGConnection(conninfo: conninfo)
+    try connection.executeScript(
+      "BEGIN;\n" + PostgresSchema.steps[0..<5].joined(separator: "\n")
+        + """
+        INSERT INTO trialwatch.meta (key, value) VALUES ('schema_version', '5'), ('shards', '4');
+        INSERT INTO trialwatch.shard (shard) SELECT generate_series(0, 3);
+        \(Self.trialsAndEventsBeforeAttributes)
+        COMMIT;
+        """)
+    #expect(try PostgresSchema.prepare(on: connection, shards: 4) == .upgraded(from: 5))
+    #expect(try PostgresSchema.installedVersion(on: connection) == PostgresSchema.version)
+    let repository = try PostgresTrialRepository(
+      conninfo: conninfo, node: "new-node", shards: ShardMap(count: 4), refusesEarlyFires: false)
+    var trials = 0
+    try repository.read { txn in
+      try txn.scanTrials(after: nil) { _ in
+        trials += 1
+        return true
+      }
+    }
+    #expect(trials == 4)
+    #expect(try repository.read { try $0.subjectUse(scope: .all, key: "old-1") } == nil)
+    let use = SubjectUse(
+      scope: .plan("pro"), key: "old-1", subject: "Old-1", plan: "pro",
+      firstStartedAt: Date(timeIntervalSinceReferenceDate: 60), trial: TrialID(1))
+    try repository.write { try $0.putSubjectUse(use) }
+    #expect(try repository.read { try $0.subjectUse(scope: .plan("pro"), key: "old-1") } == use)
+    let row = try connection.execute(
+      "SELECT subject, first_started_at = trialwatch.time(60) FROM trialwatch.subject_use WHERE key = 'old-1'"
+    )
+    #expect(row.string(0, 0) == "Old-1" && row.bool(0, 1) == true)
+  }
+
   @Test func schema_NewerThanThisDaemon_IsLeftUntouched() throws {
     let connection = try Self.database()
     try PostgresSchema.prepare(on: connection, shards: 4)

@@ -29,7 +29,7 @@ START_NS=$(date +%s%N)
 
 CACHE=$REPO/.cache
 SUITE=bookworm
-PACKAGES=systemd,systemd-sysv,dbus,procps,liblmdb0,libpq5
+PACKAGES=systemd,systemd-sysv,dbus,procps,liblmdb0,libpq5,libunistring2
 ROOT=$SCRATCH/root
 NSPAWN_PID=
 CPID=

@@ -20,6 +20,9 @@ printed on standard output, one per line, for the FAIL line's reason.
   before FILE REGEX_A REGEX_B     the first MESSAGE matching A comes before
                                   the first matching B
   has FILE REGEX                  some MESSAGE matches
+  has-fields FILE REGEX FIELD=VALUE...
+                                  some entry whose MESSAGE matches has every
+                                  FIELD=VALUE
   errors FILE                     no entry of trialwatchd at priority err or worse
   cursor FILE                     prints the last entry's cursor
   unit FILE UNIT                  keeps in FILE only the entries journalctl -u
@@ -205,6 +208,16 @@ def has(path, pattern):
     return 0 if first_index(entries(path), pattern) is not None else 1
 
 
+def has_fields(path, pattern, fields):
+    """An entry whose MESSAGE matches PATTERN has every FIELD=VALUE given."""
+    wanted = dict(field.split("=", 1) for field in fields)
+    regex = re.compile(pattern)
+    for entry in entries(path):
+        if regex.search(entry.get("MESSAGE", "")) and all(entry.get(k) == v for k, v in wanted.items()):
+            return 0
+    return 1
+
+
 def errors(path):
     bad = [e for e in entries(path)
            if e.get("SYSLOG_IDENTIFIER") == "trialwatchd" and e.get("PRIORITY", "6").isdigit()
@@ -271,6 +284,8 @@ def main(argv):
         return before(args[0], args[1], args[2])
     if command == "has":
         return has(args[0], args[1])
+    if command == "has-fields":
+        return has_fields(args[0], args[1], args[2:])
     if command == "errors":
         return errors(args[0])
     if command == "cursor":

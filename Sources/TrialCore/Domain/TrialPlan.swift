@@ -8,16 +8,22 @@ public struct TrialPlan: Hashable, Sendable {
   /// Labels every trial of the plan gets, under those its start gives (which win).
   public var labels: TrialLabels
   public var description: String?
+  /// Whether a subject gets this plan's trial once.
+  public var once: TrialOnce
+  /// How subjects are told apart when `once` is not `no`.
+  public var subjectKey: SubjectKeyRule
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,
-    description: String? = nil
+    description: String? = nil, once: TrialOnce = .no, subjectKey: SubjectKeyRule = .exact
   ) {
     self.name = name
     self.length = length
     self.reminders = reminders
     self.labels = labels
     self.description = description
+    self.once = once
+    self.subjectKey = subjectKey
   }
 
   /// The longest plan name.

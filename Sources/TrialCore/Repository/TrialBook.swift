@@ -130,11 +130,12 @@ public enum TrialBook {
       reminders: reminders, now: now, ids: ids)
   }
 
-  /// The same for a trial with these attributes.
+  /// The same for a trial with these attributes. With `once` (its plan grants a subject the
+  /// trial once), a subject recorded there already is refused, and the trial is recorded.
   public static func startTrial(
     in txn: any TrialWriteTransaction, attributes: TrialAttributes, endDate: Date,
     reminders: ReminderSchedule,
-    now: Date, ids: any TrialIDGenerator
+    now: Date, ids: any TrialIDGenerator, once: (scope: SubjectUse.Scope, key: String)? = nil
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     let subject = attributes.subject
     if let problem = Trial.validateSubject(subject) { throw TrialError.invalid(.subject, problem) }
@@ -143,6 +144,9 @@ public enum TrialBook {
     }
     if let existing = try txn.activeTrialID(subject: subject) {
       throw TrialError(.subjectAlreadyActive(subject: subject, existing: existing))
+    }
+    if let once, let use = try txn.subjectUse(scope: once.scope, key: once.key) {
+      throw TrialError(.trialAlreadyUsed(use))
     }
     var id: TrialID?
     for _ in 0..<idAttempts {
@@ -157,6 +161,13 @@ public enum TrialBook {
       id: id, attributes: attributes, period: TrialPeriod(startDate: now, endDate: endDate),
       reminders: reminders)
     try txn.putTrial(trial)
+    if let once {
+      try txn.putSubjectUse(
+        SubjectUse(
+          scope: once.scope, key: once.key, subject: subject, plan: attributes.plan ?? "",
+          firstStartedAt: now,
+          trial: id))
+    }
     let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtStart)
     return (trial, skipped, try recordSkipped(skipped, of: trial, in: txn, now: now))
   }

@@ -147,15 +147,17 @@ extension TrialBook {
   /// already due, and the events logged.
   public static func apply(
     _ command: TrialCommand, in txn: any TrialWriteTransaction, now: Date, defaults: TrialDefaults,
-    ids: any TrialIDGenerator
+    ids: any TrialIDGenerator, folding: SubjectFolding
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     switch command.kind {
     case .start(let start):
       let resolved = try defaults.resolve(start, now: now)
+      let once = try resolved.attributes.plan.flatMap { defaults.plans[$0] }.flatMap {
+        try $0.use(of: resolved.attributes.subject, fold: folding.fold)
+      }
       return try startTrial(
         in: txn, attributes: resolved.attributes, endDate: resolved.end, reminders: resolved.reminders,
-        now: now,
-        ids: ids)
+        now: now, ids: ids, once: once)
     case .extend(let id, let change, let labels):
       guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
       let end =
@@ -167,5 +169,25 @@ extension TrialBook {
     case .end(let id, let outcome, let labels):
       return (try endTrial(in: txn, id, outcome: outcome, labels: labels, now: now), [], [])
     }
+  }
+}
+
+extension TrialBook {
+  /// Removes the record that `subject` had the trial `plan` grants once, so that the subject may
+  /// start one again: the record removed, nil when there was none.
+  /// - Throws: `TrialError` when no such plan is configured, or the plan grants trials as often
+  ///   as asked.
+  public static func grantAgain(
+    in txn: any TrialWriteTransaction, subject: String, plan name: String, defaults: TrialDefaults,
+    folding: SubjectFolding
+  ) throws -> SubjectUse? {
+    if let problem = Trial.validateSubject(subject) { throw TrialError.invalid(.subject, problem) }
+    guard let plan = defaults.plans[name] else { throw TrialError(.planNotFound(name: name)) }
+    guard let place = try plan.use(of: subject, fold: folding.fold) else {
+      throw TrialError.invalid(.plan, "plan \"\(name)\" grants trials as often as asked (Once=no)")
+    }
+    guard let use = try txn.subjectUse(scope: place.scope, key: place.key) else { return nil }
+    _ = try txn.removeSubjectUse(scope: place.scope, key: place.key)
+    return use
   }
 }

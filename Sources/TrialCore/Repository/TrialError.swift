@@ -17,6 +17,8 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case consumerExists(name: String)
     /// No plan of this name is configured.
     case planNotFound(name: String)
+    /// The subject had the trial its plan grants once.
+    case trialAlreadyUsed(SubjectUse)
   }
 
   public var code: Code
@@ -55,6 +57,10 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case .consumerNotFound(let name): "no consumer named \"\(name)\""
     case .consumerExists(let name): "a consumer named \"\(name)\" already exists"
     case .planNotFound(let name): "no plan named \"\(name)\" is configured"
+    case .trialAlreadyUsed(let use):
+      "subject \"\(use.subject)\" already had a trial"
+        + (use.scope == .all ? " of a plan granted once across plans" : " of plan \"\(use.plan)\"")
+        + " (trial \(use.trial), plan \"\(use.plan)\", started \(RFC3339.format(use.firstStartedAt)))"
     }
   }
 }

@@ -24,6 +24,10 @@ public protocol TrialReadTransaction {
   func consumer(named name: String) throws -> ConsumerRecord?
   /// Every consumer, in name order, until `body` returns false.
   func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws
+  /// The record that a subject of this key had a trial granted once in `scope`.
+  func subjectUse(scope: SubjectUse.Scope, key: String) throws -> SubjectUse?
+  /// Every subject use, until `body` returns false.
+  func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws
 }
 
 /// Writes inside one transaction: all of them land, or none.
@@ -45,6 +49,10 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
   func putConsumer(_ consumer: ConsumerRecord) throws
   /// Removes a consumer; false when there was none of that name.
   func removeConsumer(named name: String) throws -> Bool
+  /// Inserts or replaces the record of a subject use (of its scope and key).
+  func putSubjectUse(_ use: SubjectUse) throws
+  /// Removes the record of a subject use; false when there was none.
+  func removeSubjectUse(scope: SubjectUse.Scope, key: String) throws -> Bool
   /// Of the due events, those this transaction may record (`TrialBook.take` asks first). A
   /// store of one daemon admits them all; a store shared by a fleet admits only events of
   /// shards this node owns at its epoch, due by the store's clock, and holds that ownership

@@ -138,6 +138,18 @@ extension ConfigurationSchema {
     }
   }
 
+  /// One of the raw values of `choices`, as written.
+  static func choice<Choice: RawRepresentable<String> & CaseIterable>(
+    _ value: String, of choices: Choice.Type
+  )
+    throws(InvalidValue) -> Choice
+  {
+    guard let choice = Choice(rawValue: value) else {
+      throw InvalidValue(reason: "not one of " + Choice.allCases.map(\.rawValue).joined(separator: ", "))
+    }
+    return choice
+  }
+
   static func absolutePath(_ value: String) throws(InvalidValue) -> String {
     guard value.hasPrefix("/") else { throw InvalidValue(reason: "must be an absolute path") }
     guard !value.utf8.contains(0) else { throw InvalidValue(reason: "must not contain NUL") }

@@ -54,6 +54,20 @@ enum PlanFiles {
           + "trials are longer than 7 days and no reminder comes 7 days or more before their end: the rule Visa "
           + "(since April 2020) and Mastercard apply to free trials that convert to paid. Set it to no for a "
           + "plan whose trials do not convert to paid."),
+      .init(
+        name: "Once", valueName: "no|plan|all", defaultText: "", defaultDescription: "no",
+        meaning:
+          "Whether a subject gets the plan's trial once: no, as often as it has no active trial; plan, once "
+          + "for this plan; all, once across every plan with Once=all. A subject that had it is recorded for "
+          + "good (ending the trial, retention, a restore and an import keep the record), and StartTrial then "
+          + "fails with io.trialwatch.TrialAlreadyUsed; trialwatchctl grant-again SUBJECT --plan NAME lets it "
+          + "start one again. Plans with Once=all must agree on SubjectKey=."),
+      .init(
+        name: "SubjectKey", valueName: "exact|casefold|email", defaultText: "", defaultDescription: "exact",
+        meaning:
+          "How Once= tells subjects apart: exact, as given; casefold, with Unicode NFKC case folding (Alice and "
+          + "ALICE are one subject); email, case folded, with the +tag of the local part dropped and, for "
+          + "gmail.com and googlemail.com, its dots too (A.Lice+trial@GoogleMail.com is alice@gmail.com)."),
     ])
 
   /// The plans of `directory`, by name, each from its file over `defaults`.
@@ -82,6 +96,27 @@ enum PlanFiles {
         diagnostics[before...].sort { ($0.line ?? 0) < ($1.line ?? 0) }
         if let plan { plans[planName] = plan }
       }
+    }
+    // Folding subjects that are not ASCII needs libunistring, opened at the first such subject.
+    if let reason = SubjectFolding.unicodeUnavailable {
+      for plan in plans.values.sorted(by: { $0.name < $1.name })
+      where plan.once != .no && plan.subjectKey != .exact {
+        diagnostics.append(
+          .init(
+            .warning, file: directory + "/" + plan.name + ".conf", line: nil,
+            "SubjectKey=\(plan.subjectKey.rawValue) folds subjects that are not ASCII with libunistring, "
+              + "which cannot be opened: \(reason); such subjects will be refused until it is installed"))
+      }
+    }
+    // Plans with Once=all share one record of each subject: they must key it alike.
+    let sharing = plans.values.filter { $0.once == .all }.sorted { $0.name < $1.name }
+    for plan in sharing where plan.subjectKey != sharing[0].subjectKey {
+      diagnostics.append(
+        .init(
+          .error, file: directory + "/" + plan.name + ".conf", line: nil,
+          "SubjectKey=\(plan.subjectKey.rawValue) differs from SubjectKey=\(sharing[0].subjectKey.rawValue) of "
+            + "plan \(sharing[0].name): plans with Once=all share one record of each subject, so they must "
+            + "tell subjects apart alike"))
     }
     return plans
   }
@@ -133,6 +168,11 @@ enum PlanFiles {
         case "Reminders":
           plan.reminders = value.isEmpty ? defaults.reminders : try ConfigurationSchema.reminders(value)
         case "ComplianceWarnings": complianceWarnings = try ConfigurationSchema.boolean(value)
+        case "Once":
+          plan.once = value.isEmpty ? .no : try ConfigurationSchema.choice(value, of: TrialOnce.self)
+        case "SubjectKey":
+          plan.subjectKey =
+            value.isEmpty ? .exact : try ConfigurationSchema.choice(value, of: SubjectKeyRule.self)
         default:
           if value.isEmpty { labels = [:] }
           for (key, text) in try labelPairs(value) { labels[key] = text }

@@ -175,7 +175,7 @@ final class ControlConnection: @unchecked Sendable {
     let change = call.route.kind == .change
     performingThread.store(UInt(pthread_self()), ordering: .relaxed)
     defer { performingThread.store(0, ordering: .relaxed) }
-    carryOut(call.parameters, server.router.encoder) { [self] result in
+    carryOut(call.parameters, peer, server.router.encoder) { [self] result in
       let reply: [UInt8]
       switch result {
       case .success(let bytes): reply = bytes

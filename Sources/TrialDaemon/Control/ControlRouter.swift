@@ -16,8 +16,10 @@ public struct Route: Sendable {
   private(set) var scans = false
 
   enum Handler: Sendable {
-    /// Carries out a call; completes with the reply message (`OutgoingReply`) or the error.
-    case call(@Sendable (any VarlinkParameters, JSONEncoder, @escaping Completion<[UInt8]>) -> Void)
+    /// Carries out a call from a caller (its credentials, where the socket gives them);
+    /// completes with the reply message (`OutgoingReply`) or the error.
+    case call(
+      @Sendable (any VarlinkParameters, PeerCredentials?, JSONEncoder, @escaping Completion<[UInt8]>) -> Void)
     /// Opens a stream; returns what ends it.
     case stream(@Sendable (any VarlinkParameters, any StreamTarget) -> @Sendable () -> Void)
   }
@@ -25,6 +27,14 @@ public struct Route: Sendable {
   /// A method answered once.
   public init<P, R>(
     _ method: VarlinkMethod<P, R>, _ handler: @escaping @Sendable (P, @escaping Completion<R>) -> Void
+  ) {
+    self.init(method) { parameters, _, done in handler(parameters, done) }
+  }
+
+  /// A method answered once, whose handler is told who called (to record it).
+  public init<P, R>(
+    _ method: VarlinkMethod<P, R>,
+    _ handler: @escaping @Sendable (P, PeerCredentials?, @escaping Completion<R>) -> Void
   ) {
     precondition(method.kind != .stream, "\(method.qualifiedName) streams: route it with Route(stream:)")
     self.method = method.qualifiedName
@@ -37,8 +47,8 @@ public struct Route: Sendable {
     } else {
       encode = { reply, encoder in encoder.message(OutgoingReply(parameters: reply)) }
     }
-    self.handler = .call { parameters, encoder, done in
-      handler(parameters as! P) { result in done(result.map { encode($0, encoder) }) }
+    self.handler = .call { parameters, caller, encoder, done in
+      handler(parameters as! P, caller) { result in done(result.map { encode($0, encoder) }) }
     }
   }
 
@@ -71,9 +81,9 @@ extension Route {
   {
     guard case .call(let perform) = handler else { return self }
     var route = self
-    route.handler = .call { parameters, encoder, done in
+    route.handler = .call { parameters, caller, encoder, done in
       starting()
-      perform(parameters, encoder, done)
+      perform(parameters, caller, encoder, done)
       taken()
     }
     return route

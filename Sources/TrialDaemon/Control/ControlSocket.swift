@@ -1,3 +1,4 @@
+import Logging
 import TrialControl
 
 #if canImport(Glibc)
@@ -205,9 +206,8 @@ enum ControlSocket {
     return PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
   }
 
-  /// The groups of the user `uid` from the user database (primary `gid` included), or nil
-  /// when the user has no entry.
-  static func groups(ofUser uid: UInt32, primaryGroup gid: UInt32) -> [UInt32]? {
+  /// The name of the user `uid` in the user database, or nil when it has no entry.
+  static func userName(_ uid: UInt32) -> String? {
     var entry = passwd()
     var result: UnsafeMutablePointer<passwd>?
     var buffer = [CChar](repeating: 0, count: 4096)
@@ -218,16 +218,32 @@ enum ControlSocket {
         continue
       }
       guard status == 0, result != nil, let name = entry.pw_name else { return nil }
-      var count: Int32 = 32
-      while true {
-        var groups = [gid_t](repeating: 0, count: Int(count))
-        var wanted = count
-        if getgrouplist(name, gid, &groups, &wanted) >= 0 {
-          return Array(groups.prefix(Int(wanted)))
-        }
-        guard wanted > count, wanted < 1 << 16 else { return nil }
-        count = wanted
+      return String(cString: name)
+    }
+  }
+
+  /// Who made a call, as journal fields: `CALLER_UID`, `CALLER_PID` and `CALLER_USER`, where
+  /// the socket gave them.
+  public static func metadata(of caller: PeerCredentials?) -> Logger.Metadata {
+    guard let caller else { return ["caller": "unknown"] }
+    var metadata: Logger.Metadata = ["caller_uid": "\(caller.uid)", "caller_pid": "\(caller.pid)"]
+    if let name = userName(caller.uid) { metadata["caller_user"] = "\(name)" }
+    return metadata
+  }
+
+  /// The groups of the user `uid` from the user database (primary `gid` included), or nil
+  /// when the user has no entry.
+  static func groups(ofUser uid: UInt32, primaryGroup gid: UInt32) -> [UInt32]? {
+    guard let name = userName(uid) else { return nil }
+    var count: Int32 = 32
+    while true {
+      var groups = [gid_t](repeating: 0, count: Int(count))
+      var wanted = count
+      if getgrouplist(name, gid, &groups, &wanted) >= 0 {
+        return Array(groups.prefix(Int(wanted)))
       }
+      guard wanted > count, wanted < 1 << 16 else { return nil }
+      count = wanted
     }
   }
 

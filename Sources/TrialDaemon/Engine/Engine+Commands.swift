@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Logging
 import TrialCore
 
 /// A command carried out: the trial as it now is, and reminders skipped because already due.
@@ -47,6 +48,7 @@ extension Engine {
     let now = clock.now()
     let defaults = settings.defaults
     let ids = self.ids
+    let folding = self.folding
     let commands = batch.map(\.0)
     commits.submit(
       { txn in
@@ -55,7 +57,8 @@ extension Engine {
         var logged: [LoggedEvent] = []
         let results = try commands.map { command -> Result<CommandResult, any Error> in
           do {
-            let done = try TrialBook.apply(command, in: txn, now: now, defaults: defaults, ids: ids)
+            let done = try TrialBook.apply(
+              command, in: txn, now: now, defaults: defaults, ids: ids, folding: folding)
             logged += done.logged
             return .success(CommandResult(trial: done.trial, skipped: done.skipped))
           } catch let error as TrialError {
@@ -99,5 +102,30 @@ extension Engine {
     arm()
     publishStatus()
     for ((_, completion), result) in zip(batch, results) { completion(result) }
+  }
+}
+
+extension Engine {
+  /// Removes, durably, the record that `subject` had the trial `plan` grants once: the record
+  /// removed, nil when there was none. The journal records it with `caller` (who asked, as
+  /// journal fields).
+  public func grantAgain(subject: String, plan: String, caller: Logger.Metadata) throws -> SubjectUse? {
+    let defaults = settings.defaults
+    let folding = self.folding
+    let removed = try write { txn in
+      try TrialBook.grantAgain(in: txn, subject: subject, plan: plan, defaults: defaults, folding: folding)
+    }
+    var metadata = caller
+    metadata["subject"] = "\(subject)"
+    metadata["plan"] = "\(plan)"
+    if let removed {
+      metadata["first_trial"] = "\(removed.trial)"
+      metadata["first_started_at"] = "\(RFC3339.format(removed.firstStartedAt))"
+      logger.notice("granted a trial of plan \(plan) again to subject \(subject)", metadata: metadata)
+    } else {
+      logger.notice(
+        "grant-again of plan \(plan) for subject \(subject): it had no trial recorded", metadata: metadata)
+    }
+    return removed
   }
 }

@@ -14,6 +14,8 @@ public final class Engine {
   public internal(set) var planner: Planner
   let scheduler: any WakeScheduler
   let ids: any TrialIDGenerator
+  /// How plans that grant a trial once fold subjects (`SubjectKey=`).
+  let folding: SubjectFolding
   /// Where the engine's writes are carried out, off its context (see `CommitLane`).
   public let commits: any CommitLane
   /// The sinks, and the events held back from them (journald's rate limit, a failing sink).
@@ -68,7 +70,7 @@ public final class Engine {
   public init(
     repository: any TrialRepository, scheduler: any WakeScheduler,
     settings: EngineSettings = EngineSettings(), ids: any TrialIDGenerator = RandomTrialIDGenerator(),
-    sinks: [any EventSink] = [], commits: (any CommitLane)? = nil,
+    folding: SubjectFolding = .unicode, sinks: [any EventSink] = [], commits: (any CommitLane)? = nil,
     logger: Logger = Logger(label: "trialwatch.engine")
   ) {
     self.repository = repository
@@ -76,6 +78,7 @@ public final class Engine {
     self.scheduler = scheduler
     self.settings = settings
     self.ids = ids
+    self.folding = folding
     self.delivery = DeliveryQueue(repository: repository, scheduler: scheduler, sinks: sinks, logger: logger)
     self.logger = logger
     self.planner = Planner(policy: settings.policy)

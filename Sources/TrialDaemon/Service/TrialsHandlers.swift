@@ -164,6 +164,13 @@ public final class TrialsHandlers: @unchecked Sendable {
           return EmptyReply()
         }
       },
+      Route(Trials.grantAgain) { p, caller, done in
+        self.write(done) { engine in
+          let used = try engine.grantAgain(
+            subject: p.subject, plan: p.plan, caller: ControlSocket.metadata(of: caller))
+          return GrantAgainReply(used: used.map(SubjectUseObject.init))
+        }
+      },
     ]
   }
 

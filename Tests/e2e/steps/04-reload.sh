@@ -30,3 +30,34 @@ else
 fi
 pid1_debug off
 ct rm -f /etc/trialwatch/trialwatch.conf.d/50-e2e.conf
+
+# A plan granted once, read at a reload: a subject that had its trial is refused under another
+# spelling of its address, until root grants it again, which the journal records with who did.
+ct sh -c 'printf "[Plan]\nLength=1h\nReminders=none\nOnce=plan\nSubjectKey=email\n" > /etc/trialwatch/plans/once.conf'
+OUT=$(ct systemctl reload trialwatch.service 2>&1)
+RC=$?
+once_listed() { ct trialwatchctl plans 2>/dev/null | grep -Eq '^once +1h .* plan/email +0'; }
+if [ $RC -ne 0 ] || ! poll 10 once_listed; then
+  fail "a plan granted once refuses a used subject until granted again" "reload: $OUT; plans: $(ct trialwatchctl plans 2>&1 | tr '\n' ';')"
+else
+  U=$(start_trial Used+e2e@Example.com --plan once)
+  ct trialwatchctl end "$U" --outcome cancelled > /dev/null 2>&1
+  REFUSED=$(ct trialwatchctl start used@example.com --plan once 2>&1)
+  REFUSED_RC=$?
+  C=$(cursor_now)
+  GRANTED=$(ct trialwatchctl grant-again USED@example.com --plan once 2>&1)
+  AGAIN=$(start_trial used@example.com --plan once)
+  granted_logged() {
+    jfetch_after "$J" trialwatch.service "$C" \
+      && python3 "$JOURNAL" has-fields "$J" "granted a trial of plan once again to subject USED@example.com" \
+        CALLER_UID=0 "FIRST_TRIAL=$U"
+  }
+  if [ -n "$U" ] && [ $REFUSED_RC -eq 1 ] && grep -q "already had the trial its plan grants once: trial $U" <<< "$REFUSED" \
+    && grep -q "may start a trial of plan once again" <<< "$GRANTED" && [ -n "$AGAIN" ] && poll 5 granted_logged; then
+    pass "a plan granted once refuses a used subject ($U) until granted again (journal: CALLER_UID=0)"
+  else
+    fail "a plan granted once refuses a used subject until granted again" \
+      "first $U; refused rc $REFUSED_RC: $REFUSED; grant-again: $GRANTED; again: $AGAIN"
+  fi
+fi
+ct rm -f /etc/trialwatch/plans/once.conf
