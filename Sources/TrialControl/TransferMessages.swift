@@ -12,35 +12,49 @@ public struct ExportParameters: PagedParameters, Hashable {
 
   /// The cursor: the `next` of the previous page.
   public var after: TrialID?
-  /// Trials per page.
+  /// Trials per page (uses, with `uses`).
   public var limit: Int?
+  /// True: a page of the records of subjects granted a trial once, after `afterUse`, instead
+  /// of trials.
+  public var uses: Bool?
+  /// The cursor of uses: the `nextUse` of the previous page.
+  public var afterUse: SubjectUse.Position?
 
-  public init(after: TrialID? = nil, limit: Int? = nil) {
+  public init(
+    after: TrialID? = nil, limit: Int? = nil, uses: Bool? = nil, afterUse: SubjectUse.Position? = nil
+  ) {
     self.after = after
     self.limit = limit
+    self.uses = uses
+    self.afterUse = afterUse
   }
 
   private enum CodingKeys: String, CodingKey {
-    case after, limit
+    case after, limit, uses, afterUse
   }
 
   public init(from decoder: any Decoder) throws {
     let container = try decoder.container(keyedBy: CodingKeys.self)
     after = try container.decodeIfPresent(TrialID.self, forKey: .after)
     limit = try container.decodeWholeNumber(forKey: .limit)
+    uses = try container.decodeIfPresent(Bool.self, forKey: .uses)
+    afterUse = try container.decodeIfPresent(SubjectUse.Position.self, forKey: .afterUse)
   }
 
 }
 
 public struct ExportReply: Codable, Hashable, Sendable {
-  /// Each trial of the page, followed by its ledger entries.
+  /// Each trial of the page, followed by its ledger entries; or the uses of a page of uses.
   public var records: [ExportRecord]
   /// The last trial of the page, when more may follow; nil on the last page.
   public var next: TrialID?
+  /// Of a page of uses: the last one, when more may follow; nil on the last page.
+  public var nextUse: SubjectUse.Position?
 
-  public init(records: [ExportRecord], next: TrialID? = nil) {
+  public init(records: [ExportRecord], next: TrialID? = nil, nextUse: SubjectUse.Position? = nil) {
     self.records = records
     self.next = next
+    self.nextUse = nextUse
   }
 }
 
@@ -48,6 +62,7 @@ public struct ExportReply: Codable, Hashable, Sendable {
 public struct ExportRecord: Codable, Hashable, Sendable {
   public var trial: ExportTrial?
   public var event: ExportEvent?
+  public var use: ExportUse?
 
   public init(_ trial: Trial) {
     self.trial = ExportTrial(trial)
@@ -55,6 +70,10 @@ public struct ExportRecord: Codable, Hashable, Sendable {
 
   public init(_ entry: LedgerEntry) {
     event = ExportEvent(entry)
+  }
+
+  public init(_ use: SubjectUse) {
+    self.use = ExportUse(use)
   }
 
   /// A trial, then its ledger entries in id order.
@@ -80,10 +99,11 @@ public struct ExportRecord: Codable, Hashable, Sendable {
 
   /// What the record stands for.
   public func transferRecord() throws(WireProblem) -> TrialTransfer.Record {
-    switch (trial, event) {
-    case (let trial?, nil): .trial(try trial.trial())
-    case (nil, let event?): .entry(try event.entry())
-    default: throw WireProblem(path: [], problem: "a record holds either trial or event")
+    switch (trial, event, use) {
+    case (let trial?, nil, nil): .trial(try trial.trial())
+    case (nil, let event?, nil): .entry(try event.entry())
+    case (nil, nil, let use?): .use(try use.use())
+    default: throw WireProblem(path: [], problem: "a record holds one of trial, event and use")
     }
   }
 }

@@ -90,7 +90,8 @@ struct Export: ParsableCommand, CtlCommand {
     abstract: "Write every trial with its ledger to standard output, as JSON Lines.",
     discussion: """
       One record per line: {"trial":{...}}, then {"event":{...}} for each of its ledger entries (every \
-      event taken, over all its revisions), trial after trial in id order; times to the microsecond. \
+      event taken, over all its revisions), trial after trial in id order; times to the microsecond. After \
+      the trials, {"use":{...}} for each subject that had the trial of a plan granted once (Once=). \
       trialwatchd --import FILE reads it into another store. Pages of trials are read one snapshot each, \
       so trials that change meanwhile are exported as each page found them: for an exact copy, export \
       while nothing changes trials.
@@ -120,19 +121,29 @@ struct Export: ParsableCommand, CtlCommand {
       let page = try session.quietly(Trials.export, parameters)
       for record in page.records {
         environment.output.write(line: record.jsonLine)
-        if record.trial != nil { trials += 1 } else { entries += 1 }
+        if record.trial != nil { trials += 1 } else if record.event != nil { entries += 1 }
       }
       parameters.after = page.next
     } while parameters.after != nil
-    session.presenter.presentExported(trials: trials, entries: entries)
+    var uses = 0
+    var usesPage = ExportParameters(limit: limit, uses: true)
+    repeat {
+      let page = try session.quietly(Trials.export, usesPage)
+      for record in page.records {
+        environment.output.write(line: record.jsonLine)
+        uses += 1
+      }
+      usesPage.afterUse = page.nextUse
+    } while usesPage.afterUse != nil
+    session.presenter.presentExported(trials: trials, entries: entries, uses: uses)
   }
 }
 
 extension TrialPresenter {
   /// The notice `export` ends with, on standard error.
-  func presentExported(trials: Int, entries: Int) {
+  func presentExported(trials: Int, entries: Int, uses: Int) {
     output.showNotice(
       "exported \(trials) trial\(trials == 1 ? "" : "s") and \(entries) ledger entr\(entries == 1 ? "y" : "ies")"
-    )
+        + (uses > 0 ? " and \(uses) record\(uses == 1 ? "" : "s") of subjects granted a trial once" : ""))
   }
 }

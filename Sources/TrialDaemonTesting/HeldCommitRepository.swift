@@ -72,7 +72,9 @@ private struct HeldScan: TrialReadTransaction {
   func subjectUse(scope: SubjectUse.Scope, key: String) throws -> SubjectUse? {
     try inner.subjectUse(scope: scope, key: key)
   }
-  func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws { try inner.scanSubjectUses(body) }
+  func scanSubjectUses(after: SubjectUse.Position?, _ body: (SubjectUse) throws -> Bool) throws {
+    try inner.scanSubjectUses(after: after, body)
+  }
 }
 
 /// One place where the repository can be made to stop: armed, the next pass stops there until

@@ -152,7 +152,9 @@ class PostgresReadTransaction: TrialReadTransaction {
     try readSubjectUse(scope: scope, key: key)
   }
 
-  func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws { try readSubjectUses(body) }
+  func scanSubjectUses(after: SubjectUse.Position?, _ body: (SubjectUse) throws -> Bool) throws {
+    try readSubjectUses(after: after, body)
+  }
 
   func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws {
     let result = try query(

@@ -44,8 +44,8 @@ extension PostgresReadTransaction {
     return result.rows == 0 ? nil : try UseRows(result).use(0)
   }
 
-  func readSubjectUses(_ body: (SubjectUse) throws -> Bool) throws {
-    var after: (String, String)?
+  func readSubjectUses(after start: SubjectUse.Position?, _ body: (SubjectUse) throws -> Bool) throws {
+    var after = start.map { ($0.scope.description, $0.key) }
     while true {
       let result =
         if let after {

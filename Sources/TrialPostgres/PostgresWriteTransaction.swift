@@ -250,9 +250,9 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     return try super.subjectUse(scope: scope, key: key)
   }
 
-  override func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws {
+  override func scanSubjectUses(after: SubjectUse.Position?, _ body: (SubjectUse) throws -> Bool) throws {
     try flush()
-    try super.scanSubjectUses(body)
+    try super.scanSubjectUses(after: after, body)
   }
 
   // MARK: Writes

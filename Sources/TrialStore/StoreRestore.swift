@@ -22,6 +22,9 @@ public struct RestoreReport: Hashable, Sendable {
   public var lastSeen: Date?
   /// The store directory did not exist and was created.
   public var createdDirectory: Bool
+  /// Records of subjects granted a trial once that the store it replaced held and the backup
+  /// did not: written into the restored store, which keeps them.
+  public var keptUses = 0
   /// The owner and group the store file was given (run as root): the store directory's.
   public var ownerID: UInt32?
   public var groupID: UInt32?
@@ -126,6 +129,9 @@ public enum StoreRestore {
         report.lastSeen = try reader.read { try $0.lastSeenWallTime() }
         return report
       }
+      if hasCurrent {
+        report.keptUses = try merge(try uses(ofStoreFile: dataFile), into: stagedPath, in: directory)
+      }
       try StoreFiles.giveToDirectoryOwner(staged, directory: directory, path: stagedPath)
       guard fchmod(staged, 0o600) == 0 else { throw storeError(errno, "setting the mode", path: stagedPath) }
       if hasCurrent { report.keptAside = try keepAside(dataFile, now: now) }
@@ -208,12 +214,13 @@ public enum StoreRestore {
       + zeroPadded(time.second, width: 2) + "Z"
   }
 
-  /// Copies a restore killed midway left behind (the lock shows no restore is running).
+  /// Copies a restore killed midway left behind (the lock shows no restore is running), and the
+  /// directories it merged in.
   private static func removeStagedFiles(in directory: String) {
     let prefix = LMDBEnvironment.dataFileName + ".restoring-"
-    for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-    where name.hasPrefix(prefix) {
-      unlink(FilePaths.join(directory, name))
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+      if name.hasPrefix(prefix) { unlink(FilePaths.join(directory, name)) }
+      if name.hasPrefix(mergingPrefix) { removeTree(FilePaths.join(directory, name)) }
     }
   }
 }

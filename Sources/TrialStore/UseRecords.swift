@@ -74,10 +74,17 @@ extension StoreReadTransaction {
     }
   }
 
-  func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws {
+  func scanSubjectUses(after: SubjectUse.Position?, _ body: (SubjectUse) throws -> Bool) throws {
     guard let uses = databases.uses else { return }
     try txn.withCursor(uses) { cursor in
-      var item = try cursor.first()
+      var item: LMDBCursor.Item?
+      if let after {
+        let start = after.bytes
+        item = try start.withUnsafeBytes { try cursor.seek($0) }
+        if let (key, _) = item, key.elementsEqual(start) { item = try cursor.next() }
+      } else {
+        item = try cursor.first()
+      }
       while let (key, value) = item {
         let use = try decoding(key, in: "uses", path: path) { try UseRecords.decode(key: key, value: value) }
         guard try body(use) else { return }

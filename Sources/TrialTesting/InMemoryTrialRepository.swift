@@ -166,9 +166,10 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
       state.uses[State.useKey(scope, key)]
     }
 
-    func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws {
-      for name in state.uses.keys.sorted() {
-        guard try body(state.uses[name]!) else { return }
+    func scanSubjectUses(after: SubjectUse.Position?, _ body: (SubjectUse) throws -> Bool) throws {
+      let sorted = state.uses.values.sorted { $0.position.bytes.lexicographicallyPrecedes($1.position.bytes) }
+      for use in sorted where after.map({ $0.bytes.lexicographicallyPrecedes(use.position.bytes) }) ?? true {
+        guard try body(use) else { return }
       }
     }
 

@@ -58,7 +58,11 @@ import TrialCore
       (Trials.simulate.qualifiedName, Trials.simulate.kind, SimulateParameters(at: .fromNow(.days(1)))),
       (Trials.getStatus.qualifiedName, Trials.getStatus.kind, NoParameters()),
       (Trials.getFleet.qualifiedName, Trials.getFleet.kind, NoParameters()),
-      (Trials.export.qualifiedName, Trials.export.kind, ExportParameters(after: id, limit: 10)),
+      (
+        Trials.export.qualifiedName, Trials.export.kind,
+        ExportParameters(
+          after: id, limit: 10, uses: true, afterUse: SubjectUse.Position(scope: .all, key: "k"))
+      ),
       (Trials.watch.qualifiedName, Trials.watch.kind, WatchParameters(after: EventCursor(7))),
       (Trials.getEventLog.qualifiedName, Trials.getEventLog.kind, NoParameters()),
       (

@@ -65,7 +65,17 @@ import TrialCore
         return error.description
       }
     }
-    #expect(problem("{}") == "a record holds either trial or event")
+    #expect(problem("{}") == "a record holds one of trial, event and use")
+    #expect(
+      problem(
+        #"{"use":{"scope":"plan:Pro","key":"k","subject":"s","plan":"pro","firstStartedAt":"2026-01-01T00:00:00.000000Z","id":"1"}}"#
+      )
+        == #"use.scope: "plan:Pro" is neither all nor plan:NAME"#)
+    #expect(
+      problem(
+        #"{"use":{"scope":"all","key":"","subject":"s","plan":"pro","firstStartedAt":"2026-01-01T00:00:00.000000Z","id":"1"}}"#
+      )?
+      .hasPrefix("use.key: must be 1 to") == true)
     #expect(problem("not json")?.contains("JSON") == true, "\(problem("not json") ?? "")")
     let event = ExportRecord(entry(.skipped(.supersededByExpiry))).jsonLine
     #expect(

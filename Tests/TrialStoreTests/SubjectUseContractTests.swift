@@ -30,7 +30,7 @@ import TrialTesting
   private func uses(_ repository: any TrialRepository) throws -> [SubjectUse] {
     try repository.read { txn in
       var uses: [SubjectUse] = []
-      try txn.scanSubjectUses {
+      try txn.scanSubjectUses(after: nil) {
         uses.append($0)
         return true
       }
@@ -95,5 +95,63 @@ import TrialTesting
     #expect(scanned.count == 2_500)
     let keys = scanned.map { Array("\($0.scope)\u{0}\($0.key)".utf8) }
     #expect(keys == keys.sorted { $0.lexicographicallyPrecedes($1) })
+  }
+}
+
+/// A restore keeps the records of subjects granted a trial once that the replaced store held.
+@Suite struct SubjectUseRestoreTests {
+  static func use(_ key: String, trial: UInt64) -> SubjectUse {
+    SubjectUse(
+      scope: .plan("pro"), key: key, subject: key.uppercased(), plan: "pro", firstStartedAt: origin,
+      trial: TrialID(trial))
+  }
+
+  @Test func restoreOfABackupTakenBeforeAUse_KeepsTheUse_AndTheBackupsOwn() throws {
+    let directory = try TemporaryDirectory("restore-uses")
+    let path = directory.appending("store")
+    let store = try LMDBTrialRepository(directory: path)
+    try store.write { try $0.putSubjectUse(Self.use("early@example.com", trial: 1)) }
+    let backup = directory.appending("backup")
+    _ = try store.backup(to: backup)
+    // After the backup: one more use.
+    try store.write { try $0.putSubjectUse(Self.use("late@example.com", trial: 2)) }
+    store.close()
+
+    let report = try StoreRestore.restore(backup: backup, into: path, now: origin)
+    #expect(report.keptUses == 1)
+    let restored = try LMDBTrialRepository(directory: path)
+    let keys = try restored.read { txn in
+      var keys: [String] = []
+      try txn.scanSubjectUses(after: nil) {
+        keys.append($0.key)
+        return true
+      }
+      return keys
+    }
+    #expect(keys == ["early@example.com", "late@example.com"])
+    restored.close()
+    #expect(try LMDBStoreReader(directory: path).verify().isClean)
+    let names = try FileManager.default.contentsOfDirectory(atPath: path)
+    #expect(!names.contains { $0.contains("merging") || $0.contains("restoring") })
+  }
+
+  @Test func restoreOfABackupOfAnEarlierSchema_IsUpgradedWithTheUses() throws {
+    let directory = try TemporaryDirectory("restore-uses-old")
+    let old = try FixtureStore.copy(schema: 3, into: directory)
+    let backup = directory.appending("backup")
+    _ = try LMDBStoreReader(directory: old).backup(to: backup)
+    let path = directory.appending("store")
+    let store = try LMDBTrialRepository(directory: path)
+    try store.write { try $0.putSubjectUse(Self.use("used@example.com", trial: 9)) }
+    store.close()
+
+    let report = try StoreRestore.restore(backup: backup, into: path, now: origin)
+    #expect(report.keptUses == 1)
+    let reader = try LMDBStoreReader(directory: path)
+    #expect(try reader.statistics().schema == LMDBTrialRepository.schemaVersion)
+    #expect(
+      try reader.read { try $0.subjectUse(scope: .plan("pro"), key: "used@example.com") }?.trial == TrialID(9)
+    )
+    #expect(try reader.verify().isClean)
   }
 }

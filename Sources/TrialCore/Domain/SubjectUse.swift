@@ -92,6 +92,32 @@ public struct SubjectUse: Hashable, Sendable {
   /// The first trial.
   public var trial: TrialID
 
+  /// Where a use stands among the others: its scope, then its key. Written `SCOPE KEY` (a
+  /// scope holds no space), as Export's cursor of uses.
+  public struct Position: Hashable, Sendable, CustomStringConvertible {
+    public var scope: Scope
+    public var key: String
+
+    public init(scope: Scope, key: String) {
+      self.scope = scope
+      self.key = key
+    }
+
+    public init?(_ text: String) {
+      guard let space = text.firstIndex(of: " "), let scope = Scope(String(text[..<space])) else {
+        return nil
+      }
+      self.init(scope: scope, key: String(text[text.index(after: space)...]))
+    }
+
+    public var description: String { "\(scope) \(key)" }
+
+    /// The order of stores: the bytes of the scope's text, a 0 byte, the bytes of the key.
+    public var bytes: [UInt8] { Array(scope.description.utf8) + [0] + Array(key.utf8) }
+  }
+
+  public var position: Position { Position(scope: scope, key: key) }
+
   public init(scope: Scope, key: String, subject: String, plan: String, firstStartedAt: Date, trial: TrialID)
   {
     self.scope = scope

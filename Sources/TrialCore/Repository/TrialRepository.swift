@@ -26,8 +26,9 @@ public protocol TrialReadTransaction {
   func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws
   /// The record that a subject of this key had a trial granted once in `scope`.
   func subjectUse(scope: SubjectUse.Scope, key: String) throws -> SubjectUse?
-  /// Every subject use, until `body` returns false.
-  func scanSubjectUses(_ body: (SubjectUse) throws -> Bool) throws
+  /// The subject uses after `after` (all of them from nil), in scope and key order (bytes of the
+  /// scope's text, then of the key), until `body` returns false.
+  func scanSubjectUses(after: SubjectUse.Position?, _ body: (SubjectUse) throws -> Bool) throws
 }
 
 /// Writes inside one transaction: all of them land, or none.

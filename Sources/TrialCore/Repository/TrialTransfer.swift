@@ -2,7 +2,8 @@ import FoundationEssentials
 
 /// Moving trials between stores: what `Export` reads out of one and `trialwatchd --import`
 /// writes into another, over the transaction primitives only, so that one import serves every
-/// store. The records come in file order: each trial, then its ledger entries (all revisions).
+/// store. The records come in file order: each trial, then its ledger entries (all revisions);
+/// after the trials, the records of subjects granted a trial once (`SubjectUse`).
 ///
 /// Times travel to the microsecond (`TransferTime`); an import compares at that precision.
 ///
@@ -13,12 +14,15 @@ import FoundationEssentials
 /// an error; an active trial whose subject has another active trial is an error; a ledger
 /// entry already stored is skipped. Entries are written as taken: a fired one keeps its event
 /// from firing again, an undelivered one waits in the outbox and is delivered, with its id,
-/// at the next start; events not in the ledger are planned and fire when due.
+/// at the next start; events not in the ledger are planned and fire when due. A subject use
+/// already recorded under its scope and key is kept as the store has it (the record is kept for
+/// good: an import never replaces nor removes one).
 public enum TrialTransfer {
-  /// One record: a trial, or one of its ledger entries.
+  /// One record: a trial, one of its ledger entries, or a subject's use of a plan granted once.
   public enum Record: Hashable, Sendable {
     case trial(Trial)
     case entry(LedgerEntry)
+    case use(SubjectUse)
   }
 
   /// A record with the line of the file it was read from.
@@ -49,24 +53,27 @@ public enum TrialTransfer {
   public struct Summary: Hashable, Sendable {
     public var trials = 0
     public var entries = 0
-    /// Trials and ledger entries already stored, as the file has them.
+    public var uses = 0
+    /// Trials, ledger entries and uses already stored (a use under its scope and key).
     public var skipped = 0
 
-    public init(trials: Int = 0, entries: Int = 0, skipped: Int = 0) {
+    public init(trials: Int = 0, entries: Int = 0, uses: Int = 0, skipped: Int = 0) {
       self.trials = trials
       self.entries = entries
+      self.uses = uses
       self.skipped = skipped
     }
 
     public static func + (lhs: Summary, rhs: Summary) -> Summary {
       Summary(
-        trials: lhs.trials + rhs.trials, entries: lhs.entries + rhs.entries,
+        trials: lhs.trials + rhs.trials, entries: lhs.entries + rhs.entries, uses: lhs.uses + rhs.uses,
         skipped: lhs.skipped + rhs.skipped)
     }
 
     public var description: String {
-      "imported \(trials) trial\(trials == 1 ? "" : "s") and \(entries) ledger entr\(entries == 1 ? "y" : "ies"), "
-        + "skipped \(skipped) already present"
+      "imported \(trials) trial\(trials == 1 ? "" : "s") and \(entries) ledger entr\(entries == 1 ? "y" : "ies")"
+        + (uses > 0 ? " and \(uses) record\(uses == 1 ? "" : "s") of subjects granted a trial once" : "")
+        + ", skipped \(skipped) already present"
     }
   }
 
@@ -80,6 +87,8 @@ public enum TrialTransfer {
     private var activeSubjects: [String: (id: TrialID, line: Int)] = [:]
     /// The trial whose entries follow, with its line and its entries so far.
     private var current: (trial: Trial, line: Int, entries: [(line: Int, entry: LedgerEntry)])?
+    /// The uses read, by scope and key, with their lines.
+    private var uses: [SubjectUse.Position: Int] = [:]
 
     public init() {}
 
@@ -113,6 +122,14 @@ public enum TrialTransfer {
             line: line.number, "the ledger entry \(entry.id) appears again (first on line \(same.line))")
         }
         current?.entries.append((line.number, TrialTransfer.aligned(entry, with: trial)))
+      case .use(let use):
+        try finish()
+        if let first = uses[use.position] {
+          throw Problem(
+            line: line.number,
+            "the use of \(use.scope) by key \"\(use.key)\" appears again (first on line \(first))")
+        }
+        uses[use.position] = line.number
       }
     }
 
@@ -186,6 +203,9 @@ public enum TrialTransfer {
         let stored = try transaction.trial(entry.event.trialID).map { aligned(entry, with: $0) } ?? entry
         try transaction.putLedgerEntry(stored)
         summary.entries += 1
+      case .use(let use):
+        try transaction.putSubjectUse(use)
+        summary.uses += 1
       }
     }
     return summary
@@ -214,6 +234,8 @@ public enum TrialTransfer {
       return true
     case .entry(let entry):
       return try transaction.ledgerEntry(entry.id) == nil
+    case .use(let use):
+      return try transaction.subjectUse(scope: use.scope, key: use.key) == nil
     }
   }
 

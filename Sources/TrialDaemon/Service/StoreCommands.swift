@@ -121,6 +121,11 @@ public struct StoreCommands {
           + (report.lastSeen.map { "; last commit at \(RFC3339.format($0))" } ?? ""))
       if let aside = report.keptAside {
         output("the store it replaced is kept as \(aside)")
+        if report.keptUses > 0 {
+          output(
+            "kept \(report.keptUses) record\(report.keptUses == 1 ? "" : "s") of subjects granted a trial once "
+              + "that the store it replaced held and the backup did not (Once= in plan files)")
+        }
       } else {
         output("there was no store to replace")
       }

@@ -124,7 +124,11 @@ public final class TrialsHandlers: @unchecked Sendable {
       }.scanning(),
       Route(Trials.getFleet) { _, done in self.read(done) { _ in GetFleetReply(fleet: self.fleet()) } },
       Route(Trials.export) { p, done in
-        self.read(done) { try $0.export(after: p.after, limit: p.pageSize) }
+        self.read(done) {
+          p.uses == true
+            ? try $0.exportUses(after: p.afterUse, limit: p.pageSize)
+            : try $0.export(after: p.after, limit: p.pageSize)
+        }
       }.scanning(),
       Route(stream: Trials.watch) { p, sink in self.watchers.watch(after: p.after, sink) },
       Route(Trials.getEventLog) { _, done in
@@ -259,6 +263,26 @@ extension StoreQueries {
       }
     }
     return ExportReply(records: records, next: more ? last : nil)
+  }
+
+  /// A page of Export's uses: up to `limit` records of subjects granted a trial once, after
+  /// `after`, in one transaction.
+  func exportUses(after: SubjectUse.Position?, limit: Int) throws -> ExportReply {
+    var records: [ExportRecord] = []
+    var last: SubjectUse.Position?
+    var more = false
+    try repository.read { txn in
+      try txn.scanSubjectUses(after: after) { use in
+        guard records.count < limit else {
+          more = true
+          return false
+        }
+        records.append(ExportRecord(use))
+        last = use.position
+        return true
+      }
+    }
+    return ExportReply(records: records, nextUse: more ? last : nil)
   }
 }
 

@@ -1,0 +1,65 @@
+import FoundationEssentials
+import TrialCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+// A restore keeps the records of subjects granted a trial once: a backup taken before a
+// subject had its trial must not let it have another. The records of the store being replaced
+// that the backup lacks are written into the staged copy before it is put in place, so the
+// store holds them from the moment it is restored.
+
+extension StoreRestore {
+  /// The uses recorded in the store file `dataFile` (none before schema 5).
+  static func uses(ofStoreFile dataFile: String) throws -> [SubjectUse] {
+    let reader = try LMDBStoreReader(file: dataFile)
+    defer { reader.close() }
+    return try reader.read { txn in
+      var uses: [SubjectUse] = []
+      try txn.scanSubjectUses(after: nil) {
+        uses.append($0)
+        return true
+      }
+      return uses
+    }
+  }
+
+  /// Writes into the staged copy `staged` (in `directory`) the uses it lacks; returns how many.
+  /// The copy is opened as a store of its own, in a directory made beside it and removed after
+  /// (a copy of an earlier schema is upgraded there, as the daemon would at its next start).
+  static func merge(_ uses: [SubjectUse], into staged: String, in directory: String) throws -> Int {
+    guard !uses.isEmpty else { return 0 }
+    let work = FilePaths.join(directory, mergingPrefix + "\(getpid())")
+    removeTree(work)
+    guard mkdir(work, 0o700) == 0 else {
+      throw storeError(errno, "making a directory to merge in", path: work)
+    }
+    defer { removeTree(work) }
+    let linked = work + "/" + LMDBEnvironment.dataFileName
+    guard link(staged, linked) == 0 else {
+      throw storeError(errno, "linking the copy to merge into", path: linked)
+    }
+    let store = try LMDBTrialRepository(directory: work)
+    defer { store.close() }
+    return try store.write { txn in
+      var added = 0
+      for use in uses where try txn.subjectUse(scope: use.scope, key: use.key) == nil {
+        try txn.putSubjectUse(use)
+        added += 1
+      }
+      return added
+    }
+  }
+
+  /// The name of a directory a restore merges in, before its process id.
+  static let mergingPrefix = LMDBEnvironment.dataFileName + ".merging-"
+
+  /// Removes a directory of files (no subdirectories), if it is there.
+  static func removeTree(_ path: String) {
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+      unlink(path + "/" + name)
+    }
+    rmdir(path)
+  }
+}
