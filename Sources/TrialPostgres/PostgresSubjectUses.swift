@@ -74,6 +74,15 @@ extension PostgresReadTransaction {
 }
 
 extension PostgresWriteTransaction {
+  /// The ended trials removed, with their ledger entries (a row that reads active is left).
+  func writeRemovals(into query: inout WriteQuery) {
+    guard !trialRemovals.isEmpty else { return }
+    let ids = query.bind(PGArray.literal(trialRemovals.map { Int64(bitPattern: $0.rawValue) }))
+    trialRemovals = []
+    query.write("DELETE FROM trialwatch.ledger WHERE trial_id = ANY(\(ids)::bigint[])")
+    query.write("DELETE FROM trialwatch.trial WHERE trial_id = ANY(\(ids)::bigint[]) AND state <> 'active'")
+  }
+
   static func useKey(_ scope: SubjectUse.Scope, _ key: String) -> String { "\(scope)\u{0}\(key)" }
 
   /// Uses recorded by this transaction are inserted only where none is: a use another node

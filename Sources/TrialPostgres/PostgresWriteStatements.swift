@@ -94,6 +94,7 @@ extension PostgresWriteTransaction {
     writeLedger(into: &query)
     writeConsumers(into: &query)
     writeUses(into: &query)
+    writeRemovals(into: &query)
     let notifications = notifying(self)
     if !notifications.isEmpty {
       let channels = query.bind(PGArray.literal(notifications.map { Optional($0.channel) }))

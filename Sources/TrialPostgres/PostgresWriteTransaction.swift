@@ -41,6 +41,8 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   var consumerWrites: [String: ConsumerRecord?] = [:]
   /// Uses recorded (or removed: nil) by this transaction, by `useKey`.
   var useWrites: [String: SubjectUse?] = [:]
+  /// Ended trials to remove with their ledger entries (`TrialRetention`).
+  var trialRemovals: [TrialID] = []
   var lastSeen: Date?
   /// The epochs the fence confirmed, by shard.
   private(set) var fenced: [Int: Int64] = [:]
@@ -331,6 +333,12 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     guard try consumer(named: name) != nil else { return false }
     consumerWrites[name] = .some(nil)
     return true
+  }
+
+  func removeTrial(_ id: TrialID) throws {
+    guard let trial = try self.trial(id), !trial.isActive else { return }
+    trialRemovals.append(id)
+    trialReads[id] = .some(nil)
   }
 
   func putSubjectUse(_ use: SubjectUse) throws {

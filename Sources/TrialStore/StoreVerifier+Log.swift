@@ -72,6 +72,12 @@ extension StoreVerifier {
       }
       // An unreadable ledger entry is reported by the pass over the ledger.
       if case .some(.none) = entry { return }
+      // The event of a trial removed by its retention outlives the trial and its ledger.
+      if entry == nil,
+        try StoreKeys.withTrialKey(event.event.trialID, { try txn.get(databases.trials, $0) }) == nil
+      {
+        return
+      }
       for problem in TrialConsistency.problems(ofLogged: event, ledger: entry ?? nil) {
         report.add("events", key, problem.message)
       }

@@ -173,6 +173,16 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
       }
     }
 
+    func removeTrial(_ id: TrialID) throws {
+      guard let trial = state.trials[id], !trial.isActive else { return }
+      state.trials[id] = nil
+      for entry in state.ledgerByTrial.removeValue(forKey: id) ?? [] {
+        state.ledger[entry] = nil
+        state.outbox.remove(entry)
+      }
+      if state.subjects[trial.subject] == id { state.subjects[trial.subject] = nil }
+    }
+
     func putSubjectUse(_ use: SubjectUse) throws { state.uses[State.useKey(use.scope, use.key)] = use }
 
     func removeSubjectUse(scope: SubjectUse.Scope, key: String) throws -> Bool {

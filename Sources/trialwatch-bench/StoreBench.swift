@@ -17,6 +17,7 @@ import TrialStore
 ///     store_fire_100k_ledger_1m   the same once the ledger holds as many entries as trials
 ///     store_fire_100k_labels      store_fire_100k in a store whose trials have four labels each
 ///                                 (and `_written`)
+///     store_*_retention_1m        ended trials removed by their retention (`runRetentionBench`)
 ///
 /// `TRIALWATCH_BENCH_TRIALS` runs it with another trial count (figure names stay the same).
 func runStoreBench() throws {
@@ -106,11 +107,12 @@ func runStoreBench() throws {
     "store_fire_100k_ledger_1m_written", Double(bytesWritten() - writtenBefore) / 1_048_576, "MB", digits: 1)
   repository.close()
   try fireLabelled(count: count, origin: origin, directory: scratch.appending("labelled"))
+  try runRetentionBench(count: count, origin: origin, directory: scratch.appending("retention"))
 }
 
 /// Starts `count` trials with `labels`, 10,000 a transaction: random 64-bit ids (as in
 /// production), ends spread over 30 days from `origin`.
-private func insertTrials(
+func insertTrials(
   _ count: Int, labels: TrialLabels, origin: Date, into repository: LMDBTrialRepository
 )
   throws

@@ -54,6 +54,7 @@ import TrialCore
   static let badValues: [BadValue] = [
     BadValue("Trials", "DefaultLength=5x", timeSpan + #"unknown unit "x""#),
     BadValue("Trials", "DefaultLength=0", "must be longer than 0"),
+    BadValue("Trials", "Retention=forever", timeSpan + #"expected a number at "forever""#),
     BadValue("Trials", "DefaultLength=five days", timeSpan + #"expected a number at "five""#),
     BadValue(
       "Trials", "DefaultReminders=3d,,1d",

@@ -37,6 +37,7 @@ import TrialCore
     #expect(defaults.journalRateLimitInterval == .seconds(30))
     #expect(defaults.journalRateLimitBurst == 9000)
     #expect(defaults.journalRateLimit == JournalPace.Limit(interval: .seconds(30), burst: 9000))
+    #expect(defaults.trialRetention == nil)
     #expect(defaults.storeBackend == .lmdb)
     #expect(defaults.postgreSQL == nil)
   }
@@ -62,6 +63,7 @@ import TrialCore
       [Trials]
       DefaultLength=14d
       DefaultReminders=7d, 2d 12h, 90min
+      Retention=400d
 
       [CatchUp]
       LateReminders=skip
@@ -87,6 +89,7 @@ import TrialCore
     var expected = defaults
     expected.defaultLength = .days(14)
     expected.defaultReminders = try ReminderSchedule([.days(7), .hours(60), .minutes(90)])
+    expected.trialRetention = .days(400)
     expected.catchUp = CatchUpPolicy(reminders: .skip, grace: .minutes(30), lateThreshold: .milliseconds(250))
     expected.stateDirectory = "/srv/trialwatch"
     expected.socketPath = "/run/tw/control"

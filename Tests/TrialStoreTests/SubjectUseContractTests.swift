@@ -155,3 +155,49 @@ import TrialTesting
     #expect(try reader.verify().isClean)
   }
 }
+
+/// Removing ended trials past their retention, on every store: each with its ledger and its
+/// subject's index entry; active trials, and the uses, stay.
+@Suite struct TrialRetentionContractTests {
+  @Test(arguments: StoreKind.allCases)
+  func step_RemovesEndedTrialsPastTheRetention_WithTheirLedger(kind: StoreKind) throws {
+    let store = try Subject(kind)
+    let ended = try store.start("ended-1", days: 2, reminders: try ReminderSchedule([.days(1)]), id: 0x11)
+      .trial
+    let recent = try store.start("recent-2", days: 30, id: 0x12).trial
+    let active = try store.start("active-3", days: 90, id: 0x13).trial
+    // The first fires its reminder and expiry (undelivered: in the outbox); the second is cancelled later.
+    let fired = origin.addingTimeInterval(2 * day)
+    _ = try store.repository.commit(
+      ended.events.map { DueEvent(event: $0, takenAt: fired, disposition: .fire, isLate: false) }, now: fired)
+    _ = try store.repository.endTrial(
+      recent.id, outcome: .cancelled, now: origin.addingTimeInterval(20 * day))
+    try store.repository.write {
+      try $0.putSubjectUse(
+        SubjectUse(
+          scope: .all, key: "ended-1", subject: "ended-1", plan: "pro", firstStartedAt: origin,
+          trial: ended.id))
+    }
+    let now = origin.addingTimeInterval(40 * day)
+    let step = try store.repository.write {
+      try TrialRetention.step(now: now, retention: .days(30), after: nil, limit: 10, in: $0)
+    }
+    #expect(step.removed == 1 && step.removedByState == [.expired: 1] && step.next == nil)
+    #expect(step.earliestEnd == origin.addingTimeInterval(20 * day))
+    let report = try store.reopen()
+    #expect(report?.isClean ?? true, "\(report?.problems ?? [])")
+    let repository = store.repository
+    #expect(try repository.read { try $0.trial(ended.id) } == nil)
+    #expect(try repository.read { try $0.ledgerEntries(trial: ended.id) }.isEmpty)
+    #expect(try repository.read { try $0.latestTrialID(subject: "ended-1") } == nil)
+    #expect(try repository.read { try $0.trial(recent.id) }?.state == .cancelled)
+    #expect(try repository.read { try $0.trial(active.id) }?.isActive == true)
+    #expect(try repository.read { try $0.subjectUse(scope: .all, key: "ended-1") }?.trial == ended.id)
+    #expect(try store.repository.outbox().isEmpty)
+    // A step of one trial goes on after it.
+    let first = try store.repository.write {
+      try TrialRetention.step(now: now, retention: .days(30), after: nil, limit: 1, in: $0)
+    }
+    #expect(first.next == recent.id && first.removed == 0)
+  }
+}

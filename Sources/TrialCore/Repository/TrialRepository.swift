@@ -50,6 +50,9 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
   func putConsumer(_ consumer: ConsumerRecord) throws
   /// Removes a consumer; false when there was none of that name.
   func removeConsumer(named name: String) throws -> Bool
+  /// Removes an ended trial with its ledger entries (and their outbox entries), and the subject
+  /// index entry that names it (`TrialRetention`). An active trial, or none of that id, is left.
+  func removeTrial(_ id: TrialID) throws
   /// Inserts or replaces the record of a subject use (of its scope and key).
   func putSubjectUse(_ use: SubjectUse) throws
   /// Removes the record of a subject use; false when there was none.

@@ -58,6 +58,13 @@ enum ConfigurationSchema {
         + "file's own ComplianceWarnings=. Set it to no where trials do not convert to paid.",
       apply: { config, value throws(InvalidValue) in config.complianceWarnings = try boolean(value) },
       reset: { $0.complianceWarnings = $1.complianceWarnings }),
+    spanOrInfinityKey(
+      section: "Trials", name: "Retention", \.trialRetention, defaultText: "infinity",
+      meaning:
+        "How long an ended trial (expired, converted or cancelled) is kept, counted from its end. Past "
+        + "it, the trial is removed with its ledger, in small steps that never hold up firing; "
+        + "\"infinity\" keeps ended trials for ever. The records of subjects granted a trial once "
+        + "(Once= in plan files) and the event log's events are kept apart, and outlive the trial."),
     ConfigurationKey(
       section: "CatchUp", name: "LateReminders", defaultText: "latest", valueName: "latest|all|skip",
       meaning:

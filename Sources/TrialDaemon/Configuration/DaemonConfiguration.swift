@@ -34,6 +34,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var complianceWarnings = true
   /// The plans, by name, from the plan files (`PlanFiles`).
   public var plans: [String: TrialPlan] = [:]
+  /// `[Trials] Retention=`: how long ended trials are kept; nil (`infinity`, the default): for ever.
+  public var trialRetention: Duration?
 
   // [CatchUp]
   /// `LateReminders=`, `ReminderGrace=`, `LateThreshold=`.

@@ -92,6 +92,7 @@ extension Engine {
           planner.cancel(done.trial.id)
           counts[.active, default: 0] -= 1
           counts[done.trial.state, default: 0] += 1
+          trialEnded(at: now)
         }
       }
       published(logged)

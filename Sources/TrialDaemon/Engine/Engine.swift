@@ -54,6 +54,13 @@ public final class Engine {
   /// (`snapshots()`).
   var snapshotCell: EngineSnapshots?
   var pruneAt: Date?
+  /// The retention of ended trials (`Engine+Retention`): its wake, when it is armed for, and
+  /// where the pass under way goes on.
+  var retireWake: (any ScheduledWake)?
+  var retireAt: Date?
+  var retireCursor: TrialID?
+  /// The earliest end of an ended trial not yet of age that the pass under way knows of.
+  var retireEarliest: Date?
 
   /// In a fleet, this node's part (see `FleetRole`): which trials it fires, how it hears of the
   /// shared log; nil for a daemon of its own, which fires every trial's.
@@ -157,6 +164,7 @@ public final class Engine {
     reference = (now, scheduler.monotonicNow)
     scheduleWatchdog()
     if log.count > 0 { schedulePrune(at: now) }
+    if settings.trialRetention != nil { scheduleRetire(at: now) }
     publishStatus(force: true)
     return report
   }
@@ -165,10 +173,12 @@ public final class Engine {
   public func reload(_ newSettings: EngineSettings) {
     let watchdogChanged = newSettings.watchdogInterval != settings.watchdogInterval
     let retentionChanged = newSettings.retention != settings.retention
+    let trialRetentionChanged = newSettings.trialRetention != settings.trialRetention
     settings = newSettings
     planner.policy = newSettings.policy
     if watchdogChanged { scheduleWatchdog() }
     if retentionChanged { schedulePrune(at: clock.now()) }
+    if trialRetentionChanged { restartRetention(newSettings.trialRetention) }
     publishStatus(force: true)
   }
 
@@ -179,7 +189,7 @@ public final class Engine {
     flushCommands()
     commits.drain()
     stopped = true
-    for item in [wake, watchdogWake, statusWake, retryWake, flushWake, pruneWake, memoryWake] {
+    for item in [wake, watchdogWake, statusWake, retryWake, flushWake, pruneWake, memoryWake, retireWake] {
       item?.cancel()
     }
     delivery.stop()
@@ -262,6 +272,7 @@ public final class Engine {
       if entry.fired, entry.event.kind == .expiry {
         counts[.active, default: 0] -= 1
         counts[.expired, default: 0] += 1
+        trialEnded(at: entry.takenAt)
       }
     }
     published(taken.map(\.logged))

@@ -66,8 +66,11 @@ public struct EngineSettings: Hashable, Sendable {
   public var retryDelay: Duration
   /// How long the event log keeps events.
   public var retention: EventRetention
-  /// The most events one pruning step removes (each step is one short transaction).
+  /// The most events one pruning step removes (each step is one short transaction); the most
+  /// trials one step of the trials' retention examines.
   public var pruneBatch: Int
+  /// How long ended trials are kept (`[Trials] Retention=`); nil: for ever.
+  public var trialRetention: Duration?
   /// What a start leaves open, as configured.
   public var defaults: TrialDefaults {
     TrialDefaults(length: defaultLength, reminders: defaultReminders, plans: plans)
@@ -82,6 +85,7 @@ public struct EngineSettings: Hashable, Sendable {
     policy: CatchUpPolicy = CatchUpPolicy(), watchdogInterval: Duration? = nil,
     statusInterval: Duration = .milliseconds(250), stepTolerance: Duration = .seconds(1),
     retryDelay: Duration = .seconds(1), retention: EventRetention = EventRetention(), pruneBatch: Int = 1_000,
+    trialRetention: Duration? = nil,
     memoryQuiet: Duration = .seconds(1)
   ) {
     self.defaultLength = defaultLength
@@ -94,6 +98,7 @@ public struct EngineSettings: Hashable, Sendable {
     self.retryDelay = retryDelay
     self.retention = retention
     self.pruneBatch = pruneBatch
+    self.trialRetention = trialRetention
     self.memoryQuiet = memoryQuiet
   }
 }

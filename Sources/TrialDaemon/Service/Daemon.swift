@@ -245,7 +245,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     return EngineSettings(
       defaultLength: configuration.defaultLength, defaultReminders: configuration.defaultReminders,
       plans: configuration.plans, policy: configuration.catchUp, watchdogInterval: watchdog,
-      retention: configuration.retention)
+      retention: configuration.retention, trialRetention: configuration.trialRetention)
   }
 
   /// The default trial settings clients see (for the control server).
