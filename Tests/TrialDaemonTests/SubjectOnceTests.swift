@@ -34,6 +34,12 @@ import TrialTesting
     #expect(SubjectFolding.unicodeUnavailable == nil)
   }
 
+  @Test func subjectOfIgnorablesOnly_IsRefusedNamingThePlan() {
+    let plan = Self.defaults.plans["pro"]!
+    let error = #expect(throws: TrialError.self) { try plan.use(of: "\u{200B}\u{FEFF}", fold: Self.fold) }
+    #expect(error?.description.contains("nothing left under SubjectKey=email of plan \"pro\"") == true)
+  }
+
   @Test func emailKeys_OfVariantsOfOneAddress_AreOne() throws {
     let variants = [
       "alice@gmail.com", "Alice@Gmail.com", "a.l.i.c.e@gmail.com", "alice+trial@gmail.com",

@@ -144,6 +144,12 @@ extension TrialPlan {
     case .all: scope = .all
     }
     let key = try subjectKey.key(of: subject, fold: fold)
+    guard !key.isEmpty else {
+      throw .invalid(
+        .subject,
+        "has nothing left under SubjectKey=\(subjectKey.rawValue) of plan \"\(name)\" (only characters it drops)"
+      )
+    }
     guard key.utf8.count <= SubjectUse.maximumKeyBytes else {
       throw .invalid(
         .subject,
