@@ -192,6 +192,16 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
 }
 
 extension TrialReadTransaction {
+  /// Every record of a subject granted a trial once, in scope and key order (for tests).
+  public func allSubjectUses() throws -> [SubjectUse] {
+    var uses: [SubjectUse] = []
+    try scanSubjectUses(after: nil) { use in
+      uses.append(use)
+      return true
+    }
+    return uses
+  }
+
   /// Every trial in the store, in id order (for tests: the whole store at once).
   public func allTrials() throws -> [Trial] {
     var trials: [Trial] = []

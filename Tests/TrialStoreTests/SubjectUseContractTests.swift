@@ -28,14 +28,7 @@ import TrialTesting
   }
 
   private func uses(_ repository: any TrialRepository) throws -> [SubjectUse] {
-    try repository.read { txn in
-      var uses: [SubjectUse] = []
-      try txn.scanSubjectUses(after: nil) {
-        uses.append($0)
-        return true
-      }
-      return uses
-    }
+    try repository.read { try $0.allSubjectUses() }
   }
 
   @Test(arguments: StoreKind.allCases)
@@ -120,14 +113,7 @@ import TrialTesting
     let report = try StoreRestore.restore(backup: backup, into: path, now: origin)
     #expect(report.keptUses == 1)
     let restored = try LMDBTrialRepository(directory: path)
-    let keys = try restored.read { txn in
-      var keys: [String] = []
-      try txn.scanSubjectUses(after: nil) {
-        keys.append($0.key)
-        return true
-      }
-      return keys
-    }
+    let keys = try restored.read { try $0.allSubjectUses() }.map(\.key)
     #expect(keys == ["early@example.com", "late@example.com"])
     restored.close()
     #expect(try LMDBStoreReader(directory: path).verify().isClean)

@@ -39,14 +39,7 @@ import TrialTesting
   }
 
   private func storedUses(_ repository: any TrialRepository) throws -> [SubjectUse] {
-    try repository.read { txn in
-      var uses: [SubjectUse] = []
-      try txn.scanSubjectUses(after: nil) {
-        uses.append($0)
-        return true
-      }
-      return uses
-    }
+    try repository.read { try $0.allSubjectUses() }
   }
 
   @Test func exportThenImport_OfUses_CarriesThemToAFleetAndBack() throws {
