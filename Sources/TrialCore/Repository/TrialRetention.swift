@@ -7,9 +7,10 @@ import FoundationEssentials
 public enum TrialRetention {
   /// One step of a pass.
   public struct Step: Hashable, Sendable {
-    /// Trials removed, and how many of each state.
-    public var removed = 0
+    /// How many trials of each state were removed.
     public var removedByState: [TrialState: Int] = [:]
+    /// Trials removed.
+    public var removed: Int { removedByState.values.reduce(0, +) }
     /// Where the pass goes on: the last trial examined, when more may follow; nil when the
     /// step reached the last trial.
     public var next: TrialID?
@@ -50,7 +51,6 @@ public enum TrialRetention {
       try txn.removeTrial(trial.id)
       step.removedByState[trial.state, default: 0] += 1
     }
-    step.removed = old.count
     return step
   }
 }

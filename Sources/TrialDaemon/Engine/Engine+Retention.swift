@@ -12,9 +12,10 @@ extension Engine {
   /// when it is done.
   func scheduleRetire(at date: Date) {
     guard !stopped, let retention = settings.trialRetention else { return }
-    guard retireCursor == nil else {
+    guard !retiring else {
       // A pass is under way: its end arms the next from the earliest end it knows of.
-      retireEarliest = min(retireEarliest ?? date.adding(.zero - retention), date.adding(.zero - retention))
+      let end = date.adding(.zero - retention)
+      retireEarliest = min(retireEarliest ?? end, end)
       return
     }
     if retireWake != nil, let armed = retireAt, armed <= date { return }
@@ -36,7 +37,7 @@ extension Engine {
 
   /// The retention changed (a reload): a pass looks at every trial again.
   func restartRetention(_ retention: Duration?) {
-    guard retireCursor == nil else { return }
+    guard !retiring else { return }
     retireWake?.cancel()
     retireWake = nil
     retireAt = nil
@@ -46,14 +47,14 @@ extension Engine {
   /// One step of a pass, after `after` (nil: the first).
   private func retireStep(after: TrialID?) {
     guard !stopped, let retention = settings.trialRetention else {
-      retireCursor = nil
+      retiring = false
       retireEarliest = nil
       return
     }
     let now = clock.now()
     let limit = settings.pruneBatch
     let fleet = self.fleet
-    retireCursor = after ?? TrialID(0)
+    retiring = true
     commits.submit({ txn in
       try TrialRetention.step(
         now: now, retention: retention, after: after, limit: limit, owns: { fleet?.owns($0) ?? true }, in: txn
@@ -68,7 +69,7 @@ extension Engine {
     case .failure(let error):
       logger.error(
         "could not remove ended trials past their retention; will retry", metadata: ["error": "\(error)"])
-      retireCursor = nil
+      retiring = false
       scheduleRetire(at: now.adding(settings.retryDelay))
       return
     }
@@ -86,7 +87,7 @@ extension Engine {
       }
       return
     }
-    retireCursor = nil
+    retiring = false
     let earliest = retireEarliest
     retireEarliest = nil
     if let earliest, let retention = settings.trialRetention {

@@ -55,10 +55,10 @@ public final class Engine {
   var snapshotCell: EngineSnapshots?
   var pruneAt: Date?
   /// The retention of ended trials (`Engine+Retention`): its wake, when it is armed for, and
-  /// where the pass under way goes on.
+  /// whether a pass is under way.
   var retireWake: (any ScheduledWake)?
   var retireAt: Date?
-  var retireCursor: TrialID?
+  var retiring = false
   /// The earliest end of an ended trial not yet of age that the pass under way knows of.
   var retireEarliest: Date?
 
