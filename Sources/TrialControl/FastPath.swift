@@ -197,6 +197,11 @@ public enum FastPath {
       JSONText.appendString(labels[key]!, to: &out)
     }
     out.append(UInt8(ascii: "}"))
+    if let pausedAt = trial.pausedAt {
+      out += #","pausedAt":""#.utf8
+      out += RFC3339.format(pausedAt).utf8
+      out.append(UInt8(ascii: "\""))
+    }
     if let plan = trial.plan {
       out += #","plan":"#.utf8
       JSONText.appendString(plan, to: &out)
@@ -206,7 +211,13 @@ public enum FastPath {
       if index > 0 { out.append(UInt8(ascii: ",")) }
       JSONText.appendString(span.description, to: &out)
     }
-    out += #"],"revision":"#.utf8
+    out.append(UInt8(ascii: "]"))
+    if let resumesAt = trial.resumesAt {
+      out += #","resumesAt":""#.utf8
+      out += RFC3339.format(resumesAt).utf8
+      out.append(UInt8(ascii: "\""))
+    }
+    out += #","revision":"#.utf8
     out += String(trial.revision).utf8
     out += #","startedAt":""#.utf8
     out += RFC3339.format(trial.startedAt).utf8
@@ -214,6 +225,10 @@ public enum FastPath {
     out += trial.state.rawValue.utf8
     out += #"","subject":"#.utf8
     JSONText.appendString(trial.subject, to: &out)
+    if let timeLeft = trial.timeLeft {
+      out += #","timeLeft":"#.utf8
+      JSONText.appendString(timeLeft.description, to: &out)
+    }
     out += "}}}\0".utf8
     return out
   }

@@ -59,6 +59,10 @@ public enum Trials {
   public static let extendTrial = VarlinkMethod<ExtendTrialParameters, TrialReply>(
     interface, "ExtendTrial", .change)
   public static let endTrial = VarlinkMethod<EndTrialParameters, TrialReply>(interface, "EndTrial", .change)
+  public static let pauseTrial = VarlinkMethod<TrialTargetParameters, TrialReply>(
+    interface, "PauseTrial", .change)
+  public static let resumeTrial = VarlinkMethod<TrialTargetParameters, TrialReply>(
+    interface, "ResumeTrial", .change)
   public static let getPlan = VarlinkMethod<GetPlanParameters, EventsReply>(interface, "GetPlan")
   public static let simulate = VarlinkMethod<SimulateParameters, EventsReply>(interface, "Simulate")
   public static let getStatus = VarlinkMethod<NoParameters, GetStatusReply>(interface, "GetStatus")

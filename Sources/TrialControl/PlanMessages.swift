@@ -16,6 +16,8 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var once: String?
   /// `SubjectKeyRule`'s raw value; nil for `exact`.
   public var subjectKey: String?
+  /// How long a trial stays paused before it resumes by itself; nil: no limit.
+  public var maxPause: Span?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
     name = plan.name
@@ -26,6 +28,7 @@ public struct PlanObject: Codable, Hashable, Sendable {
     self.activeTrials = activeTrials
     once = plan.once == .no ? nil : plan.once.rawValue
     subjectKey = plan.subjectKey == .exact ? nil : plan.subjectKey.rawValue
+    maxPause = plan.maxPause.map(Span.init)
   }
 }
 

@@ -124,6 +124,9 @@ public struct ExportTrial: Codable, Hashable, Sendable {
   public var endedAt: PreciseTime?
   /// Spans before the end, whole milliseconds, in the order they fall due.
   public var reminders: [Span]
+  /// Of a trial paused (or ended while paused): since when, and when its pause runs out.
+  public var pausedAt: PreciseTime?
+  public var resumesAt: PreciseTime?
 
   public init(_ trial: Trial) {
     id = trial.id
@@ -137,6 +140,8 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     endsAt = PreciseTime(trial.period.endDate)
     endedAt = trial.endedAt.map(PreciseTime.init)
     reminders = trial.reminders.offsets.map(Span.init)
+    pausedAt = trial.pause.map { PreciseTime($0.since) }
+    resumesAt = trial.pause?.until.map(PreciseTime.init)
   }
 
   public func trial() throws(WireProblem) -> Trial {
@@ -163,9 +168,16 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     } catch {
       throw WireProblem(path: ["trial", "labels"], problem: error.description)
     }
+    if state == .paused, pausedAt == nil {
+      throw WireProblem(path: ["trial", "pausedAt"], problem: "a paused trial needs the time it was paused")
+    }
+    if pausedAt == nil, resumesAt != nil {
+      throw WireProblem(path: ["trial", "resumesAt"], problem: "only a paused trial resumes")
+    }
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: startedAt.date, endDate: endsAt.date),
-      state: state, reminders: schedule, revision: revision, endedAt: endedAt?.date)
+      state: state, reminders: schedule, revision: revision, endedAt: endedAt?.date,
+      pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) })
   }
 
   /// Why an attribute of an export cannot be stored, or nil: a name of lower-case letters,
@@ -229,7 +241,7 @@ public struct ExportEvent: Codable, Hashable, Sendable {
       case .beyondGrace(let lateness, let grace):
         self.lateness = PreciseSpan(lateness)
         self.grace = PreciseSpan(grace)
-      case .alreadyDueAtStart, .alreadyDueAtExtension, .supersededByExpiry: break
+      case .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume, .supersededByExpiry: break
       }
     }
   }

@@ -139,6 +139,28 @@ public struct ListTrialsParameters: PagedParameters, Hashable {
 
 }
 
+/// PauseTrial and ResumeTrial: a trial by id, or by subject (its active or paused trial).
+public struct TrialTargetParameters: VarlinkParameters, Hashable {
+  /// Exactly one of `id` and `subject` is set.
+  public var id: TrialID?
+  public var subject: String?
+
+  public init(_ target: TrialTarget) {
+    switch target {
+    case .id(let id): self.id = id
+    case .subject(let subject): self.subject = subject
+    }
+  }
+
+  public func validate() throws(WireProblem) {
+    if id != nil && subject != nil { throw .parameter("subject", "give either id or subject, not both") }
+    if id == nil && subject == nil { throw .parameter("id", "give id or subject") }
+  }
+
+  /// The trial named.
+  public var target: TrialTarget { id.map(TrialTarget.id) ?? .subject(subject ?? "") }
+}
+
 public struct ListTrialsReply: Codable, Hashable, Sendable {
   public var trials: [TrialObject]
   /// The cursor for the next page; nil on the last page.

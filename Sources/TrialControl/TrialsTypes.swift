@@ -13,13 +13,20 @@ public struct TrialObject: Codable, Hashable, Sendable {
   public var state: TrialState
   public var startedAt: Date
   public var endsAt: Date
-  /// When the trial left the active state.
+  /// When the trial ended (expired, converted or cancelled).
   public var endedAt: Date?
   /// Spans before the end, in the order they fall due.
   public var reminders: [Span]
   public var revision: UInt32
-  /// How many days until the end as of the reply, negative once past (to the microsecond).
+  /// How many days until the end as of the reply, negative once past (to the microsecond); of
+  /// a paused trial, the days its pause froze.
   public var daysLeft: Double
+  /// Of a paused trial (or one ended while paused): since when.
+  public var pausedAt: Date?
+  /// Of a paused trial whose pause runs out (its plan's `MaxPause=`): when it resumes by itself.
+  public var resumesAt: Date?
+  /// Of a paused trial: the time left its pause froze, which a resume adds to its moment.
+  public var timeLeft: Span?
 
   public init(
     id: TrialID, subject: String, labels: [String: String]? = [:], state: TrialState, startedAt: Date,
@@ -50,7 +57,11 @@ public struct TrialObject: Codable, Hashable, Sendable {
     endedAt = trial.endedAt
     reminders = trial.reminders.offsets.map(Span.init)
     revision = trial.revision
-    daysLeft = (trial.period.daysLeft(clock: FixedInstant(now)).amount * 1e6).rounded() / 1e6
+    pausedAt = trial.pause?.since
+    resumesAt = trial.state == .paused ? trial.pause?.until : nil
+    timeLeft = trial.state == .paused ? trial.timeLeft.map(Span.init) : nil
+    let asOf = trial.state == .paused ? trial.pause?.since ?? now : now
+    daysLeft = (trial.period.daysLeft(clock: FixedInstant(asOf)).amount * 1e6).rounded() / 1e6
   }
 }
 
@@ -66,6 +77,8 @@ public struct EventObject: Codable, Hashable, Sendable {
   public enum Kind: String, WireChoice {
     case reminder
     case expiry
+    case paused
+    case resumed
   }
 
   public enum State: String, WireChoice {
@@ -79,7 +92,8 @@ public struct EventObject: Codable, Hashable, Sendable {
     case skipped
   }
 
-  /// `<trial id>-r<revision>-expiry` or `<trial id>-r<revision>-reminder-<ms>ms`.
+  /// `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-reminder-<ms>ms`, or
+  /// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left).
   public var id: EventID
   public var trialId: TrialID
   public var subject: String?
@@ -92,6 +106,8 @@ public struct EventObject: Codable, Hashable, Sendable {
   public var kind: Kind
   /// For a reminder: the span before the end.
   public var offset: Span?
+  /// For a pause or a resume: the time left to run.
+  public var left: Span?
   public var due: Date
   public var state: State
   /// A code for why a skipped event did not fire (`already-due-at-start`).
@@ -102,7 +118,8 @@ public struct EventObject: Codable, Hashable, Sendable {
   public var takenAt: Date?
   /// How late it was taken, when it was late.
   public var lateness: Span?
-  /// The trial's end in the event's revision.
+  /// The trial's end as of the event: in its revision; of a pause, the end it froze; of a
+  /// resume, the new end.
   public var endsAt: Date?
   /// Its place in the event log (events taken; from Watch, always).
   public var cursor: EventCursor?
@@ -118,8 +135,9 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.subject = subject
     self.labels = labels?.dictionary
     self.revision = id.revision
-    self.kind = id.kind == .expiry ? .expiry : .reminder
+    self.kind = Kind(rawValue: id.kind.name) ?? .reminder
     self.offset = id.kind.reminderOffset.map(Span.init)
+    self.left = id.kind.timeLeft.map(Span.init)
     self.due = due
     self.state = state
     self.reason = reason
@@ -184,12 +202,15 @@ public struct EventObject: Codable, Hashable, Sendable {
 /// Trials by state (`io.trialwatch.Trials.TrialCounts`).
 public struct TrialCounts: Codable, Hashable, Sendable {
   public var active: Int
+  /// Absent from a daemon from before pauses.
+  public var paused: Int?
   public var expired: Int
   public var converted: Int
   public var cancelled: Int
 
-  public init(active: Int = 0, expired: Int = 0, converted: Int = 0, cancelled: Int = 0) {
+  public init(active: Int = 0, paused: Int = 0, expired: Int = 0, converted: Int = 0, cancelled: Int = 0) {
     self.active = active
+    self.paused = paused
     self.expired = expired
     self.converted = converted
     self.cancelled = cancelled
@@ -197,9 +218,10 @@ public struct TrialCounts: Codable, Hashable, Sendable {
 
   public init(_ counts: [TrialState: Int]) {
     self.init(
-      active: counts[.active, default: 0], expired: counts[.expired, default: 0],
-      converted: counts[.converted, default: 0], cancelled: counts[.cancelled, default: 0])
+      active: counts[.active, default: 0], paused: counts[.paused, default: 0],
+      expired: counts[.expired, default: 0], converted: counts[.converted, default: 0],
+      cancelled: counts[.cancelled, default: 0])
   }
 
-  public var total: Int { active + expired + converted + cancelled }
+  public var total: Int { active + (paused ?? 0) + expired + converted + cancelled }
 }

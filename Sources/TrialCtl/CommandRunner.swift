@@ -15,7 +15,8 @@ public enum EventEnvironment {
   public static let names =
     [
       "EVENT_ID", "EVENT_KIND", "EVENT_STATE", "EVENT_CURSOR", "EVENT_DUE", "EVENT_TAKEN", "EVENT_LATENESS",
-      "EVENT_LATENESS_USEC", "EVENT_OFFSET", "EVENT_REASON", "EVENT_ATTEMPT", "TRIAL_ID", "TRIAL_REVISION",
+      "EVENT_LATENESS_USEC", "EVENT_OFFSET", "EVENT_LEFT", "EVENT_REASON", "EVENT_ATTEMPT", "TRIAL_ID",
+      "TRIAL_REVISION",
       "TRIAL_END", "TRIALWATCH_CONSUMER",
     ] + TrialAttributes.named.map(\.variable)
 
@@ -38,6 +39,7 @@ public enum EventEnvironment {
     variables["EVENT_LATENESS"] = event.lateness?.description ?? ""
     variables["EVENT_LATENESS_USEC"] = String(event.lateness?.duration.roundedMicroseconds ?? 0)
     variables["EVENT_OFFSET"] = event.offset?.description ?? ""
+    variables["EVENT_LEFT"] = event.left?.description ?? ""
     variables["EVENT_REASON"] = event.reason ?? ""
     variables["EVENT_ATTEMPT"] = String(attempt)
     variables["TRIAL_ID"] = event.trialId.description

@@ -34,14 +34,21 @@ public enum TrialCompletion {
   {
     let socket = CtlEnvironment.socketPath(option(named: "--socket", in: words), variables: variables)
     let command = words.dropFirst().first
-    let activeOnly = command == "extend" || command == "end"
+    // Trials in the state the command acts on: active ones to extend or pause, paused ones to
+    // resume; any to read.
+    let state: TrialState? =
+      switch command {
+      case "extend", "pause", "end": .active
+      case "resume": .paused
+      default: nil
+      }
     let ids = words.contains("--id")
     let typed = unquoted(prefix)
     var found: [String] = []
     do {
       let client = try VarlinkClient(path: socket, timeout: timeout)
       var parameters = ListTrialsParameters(
-        state: activeOnly ? .active : nil, limit: pageSize)
+        state: state, limit: pageSize)
       var read = 0
       repeat {
         let page = try client.call(Trials.listTrials, parameters)

@@ -193,8 +193,9 @@ public final class TrialPresenter {
         value: "\(date(status.startedAt)) (up \(brief(status.uptime.duration)))"),
       LabeledValue(
         label: "Trials",
-        value: "\(counts.active) active, \(counts.expired) expired, \(counts.converted) converted, "
-          + "\(counts.cancelled) cancelled"),
+        value: "\(counts.active) active, "
+          + (counts.paused.map { $0 > 0 ? "\($0) paused, " : "" } ?? "")
+          + "\(counts.expired) expired, \(counts.converted) converted, \(counts.cancelled) cancelled"),
       LabeledValue(label: "Pending events", value: "\(status.pendingEvents)"),
     ]
     if let next = status.nextEvent {
@@ -234,6 +235,12 @@ public final class TrialPresenter {
     if let endedAt = trial.endedAt {
       details.append(LabeledValue(label: "Ended", value: date(endedAt)))
     }
+    if let pausedAt = trial.pausedAt {
+      details.append(LabeledValue(label: "Paused", value: date(pausedAt)))
+    }
+    if let resumesAt = trial.resumesAt {
+      details.append(LabeledValue(label: "Resumes", value: "\(date(resumesAt)) (MaxPause=)"))
+    }
     details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders.map(\.duration))))
     details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
     if let plan = trial.plan { details.append(LabeledValue(label: "Plan", value: plan)) }
@@ -256,6 +263,9 @@ public final class TrialPresenter {
       if timeZone.dayNumber(trial.endsAt) == timeZone.dayNumber(now) { return "ends today" }
       let days = Days(timeInterval: remaining).userFacingAmount
       return days == 1 ? "1 day left" : "\(days) days left"
+    case .paused:
+      let days = Days(timeInterval: trial.timeLeft?.duration.timeInterval ?? 0).userFacingAmount
+      return "paused, " + (days == 1 ? "1 day left" : "\(days) days left")
     case .expired:
       return "expired \(daysAgo(trial.endsAt, now: now))"
     case .converted, .cancelled:
@@ -276,6 +286,7 @@ public final class TrialPresenter {
   public func stateWord(_ state: TrialState) -> String {
     switch state {
     case .active: "active"
+    case .paused: "paused"
     case .expired: "expired"
     case .converted: "converted"
     case .cancelled: "cancelled"
@@ -310,6 +321,8 @@ public final class TrialPresenter {
     switch event.kind {
     case .expiry: "expiry"
     case .reminder: "reminder \(event.offset?.description ?? "?") before the end"
+    case .paused: "paused with \(event.left?.description ?? "?") left"
+    case .resumed: "resumes with \(event.left?.description ?? "?") left"
     }
   }
 

@@ -138,12 +138,13 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
 public struct TrialwatchCtl: ParsableCommand {
   public static let configuration = CommandConfiguration(
     commandName: "trialwatchctl",
-    abstract: "Start, query, extend and end trials kept by the trialwatch daemon, and act on their events.",
+    abstract:
+      "Start, query, extend, pause and end trials kept by the trialwatch daemon, and act on their events.",
     discussion: """
       Talks to trialwatchd over its Varlink socket: --socket, else $TRIALWATCH_SOCKET, else \
-      \(VarlinkInterfaces.defaultSocketPath). Reading needs access to the socket; starting, extending and \
-      ending trials, and creating, removing and acknowledging for consumers, also need root, the daemon's \
-      user or its control group.
+      \(VarlinkInterfaces.defaultSocketPath). Reading needs access to the socket; starting, extending, \
+      pausing, resuming and ending trials, and creating, removing and acknowledging for consumers, also \
+      need root, the daemon's user or its control group.
 
       Every event the daemon takes is logged with a cursor: watch --after resumes after one, and a \
       consumer is a named position in the log that consume moves on as its command handles each event.
@@ -162,7 +163,9 @@ public struct TrialwatchCtl: ParsableCommand {
         5  daemon unreachable (check: systemctl status trialwatch)
       """,
     subcommands: [
-      Start.self, Status.self, List.self, Extend.self, End.self, Plan.self, Plans.self, GrantAgain.self,
+      Start.self, Status.self, List.self, Extend.self, Pause.self, Resume.self, End.self, Plan.self,
+      Plans.self,
+      GrantAgain.self,
       Simulate.self,
       Watch.self, DaemonStatus.self, Fleet.self, Export.self, EventLog.self, Consumers.self,
       ConsumerCommand.self, Consume.self,

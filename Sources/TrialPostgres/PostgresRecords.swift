@@ -3,7 +3,8 @@ import TrialCore
 
 /// How the domain's values travel to and from the shared store's rows: ids as signed 64-bit
 /// integers, times as microseconds since the Unix epoch, an event as (trial, revision,
-/// offset in milliseconds, 0 for the expiry), outcomes as text.
+/// `offset_ms`: a reminder's offset in milliseconds, 0 for the expiry, minus the time left for
+/// a pause, minus 2^62 minus the time left for a resume), outcomes as text.
 enum PostgresRecords {
   // MARK: Scalars
 
@@ -15,15 +16,26 @@ enum PostgresRecords {
   static func seconds(_ date: Date) -> Double { date.timeIntervalSinceReferenceDate }
   static func date(_ seconds: Double) -> Date { Date(timeIntervalSinceReferenceDate: seconds) }
 
+  /// What `offset_ms` adds to a resume's time left (negated), to tell it from the pause of the
+  /// same revision, which has the same.
+  static let resumedBase = Int64(EventID.maximumMilliseconds)
+
   static func offset(of kind: EventKind) -> Int64 {
     switch kind {
     case .expiry: 0
-    case .reminder(let before): Int64(before.roundedMilliseconds)
+    case .reminder(let before): before.roundedMilliseconds
+    case .paused(let left): -left.roundedMilliseconds
+    case .resumed(let left): -resumedBase - left.roundedMilliseconds
     }
   }
 
   static func kind(offset: Int64) -> EventKind {
-    offset == 0 ? .expiry : .reminder(before: .milliseconds(offset))
+    switch offset {
+    case 0: .expiry
+    case 1...: .reminder(before: .milliseconds(offset))
+    case (-resumedBase)...: .paused(left: .milliseconds(-offset))
+    default: .resumed(left: .milliseconds(-(offset + resumedBase)))
+    }
   }
 
   static func eventID(trial: Int64, revision: Int, offset: Int64) -> EventID {
@@ -67,7 +79,7 @@ enum PostgresRecords {
 
   /// The columns a trial is read from (`TrialRows`, by name).
   static let trialColumns = """
-    trial_id, subject, state, revision, start_s, end_s, ended_s, reminders_ms, attributes
+    trial_id, subject, state, revision, start_s, end_s, ended_s, reminders_ms, attributes, paused_s, resume_s
     """
 
   /// The columns a ledger entry is read from (`EntryColumns`, by name): of a ledger row, or of

@@ -22,7 +22,7 @@ struct ColumnFinder {
 /// The trials of a result (`PostgresRecords.trialColumns`).
 struct TrialRows {
   let result: PGResult
-  private let id, subject, state, revision, start, end, ended, reminders, attributes: Int
+  private let id, subject, state, revision, start, end, ended, reminders, attributes, paused, resume: Int
 
   init(_ result: PGResult) throws {
     self.result = result
@@ -36,6 +36,8 @@ struct TrialRows {
     ended = try column("ended_s")
     reminders = try column("reminders_ms")
     attributes = try column("attributes")
+    paused = try column("paused_s")
+    resume = try column("resume_s")
   }
 
   func trial(_ row: Int) throws -> Trial {
@@ -61,7 +63,11 @@ struct TrialRows {
         subject: subject, json: result.string(row, attributes), of: name),
       period: TrialPeriod(startDate: PostgresRecords.date(start), endDate: PostgresRecords.date(end)),
       state: state, reminders: schedule, revision: UInt32(truncatingIfNeeded: revision),
-      endedAt: result.double(row, ended).map(PostgresRecords.date))
+      endedAt: result.double(row, ended).map(PostgresRecords.date),
+      pause: result.double(row, paused).map {
+        TrialPause(
+          since: PostgresRecords.date($0), until: result.double(row, resume).map(PostgresRecords.date))
+      })
   }
 }
 

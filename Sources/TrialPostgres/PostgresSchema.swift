@@ -233,8 +233,29 @@ public enum PostgresSchema {
     );
     """
 
+  /// Version 7: paused trials. The state `paused`, with `paused_s` (since when) and `resume_s`
+  /// (when its pause runs out, if it does); a subject's one open trial is active or paused, and
+  /// a shard's open trials are planned by its owner; the ledger's events `paused` and `resumed`
+  /// (`offset_ms` below 0: `PostgresRecords`). A node of version 6 still running reads a paused
+  /// trial as damaged; it changes no paused trial.
+  static let upgradeTo7 = """
+    ALTER TABLE trialwatch.trial DROP CONSTRAINT trial_state_check,
+      ADD CONSTRAINT trial_state_check
+        CHECK (state IN ('active', 'paused', 'expired', 'converted', 'cancelled')),
+      ADD COLUMN paused_s double precision,
+      ADD COLUMN resume_s double precision,
+      ADD COLUMN paused_at timestamptz GENERATED ALWAYS AS (trialwatch.time(paused_s)) STORED,
+      ADD COLUMN resume_at timestamptz GENERATED ALWAYS AS (trialwatch.time(resume_s)) STORED;
+    ALTER TABLE trialwatch.ledger DROP CONSTRAINT ledger_kind_check,
+      ADD CONSTRAINT ledger_kind_check CHECK (kind IN ('reminder', 'expiry', 'paused', 'resumed'));
+    CREATE UNIQUE INDEX trial_open_subject ON trialwatch.trial (subject) WHERE state IN ('active', 'paused');
+    DROP INDEX trialwatch.trial_active_subject;
+    CREATE INDEX trial_open_shard ON trialwatch.trial (shard) WHERE state IN ('active', 'paused');
+    DROP INDEX trialwatch.trial_active_shard;
+    """
+
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
-  static let steps = [createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6]
+  static let steps = [createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6, upgradeTo7]
 
   /// What `prepare` found or did.
   public enum Outcome: Hashable, Sendable {

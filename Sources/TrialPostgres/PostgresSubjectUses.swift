@@ -80,7 +80,9 @@ extension PostgresWriteTransaction {
     let ids = query.bind(PGArray.literal(trialRemovals.map { Int64(bitPattern: $0.rawValue) }))
     trialRemovals = []
     query.write("DELETE FROM trialwatch.ledger WHERE trial_id = ANY(\(ids)::bigint[])")
-    query.write("DELETE FROM trialwatch.trial WHERE trial_id = ANY(\(ids)::bigint[]) AND state <> 'active'")
+    query.write(
+      "DELETE FROM trialwatch.trial WHERE trial_id = ANY(\(ids)::bigint[]) AND state NOT IN ('active', 'paused')"
+    )
   }
 
   static func useKey(_ scope: SubjectUse.Scope, _ key: String) -> String { "\(scope)\u{0}\(key)" }

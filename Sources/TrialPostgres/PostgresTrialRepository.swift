@@ -212,7 +212,7 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
 
   static func isActiveSubjectRace(_ error: PGError) -> Bool {
     guard error.sqlState == "23505", case .server(_, let message, _) = error else { return false }
-    return message.contains("trial_active_subject")
+    return message.contains("trial_open_subject") || message.contains("trial_active_subject")
   }
 
   /// A second active trial of one subject (two nodes starting it at once) is the error the
@@ -250,13 +250,13 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
       let trials = try txn.query(
         """
         SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial
-        WHERE state = 'active' AND shard = ANY($1::integer[])
+        WHERE state IN ('active', 'paused') AND shard = ANY($1::integer[])
         """, list)
       let taken = try txn.query(
         """
         SELECT l.trial_id, l.revision, l.offset_ms FROM trialwatch.ledger l
         JOIN trialwatch.trial t ON t.trial_id = l.trial_id AND t.revision = l.revision
-        WHERE t.state = 'active' AND t.shard = ANY($1::integer[])
+        WHERE t.state IN ('active', 'paused') AND t.shard = ANY($1::integer[])
         """, list)
       var done = Set<EventID>()
       for row in 0..<taken.rows {

@@ -175,11 +175,11 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   }
 
   override func activeTrialID(subject: String) throws -> TrialID? {
-    if let written = trialWrites.values.first(where: { $0.subject == subject && $0.isActive }) {
+    if let written = trialWrites.values.first(where: { $0.subject == subject && $0.isOpen }) {
       return written.id
     }
     guard let id = try super.activeTrialID(subject: subject) else { return nil }
-    if let written = trialWrites[id], !written.isActive || written.subject != subject { return nil }
+    if let written = trialWrites[id], !written.isOpen || written.subject != subject { return nil }
     return id
   }
 
@@ -336,7 +336,7 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   }
 
   func removeTrial(_ id: TrialID) throws {
-    guard let trial = try self.trial(id), !trial.isActive else { return }
+    guard let trial = try self.trial(id), trial.state.isEnded else { return }
     trialRemovals.append(id)
     trialReads[id] = .some(nil)
   }

@@ -54,7 +54,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   /// The schema this version writes and reads. A store with a higher one is refused; one
   /// with a lower one is upgraded when opened for writing (see `upgrade`), and read as it is
   /// by `LMDBStoreReader`.
-  public static let schemaVersion: UInt32 = 5
+  public static let schemaVersion: UInt32 = 6
 
   struct Databases {
     var trials: LMDBDatabase
@@ -273,6 +273,12 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
               total += 1
               if total % max(progressEvery, 1) == 0 { progress(total) }
               if state != .active { byState[Int(RecordCodec.stateCode(state))] += 1 }
+              if state == .paused {
+                // Only its resume, when its pause runs out, is planned.
+                planner.add(
+                  try decoding(trialKey, in: "trials", path: path) { try codec.decodeTrial(value, id: id) },
+                  now: .distantPast)
+              }
               if state == .active {
                 let trial = try decoding(trialKey, in: "trials", path: path) {
                   try codec.decodeTrial(value, id: id)
@@ -294,7 +300,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
                   position = try key(ledger.next())
                 }
                 // An active record whose revision's expiry is in the ledger is expired.
-                let active = planner.restore(trial) { done.contains(StoreKeys.order(of: $0)) }
+                let active = planner.restore(trial) { done.contains($0.order) }
                 byState[Int(RecordCodec.stateCode(active ? .active : .expired))] += 1
               }
               item = try trials.next()

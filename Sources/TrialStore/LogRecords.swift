@@ -48,8 +48,8 @@ extension RecordCodec {
 
   // Version 2 (the cursor is the key; the delivery time is not kept, the ledger has it;
   // version 1 the same without the attribute section):
-  //   u8 version, u8 kind (0 expiry, 1 reminder), u8 outcome, u8 flags (bit 0: late),
-  //   u64 trial id, u32 revision, [f64 reminder offset (days)], date due, date taken,
+  //   u8 version, u8 kind (as in a ledger entry), u8 outcome, u8 flags (bit 0: late),
+  //   u64 trial id, u32 revision, [f64 reminder offset or time left (days)], date due, date taken,
   //   outcome payload (as in a ledger entry), u8 subject length, subject bytes (UTF-8),
   //   attribute section (the trial's as the event was taken; AttributeRecords.swift).
 
@@ -63,7 +63,7 @@ extension RecordCodec {
     writer.u8(entry.isLate ? 1 : 0)
     writer.u64(id.trialID.rawValue)
     writer.u32(id.revision)
-    if let offset = id.kind.reminderOffset { writer.reminderOffset(offset) }
+    if id.kind != .expiry { writer.reminderOffset(id.kind.beforeEnd) }
     writer.date(entry.event.due)
     writer.date(entry.takenAt)
     encodeOutcomePayload(entry.outcome, into: &writer)

@@ -29,22 +29,12 @@ enum StoreKeys {
     return TrialID(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
   }
 
-  /// The third part of a ledger key: reminders by descending offset, then the expiry.
-  @inline(__always)
-  static func order(of kind: EventKind, offsetMilliseconds: UInt64) -> UInt64 {
-    kind == .expiry ? UInt64.max : ~offsetMilliseconds
-  }
-
-  @inline(__always)
-  static func order(of id: EventID) -> UInt64 {
-    order(of: id.kind, offsetMilliseconds: id.offsetMilliseconds)
-  }
-
   /// The ledger and outbox key of an event: trial id (8 bytes), revision (4 bytes), order
-  /// (8 bytes), all big-endian: one trial's entries are contiguous, by revision, in due order.
+  /// (8 bytes, `EventID.order`: a pause, a resume, reminders by descending offset, then the
+  /// expiry), all big-endian: one trial's entries are contiguous, by revision.
   @inline(__always)
   static func withLedgerKey<R>(_ id: EventID, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-    let order = order(of: id)
+    let order = id.order
     let key = (
       id.trialID.rawValue.bigEndian, id.revision.bigEndian, UInt32(truncatingIfNeeded: order >> 32).bigEndian,
       UInt32(truncatingIfNeeded: order).bigEndian
@@ -57,12 +47,11 @@ enum StoreKeys {
     var revision: UInt32
     var order: UInt64
 
-    var offsetMilliseconds: UInt64? { order == UInt64.max ? nil : ~order }
-
     var text: String {
-      let id = TrialID(trial)
-      guard let millis = offsetMilliseconds else { return "\(id)-r\(revision)-expiry" }
-      return "\(id)-r\(revision)-reminder-\(millis)ms"
+      guard let kind = EventID.kind(order: order) else {
+        return "\(TrialID(trial))-r\(revision)-0x" + zeroPadded(order, width: 16, radix: 16)
+      }
+      return EventID(trialID: TrialID(trial), revision: revision, kind: kind).description
     }
   }
 
@@ -207,9 +196,11 @@ final class RecordCodec {
   // MARK: Trials
 
   // Version 2 (version 1 the same without the attribute section):
-  //   u8 version, u8 state, u8 flags (bit 0: endedAt present), u8 reminder count n,
-  //   u32 revision, date start, date end, [date endedAt], n × f64 reminder offset (days),
-  //   u8 subject length, subject bytes (UTF-8), attribute section (AttributeRecords.swift).
+  //   u8 version, u8 state, u8 flags (bit 0: endedAt present, bit 1: paused-since present,
+  //   bit 2: paused-until present; bits 1 and 2 since schema 6), u8 reminder count n,
+  //   u32 revision, date start, date end, [date endedAt], [date paused since],
+  //   [date paused until], n × f64 reminder offset (days), u8 subject length, subject bytes
+  //   (UTF-8), attribute section (AttributeRecords.swift).
 
   static func stateCode(_ state: TrialState) -> UInt8 {
     switch state {
@@ -217,6 +208,7 @@ final class RecordCodec {
     case .expired: 1
     case .converted: 2
     case .cancelled: 3
+    case .paused: 4
     }
   }
 
@@ -226,6 +218,7 @@ final class RecordCodec {
     case 1: .expired
     case 2: .converted
     case 3: .cancelled
+    case 4: .paused
     default: throw RecordProblem("unknown trial state \(code)")
     }
   }
@@ -236,12 +229,17 @@ final class RecordCodec {
     guard trial.reminders.offsets.count <= 255 else { throw RecordProblem("too many reminders") }
     writer.u8(Self.trialVersion)
     writer.u8(Self.stateCode(trial.state))
-    writer.u8(trial.endedAt == nil ? 0 : 1)
+    writer.u8(
+      (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4))
     writer.u8(UInt8(trial.reminders.offsets.count))
     writer.u32(trial.revision)
     writer.date(trial.period.startDate)
     writer.date(trial.period.endDate)
     if let endedAt = trial.endedAt { writer.date(endedAt) }
+    if let pause = trial.pause {
+      writer.date(pause.since)
+      if let until = pause.until { writer.date(until) }
+    }
     for offset in trial.reminders.offsets { writer.reminderOffset(offset) }
     writer.u8(UInt8(subject.count))
     writer.bytes.append(contentsOf: subject)
@@ -274,12 +272,15 @@ final class RecordCodec {
     try Self.checkVersion(version, reads: 1...Self.trialVersion)
     let state = try Self.state(code: try reader.u8())
     let flags = try reader.u8()
-    guard flags & ~1 == 0 else { throw RecordProblem("unknown flags \(flags)") }
+    guard flags & ~7 == 0, flags & 6 != 4 else { throw RecordProblem("unknown flags \(flags)") }
     let reminderCount = Int(try reader.u8())
     let revision = try reader.u32()
     let start = try reader.date()
     let end = try reader.date()
     let endedAt = flags & 1 != 0 ? try reader.date() : nil
+    let pause =
+      flags & 2 != 0
+      ? TrialPause(since: try reader.date(), until: flags & 4 != 0 ? try reader.date() : nil) : nil
     let schedule = try decodeSchedule(try reader.bytes(reminderCount * 8), count: reminderCount)
     let subjectLength = Int(try reader.u8())
     let subjectBytes = try reader.bytes(subjectLength)
@@ -291,7 +292,7 @@ final class RecordCodec {
     try reader.expectEnd()
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: start, endDate: end), state: state,
-      reminders: schedule, revision: revision, endedAt: endedAt)
+      reminders: schedule, revision: revision, endedAt: endedAt, pause: pause)
   }
 
   private func decodeSchedule(_ bytes: UnsafeRawBufferPointer, count: Int) throws -> ReminderSchedule {
@@ -321,31 +322,40 @@ final class RecordCodec {
   // MARK: Ledger entries
 
   // Version 1 (the trial id, revision and event order are in the key):
-  //   u8 version, u8 kind (0 expiry, 1 reminder), u8 outcome, u8 flags (bit 0: late,
-  //   bit 1: delivered), [f64 reminder offset (days)], date due, date taken,
-  //   [date delivered], outcome payload:
-  //     0 fired, 1 already due at start, 2 already due at extension, 4 superseded by expiry:
-  //       nothing;
+  //   u8 version, u8 kind (0 expiry, 1 reminder, 2 paused, 3 resumed; 2 and 3 since schema 6),
+  //   u8 outcome, u8 flags (bit 0: late, bit 1: delivered), [f64 reminder offset or time left
+  //   (days)], date due, date taken, [date delivered], outcome payload:
+  //     0 fired, 1 already due at start, 2 already due at extension, 4 superseded by expiry,
+  //     6 already due at resume: nothing;
   //     3 superseded by reminder: u64 trial id, u32 revision, u8 kind, [f64 offset];
   //     5 beyond grace: f64 lateness, f64 grace (seconds).
 
   /// An event kind's code (a reminder's offset goes where the record puts it).
   static func kindCode(_ kind: EventKind) -> UInt8 {
-    kind == .expiry ? 0 : 1
+    switch kind {
+    case .expiry: 0
+    case .reminder: 1
+    case .paused: 2
+    case .resumed: 3
+    }
   }
 
-  /// The kind whose code was read; a reminder's offset is read from `reader`.
+  /// The kind whose code was read; a reminder's offset, or a pause's or resume's time left, is
+  /// read from `reader`.
   func decodeKind(code: UInt8, _ reader: inout ByteReader) throws -> EventKind {
     switch code {
     case 0: return .expiry
     case 1: return .reminder(before: try reader.reminderOffset())
+    case 2: return .paused(left: try reader.reminderOffset())
+    case 3: return .resumed(left: try reader.reminderOffset())
     default: throw RecordProblem("unknown event kind \(code)")
     }
   }
 
-  private func encodeKind(_ kind: EventKind, into writer: inout ByteWriter) {
+  /// A kind's code, then the span it carries, if any.
+  func encodeKind(_ kind: EventKind, into writer: inout ByteWriter) {
     writer.u8(Self.kindCode(kind))
-    if let offset = kind.reminderOffset { writer.reminderOffset(offset) }
+    if kind != .expiry { writer.reminderOffset(kind.beforeEnd) }
   }
 
   func encode(_ entry: LedgerEntry, into writer: inout ByteWriter) {
@@ -354,7 +364,7 @@ final class RecordCodec {
     writer.u8(Self.kindCode(kind))
     writer.u8(Self.outcomeCode(entry.outcome))
     writer.u8((entry.isLate ? 1 : 0) | (entry.deliveredAt == nil ? 0 : 2))
-    if let offset = kind.reminderOffset { writer.reminderOffset(offset) }
+    if kind != .expiry { writer.reminderOffset(kind.beforeEnd) }
     writer.date(entry.event.due)
     writer.date(entry.takenAt)
     if let delivered = entry.deliveredAt { writer.date(delivered) }
@@ -369,6 +379,7 @@ final class RecordCodec {
     case .skipped(.supersededByReminder): 3
     case .skipped(.supersededByExpiry): 4
     case .skipped(.beyondGrace): 5
+    case .skipped(.alreadyDueAtResume): 6
     }
   }
 
@@ -404,6 +415,7 @@ final class RecordCodec {
       let lateness = try reader.span()
       let grace = try reader.span()
       return .skipped(.beyondGrace(lateness: lateness, grace: grace))
+    case 6: return .skipped(.alreadyDueAtResume)
     default:
       throw RecordProblem("unknown outcome \(code)")
     }
@@ -418,7 +430,7 @@ final class RecordCodec {
     guard flags & ~3 == 0 else { throw RecordProblem("unknown flags \(flags)") }
     let kind = try decodeKind(code: kindCode, &reader)
     let id = EventID(trialID: TrialID(key.trial), revision: key.revision, kind: kind)
-    guard StoreKeys.order(of: id) == key.order else {
+    guard id.order == key.order else {
       throw RecordProblem("the event in the record does not match its key")
     }
     let due = try reader.date()

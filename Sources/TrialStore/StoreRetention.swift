@@ -6,7 +6,7 @@ extension StoreWriteTransaction {
   /// and the subject index entry that names it. The active-trial count is unchanged: the trial
   /// has ended.
   func removeTrial(_ id: TrialID) throws {
-    guard let trial = try self.trial(id), !trial.isActive else { return }
+    guard let trial = try self.trial(id), trial.state.isEnded else { return }
     let trialKey = withUnsafeBytes(of: id.rawValue.bigEndian) { Array($0) }
     try txn.withCursor(databases.ledger) { cursor in
       while let (found, _) = try trialKey.withUnsafeBytes({ try cursor.seek($0) }),

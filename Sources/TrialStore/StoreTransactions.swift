@@ -59,10 +59,10 @@ class StoreReadTransaction: TrialReadTransaction {
   }
 
   /// The subject index may still name a trial that has ended (see `putTrial`): the trial
-  /// it names counts only while it is active and has this subject.
+  /// it names counts only while it is open (active or paused) and has this subject.
   func activeTrialID(subject: String) throws -> TrialID? {
     guard let id = try indexedTrialID(subject: subject), let trial = try trial(id),
-      trial.isActive, trial.subject == subject
+      trial.isOpen, trial.subject == subject
     else { return nil }
     return id
   }
@@ -240,7 +240,7 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
       lastTrial = trial.isActive ? nil : trial
       if absentTrial == trial.id { absentTrial = nil }
       activeDelta += (trial.isActive ? 1 : 0) - (wasActive ? 1 : 0)
-      if trial.isActive {
+      if trial.isOpen {
         guard !trial.subject.isEmpty else { throw TrialError.invalid(.subject, "subject must not be empty") }
         var subject = trial.subject
         try subject.withUTF8 { subjectKey in

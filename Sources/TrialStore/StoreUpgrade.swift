@@ -22,6 +22,10 @@ public struct StoreUpgradeReport: Hashable, Sendable {
 /// (`data.mdb.schema<N>-<UTC time>`); then one write transaction makes every change, so the
 /// store is either upgraded whole or left at its old schema.
 ///
+/// Schema 5 → 6 changes no record: it adds what a paused trial writes (the state `paused`, the
+/// pause in the trial record, the events `paused` and `resumed`), which an older version must
+/// not read; the schema is set so that it refuses the store.
+///
 /// Schema 4 → 5 creates the empty `uses` database (subjects that had a trial granted once).
 ///
 /// Schema 3 → 4 changes no record: records of version 2 (trials and logged events with an
@@ -48,9 +52,9 @@ enum StoreUpgrade {
         (upgraded, backfilled) = try addEventLog(txn, databases, path: environment.dataPath)
       }
       if from < 5 { upgraded.uses = try txn.openDatabase("uses", create: true) }
-      // Schemas 2 → 3 → 4 change no record: an expiry no longer rewrites its trial's record,
-      // and a record of schema 2 (expired when its expiry was taken) reads the same; records of
-      // version 1 (no attribute section) read as before.
+      // Schemas 2 → 3 → 4 and 5 → 6 change no record: an expiry no longer rewrites its trial's
+      // record, and a record of schema 2 (expired when its expiry was taken) reads the same;
+      // records of version 1 (no attribute section) read as before; schema 6 only adds.
       try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.schema, LMDBTrialRepository.schemaVersion)
       upgraded.schema = LMDBTrialRepository.schemaVersion
       return upgraded

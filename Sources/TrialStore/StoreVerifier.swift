@@ -288,8 +288,8 @@ final class StoreVerifier {
         report.add("trials", key, problem.message)
       }
     }
-    guard trial.isActive else { return }
-    report.activeTrials += 1
+    guard trial.isOpen else { return }
+    if trial.isActive { report.activeTrials += 1 }
     var subject = trial.subject
     let subjectKey = Array(subject.utf8)
     guard !subjectKey.isEmpty, subjectKey.count <= 511 else { return }

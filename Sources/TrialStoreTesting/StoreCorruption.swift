@@ -314,7 +314,7 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
   }
 
   public static func ledgerKey(_ id: EventID) -> [UInt8] {
-    let order = id.kind == .expiry ? UInt64.max : ~id.offsetMilliseconds
+    let order = id.order
     return trialKey(id.trialID.rawValue) + withUnsafeBytes(of: id.revision.bigEndian) { Array($0) }
       + withUnsafeBytes(of: order.bigEndian) { Array($0) }
   }

@@ -3,9 +3,10 @@ import TrialCore
 import TrialStore
 
 /// The workload of the store's crash test (`trialwatch-crashtest`): numbered batches, each
-/// one write transaction that delivers what earlier batches took, fires every event due,
-/// extends one earlier trial, ends another, and starts new trials (the first id offered for
-/// each is already taken, so every start goes through the id retry).
+/// one write transaction that delivers what earlier batches took, fires every event due
+/// (resumes of pauses run out among them), extends one earlier trial, ends another, pauses two
+/// (one until a limit runs out, one until a later batch resumes it), and starts new trials
+/// (the first id offered for each is already taken, so every start goes through the id retry).
 ///
 /// Batch `k` is a pure function of the state batches `1..<k` left, and runs at virtual time
 /// `now(batch: k)`. So the state after batch `K` is the same in any repository that ran
@@ -50,7 +51,11 @@ public enum StoreCrashWorkload {
   public static func runBatch(_ k: Int, repository: any TrialRepository, planner: inout Planner) throws {
     let now = now(batch: k)
     let due = planner.takeDue(at: now)
-    let changes = try repository.write { txn -> (started: [Trial], extended: [Trial], ended: [TrialID]) in
+    let changes = try repository.write {
+      txn -> (
+        started: [Trial], extended: [Trial], ended: [TrialID], paused: [Trial], resumed: [Trial],
+        ranOut: [(trial: Trial, at: Date)]
+      ) in
       // What earlier batches took is delivered now.
       var undelivered: [LedgerEntry] = []
       try txn.scanOutbox {
@@ -61,7 +66,27 @@ public enum StoreCrashWorkload {
         entry.deliveredAt = now
         try txn.putLedgerEntry(entry)
       }
-      _ = try TrialBook.commit(in: txn, due, now: now)
+      // A pause run out resumes its trial, planned again from the resume on.
+      let ranOut = try TrialBook.take(in: txn, due, now: now).filter {
+        $0.logged.entry.event.kind.isPauseOrResume
+      }
+      .map { (trial: $0.trial, at: $0.logged.entry.event.due) }
+      var paused: [Trial] = []
+      if k > 2, let trial = try txn.trial(trialID(batch: k - 2, index: 2)), trial.isActive,
+        trial.period.endDate > now
+      {
+        paused.append(
+          try TrialBook.pauseTrial(in: txn, trial.id, maxPause: .seconds(2 * step), now: now).trial)
+      }
+      if k > 2, let trial = try txn.trial(trialID(batch: k - 2, index: 3)), trial.isActive,
+        trial.period.endDate > now
+      {
+        paused.append(try TrialBook.pauseTrial(in: txn, trial.id, maxPause: nil, now: now).trial)
+      }
+      var resumedNow: [Trial] = []
+      if k > 4, let trial = try txn.trial(trialID(batch: k - 4, index: 3)), trial.state == .paused {
+        resumedNow.append(try TrialBook.resumeTrial(in: txn, trial.id, now: now).trial)
+      }
       var extended: [Trial] = []
       var ended: [TrialID] = []
       if k > 2, let trial = try txn.trial(trialID(batch: k - 2, index: 0)), trial.isActive {
@@ -82,8 +107,11 @@ public enum StoreCrashWorkload {
           ids: OfferedIDs(offered))
         started.append(result.trial)
       }
-      return (started, extended, ended)
+      return (started, extended, ended, paused, resumedNow, ranOut)
     }
+    for (trial, at) in changes.ranOut { planner.add(trial, now: at, reason: .alreadyDueAtResume) }
+    for trial in changes.paused { planner.add(trial, now: now) }
+    for trial in changes.resumed { planner.add(trial, now: now, reason: .alreadyDueAtResume) }
     for trial in changes.started { planner.add(trial, now: now) }
     for trial in changes.extended { planner.add(trial, now: now, reason: .alreadyDueAtExtension) }
     for id in changes.ended { planner.cancel(id) }

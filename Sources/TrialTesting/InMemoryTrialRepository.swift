@@ -78,7 +78,7 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
     func trial(_ id: TrialID) throws -> Trial? { state.trials[id] }
 
     func activeTrialID(subject: String) throws -> TrialID? {
-      try latestTrialID(subject: subject).flatMap { state.trials[$0]?.isActive == true ? $0 : nil }
+      try latestTrialID(subject: subject).flatMap { state.trials[$0]?.isOpen == true ? $0 : nil }
     }
 
     func latestTrialID(subject: String) throws -> TrialID? {
@@ -125,7 +125,7 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
 
     func putTrial(_ trial: Trial) throws {
       state.trials[trial.id] = trial
-      if trial.isActive { state.subjects[trial.subject] = trial.id }
+      if trial.isOpen { state.subjects[trial.subject] = trial.id }
     }
 
     func putLedgerEntry(_ entry: LedgerEntry) throws {
@@ -174,7 +174,7 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
     }
 
     func removeTrial(_ id: TrialID) throws {
-      guard let trial = state.trials[id], !trial.isActive else { return }
+      guard let trial = state.trials[id], trial.state.isEnded else { return }
       state.trials[id] = nil
       for entry in state.ledgerByTrial.removeValue(forKey: id) ?? [] {
         state.ledger[entry] = nil

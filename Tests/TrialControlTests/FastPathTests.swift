@@ -122,13 +122,18 @@ import TrialTesting
               })
           )
         })
-      let trial = TrialObject(
+      var trial = TrialObject(
         id: TrialID(generator.next()), subject: subject, labels: labels,
         state: TrialState.allCases.randomElement(using: &generator)!,
         startedAt: start, endsAt: start.addingTimeInterval(Double.random(in: 0...1e8, using: &generator)),
         endedAt: Bool.random(using: &generator) ? start.addingTimeInterval(12.5) : nil, reminders: reminders,
         revision: UInt32.random(in: 1...1000, using: &generator),
         daysLeft: Double.random(in: -3000...3000, using: &generator))
+      if Bool.random(using: &generator) {
+        trial.pausedAt = start.addingTimeInterval(7.25)
+        trial.timeLeft = Span(.milliseconds(Int64.random(in: 1...10_000_000_000, using: &generator)))
+        if Bool.random(using: &generator) { trial.resumesAt = start.addingTimeInterval(86_400) }
+      }
       let reply = TrialReply(trial: trial)
       let expected = encoder.message(OutgoingReply(parameters: reply))
       let written = FastPath.message(reply)

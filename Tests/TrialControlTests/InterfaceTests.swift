@@ -31,6 +31,9 @@ import TrialCore
     getTrial.subject = "s"
     var extendTrial = ExtendTrialParameters(id: id, change: .by(.days(1)), labels: ["tier": nil])
     extendTrial.endsAt = Date(timeIntervalSince1970: 1_750_000_000)
+    // Both keys, to compare with the declaration (validate refuses the pair).
+    var target = TrialTargetParameters(.id(id))
+    target.subject = "s"
     let samples: [(String, MethodKind, any Encodable)] = [
       (
         Trials.startTrial.qualifiedName, Trials.startTrial.kind,
@@ -54,6 +57,8 @@ import TrialCore
         Trials.endTrial.qualifiedName, Trials.endTrial.kind,
         EndTrialParameters(id: id, outcome: .converted, labels: ["tier": "x"])
       ),
+      (Trials.pauseTrial.qualifiedName, Trials.pauseTrial.kind, target),
+      (Trials.resumeTrial.qualifiedName, Trials.resumeTrial.kind, target),
       (Trials.getPlan.qualifiedName, Trials.getPlan.kind, GetPlanParameters(id: id)),
       (Trials.simulate.qualifiedName, Trials.simulate.kind, SimulateParameters(at: .fromNow(.days(1)))),
       (Trials.getStatus.qualifiedName, Trials.getStatus.kind, NoParameters()),
@@ -90,9 +95,10 @@ import TrialCore
     }
     #expect(
       Trials.startTrial.kind == .change && Trials.extendTrial.kind == .change
-        && Trials.endTrial.kind == .change && Trials.grantAgain.kind == .change)
+        && Trials.endTrial.kind == .change && Trials.grantAgain.kind == .change
+        && Trials.pauseTrial.kind == .change && Trials.resumeTrial.kind == .change)
     #expect(Trials.watch.kind == .stream)
-    #expect(samples.filter { $0.1 == .change }.count == 7)
+    #expect(samples.filter { $0.1 == .change }.count == 9)
   }
 
   @Test func parameterNames_OfAMethod_AreReadFromItsDeclaration() {

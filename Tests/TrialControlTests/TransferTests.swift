@@ -11,7 +11,10 @@ import TrialCore
       id: TrialID(0xACE), subject: "acme-42",
       period: TrialPeriod(startDate: start, endDate: start.addingTimeInterval(5 * 86_400)), state: state,
       reminders: try! ReminderSchedule([.days(3), .milliseconds(1_500)]), revision: 2,
-      endedAt: state == .active ? nil : start.addingTimeInterval(86_400))
+      endedAt: state.isEnded ? start.addingTimeInterval(86_400) : nil,
+      pause: state == .paused
+        ? TrialPause(since: start.addingTimeInterval(3_600.000_25), until: start.addingTimeInterval(90_000))
+        : nil)
   }
 
   /// A ledger entry of the trial's first event, taken the given way.

@@ -130,7 +130,8 @@ import TrialTesting
     #expect(inFile?.line == 2)
     #expect(
       inFile?.problem
-        == "subject \"same\" has two active trials: 0000000000000001 (line 1) and 0000000000000002")
+        == "subject \"same\" has two open (active or paused) trials: 0000000000000001 (line 1) and 0000000000000002"
+    )
   }
 
   @Test func validate_OfMisplacedOrInconsistentRecords_NamesTheLine() {

@@ -129,7 +129,7 @@ enum Ctl {
   @Test(arguments: [
     ["start"], ["start", "x", "--duration", "5 parsecs"],
     ["start", "x", "--duration", "1d", "--ends-at", "2030-01-01T00:00:00Z"],
-    ["start", "x", "--ends-at", "tomorrow"], ["status"], ["list", "--state", "paused"],
+    ["start", "x", "--ends-at", "tomorrow"], ["status"], ["list", "--state", "frozen"],
     ["list", "--limit", "0"],
     ["extend", "1"], ["extend", "xyz", "--by", "1d", "--ends-at", "2030-01-01T00:00:00Z"], ["end", "1"],
     ["end", "1", "--outcome", "expired"], ["simulate", "soon"], ["plan"], ["frobnicate"],

@@ -61,8 +61,25 @@ enum RepositoryFile {
       LedgerEntry(event: expiry, outcome: .fired, takenAt: expiry.due + 600, isLate: true),
       LedgerEntry(event: reminder, outcome: .skipped(.supersededByExpiry), takenAt: end, isLate: true),
     ]
+    var paused = trial
+    paused.state = .paused
+    paused.pause = TrialPause(since: reminder.due)
+    var limited = paused
+    limited.pause?.until = end
+    let pause = TrialEvent(
+      id: EventID(trialID: trial.id, revision: 1, kind: .paused(left: .days(3))), due: reminder.due)
+    let resume = TrialEvent(
+      id: EventID(trialID: trial.id, revision: 1, kind: .resumed(left: .days(3))), due: end)
+    var resumed = trial
+    resumed.reschedule(endDate: end + 259_200)
+    let pauses = [
+      (LedgerEntry(event: pause, outcome: .fired, takenAt: pause.due, isLate: false), paused),
+      (LedgerEntry(event: pause, outcome: .fired, takenAt: pause.due, isLate: false), limited),
+      (LedgerEntry(event: resume, outcome: .fired, takenAt: resume.due, isLate: false), resumed),
+      (LedgerEntry(event: resume, outcome: .fired, takenAt: resume.due + 600, isLate: true), resumed),
+    ]
     var fields: [String: Set<String>] = [:]
-    for sample in samples {
+    for (sample, trial) in samples.map({ ($0, trial) }) + pauses {
       let names = EventJournalEntry.fields(for: sample, trial: trial).map(\.name)
       let id = EventJournalEntry.messageID(for: sample).rawValue
       // A placeholder must be present in every entry of its id: intersect.

@@ -19,6 +19,7 @@ import TrialCore
       Reminders=7d, 1d
       Labels=tier=pro "team=growth team"
       Labels=region=eu
+      MaxPause=30d
       """)
     fixture.write("plans/basic.conf", "[Plan]\n")
     let loaded = fixture.load()
@@ -32,11 +33,12 @@ import TrialCore
     #expect(pro.length == .days(14))
     #expect(pro.reminders.offsets == [.days(7), .days(1)])
     #expect(pro.labels == (try TrialLabels(["tier": "pro", "team": "growth team", "region": "eu"])))
+    #expect(pro.maxPause == .days(30))
     // What a plan leaves out is the main file's.
     let basic = try #require(loaded.configuration.plans["basic"])
     #expect(basic.length == .days(9))
     #expect(basic.reminders == ReminderSchedule.default)
-    #expect(basic.labels == .none && basic.description == nil)
+    #expect(basic.labels == .none && basic.description == nil && basic.maxPause == nil)
   }
 
   @Test func planFile_WithProblems_IsLeftOutNamingFileAndLine() {
@@ -50,6 +52,7 @@ import TrialCore
       Labels=Tier=x
       [Other]
       """)
+    let pause = fixture.write("plans/pause.conf", "[Plan]\nMaxPause=0\n")
     let unknown = fixture.write("plans/odd.conf", "[Plan]\nColour=blue\n[Extra]\nA=b\n")
     let misnamed = fixture.write("plans/Pro Plan.conf", "[Plan]\n")
     let loaded = fixture.load()
@@ -66,6 +69,7 @@ import TrialCore
           "\(unknown):3: warning: unknown section [Extra] in a plan file, its assignments are ignored (a plan "
             + "file has [Plan])",
           "\(misnamed): error: \"Pro Plan\" cannot name a plan: it must start with a lower-case letter or a digit",
+          "\(pause):2: error: invalid value \"0\" for MaxPause= in [Plan]: must be longer than 0",
         ].sorted())
     #expect(Set(loaded.configuration.plans.keys) == ["odd"])
     #expect(loaded.checkReport.exitCode == 1)

@@ -94,22 +94,29 @@ import TrialCore
     UPDATE trialwatch.log_head SET last = 3, kept = 3;
     """
 
-  /// Versions 3 and 4 (the last before the attributes) have the same trial and event-log
-  /// tables: each is upgraded in place, its rows kept and read with their subject alone.
-  @Test(arguments: [3, 4])
-  func schema_BeforeAttributesWithTrialsAndEvents_IsUpgradedInPlaceReadingNoLabels(version: Int) throws {
-    let conninfo = try Self.emptyDatabase()
+  /// A database whose schema is `version`, with the trials and events of the versions before
+  /// attributes, upgraded to this version: its conninfo and connection.
+  static func upgraded(from version: Int) throws -> (conninfo: String, connection: PGConnection) {
+    let conninfo = try emptyDatabase()
     let connection = try PGConnection(conninfo: conninfo)
     try connection.executeScript(
       "BEGIN;\n" + PostgresSchema.steps[0..<version].joined(separator: "\n")
         + """
         INSERT INTO trialwatch.meta (key, value) VALUES ('schema_version', '\(version)'), ('shards', '4');
         INSERT INTO trialwatch.shard (shard) SELECT generate_series(0, 3);
-        \(Self.trialsAndEventsBeforeAttributes)
+        \(trialsAndEventsBeforeAttributes)
         COMMIT;
         """)
     #expect(try PostgresSchema.prepare(on: connection, shards: 4) == .upgraded(from: version))
     #expect(try PostgresSchema.installedVersion(on: connection) == PostgresSchema.version)
+    return (conninfo, connection)
+  }
+
+  /// Versions 3 and 4 (the last before the attributes) have the same trial and event-log
+  /// tables: each is upgraded in place, its rows kept and read with their subject alone.
+  @Test(arguments: [3, 4])
+  func schema_BeforeAttributesWithTrialsAndEvents_IsUpgradedInPlaceReadingNoLabels(version: Int) throws {
+    let (conninfo, connection) = try Self.upgraded(from: version)
     let kept = try connection.execute(
       """
       SELECT (SELECT count(*) FROM trialwatch.trial WHERE attributes = '{}'),
@@ -160,18 +167,7 @@ import TrialCore
   }
 
   @Test func schemaBeforeUses_IsUpgradedInPlace_WithNoUseRecorded() throws {
-    let conninfo = try Self.emptyDatabase()
-    let connection = try PGConnection(conninfo: conninfo)
-    try connection.executeScript(
-      "BEGIN;\n" + PostgresSchema.steps[0..<5].joined(separator: "\n")
-        + """
-        INSERT INTO trialwatch.meta (key, value) VALUES ('schema_version', '5'), ('shards', '4');
-        INSERT INTO trialwatch.shard (shard) SELECT generate_series(0, 3);
-        \(Self.trialsAndEventsBeforeAttributes)
-        COMMIT;
-        """)
-    #expect(try PostgresSchema.prepare(on: connection, shards: 4) == .upgraded(from: 5))
-    #expect(try PostgresSchema.installedVersion(on: connection) == PostgresSchema.version)
+    let (conninfo, connection) = try Self.upgraded(from: 5)
     let repository = try PostgresTrialRepository(
       conninfo: conninfo, node: "new-node", shards: ShardMap(count: 4), refusesEarlyFires: false)
     var trials = 0
@@ -192,6 +188,41 @@ import TrialCore
       "SELECT subject, first_started_at = trialwatch.time(60) FROM trialwatch.subject_use WHERE key = 'old-1'"
     )
     #expect(row.string(0, 0) == "Old-1" && row.bool(0, 1) == true)
+  }
+
+  @Test func schemaBeforePauses_IsUpgradedInPlace_AndItsTrialsPause() throws {
+    let (conninfo, connection) = try Self.upgraded(from: 6)
+    let repository = try PostgresTrialRepository(
+      conninfo: conninfo, node: "new-node", shards: ShardMap(count: 4), refusesEarlyFires: false)
+    let old = try #require(try repository.trial(TrialID(1)))
+    #expect(old.state == .active && old.pause == nil)
+    let paused = try repository.write { txn in
+      try TrialBook.pauseTrial(
+        in: txn, TrialID(1), maxPause: .days(7), now: Date(timeIntervalSinceReferenceDate: 60))
+    }
+    #expect(try repository.trial(TrialID(1)) == paused.trial)
+    // The paused trial keeps its subject; its pause and event read as the columns say.
+    #expect(try repository.read { try $0.activeTrialID(subject: "old-1") } == TrialID(1))
+    let row = try connection.execute(
+      """
+      SELECT t.state, t.paused_at = trialwatch.time(60), t.resume_at = trialwatch.time(604860), l.kind, l.offset_ms,
+        (SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes
+          WHERE schemaname = 'trialwatch' AND tablename = 'trial' AND indexname LIKE 'trial_%_s%')
+      FROM trialwatch.trial t JOIN trialwatch.ledger l USING (trial_id) WHERE t.trial_id = 1
+      """)
+    #expect(row.string(0, 0) == "paused" && row.bool(0, 1) == true && row.bool(0, 2) == true)
+    #expect(row.string(0, 3) == "paused" && row.int64(0, 4) == -863_940_000)
+    #expect(row.string(0, 5) == "trial_open_shard,trial_open_subject")
+    let resumed = try repository.write { txn in
+      try TrialBook.resumeTrial(in: txn, TrialID(1), now: Date(timeIntervalSinceReferenceDate: 120))
+    }
+    #expect(
+      resumed.trial.revision == 2
+        && resumed.trial.period.endDate == Date(timeIntervalSinceReferenceDate: 864_060))
+    let kinds = try connection.execute(
+      "SELECT string_agg(kind || ' ' || offset_ms, ',' ORDER BY offset_ms) FROM trialwatch.ledger WHERE trial_id = 1"
+    )
+    #expect(kinds.string(0, 0) == "resumed -4611686019291327904,paused -863940000")
   }
 
   @Test func schema_NewerThanThisDaemon_IsLeftUntouched() throws {

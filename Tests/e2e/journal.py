@@ -11,7 +11,7 @@ printed on standard output, one per line, for the FAIL line's reason.
                                   expiry, TIMING ontime, late or any (default
                                   ontime); reminders are counted per trial.
                                   --wait: only whether every one is there yet
-  duplicates FILE                 no event id fired more than once
+  duplicates FILE                 no event id fired (or paused, resumed) more than once
   burst FILE PREFIX COUNT [--wait]
                                   the trials whose subjects start with PREFIX-
                                   have COUNT expiry entries in all, each event
@@ -41,6 +41,8 @@ ID_EXPIRY = "a16bdf9f2f29487d962a88689b1d20c8"
 ID_LATE = "194e6e2d7bac4fb7847f8c84893df546"
 ID_SKIPPED = "1f372a37269d4fa6a822448c5499a6bd"
 ID_COREDUMP = "fc2e22bc6ee647b6b90729ab34a250b1"
+ID_PAUSED = "a0b5b86a00fe43d790a37a03a2f947f8"
+ID_RESUMED = "ac0a8c5469ff4fbea738cf5cfb2f368f"
 FIRED = {ID_REMINDER, ID_EXPIRY, ID_LATE}
 # An event taken more than this after its due time is late (LateThreshold=, default 1s).
 LATE_THRESHOLD_USEC = 1_000_000
@@ -149,7 +151,9 @@ def expect(path, specs, wait):
 
 def duplicates(path):
     counts = {}
-    for entry in fired_events(path):
+    delivered = [e for e in entries(path)
+                 if e.get("MESSAGE_ID") in FIRED | {ID_PAUSED, ID_RESUMED} and "EVENT_ID" in e]
+    for entry in delivered:
         counts[entry["EVENT_ID"]] = counts.get(entry["EVENT_ID"], 0) + 1
     twice = {event: n for event, n in counts.items() if n > 1}
     for event, n in sorted(twice.items()):

@@ -2,11 +2,25 @@ import FoundationEssentials
 
 public enum TrialState: String, Hashable, Sendable, CaseIterable {
   case active
+  /// Not running: no event fires, the time left is frozen until it resumes.
+  case paused
   case expired
   case converted
   case cancelled
 
-  public var isEnded: Bool { self != .active }
+  public var isEnded: Bool { self != .active && self != .paused }
+}
+
+/// A paused trial's pause: since when, and when it resumes by itself (its plan's `MaxPause=`
+/// after `since`; nil: only when asked).
+public struct TrialPause: Hashable, Sendable {
+  public var since: Date
+  public var until: Date?
+
+  public init(since: Date, until: Date? = nil) {
+    self.since = since
+    self.until = until
+  }
 }
 
 /// How a trial can be ended early by its owner.
@@ -75,22 +89,26 @@ public struct Trial: Hashable, Sendable {
   public var reminders: ReminderSchedule
   /// Changes whenever the end date changes, so events of an older end can never be taken for current.
   public var revision: UInt32
-  /// When the trial left the active state.
+  /// When the trial ended (expired, converted or cancelled).
   public var endedAt: Date?
+  /// The pause of a paused trial (a trial ended while paused keeps it); nil otherwise.
+  public var pause: TrialPause?
 
   public init(
     id: TrialID, subject: String, labels: TrialLabels = .none, period: TrialPeriod,
     state: TrialState = .active,
-    reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil
+    reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
+    pause: TrialPause? = nil
   ) {
     self.init(
       id: id, attributes: TrialAttributes(subject: subject, labels: labels), period: period, state: state,
-      reminders: reminders, revision: revision, endedAt: endedAt)
+      reminders: reminders, revision: revision, endedAt: endedAt, pause: pause)
   }
 
   public init(
     id: TrialID, attributes: TrialAttributes, period: TrialPeriod, state: TrialState = .active,
-    reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil
+    reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
+    pause: TrialPause? = nil
   ) {
     self.id = id
     self.attributes = attributes
@@ -99,6 +117,7 @@ public struct Trial: Hashable, Sendable {
     self.reminders = reminders
     self.revision = revision
     self.endedAt = endedAt
+    self.pause = pause
   }
 
   /// The caller's name for what is on trial, e.g. `acme-42`.
@@ -130,7 +149,28 @@ public struct Trial: Hashable, Sendable {
     revision &+= 1
   }
 
+  /// Active: its events fire.
   public var isActive: Bool { state == .active }
+  /// Not ended: active or paused. The subject's one trial at a time.
+  public var isOpen: Bool { !state.isEnded }
+
+  /// A paused trial's time left: from its pause to its end, in whole milliseconds.
+  public var timeLeft: Duration? {
+    guard let pause else { return nil }
+    return .milliseconds(period.endDate.duration(since: pause.since).roundedMilliseconds)
+  }
+
+  /// The event that resumes a paused trial at `due` (the same event whoever resumes it: the
+  /// caller, or its pause running out).
+  public func resumeEvent(at due: Date) -> TrialEvent? {
+    guard state == .paused, let left = timeLeft else { return nil }
+    return TrialEvent(id: EventID(trialID: id, revision: revision, kind: .resumed(left: left)), due: due)
+  }
+
+  /// The resume a paused trial's pause running out brings, when it has a limit.
+  public var pendingResume: TrialEvent? {
+    pause?.until.flatMap { resumeEvent(at: $0) }
+  }
 
   /// The trial as its ledger leaves it: an active trial whose current revision's expiry was
   /// taken (at `expiryTakenAt`) is expired, ended then. The one statement of "an expiry in the

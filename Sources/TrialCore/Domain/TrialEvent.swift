@@ -5,23 +5,53 @@ public enum EventKind: Hashable, Sendable {
   /// `ReminderSchedule` keeps them).
   case reminder(before: Duration)
   case expiry
+  /// The trial was paused with `left` to run (whole milliseconds): its end frozen `left` after
+  /// the pause.
+  case paused(left: Duration)
+  /// The paused trial resumed with `left` to run: its new end `left` after the resume.
+  case resumed(left: Duration)
 
   public var name: String {
     switch self {
     case .reminder: "reminder"
     case .expiry: "expiry"
+    case .paused: "paused"
+    case .resumed: "resumed"
     }
   }
 
   public var reminderOffset: Duration? {
     if case .reminder(let offset) = self { offset } else { nil }
   }
+
+  /// The time left to run of a pause or resume.
+  public var timeLeft: Duration? {
+    switch self {
+    case .paused(let left), .resumed(let left): left
+    case .reminder, .expiry: nil
+    }
+  }
+
+  /// How long before the trial's end the event falls due: a reminder's offset, the time left of
+  /// a pause or resume, zero for the expiry.
+  public var beforeEnd: Duration {
+    switch self {
+    case .reminder(let span), .paused(let span), .resumed(let span): span
+    case .expiry: .zero
+    }
+  }
+
+  /// A pause or a resume: an event of a command (or of a pause running out), not of the
+  /// trial's reminder plan.
+  public var isPauseOrResume: Bool { timeLeft != nil }
 }
 
 /// An event's identity: the same event always has the same id, and an event of an older
 /// revision (an earlier end date) can never be mistaken for a current one.
 ///
-/// Text form: `<trial id>-r<revision>-expiry` or `<trial id>-r<revision>-reminder-<ms>ms`.
+/// Text form: `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-reminder-<ms>ms`, and
+/// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left). A revision is
+/// paused at most once: a resume starts the next one.
 public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   public var trialID: TrialID
   public var revision: UInt32
@@ -33,16 +63,16 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
     self.kind = kind
   }
 
-  /// The reminder offset in whole milliseconds; 0 for the expiry.
+  /// The reminder offset, or a pause's or resume's time left, in whole milliseconds; 0 for the
+  /// expiry.
   public var offsetMilliseconds: UInt64 {
-    guard let offset = kind.reminderOffset else { return 0 }
-    return UInt64(clamping: offset.roundedMilliseconds)
+    UInt64(clamping: kind.beforeEnd.roundedMilliseconds)
   }
 
   public var description: String {
     switch kind {
     case .expiry: "\(trialID)-r\(revision)-expiry"
-    case .reminder: "\(trialID)-r\(revision)-reminder-\(offsetMilliseconds)ms"
+    case .reminder, .paused, .resumed: "\(trialID)-r\(revision)-\(kind.name)-\(offsetMilliseconds)ms"
     }
   }
 
@@ -54,30 +84,60 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
     switch parts.count {
     case 3 where parts[2] == "expiry":
       self.init(trialID: trial, revision: revision, kind: .expiry)
-    case 4 where parts[2] == "reminder" && parts[3].hasSuffix("ms"):
-      guard let millis = UInt64(parts[3].dropLast(2)), millis > 0 else { return nil }
-      self.init(
-        trialID: trial, revision: revision,
-        kind: .reminder(before: .milliseconds(millis)))
+    case 4 where parts[3].hasSuffix("ms"):
+      guard let millis = UInt64(parts[3].dropLast(2)), millis > 0, millis < EventID.maximumMilliseconds else {
+        return nil
+      }
+      let span = Duration.milliseconds(millis)
+      switch parts[2] {
+      case "reminder": self.init(trialID: trial, revision: revision, kind: .reminder(before: span))
+      case "paused": self.init(trialID: trial, revision: revision, kind: .paused(left: span))
+      case "resumed": self.init(trialID: trial, revision: revision, kind: .resumed(left: span))
+      default: return nil
+      }
     default:
       return nil
     }
   }
 
-  /// Ids of one trial sort together, by revision, then by due order (larger offsets first,
-  /// expiry last).
+  /// A span an id names is below 2^62 ms (the stores' keys keep two bits for the kind).
+  public static let maximumMilliseconds: UInt64 = 1 << 62
+
+  /// Ids of one trial sort together, by revision, then as the stores' keys do: the pause, the
+  /// resume, the reminders in due order (larger offsets first), the expiry last.
   public static func < (lhs: EventID, rhs: EventID) -> Bool {
     if lhs.trialID != rhs.trialID { return lhs.trialID < rhs.trialID }
     if lhs.revision != rhs.revision { return lhs.revision < rhs.revision }
-    switch (lhs.kind, rhs.kind) {
-    case (.reminder(let a), .reminder(let b)): return a > b
-    case (.reminder, .expiry): return true
-    default: return false
+    return lhs.order < rhs.order
+  }
+
+  /// The place of the event in its revision, as the stores' keys order them: a pause
+  /// (`1 << 62 | ms`), a resume (`2 << 62 | ms`), reminders by descending offset (`~ms`, which
+  /// keeps its top two bits set for offsets below 2^62 ms), the expiry (`UInt64.max`).
+  public var order: UInt64 {
+    switch kind {
+    case .expiry: UInt64.max
+    case .reminder: ~offsetMilliseconds
+    case .paused: 1 << 62 | offsetMilliseconds
+    case .resumed: 2 << 62 | offsetMilliseconds
+    }
+  }
+
+  /// The kind an `order` names; nil for an order no event has.
+  public static func kind(order: UInt64) -> EventKind? {
+    if order == UInt64.max { return .expiry }
+    let millis = order & (maximumMilliseconds - 1)
+    switch order >> 62 {
+    case 3 where ~order > 0: return .reminder(before: .milliseconds(~order))
+    case 1 where millis > 0: return .paused(left: .milliseconds(millis))
+    case 2 where millis > 0: return .resumed(left: .milliseconds(millis))
+    default: return nil
     }
   }
 }
 
-/// A reminder or expiry of one trial revision, with the moment it falls due.
+/// An event of one trial revision (a reminder, the expiry, a pause or a resume), with the moment
+/// it falls due.
 public struct TrialEvent: Hashable, Sendable {
   public var id: EventID
   public var due: Date
@@ -88,18 +148,14 @@ public struct TrialEvent: Hashable, Sendable {
   }
 
   public init(trialID: TrialID, revision: UInt32, kind: EventKind, endDate: Date) {
-    let due: Date
-    switch kind {
-    case .expiry: due = endDate
-    case .reminder(let offset): due = endDate.addingTimeInterval(-offset.timeInterval)
-    }
+    let due = kind == .expiry ? endDate : endDate.addingTimeInterval(-kind.beforeEnd.timeInterval)
     self.init(id: EventID(trialID: trialID, revision: revision, kind: kind), due: due)
   }
 
   public var trialID: TrialID { id.trialID }
   public var kind: EventKind { id.kind }
   public var revision: UInt32 { id.revision }
-  /// The end of the trial in the event's revision: the expiry's due time, or a reminder's
-  /// due time plus its offset.
-  public var trialEnd: Date { kind.reminderOffset.map { due.adding($0) } ?? due }
+  /// The end of the trial as of the event: the expiry's due time, a reminder's due time plus
+  /// its offset, a pause's or resume's time plus the time left.
+  public var trialEnd: Date { kind == .expiry ? due : due.adding(kind.beforeEnd) }
 }

@@ -12,11 +12,15 @@ public struct TrialPlan: Hashable, Sendable {
   public var once: TrialOnce
   /// How subjects are told apart when `once` is not `no`.
   public var subjectKey: SubjectKeyRule
+  /// How long a trial of the plan stays paused before it resumes by itself; nil: no limit.
+  public var maxPause: Duration?
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,
-    description: String? = nil, once: TrialOnce = .no, subjectKey: SubjectKeyRule = .exact
+    description: String? = nil, once: TrialOnce = .no, subjectKey: SubjectKeyRule = .exact,
+    maxPause: Duration? = nil
   ) {
+    self.maxPause = maxPause
     self.name = name
     self.length = length
     self.reminders = reminders

@@ -83,7 +83,7 @@ extension TrialRepository {
         summary.trials += 1
         summary.byState[trial.state, default: 0] += 1
         if summary.trials % progressEvery == 0 { progress(summary.trials) }
-        guard trial.isActive else { return true }
+        guard trial.isOpen else { return true }
         planner.restore(trial, ledger: try txn.ledgerEntries(trial: trial.id))
         return true
       }
@@ -189,13 +189,14 @@ public enum TrialBook {
     return (trial, skipped, try recordSkipped(skipped, of: trial, in: txn, now: now))
   }
 
-  /// Ends an active trial early, converted or cancelled, with the label changes given.
+  /// Ends an active or paused trial early, converted or cancelled, with the label changes given
+  /// (a paused trial keeps its pause, which tells it ended paused).
   public static func endTrial(
     in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, labels: [String: String?] = [:],
     now: Date
   ) throws -> Trial {
     guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
-    guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
+    guard trial.isOpen else { throw TrialError(.notActive(id, trial.state)) }
     trial.labels = try changedLabels(trial.labels, labels)
     trial.state = outcome.state
     trial.endedAt = now
@@ -216,9 +217,10 @@ public enum TrialBook {
   /// Records taken events exactly once: each goes into the ledger, the outbox and the event
   /// log, and a fired expiry moves its trial to `expired`. Events already in the ledger, not
   /// of their trial's current active revision, or not admitted by the store (`admit`), are
-  /// left out. Also records `now` as the
-  /// last wall time seen. Returns the events recorded, in the order given, with their cursors
-  /// (which follow that order).
+  /// left out. A `resumed` event (a pause run out) resumes its paused trial
+  /// (`TrialBook.resume`). Also records `now` as the last wall time seen. Returns the events
+  /// recorded with their cursors, which follow the order returned: the events of resumes first
+  /// (each resume, then the reminders it skipped), then the others in the order given.
   public static func commit(in txn: any TrialWriteTransaction, _ due: [DueEvent], now: Date) throws
     -> [LoggedEvent]
   {
@@ -244,12 +246,23 @@ public enum TrialBook {
     entries.reserveCapacity(due.count)
     trials.reserveCapacity(due.count)
     var slots = [Int](repeating: -1, count: due.count)
+    // The events of pauses run out, logged as they resumed: the resume, then what it skipped.
+    var resumes: [TakenEvent] = []
     for index in order {
       let item = due[index]
+      // A pause is never due: it is recorded by the command that pauses.
+      if case .paused = item.event.kind { continue }
       // The trial first: an event of another revision never needs its ledger entry read.
-      guard let trial = try txn.trial(item.event.trialID), trial.isActive,
-        trial.revision == item.event.revision, try txn.ledgerEntry(item.event.id) == nil
+      guard let trial = try txn.trial(item.event.trialID), trial.revision == item.event.revision,
+        trial.state == (item.event.kind.isPauseOrResume ? .paused : .active),
+        try txn.ledgerEntry(item.event.id) == nil
       else { continue }
+      if case .resumed = item.event.kind {
+        // A pause ran out: the trial resumes, and the reminders it skips are recorded after it.
+        let resumed = try resume(trial, item, in: txn, now: now)
+        resumes.append(contentsOf: resumed.logged.map { TakenEvent(logged: $0, trial: resumed.trial) })
+        continue
+      }
       let entry = LedgerEntry(item)
       try txn.putLedgerEntry(entry)
       let taken = trial.expired(byExpiryTakenAt: item.event.kind == .expiry ? item.takenAt : nil)
@@ -259,8 +272,9 @@ public enum TrialBook {
       trials.append(taken)
     }
     try txn.setLastSeenWallTime(now)
-    var result: [TakenEvent] = []
-    result.reserveCapacity(entries.count)
+    // Resumes were logged as they were applied: first, so that cursors follow the order returned.
+    var result = resumes
+    result.reserveCapacity(resumes.count + entries.count)
     for slot in slots where slot >= 0 {
       result.append(
         TakenEvent(

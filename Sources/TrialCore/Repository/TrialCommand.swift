@@ -18,6 +18,10 @@ public struct TrialCommand: Hashable, Sendable {
     case extend(TrialID, TrialEndChange, labels: [String: String?])
     /// Ends a trial early, with label changes.
     case end(TrialID, TrialOutcome, labels: [String: String?])
+    /// Pauses an active trial: its time left frozen, no event fires until it resumes.
+    case pause(TrialTarget)
+    /// Resumes a paused trial: its end moved to now plus the time left.
+    case resume(TrialTarget)
   }
 
   public let kind: Kind
@@ -67,6 +71,43 @@ public struct TrialCommand: Hashable, Sendable {
   /// Ends trial `id` early: converted or cancelled.
   public static func end(_ id: TrialID, _ outcome: TrialOutcome, labels: [String: String?] = [:]) -> Self {
     Self(.end(id, outcome, labels: labels))
+  }
+
+  /// Pauses a trial, by id or by its subject.
+  public static func pause(_ target: TrialTarget) throws(TrialError) -> Self {
+    try target.validate()
+    return Self(.pause(target))
+  }
+
+  /// Resumes a trial, by id or by its subject.
+  public static func resume(_ target: TrialTarget) throws(TrialError) -> Self {
+    try target.validate()
+    return Self(.resume(target))
+  }
+}
+
+/// The trial a command is about: by id, or by subject (its open trial, found in the command's
+/// transaction).
+public enum TrialTarget: Hashable, Sendable {
+  case id(TrialID)
+  case subject(String)
+
+  func validate() throws(TrialError) {
+    if case .subject(let subject) = self, let problem = Trial.validateSubject(subject) {
+      throw .invalid(.subject, problem)
+    }
+  }
+
+  /// The trial's id: the subject's open (active or paused) trial.
+  func id(in txn: any TrialReadTransaction) throws -> TrialID {
+    switch self {
+    case .id(let id): return id
+    case .subject(let subject):
+      guard let id = try txn.activeTrialID(subject: subject) else {
+        throw TrialError.notFound(subject: subject)
+      }
+      return id
+    }
   }
 }
 
@@ -168,6 +209,13 @@ extension TrialBook {
       return try extendTrial(in: txn, id, to: end, labels: labels, now: now)
     case .end(let id, let outcome, let labels):
       return (try endTrial(in: txn, id, outcome: outcome, labels: labels, now: now), [], [])
+    case .pause(let target):
+      let id = try target.id(in: txn)
+      let plan = try txn.trial(id)?.attributes.plan.flatMap { defaults.plans[$0] }
+      let paused = try pauseTrial(in: txn, id, maxPause: plan?.maxPause, now: now)
+      return (paused.trial, [], paused.logged)
+    case .resume(let target):
+      return try resumeTrial(in: txn, try target.id(in: txn), now: now)
     }
   }
 }

@@ -34,10 +34,16 @@ public enum TrialConsistency {
           "it ends (\(RFC3339.format(trial.period.endDate))) before it starts "
             + "(\(RFC3339.format(trial.period.startDate)))"))
     }
-    if trial.isActive, let endedAt = trial.endedAt {
-      problems.append(Problem("it is active but has an end time (\(RFC3339.format(endedAt)))"))
-    } else if !trial.isActive, trial.endedAt == nil {
+    if trial.isOpen, let endedAt = trial.endedAt {
+      problems.append(
+        Problem("it is \(trial.state.rawValue) but has an end time (\(RFC3339.format(endedAt)))"))
+    } else if !trial.isOpen, trial.endedAt == nil {
       problems.append(Problem("it is \(trial.state.rawValue) but has no end time"))
+    }
+    if trial.state == .paused, trial.pause == nil {
+      problems.append(Problem("it is paused but has no pause recorded"))
+    } else if trial.state == .active, let pause = trial.pause {
+      problems.append(Problem("it is active but has a pause recorded (since \(RFC3339.format(pause.since)))"))
     }
 
     let events = trial.events
@@ -55,6 +61,10 @@ public enum TrialConsistency {
               + "current revision \(trial.revision)"))
       }
       guard entry.event.revision == trial.revision else { continue }
+      if entry.event.kind.isPauseOrResume {
+        problems += pauseProblems(of: trial, entry)
+        continue
+      }
       guard let index = events.firstIndex(where: { $0.id == entry.id }) else {
         problems.append(
           Problem(
@@ -76,12 +86,13 @@ public enum TrialConsistency {
     let expiry = events[events.count - 1]
     let expiryEntry = taken[taken.count - 1]
     switch trial.state {
-    case .active:
+    case .active, .paused:
       if expiryEntry != nil {
         problems.append(
           Problem(
             event: expiry.id,
-            "the trial is active, but its expiry \(expiry.id) is in the ledger: it would never expire"))
+            "the trial is \(trial.state.rawValue), but its expiry \(expiry.id) is in the ledger: "
+              + "it would never expire"))
       } else if let missing = taken.firstIndex(where: { $0 == nil }),
         let later = taken.indices.last(where: { taken[$0] != nil }), later > missing
       {
@@ -110,6 +121,35 @@ public enum TrialConsistency {
       }
     }
     return problems
+  }
+
+  /// The problems of a pause or resume in the ledger, of the trial's current revision: a resume
+  /// starts the next revision, and a pause is of a trial paused (or ended while paused) then,
+  /// with the time left it froze.
+  private static func pauseProblems(of trial: Trial, _ entry: LedgerEntry) -> [Problem] {
+    guard case .paused(let left) = entry.event.kind else {
+      return [
+        Problem(
+          event: entry.id,
+          "the ledger entry \(entry.id) resumes the trial's current revision \(trial.revision), "
+            + "but a resume starts the next one")
+      ]
+    }
+    guard let pause = trial.pause else {
+      return [
+        Problem(
+          event: entry.id, "the ledger entry \(entry.id) pauses the trial, but it is \(trial.state.rawValue)")
+      ]
+    }
+    guard entry.event.due == pause.since, trial.timeLeft == left else {
+      return [
+        Problem(
+          event: entry.id,
+          "the ledger entry \(entry.id) differs from the trial's pause (since "
+            + "\(RFC3339.format(pause.since)), \(TimeSpan.format(trial.timeLeft ?? .zero)) left)")
+      ]
+    }
+    return []
   }
 
   /// The problems of a logged event with the ledger's entry of the same event (nil when the

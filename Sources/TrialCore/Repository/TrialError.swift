@@ -7,6 +7,8 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case notFound(id: TrialID?, subject: String?)
     case subjectAlreadyActive(subject: String, existing: TrialID)
     case notActive(TrialID, TrialState)
+    /// Only a paused trial resumes.
+    case notPaused(TrialID, TrialState)
     case invalidParameter(TrialField, problem: String)
     case idSpaceExhausted(attempts: Int)
     /// The events after `cursor` are no longer all kept: the oldest kept follows `resumeAfter`.
@@ -47,6 +49,7 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case .subjectAlreadyActive(let subject, let existing):
       "subject \"\(subject)\" already has an active trial (id \(existing))"
     case .notActive(let id, let state): "trial \(id) is not active (it is \(state.rawValue))"
+    case .notPaused(let id, let state): "trial \(id) is not paused (it is \(state.rawValue))"
     case .invalidParameter(let field, let problem): "invalid \(field.rawValue): \(problem)"
     case .idSpaceExhausted(let attempts): "no unused trial id found after \(attempts) attempts"
     case .cursorPruned(let cursor, let resumeAfter, let oldest):

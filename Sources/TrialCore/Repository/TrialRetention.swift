@@ -39,7 +39,7 @@ public enum TrialRetention {
       }
       examined += 1
       last = trial.id
-      guard !trial.isActive, let ended = trial.endedAt, owns(trial.id) else { return true }
+      guard trial.state.isEnded, let ended = trial.endedAt, owns(trial.id) else { return true }
       if ended <= cutoff {
         old.append(trial)
       } else {

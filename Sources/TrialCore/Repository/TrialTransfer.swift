@@ -100,11 +100,11 @@ public enum TrialTransfer {
           throw Problem(line: line.number, "trial \(trial.id) appears again (first on line \(first))")
         }
         ids[trial.id] = line.number
-        if trial.isActive {
+        if trial.isOpen {
           if let other = activeSubjects[trial.subject] {
             throw Problem(
               line: line.number,
-              "subject \"\(trial.subject)\" has two active trials: \(other.id) (line \(other.line)) and \(trial.id)"
+              "subject \"\(trial.subject)\" has two open (active or paused) trials: \(other.id) (line \(other.line)) and \(trial.id)"
             )
           }
           activeSubjects[trial.subject] = (trial.id, line.number)
@@ -224,12 +224,11 @@ public enum TrialTransfer {
         }
         return false
       }
-      if trial.isActive, let other = try transaction.activeTrialID(subject: trial.subject), other != trial.id
-      {
+      if trial.isOpen, let other = try transaction.activeTrialID(subject: trial.subject), other != trial.id {
         throw Problem(
           line: line.number,
-          "subject \"\(trial.subject)\" already has the active trial \(other) in the store; "
-            + "the trial \(trial.id) is active too")
+          "subject \"\(trial.subject)\" already has the open trial \(other) in the store; "
+            + "the trial \(trial.id) is \(trial.state.rawValue) too")
       }
       return true
     case .entry(let entry):
@@ -282,6 +281,11 @@ public enum TransferTime {
     if rounded(a.period.endDate) != rounded(b.period.endDate) { names.append("endsAt") }
     if a.endedAt.map(rounded) != b.endedAt.map(rounded) { names.append("endedAt") }
     if a.reminders != b.reminders { names.append("reminders") }
+    if a.pause.map({ rounded($0.since) }) != b.pause.map({ rounded($0.since) })
+      || a.pause?.until.map(rounded) != b.pause?.until.map(rounded)
+    {
+      names.append("pause")
+    }
     if a.labels != b.labels { names.append("labels") }
     var others = (a.attributes, b.attributes)
     others.0.labels = .none

@@ -37,6 +37,8 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
   case alreadyDueAtStart
   /// It was already due when the trial was extended to its new end.
   case alreadyDueAtExtension
+  /// It was already due when the paused trial resumed (it fell due before the pause).
+  case alreadyDueAtResume
   /// A later reminder of the same trial fired in its place (policy `latest`).
   case supersededByReminder(EventID)
   /// The trial's expiry fired in the same wake (policy `latest`).
@@ -48,6 +50,7 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
     switch self {
     case .alreadyDueAtStart: "already-due-at-start"
     case .alreadyDueAtExtension: "already-due-at-extension"
+    case .alreadyDueAtResume: "already-due-at-resume"
     case .supersededByReminder: "superseded-by-reminder"
     case .supersededByExpiry: "superseded-by-expiry"
     case .beyondGrace: "beyond-grace"
@@ -58,6 +61,7 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
     switch self {
     case .alreadyDueAtStart: "already due when the trial started"
     case .alreadyDueAtExtension: "already due when the trial was extended"
+    case .alreadyDueAtResume: "already due when the trial resumed"
     case .supersededByReminder(let id): "superseded by the later reminder \(id)"
     case .supersededByExpiry: "superseded by the trial's expiry"
     case .beyondGrace(let lateness, let grace):
@@ -69,8 +73,8 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
 extension SkipReason {
   /// Every code, in the order the documentation lists them.
   public static let codes = [
-    "already-due-at-start", "already-due-at-extension", "superseded-by-reminder", "superseded-by-expiry",
-    "beyond-grace",
+    "already-due-at-start", "already-due-at-extension", "already-due-at-resume", "superseded-by-reminder",
+    "superseded-by-expiry", "beyond-grace",
   ]
 
   /// Why a reason could not be read back from its code and details.
@@ -93,6 +97,7 @@ extension SkipReason {
     switch code {
     case "already-due-at-start": self = .alreadyDueAtStart
     case "already-due-at-extension": self = .alreadyDueAtExtension
+    case "already-due-at-resume": self = .alreadyDueAtResume
     case "superseded-by-expiry": self = .supersededByExpiry
     case "superseded-by-reminder": self = .supersededByReminder(try required(supersededBy, "supersededBy"))
     case "beyond-grace":

@@ -70,6 +70,8 @@ public struct Planner: Sendable {
   var staleEntries = 0
   /// The last plan number before plans are numbered again (lowered by tests).
   var planLimit = UInt32.max
+  /// Paused trials' resumes, when their pause runs out.
+  var resumes = PlannerResumes()
   /// Slots are packed once fewer than a quarter of them, and more than this many, are free.
   var compactionFloor = 4096
 
@@ -81,11 +83,11 @@ public struct Planner: Sendable {
   }
 
   /// Trials with at least one pending event.
-  public var trialCount: Int { indexed }
+  public var trialCount: Int { indexed + resumes.count }
 
   /// The ids of the trials with at least one pending event, in no order.
-  public var trialIDs: some Collection<TrialID> {
-    slots.lazy.filter { $0.plan != 0 }.map { TrialID($0.trial) }
+  public var trialIDs: [TrialID] {
+    slots.lazy.filter { $0.plan != 0 }.map { TrialID($0.trial) } + resumes.trialIDs.map(TrialID.init)
   }
 
   /// Prepares room for `trials` trials, to avoid rehashing while a store loads.
@@ -97,15 +99,17 @@ public struct Planner: Sendable {
 
   // MARK: Adding and removing trials
 
-  /// Plans a trial that has just started or been extended. Reminders already due at `now`
-  /// are not scheduled; they come back as skipped, with `reason`. The expiry is always
-  /// scheduled, even when already due. Replaces any earlier plan of the same trial.
+  /// Plans a trial that has just started, been extended or resumed. Reminders already due at
+  /// `now` are not scheduled; they come back as skipped, with `reason`. The expiry is always
+  /// scheduled, even when already due. Replaces any earlier plan of the same trial. A paused
+  /// trial has only its resume planned, when its pause runs out.
   @discardableResult
   public mutating func add(_ trial: Trial, now: Date, reason: SkipReason = .alreadyDueAtStart)
     -> [DueEvent]
   {
     guard trial.isActive else {
       cancel(trial.id)
+      planResume(of: trial)
       return []
     }
     var skipped: [DueEvent] = []
@@ -129,6 +133,11 @@ public struct Planner: Sendable {
   /// planned; returns whether the trial was still active by its ledger.
   @discardableResult
   public mutating func restore(_ trial: Trial, completed: (EventID) -> Bool) -> Bool {
+    if trial.state == .paused {
+      cancel(trial.id)
+      if let resume = trial.pendingResume, !completed(resume.id) { planResume(of: trial) }
+      return false
+    }
     let count = trial.reminders.offsets.count + 1
     guard trial.isActive, !completed(trial.event(at: count - 1).id) else {
       cancel(trial.id)
@@ -151,12 +160,22 @@ public struct Planner: Sendable {
   /// Removes every pending event of the trial. Returns false when it had none.
   @discardableResult
   public mutating func cancel(_ id: TrialID) -> Bool {
+    if resumes.remove(id.rawValue) {
+      pendingEventCount -= 1
+      return true
+    }
     guard let slot = slot(of: id.rawValue) else { return false }
     pendingEventCount -= remaining(in: slots[Int(slot)])
     release(slot)
     staleEntries += 1
     tidy()
     return true
+  }
+
+  private mutating func planResume(of trial: Trial) {
+    guard let resume = trial.pendingResume else { return }
+    resumes.set(resume)
+    pendingEventCount += 1
   }
 
   private mutating func schedule(_ trial: Trial, from first: Int) {
@@ -234,18 +253,23 @@ public struct Planner: Sendable {
 
   /// When the earliest pending event falls due.
   public var nextDeadline: Date? {
-    heap.min.map { Date(timeIntervalSinceReferenceDate: $0.due) }
+    let due = [heap.min?.due, resumes.nextDue].compactMap { $0 }.min()
+    return due.map { Date(timeIntervalSinceReferenceDate: $0) }
   }
 
   /// The earliest pending event.
   public var nextEvent: TrialEvent? {
-    guard let top = heap.min else { return nil }
+    let resume = resumes.next
+    guard let top = heap.min, resume.map({ $0.due.timeIntervalSinceReferenceDate >= top.due }) ?? true else {
+      return resume
+    }
     let slot = slots[Int(top.slot)]
     return event(of: slot, index: slot.next)
   }
 
   /// The pending event with this id, if it is still pending.
   public func pendingEvent(_ id: EventID) -> TrialEvent? {
+    if let resume = resumes.event(of: id.trialID.rawValue) { return resume.id == id ? resume : nil }
     guard let position = slot(of: id.trialID.rawValue) else { return nil }
     let slot = slots[Int(position)]
     guard slot.revision == id.revision else { return nil }
@@ -257,6 +281,8 @@ public struct Planner: Sendable {
     case .reminder(let offset):
       guard let position = offsets.firstIndex(of: offset) else { return nil }
       found = position
+    case .paused, .resumed:
+      return nil
     }
     guard found >= Int(slot.next) else { return nil }
     return event(of: slot, index: UInt8(found))
@@ -264,6 +290,7 @@ public struct Planner: Sendable {
 
   /// The trial's pending events, in due order.
   public func pendingEvents(of id: TrialID) -> [TrialEvent] {
+    if let resume = resumes.event(of: id.rawValue) { return [resume] }
     guard let position = slot(of: id.rawValue) else { return [] }
     let slot = slots[Int(position)]
     let total = schedules[Int(slot.schedule)].offsets.count + 1
@@ -277,6 +304,8 @@ public struct Planner: Sendable {
   public mutating func takeDue(at now: Date) -> [DueEvent] {
     let limit = now.timeIntervalSinceReferenceDate
     var taken: [TrialEvent] = []
+    let resumed = resumes.nextDue.map { $0 <= limit } == true ? resumes.takeDue(through: limit) : []
+    pendingEventCount -= resumed.count
     while let top = heap.min, top.due <= limit {
       guard isLive(top) else {
         heap.removeMin()
@@ -298,6 +327,12 @@ public struct Planner: Sendable {
       }
     }
     tidy()
+    if !resumed.isEmpty {
+      // Merged by due time; a paused trial has no other event, so no trial's order changes.
+      taken = (resumed + taken).enumerated().sorted {
+        $0.element.due != $1.element.due ? $0.element.due < $1.element.due : $0.offset < $1.offset
+      }.map(\.element)
+    }
     return applyPolicy(to: taken, at: now)
   }
 
@@ -316,6 +351,9 @@ public struct Planner: Sendable {
         upcoming.append((due, UInt64(slot.plan) << 8 | UInt64(next), event(of: slot, index: UInt8(next))))
       }
     }
+    for resume in resumes.due(through: limit) {
+      upcoming.append((resume.due.timeIntervalSinceReferenceDate, 0, resume))
+    }
     upcoming.sort { $0.due != $1.due ? $0.due < $1.due : $0.order < $1.order }
     let nowValue = now.timeIntervalSinceReferenceDate
     let overdue = upcoming.prefix { $0.due <= nowValue }.map(\.event)
@@ -332,7 +370,9 @@ public struct Planner: Sendable {
     // Lateness is compared as `DueEvent.lateness` reports it, to the microsecond.
     var last: [TrialID: TrialEvent] = [:]
     if policy.reminders == .latest,
-      taken.contains(where: { $0.kind != .expiry && now.duration(since: $0.due) > policy.lateThreshold })
+      taken.contains(where: {
+        $0.kind.reminderOffset != nil && now.duration(since: $0.due) > policy.lateThreshold
+      })
     {
       for event in taken { last[event.trialID] = event }
     }

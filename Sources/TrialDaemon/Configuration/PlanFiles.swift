@@ -68,6 +68,12 @@ enum PlanFiles {
           "How Once= tells subjects apart: exact, as given; casefold, with Unicode NFKC case folding (Alice and "
           + "ALICE are one subject); email, case folded, with the +tag of the local part dropped and, for "
           + "gmail.com and googlemail.com, its dots too (A.Lice+trial@GoogleMail.com is alice@gmail.com)."),
+      .init(
+        name: "MaxPause", valueName: "span", defaultText: "", defaultDescription: "no limit",
+        meaning:
+          "How long a trial of the plan stays paused (trialwatchctl pause) before it resumes by itself, with "
+          + "the time left it had. The limit is taken when the trial is paused: a change applies to later "
+          + "pauses."),
     ])
 
   /// The plans of `directory`, by name, each from its file over `defaults`.
@@ -173,6 +179,8 @@ enum PlanFiles {
         case "SubjectKey":
           plan.subjectKey =
             value.isEmpty ? .exact : try ConfigurationSchema.choice(value, of: SubjectKeyRule.self)
+        case "MaxPause":
+          plan.maxPause = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
         default:
           if value.isEmpty { labels = [:] }
           for (key, text) in try labelPairs(value) { labels[key] = text }

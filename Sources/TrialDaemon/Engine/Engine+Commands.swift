@@ -52,31 +52,33 @@ extension Engine {
     let commands = batch.map(\.0)
     commits.submit(
       { txn in
-        // Each command's result, and the reminders skipped as trials start or move, as the
-        // event log holds them.
+        // Each command's result, and the events it logged (reminders skipped as trials start or
+        // move; pauses and resumes), as the event log holds them.
         var logged: [LoggedEvent] = []
+        var trials: [Trial] = []
         let results = try commands.map { command -> Result<CommandResult, any Error> in
           do {
             let done = try TrialBook.apply(
               command, in: txn, now: now, defaults: defaults, ids: ids, folding: folding)
             logged += done.logged
+            trials += done.logged.map { _ in done.trial }
             return .success(CommandResult(trial: done.trial, skipped: done.skipped))
           } catch let error as TrialError {
             return .failure(error)
           }
         }
-        return (results, logged)
+        return (results, logged, trials)
       },
       completion: { [weak self] outcome in self?.commandsCommitted(batch, outcome, now: now) })
   }
 
   private func commandsCommitted(
     _ batch: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)],
-    _ outcome: Result<([Result<CommandResult, any Error>], [LoggedEvent]), any Error>, now: Date
+    _ outcome: Result<([Result<CommandResult, any Error>], [LoggedEvent], [Trial]), any Error>, now: Date
   ) {
     let results: [Result<CommandResult, any Error>]
     switch outcome {
-    case .success(let (done, logged)):
+    case .success(let (done, logged, trials)):
       results = done
       for (command, result) in zip(batch.map(\.0), results) {
         guard case .success(let done) = result else { continue }
@@ -90,12 +92,25 @@ extension Engine {
           if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtExtension) }
         case .end:
           planner.cancel(done.trial.id)
-          counts[.active, default: 0] -= 1
+          // A trial ended while paused keeps its pause.
+          counts[done.trial.pause == nil ? .active : .paused, default: 0] -= 1
           counts[done.trial.state, default: 0] += 1
           trialEnded(at: now)
+        case .pause:
+          if planned { planner.add(done.trial, now: now) }
+          counts[.active, default: 0] -= 1
+          counts[.paused, default: 0] += 1
+        case .resume:
+          if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtResume) }
+          counts[.paused, default: 0] -= 1
+          counts[.active, default: 0] += 1
         }
       }
       published(logged)
+      // Pauses and resumes go to the journal as fired events do (from the outbox, exactly once);
+      // reminders skipped as trials start, move or resume are recorded delivered.
+      let undelivered = zip(logged, trials).filter { $0.0.entry.event.kind.isPauseOrResume }
+      if !undelivered.isEmpty { deliver(undelivered.map(\.0.entry), trials: undelivered.map(\.1)) }
     case .failure(let error):
       logger.error("could not commit changes", metadata: ["error": "\(error)", "count": "\(batch.count)"])
       results = batch.map { _ in .failure(error) }

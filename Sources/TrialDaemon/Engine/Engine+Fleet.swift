@@ -64,10 +64,10 @@ extension Engine {
     let mine = Set(ids.filter { fleet?.owns($0) ?? true })
     guard !mine.isEmpty else { return }
     replan(mine)
-    // A trial that ended, or has nothing left to fire, leaves the planner.
+    // A trial that ended leaves the planner (a paused one keeps the resume `replan` planned).
     do {
       try repository.read { txn in
-        for id in mine where try txn.trial(id)?.isActive != true { planner.cancel(id) }
+        for id in mine where try txn.trial(id)?.isOpen != true { planner.cancel(id) }
       }
     } catch {
       logger.error("could not re-read changed trials", metadata: ["error": "\(error)"])

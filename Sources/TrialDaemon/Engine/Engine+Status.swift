@@ -49,6 +49,7 @@ extension Engine {
     switch next.kind {
     case .expiry: line += "; next: \(subject) expires \(when)"
     case .reminder: line += "; next: \(subject) reminder \(when)"
+    case .paused, .resumed: line += "; next: \(subject) resumes \(when)"
     }
     return line
   }

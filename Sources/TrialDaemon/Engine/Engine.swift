@@ -265,20 +265,36 @@ public final class Engine {
       scheduleRetry()
       return
     }
-    if taken.count < due.count { replanRefused(due, taken: taken) }
-    let entries = taken.map(\.logged.entry)
-    for entry in entries {
+    // Beside the events due, a resume (a pause run out) records the reminders it skipped: logged
+    // and delivered already, not journaled.
+    let skippedAtResume = taken.count { Self.isSkippedAtResume($0.logged.entry) }
+    if taken.count - skippedAtResume < due.count { replanRefused(due, taken: taken) }
+    let delivering = skippedAtResume == 0 ? taken : taken.filter { !Self.isSkippedAtResume($0.logged.entry) }
+    for (entry, trial) in taken.lazy.map({ ($0.logged.entry, $0.trial) }) {
       if entry.fired { firedCount += 1 } else { skippedCount += 1 }
-      if entry.fired, entry.event.kind == .expiry {
+      guard entry.fired else { continue }
+      switch entry.event.kind {
+      case .expiry:
         counts[.active, default: 0] -= 1
         counts[.expired, default: 0] += 1
         trialEnded(at: entry.takenAt)
+      case .resumed:
+        // A pause ran out: the trial is planned again from the moment it resumed.
+        counts[.paused, default: 0] -= 1
+        counts[.active, default: 0] += 1
+        planner.add(trial, now: entry.event.due, reason: .alreadyDueAtResume)
+      case .reminder, .paused:
+        break
       }
     }
     published(taken.map(\.logged))
-    deliver(entries, trials: taken.map(\.trial))
+    deliver(delivering.map(\.logged.entry), trials: delivering.map(\.trial))
     publishStatus()
     arm()
+  }
+
+  private static func isSkippedAtResume(_ entry: LedgerEntry) -> Bool {
+    if case .skipped(.alreadyDueAtResume) = entry.outcome { true } else { false }
   }
 
   /// A store shared by a fleet may refuse due events (`admit`): not due yet by its clock, or

@@ -8,8 +8,9 @@ import TrialCore
 /// Every event entry carries `MESSAGE`, `MESSAGE_ID`, `PRIORITY`, `TRIAL_ID`,
 /// `TRIAL_SUBJECT`, a `TRIAL_LABEL_<KEY>` field for each label of the trial (its key
 /// upper-cased), `TRIAL_REVISION`, `TRIAL_END`, `EVENT_KIND`, `EVENT_ID`,
-/// `DUE_REALTIME_USEC`, `LATENESS_USEC`, then `REMINDER_OFFSET_SEC` for reminders and
-/// `SKIP_REASON` for skipped events. `systemd/trialwatch.catalog` explains each `MESSAGE_ID`.
+/// `DUE_REALTIME_USEC`, `LATENESS_USEC`, then `REMINDER_OFFSET_SEC` for reminders,
+/// `TIME_LEFT_SEC` for pauses and resumes, `RESUME_REALTIME_USEC` for a pause that runs out,
+/// and `SKIP_REASON` for skipped events. `systemd/trialwatch.catalog` explains each `MESSAGE_ID`.
 public enum EventJournalEntry {
   /// The fixed `MESSAGE_ID` of each kind of entry (128-bit ids, as `journalctl
   /// --new-id128` makes them).
@@ -24,6 +25,10 @@ public enum EventJournalEntry {
     case skipped = "1f372a37269d4fa6a822448c5499a6bd"
     /// The wall clock jumped.
     case clockStep = "a5c14270596d41a0993951071697858f"
+    /// A trial was paused.
+    case paused = "a0b5b86a00fe43d790a37a03a2f947f8"
+    /// A paused trial resumed: asked to, or its pause ran out.
+    case resumed = "ac0a8c5469ff4fbea738cf5cfb2f368f"
   }
 
   /// syslog priorities used by the entries.
@@ -35,10 +40,13 @@ public enum EventJournalEntry {
 
   /// The `MESSAGE_ID` of an event entry.
   public static func messageID(for entry: LedgerEntry) -> MessageID {
-    switch entry.outcome {
-    case .skipped: .skipped
-    case .fired where entry.isLate: .firedLate
-    case .fired: entry.event.kind == .expiry ? .expired : .reminder
+    switch (entry.outcome, entry.event.kind) {
+    case (.skipped, _): .skipped
+    case (.fired, .paused): .paused
+    case (.fired, .resumed): .resumed
+    case (.fired, _) where entry.isLate: .firedLate
+    case (.fired, .expiry): .expired
+    case (.fired, _): .reminder
     }
   }
 
@@ -65,6 +73,13 @@ public enum EventJournalEntry {
     if let offset = event.kind.reminderOffset {
       fields.append(
         JournalField(name: "REMINDER_OFFSET_SEC", value: JournalTime.seconds(offset)))
+    }
+    if let left = event.kind.timeLeft {
+      fields.append(JournalField(name: "TIME_LEFT_SEC", value: JournalTime.seconds(left)))
+    }
+    if case .paused = event.kind, let until = trial.pause?.until, trial.revision == event.revision {
+      fields.append(
+        JournalField(name: "RESUME_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(until))))
     }
     if case .skipped(let reason) = entry.outcome {
       fields.append(JournalField(name: "SKIP_REASON", value: reason.code))
@@ -102,7 +117,7 @@ public enum EventJournalEntry {
     switch entry.outcome {
     case .skipped(.beyondGrace): .warning
     case .skipped: .notice
-    case .fired: entry.event.kind == .expiry ? .notice : .info
+    case .fired: entry.event.kind.reminderOffset != nil ? .info : .notice
     }
   }
 
@@ -110,7 +125,7 @@ public enum EventJournalEntry {
   /// revision; computed from the event's due time otherwise.
   private static func endDate(of event: TrialEvent, trial: Trial) -> Date {
     if trial.revision == event.revision, trial.id == event.trialID { return trial.period.endDate }
-    return event.due.adding(event.kind.reminderOffset ?? .zero)
+    return event.trialEnd
   }
 
   private static func message(for entry: LedgerEntry, trial: Trial, end: Date) -> String {
@@ -132,6 +147,13 @@ public enum EventJournalEntry {
       return "\(who): expiry skipped, \(reason); ends \(endText)"
     case (.skipped(let reason), .reminder(let offset)):
       return "\(who): reminder \(TimeSpan.format(offset)) before the end skipped, \(reason); ends \(endText)"
+    case (_, .paused(let left)):
+      let resumes = trial.pause?.until.map { ", resumes by itself at \(CivilTime($0).readable)" } ?? ""
+      return "\(who) paused with \(TimeSpan.format(left, style: .timeLeft)) left\(resumes)"
+    case (_, .resumed(let left)):
+      let late =
+        entry.isLate ? ", \(TimeSpan.format(entry.lateness, style: .brief)) after its pause ran out" : ""
+      return "\(who) resumed with \(TimeSpan.format(left, style: .timeLeft)) left, ends \(endText)\(late)"
     }
   }
 }

@@ -69,6 +69,12 @@ public final class TrialsHandlers: @unchecked Sendable {
       Route(Trials.endTrial) { p, done in
         self.change(.success(.end(p.id, p.outcome, labels: p.labels ?? [:])), done)
       },
+      Route(Trials.pauseTrial) { p, done in
+        self.change(Result { () throws(TrialError) in try .pause(p.target) }, done)
+      },
+      Route(Trials.resumeTrial) { p, done in
+        self.change(Result { () throws(TrialError) in try .resume(p.target) }, done)
+      },
       Route(Trials.getTrial) { p, done in
         self.read(done) {
           let trial = try p.id.map($0.trial(id:)) ?? $0.trial(subject: p.subject ?? "")
@@ -316,8 +322,13 @@ extension EventObject {
   static func plan(of trial: Trial, ledger: [LedgerEntry]) -> [EventObject] {
     var events = ledger.map { EventObject($0, attributes: trial.attributes) }
     let taken = Set(ledger.map(\.id))
+    // A paused trial's events are pending at the end its pause froze (a resume moves them), and
+    // its resume when the pause runs out.
+    if let resume = trial.pendingResume {
+      events.append(EventObject(pending: resume, attributes: trial.attributes))
+    }
     for event in trial.events where !taken.contains(event.id) {
-      if trial.isActive {
+      if trial.isOpen {
         events.append(EventObject(pending: event, attributes: trial.attributes))
       } else {
         events.append(

@@ -168,7 +168,7 @@ import TrialDaemonTesting
     let raw = try fixture.client()
     for (parameters, name) in [
       (#"{"limit":0}"#, "limit"), (#"{"limit":1001}"#, "limit"), (#"{"limit":2.5}"#, "limit"),
-      (#"{"state":"paused"}"#, "state"), (#"{"after":"not-an-id"}"#, "after"),
+      (#"{"state":"frozen"}"#, "state"), (#"{"after":"not-an-id"}"#, "after"),
       (#"{"expiringWithin":"soon"}"#, "expiringWithin"),
     ] {
       let error = remoteError { try raw.call("io.trialwatch.Trials.ListTrials", parameters) }

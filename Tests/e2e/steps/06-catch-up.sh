@@ -1,6 +1,10 @@
 # shellcheck shell=bash
 # e2e.sh, step 06 (sourced): catch-up after downtime: a trial that ended while stopped
-# expires once, late.
+# expires once, late; a trial paused before the stop neither expires while stopped nor at the
+# start, and once resumed ends its time left later.
+
+P=$(start_trial e2e-paused --duration 4s --reminders none)
+PAUSED=$(ct trialwatchctl pause "$P" --json 2>&1 | python3 "$JOURNAL" get trial.state)
 
 REPLY=$(ct trialwatchctl start e2e-late --duration 3s --reminders none --json)
 L=$(echo "$REPLY" | python3 "$JOURNAL" get trial.id)
@@ -27,4 +31,27 @@ if [ "$(ct systemctl is-active trialwatch.socket)" = active ]; then
   pass "starting the service starts trialwatch.socket too"
 else
   fail "starting the service starts trialwatch.socket too" "trialwatch.socket: $(ct systemctl is-active trialwatch.socket)"
+fi
+
+ID_PAUSED=a0b5b86a00fe43d790a37a03a2f947f8  # journal.py ID_PAUSED
+ID_RESUMED=ac0a8c5469ff4fbea738cf5cfb2f368f
+STATE=$(ct trialwatchctl status "$P" --json 2>/dev/null | python3 "$JOURNAL" get trial.state)
+paused_logged() {
+  jfetch "$J" -u trialwatch.service && python3 "$JOURNAL" has-fields "$J" "paused with" "MESSAGE_ID=$ID_PAUSED" "TRIAL_ID=$P"
+}
+if [ -z "$P" ] || [ "$PAUSED" != paused ] || [ "$STATE" != paused ] || ! poll 5 paused_logged \
+  || python3 "$JOURNAL" has-fields "$J" "expired" "TRIAL_ID=$P"; then
+  fail "a trial paused across a restart stays paused, and does not expire" \
+    "trial ${P:-not started}: paused -> $PAUSED, after the restart $STATE"
+else
+  RESUMED=$(ct trialwatchctl resume "$P" --json 2>&1 | python3 "$JOURNAL" get trial.state)
+  resumed_then_expired() {
+    events_there "$P:expiry:ontime" \
+      && python3 "$JOURNAL" has-fields "$J" "resumed with" "MESSAGE_ID=$ID_RESUMED" "TRIAL_ID=$P"
+  }
+  if [ "$RESUMED" = active ] && poll 15 resumed_then_expired; then
+    pass "a trial paused across a restart stays paused (journal: paused), then resumed expires once, on time"
+  else
+    fail "a trial paused across a restart, resumed, expires once" "resume -> $RESUMED"
+  fi
 fi
