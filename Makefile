@@ -55,8 +55,9 @@ SWIFT ?= swift
 # tests.
 # The peers of make bench-peers: postgresql, redis-server, at, sqlite3, and Debian's python3
 # with python3-psycopg2 and python3-redis for the harness (their system services are not used).
+# librsvg2-bin (rsvg-convert) renders the chart of trialwatchctl stats --svg in its test.
 APT_PACKAGES ?= pkg-config binutils tzdata libsystemd-dev liblmdb-dev libpq-dev libunistring-dev \
-  debhelper lintian mandoc \
+  debhelper lintian mandoc librsvg2-bin \
   postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench

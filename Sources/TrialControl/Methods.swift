@@ -70,6 +70,7 @@ public enum Trials {
   public static let grantAgain = VarlinkMethod<GrantAgainParameters, GrantAgainReply>(
     interface, "GrantAgain", .change)
   public static let getFleet = VarlinkMethod<NoParameters, GetFleetReply>(interface, "GetFleet")
+  public static let getStats = VarlinkMethod<GetStatsParameters, GetStatsReply>(interface, "GetStats")
   public static let export = VarlinkMethod<ExportParameters, ExportReply>(interface, "Export")
   public static let watch = VarlinkMethod<WatchParameters, WatchReply>(interface, "Watch", .stream)
   public static let getEventLog = VarlinkMethod<NoParameters, GetEventLogReply>(interface, "GetEventLog")

@@ -165,7 +165,7 @@ public struct TrialwatchCtl: ParsableCommand {
     subcommands: [
       Start.self, Status.self, List.self, Extend.self, Pause.self, Resume.self, End.self, Plan.self,
       Plans.self,
-      GrantAgain.self,
+      GrantAgain.self, Stats.self,
       Simulate.self,
       Watch.self, DaemonStatus.self, Fleet.self, Export.self, EventLog.self, Consumers.self,
       ConsumerCommand.self, Consume.self,

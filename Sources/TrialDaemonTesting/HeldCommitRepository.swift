@@ -75,6 +75,9 @@ private struct HeldScan: TrialReadTransaction {
   func scanSubjectUses(after: SubjectUse.Position?, _ body: (SubjectUse) throws -> Bool) throws {
     try inner.scanSubjectUses(after: after, body)
   }
+  func cohorts(from: Int32, through: Int32) throws -> [(key: CohortKey, counts: CohortCounts)] {
+    try inner.cohorts(from: from, through: through)
+  }
 }
 
 /// One place where the repository can be made to stop: armed, the next pass stops there until

@@ -254,8 +254,62 @@ public enum PostgresSchema {
     DROP INDEX trialwatch.trial_active_shard;
     """
 
+  /// Version 8: the conversion figures, by cohort (the trials of one plan, `''` for none, started
+  /// on one UTC day, as days since 1970-01-01): how many started, converted, were cancelled,
+  /// expired, are paused now; and the conversions by whole hours from their trial's start. As
+  /// the trial counts (version 3), each writer adds to rows of its own, in the first slot no
+  /// other of its transactions holds (`trialwatch.writer_slot()`, the slot its counts take), so
+  /// that no writer waits on another's uncommitted figures; a reader sums them. Counted from the
+  /// trials at the upgrade (writer `(upgrade)`), then changed by each write as its trials change.
+  static let upgradeTo8 = """
+    CREATE FUNCTION trialwatch.writer() RETURNS text LANGUAGE sql STABLE AS $$
+      SELECT coalesce(nullif(current_setting('trialwatch.node', true), ''), '(unnamed)')
+    $$;
+    CREATE FUNCTION trialwatch.writer_slot() RETURNS integer LANGUAGE plpgsql AS $$
+    DECLARE
+      k integer := 0;
+    BEGIN
+      WHILE NOT pg_try_advisory_xact_lock(1954046830, hashtext(trialwatch.writer() || ' ' || k)) LOOP
+        k := k + 1;
+      END LOOP;
+      RETURN k;
+    END $$;
+    CREATE TABLE trialwatch.cohort (
+      day integer NOT NULL,
+      plan text NOT NULL,
+      writer text NOT NULL,
+      slot integer NOT NULL,
+      started bigint NOT NULL,
+      converted bigint NOT NULL,
+      cancelled bigint NOT NULL,
+      expired bigint NOT NULL,
+      paused bigint NOT NULL,
+      PRIMARY KEY (day, plan, writer, slot)
+    );
+    CREATE TABLE trialwatch.cohort_conversion (
+      day integer NOT NULL,
+      plan text NOT NULL,
+      hours integer NOT NULL,
+      writer text NOT NULL,
+      slot integer NOT NULL,
+      n bigint NOT NULL,
+      PRIMARY KEY (day, plan, hours, writer, slot)
+    );
+    INSERT INTO trialwatch.cohort (day, plan, writer, slot, started, converted, cancelled, expired, paused)
+    SELECT floor((start_s + 978307200) / 86400)::integer, coalesce(attributes->>'plan', ''), '(upgrade)', 0,
+      count(*), count(*) FILTER (WHERE state = 'converted'), count(*) FILTER (WHERE state = 'cancelled'),
+      count(*) FILTER (WHERE state = 'expired'), count(*) FILTER (WHERE state = 'paused')
+    FROM trialwatch.trial GROUP BY 1, 2;
+    INSERT INTO trialwatch.cohort_conversion (day, plan, hours, writer, slot, n)
+    SELECT floor((start_s + 978307200) / 86400)::integer, coalesce(attributes->>'plan', ''),
+      floor(greatest(0, ended_s - start_s) / 3600)::integer, '(upgrade)', 0, count(*)
+    FROM trialwatch.trial WHERE state = 'converted' GROUP BY 1, 2, 3;
+    """
+
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
-  static let steps = [createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6, upgradeTo7]
+  static let steps = [
+    createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6, upgradeTo7, upgradeTo8,
+  ]
 
   /// What `prepare` found or did.
   public enum Outcome: Hashable, Sendable {

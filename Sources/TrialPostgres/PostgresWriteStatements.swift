@@ -97,6 +97,7 @@ extension PostgresWriteTransaction {
     writeConsumers(into: &query)
     writeUses(into: &query)
     writeRemovals(into: &query)
+    writeCohorts(into: &query)
     let notifications = notifying(self)
     if !notifications.isEmpty {
       let channels = query.bind(PGArray.literal(notifications.map { Optional($0.channel) }))

@@ -43,6 +43,8 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   var useWrites: [String: SubjectUse?] = [:]
   /// Ended trials to remove with their ledger entries (`TrialRetention`).
   var trialRemovals: [TrialID] = []
+  /// Changes to the conversion figures, added to their rows with the commit.
+  var cohortWrites: [CohortKey: CohortCounts] = [:]
   var lastSeen: Date?
   /// The epochs the fence confirmed, by shard.
   private(set) var fenced: [Int: Int64] = [:]

@@ -54,7 +54,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   /// The schema this version writes and reads. A store with a higher one is refused; one
   /// with a lower one is upgraded when opened for writing (see `upgrade`), and read as it is
   /// by `LMDBStoreReader`.
-  public static let schemaVersion: UInt32 = 6
+  public static let schemaVersion: UInt32 = 7
 
   struct Databases {
     var trials: LMDBDatabase
@@ -67,10 +67,14 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
     var consumers: LMDBDatabase?
     /// The records of subjects that had a trial granted once; nil before schema 5.
     var uses: LMDBDatabase?
+    /// The conversion figures, by cohort; nil before schema 7.
+    var cohorts: LMDBDatabase?
     /// The schema of the store as opened.
     var schema: UInt32
 
-    static let names = ["trials", "subjects", "ledger", "outbox", "meta", "events", "consumers", "uses"]
+    static let names = [
+      "trials", "subjects", "ledger", "outbox", "meta", "events", "consumers", "uses", "cohorts",
+    ]
   }
 
   enum MetaKey {
@@ -189,6 +193,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
         databases.consumers = try open("consumers")
       }
       if schema >= 5 { databases.uses = try open("uses") }
+      if schema >= 7 { databases.cohorts = try open("cohorts") }
       return databases
     }
     if let existing { return existing }
@@ -198,7 +203,8 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
       let databases = Databases(
         trials: try create("trials"), subjects: try create("subjects"), ledger: try create("ledger"),
         outbox: try create("outbox"), meta: try create("meta"), events: try create("events"),
-        consumers: try create("consumers"), uses: try create("uses"), schema: schemaVersion)
+        consumers: try create("consumers"), uses: try create("uses"), cohorts: try create("cohorts"),
+        schema: schemaVersion)
       try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.schema, UInt32(schemaVersion))
       try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.logLast, UInt64(0))
       try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.logPrunedThrough, UInt64(0))

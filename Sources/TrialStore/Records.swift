@@ -74,6 +74,11 @@ enum StoreKeys {
       if let parsed = try? ledgerKey(key) { return "\(database)/\(parsed.text)" }
     case "events":
       if let cursor = try? eventCursor(key) { return "events/\(cursor)" }
+    case "cohorts":
+      if let cohort = try? CohortRecords.cohort(key) {
+        let day = RFC3339.format(Date(timeIntervalSince1970: Double(cohort.day) * 86_400)).prefix(10)
+        return "cohorts/\(day) \"\(cohort.plan)\""
+      }
     case "subjects", "meta", "main", "consumers":
       return "\(database)/\"\(String(decoding: key, as: UTF8.self))\""
     default:

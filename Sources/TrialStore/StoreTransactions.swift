@@ -24,6 +24,11 @@ class StoreReadTransaction: TrialReadTransaction {
   /// appends, and `finish` writes it.
   var logLast: EventCursor?
 
+  /// The conversion figures (`CohortRecords`); none before schema 7.
+  func cohorts(from: Int32, through: Int32) throws -> [(key: CohortKey, counts: CohortCounts)] {
+    try storedCohorts(from: from, through: through)
+  }
+
   /// The trial as it stands: its record, expired if the record is active and the ledger holds
   /// the expiry of its revision (schema 3: an expiry does not rewrite the record).
   func trial(_ id: TrialID) throws -> Trial? {
@@ -193,8 +198,21 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
   /// Events were appended: `logLast` is written by `finish`.
   var logLastChanged = false
 
+  /// Changes to the conversion figures, written by `finish` (`CohortRecords`).
+  var cohortDeltas: [CohortKey: CohortCounts] = [:]
+
+  func addToCohort(_ key: CohortKey, _ delta: CohortCounts) throws {
+    cohortDeltas[key, default: CohortCounts()].add(delta)
+  }
+
+  override func cohorts(from: Int32, through: Int32) throws -> [(key: CohortKey, counts: CohortCounts)] {
+    try writeCohorts()
+    return try super.cohorts(from: from, through: through)
+  }
+
   /// Writes what the transaction accumulated; called once `body` has returned.
   func finish() throws {
+    try writeCohorts()
     if logLastChanged, let logLast {
       try putMeta(LMDBTrialRepository.MetaKey.logLast, logLast.sequence)
       logLastChanged = false

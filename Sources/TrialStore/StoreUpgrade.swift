@@ -22,6 +22,9 @@ public struct StoreUpgradeReport: Hashable, Sendable {
 /// (`data.mdb.schema<N>-<UTC time>`); then one write transaction makes every change, so the
 /// store is either upgraded whole or left at its old schema.
 ///
+/// Schema 6 → 7 creates `cohorts`, the conversion figures, counted from the trials the store
+/// holds (those retention removed before are not in them).
+///
 /// Schema 5 → 6 changes no record: it adds what a paused trial writes (the state `paused`, the
 /// pause in the trial record, the events `paused` and `resumed`), which an older version must
 /// not read; the schema is set so that it refuses the store.
@@ -52,6 +55,10 @@ enum StoreUpgrade {
         (upgraded, backfilled) = try addEventLog(txn, databases, path: environment.dataPath)
       }
       if from < 5 { upgraded.uses = try txn.openDatabase("uses", create: true) }
+      if from < 7 {
+        upgraded.cohorts = try txn.openDatabase("cohorts", create: true)
+        try countCohorts(txn, upgraded, path: environment.dataPath)
+      }
       // Schemas 2 → 3 → 4 and 5 → 6 change no record: an expiry no longer rewrites its trial's
       // record, and a record of schema 2 (expired when its expiry was taken) reads the same;
       // records of version 1 (no attribute section) read as before; schema 6 only adds.
@@ -63,6 +70,19 @@ enum StoreUpgrade {
       fromSchema: from, toSchema: LMDBTrialRepository.schemaVersion, keptCopy: copy,
       backfilledEvents: backfilled)
     return (upgraded, report)
+  }
+
+  /// Schema 6 → 7: the figures of every trial the store holds, as it stands (an active record
+  /// whose expiry the ledger holds counts as expired), in the cohorts of `databases`.
+  static func countCohorts(_ txn: LMDBTransaction, _ databases: LMDBTrialRepository.Databases, path: String)
+    throws
+  {
+    let store = StoreWriteTransaction(txn, databases: databases, path: path)
+    try store.scanTrials(after: nil) { trial in
+      try store.addToCohort(TrialStats.cohort(of: trial), TrialStats.contribution(of: trial))
+      return true
+    }
+    try store.writeCohorts()
   }
 
   /// Schema 1 → 2: the event log, backfilled from the ledger, and the consumers. Returns the

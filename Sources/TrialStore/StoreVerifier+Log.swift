@@ -120,4 +120,17 @@ extension StoreVerifier {
       _ = try readable("uses", key) { try UseRecords.decode(key: key, value: value) }
     }
   }
+
+  /// Each cohort's figures decode and add up (none below zero, no more ended than started, the
+  /// conversions' hours as many as the conversions). Retention may have removed the trials
+  /// they count: they are not counted again.
+  func checkCohorts() throws {
+    guard let cohorts = databases.cohorts else { return }
+    try txn.forEach(cohorts) { key, value in
+      _ = try readable("cohorts", key) {
+        _ = try CohortRecords.cohort(key)
+        return try CohortRecords.decode(value)
+      }
+    }
+  }
 }

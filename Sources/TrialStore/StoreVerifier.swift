@@ -132,6 +132,7 @@ final class StoreVerifier {
       try checkEventLog()
       try checkConsumers()
       try checkUses()
+      try checkCohorts()
       if storedActive != report.activeTrials {
         report.add(
           "meta", Array(LMDBTrialRepository.MetaKey.activeCount.utf8),

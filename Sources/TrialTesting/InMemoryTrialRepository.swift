@@ -24,6 +24,7 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
     var consumers: [String: ConsumerRecord] = [:]
     /// By scope and key.
     var uses: [String: SubjectUse] = [:]
+    var cohorts: [CohortKey: CohortCounts] = [:]
 
     static func useKey(_ scope: SubjectUse.Scope, _ key: String) -> String { "\(scope)\u{0}\(key)" }
 
@@ -184,6 +185,17 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
     }
 
     func putSubjectUse(_ use: SubjectUse) throws { state.uses[State.useKey(use.scope, use.key)] = use }
+
+    func cohorts(from: Int32, through: Int32) throws -> [(key: CohortKey, counts: CohortCounts)] {
+      state.cohorts.filter { (from...through).contains($0.key.day) }.sorted { $0.key < $1.key }
+        .map { (key: $0.key, counts: $0.value) }
+    }
+
+    func addToCohort(_ key: CohortKey, _ delta: CohortCounts) throws {
+      var counts = state.cohorts[key, default: CohortCounts()]
+      counts.add(delta)
+      state.cohorts[key] = counts.isZero ? nil : counts
+    }
 
     func removeSubjectUse(scope: SubjectUse.Scope, key: String) throws -> Bool {
       state.uses.removeValue(forKey: State.useKey(scope, key)) != nil

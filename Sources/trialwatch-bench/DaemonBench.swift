@@ -143,20 +143,26 @@ private func populate(state: String, trials: Int, labels: [String: String]) thro
   let clock = SystemWallClock()
   let now = clock.now()
   var generator = SeededGenerator(seed: 42)
-  let batch = 50_000
+  try writeInBatches(repository, count: trials) { txn, index in
+    let end = now.addingTimeInterval(Double.random(in: 10...40, using: &generator) * 86_400)
+    try txn.putTrial(
+      Trial(
+        id: TrialID(generator.next() | 1), subject: "bench-\(index)", labels: labels,
+        period: TrialPeriod(startDate: now, endDate: end)))
+  }
+}
+
+/// Calls `body` for items 0..<count in write transactions of 50,000 items each.
+func writeInBatches(
+  _ repository: LMDBTrialRepository, count: Int, _ body: (any TrialWriteTransaction, Int) throws -> Void
+) throws {
   var written = 0
-  while written < trials {
-    let count = min(batch, trials - written)
+  while written < count {
+    let batch = written..<min(written + 50_000, count)
     try repository.write { txn in
-      for index in written..<(written + count) {
-        let end = now.addingTimeInterval(Double.random(in: 10...40, using: &generator) * 86_400)
-        try txn.putTrial(
-          Trial(
-            id: TrialID(generator.next() | 1), subject: "bench-\(index)", labels: labels,
-            period: TrialPeriod(startDate: now, endDate: end)))
-      }
+      for index in batch { try body(txn, index) }
     }
-    written += count
+    written = batch.upperBound
   }
 }
 

@@ -2,7 +2,8 @@ import Foundation
 import TrialStore
 
 // Benchmarks of trialwatch: each figure is printed as `name: value unit`.
-// TRIALWATCH_BENCH=planner,store,engine,daemon,control,feed,package picks sections (default: all).
+// TRIALWATCH_BENCH=planner,store,engine,daemon,stats,control,feed,package picks sections (default:
+// all).
 //
 // The planner bench runs first: it re-runs this executable once per case (a fresh process
 // for each memory figure), and each of those runs stops after its case. The control bench
@@ -23,6 +24,7 @@ do {
     try runEngineBench(makeRepository: { try LMDBTrialRepository(directory: $0.path) })
   }
   if selected("daemon") { try runDaemonBench() }
+  if selected("stats") { try runStatsBench() }
   if selected("control") { try runControlBench() }
   if selected("feed") { try runFeedBench() }
   if selected("package") { try runPackageBench() }

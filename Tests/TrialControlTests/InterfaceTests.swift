@@ -64,6 +64,10 @@ import TrialCore
       (Trials.getStatus.qualifiedName, Trials.getStatus.kind, NoParameters()),
       (Trials.getFleet.qualifiedName, Trials.getFleet.kind, NoParameters()),
       (
+        Trials.getStats.qualifiedName, Trials.getStats.kind,
+        GetStatsParameters(from: CalendarDay(20_000), to: CalendarDay(20_070), by: .week, plan: "pro")
+      ),
+      (
         Trials.export.qualifiedName, Trials.export.kind,
         ExportParameters(
           after: id, limit: 10, uses: true, afterUse: SubjectUse.Position(scope: .all, key: "k"))

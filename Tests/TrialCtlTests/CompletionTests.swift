@@ -139,7 +139,7 @@ import TrialDaemonTesting
       .path(bash), ["-c", complete, "bash", script, Ctl.binary, fixture.socketPath],
       environment: Ctl.baseEnvironment)
     #expect(run.status.code == 0, "\(run.errors)")
-    #expect(run.output == "acme-1\nacme-2\n--\nstart\nstatus\n", "\(run.errors)")
+    #expect(run.output == "acme-1\nacme-2\n--\nstart\nstatus\nstats\n", "\(run.errors)")
   }
 }
 

@@ -225,6 +225,23 @@ import TrialCore
     #expect(kinds.string(0, 0) == "resumed -4611686019291327904,paused -863940000")
   }
 
+  @Test func schemaBeforeCohorts_IsUpgradedInPlace_CountingItsTrials() throws {
+    let (conninfo, _) = try Self.upgraded(from: 7)
+    let repository = try PostgresTrialRepository(
+      conninfo: conninfo, node: "new-node", shards: ShardMap(count: 4), refusesEarlyFires: false)
+    // Counted at the upgrade: three active trials and an expired one, all started on one day.
+    let day = CohortKey.day(of: Date(timeIntervalSinceReferenceDate: 0))
+    let cohorts = try repository.read { try $0.cohorts(from: day - 1, through: day + 1) }
+    #expect(cohorts.map(\.key) == [CohortKey(day: day, plan: "")])
+    #expect(cohorts.first?.counts == CohortCounts(started: 4, expired: 1))
+    // A conversion written by the daemon adds to them.
+    _ = try repository.endTrial(
+      TrialID(1), outcome: .converted, now: Date(timeIntervalSinceReferenceDate: 7_300))
+    let after = try repository.read { try $0.cohorts(from: day, through: day) }
+    #expect(
+      after.first?.counts == CohortCounts(started: 4, converted: 1, expired: 1, conversionHours: [2: 1]))
+  }
+
   @Test func schema_NewerThanThisDaemon_IsLeftUntouched() throws {
     let connection = try Self.database()
     try PostgresSchema.prepare(on: connection, shards: 4)

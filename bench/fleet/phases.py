@@ -63,7 +63,11 @@ def phase_steady(system, statements, bench):
     note(f"{system.name}: lateness p50 {p50:.2f} ms, p99 {p99:.2f} ms, min "
          f"{min(taken - due[key] for key, taken in first.items()) * 1000:.2f} ms, max "
          f"{max(taken - due[key] for key, taken in first.items()) * 1000:.2f} ms over {len(first)} events")
-    fired = first_taken(settle(system, events, system.fired))
+    fired_rows = settle(system, events, system.fired)
+    # An event taken after the settle above (a machine busier than the bench) has its due time
+    # from these rows: it counts, with all its lateness, rather than failing the run.
+    due.update({row[0]: row[2] for row in fired_rows if row[0] not in due})
+    fired = first_taken(fired_rows)
     p50_fired, p99_fired = lateness_ms([(due[key], taken) for key, taken in fired.items()])
     note(f"{system.name}: fired (delivered or executed) - due: p50 {p50_fired:.2f} ms, p99 {p99_fired:.2f} ms")
     return p50, p99, loaded

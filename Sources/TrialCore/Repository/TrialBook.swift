@@ -160,7 +160,7 @@ public enum TrialBook {
     let trial = Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: now, endDate: endDate),
       reminders: reminders)
-    try txn.putTrial(trial)
+    try write(trial, was: nil, in: txn)
     if let once {
       try txn.putSubjectUse(
         SubjectUse(
@@ -195,13 +195,21 @@ public enum TrialBook {
     in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, labels: [String: String?] = [:],
     now: Date
   ) throws -> Trial {
-    guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
-    guard trial.isOpen else { throw TrialError(.notActive(id, trial.state)) }
+    guard let before = try txn.trial(id) else { throw TrialError.notFound(id: id) }
+    guard before.isOpen else { throw TrialError(.notActive(id, before.state)) }
+    var trial = before
     trial.labels = try changedLabels(trial.labels, labels)
     trial.state = outcome.state
     trial.endedAt = now
-    try txn.putTrial(trial)
+    try write(trial, was: before, in: txn)
     return trial
+  }
+
+  /// Writes `trial` over `before` (nil: a new trial), with the change to its cohort's figures
+  /// (`TrialStats`): every change of a trial's state goes through here.
+  public static func write(_ trial: Trial, was before: Trial?, in txn: any TrialWriteTransaction) throws {
+    try txn.putTrial(trial)
+    if let (key, delta) = TrialStats.change(from: before, to: trial) { try txn.addToCohort(key, delta) }
   }
 
   /// `labels` with `changes` made, or the refusal naming the label.
@@ -266,7 +274,7 @@ public enum TrialBook {
       let entry = LedgerEntry(item)
       try txn.putLedgerEntry(entry)
       let taken = trial.expired(byExpiryTakenAt: item.event.kind == .expiry ? item.takenAt : nil)
-      if taken.state != trial.state { try txn.putTrial(taken) }
+      if taken.state != trial.state { try write(taken, was: trial, in: txn) }
       slots[index] = entries.count
       entries.append(entry)
       trials.append(taken)

@@ -17,8 +17,9 @@ extension TrialBook {
   public static func pauseTrial(
     in txn: any TrialWriteTransaction, _ id: TrialID, maxPause: Duration?, now: Date
   ) throws -> (trial: Trial, logged: [LoggedEvent]) {
-    guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
-    guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
+    guard let before = try txn.trial(id) else { throw TrialError.notFound(id: id) }
+    guard before.isActive else { throw TrialError(.notActive(id, before.state)) }
+    var trial = before
     let left = trial.period.endDate.duration(since: now).roundedMilliseconds
     guard left >= 1 else {
       throw TrialError.invalid(
@@ -26,7 +27,7 @@ extension TrialBook {
     }
     trial.state = .paused
     trial.pause = TrialPause(since: now, until: maxPause.map { now.adding($0) })
-    try txn.putTrial(trial)
+    try write(trial, was: before, in: txn)
     let event = TrialEvent(
       id: EventID(trialID: id, revision: trial.revision, kind: .paused(left: .milliseconds(left))), due: now)
     let entry = LedgerEntry(event: event, outcome: .fired, takenAt: now, isLate: false)
@@ -58,7 +59,7 @@ extension TrialBook {
     resumed.state = .active
     resumed.pause = nil
     resumed.reschedule(endDate: due.event.trialEnd)
-    try txn.putTrial(resumed)
+    try write(resumed, was: trial, in: txn)
     let entry = LedgerEntry(due)
     try txn.putLedgerEntry(entry)
     let logged = try txn.appendEvent(entry, attributes: resumed.attributes)

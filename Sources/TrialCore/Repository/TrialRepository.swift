@@ -29,6 +29,9 @@ public protocol TrialReadTransaction {
   /// The subject uses after `after` (all of them from nil), in scope and key order (bytes of the
   /// scope's text, then of the key), until `body` returns false.
   func scanSubjectUses(after: SubjectUse.Position?, _ body: (SubjectUse) throws -> Bool) throws
+  /// The figures of the cohorts started from day `from` through day `through` (days since
+  /// 1970-01-01, UTC), of every plan, in key order (`TrialStats`).
+  func cohorts(from: Int32, through: Int32) throws -> [(key: CohortKey, counts: CohortCounts)]
 }
 
 /// Writes inside one transaction: all of them land, or none.
@@ -53,6 +56,8 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
   /// Removes an ended trial with its ledger entries (and their outbox entries), and the subject
   /// index entry that names it (`TrialRetention`). An active trial, or none of that id, is left.
   func removeTrial(_ id: TrialID) throws
+  /// Adds `delta` to the figures of cohort `key` (`TrialStats`), with this transaction's commit.
+  func addToCohort(_ key: CohortKey, _ delta: CohortCounts) throws
   /// Inserts or replaces the record of a subject use (of its scope and key).
   func putSubjectUse(_ use: SubjectUse) throws
   /// Removes the record of a subject use; false when there was none.

@@ -197,7 +197,7 @@ public enum TrialTransfer {
       }
       switch line.record {
       case .trial(let trial):
-        try transaction.putTrial(trial)
+        try TrialBook.write(trial, was: nil, in: transaction)
         summary.trials += 1
       case .entry(let entry):
         let stored = try transaction.trial(entry.event.trialID).map { aligned(entry, with: $0) } ?? entry

@@ -129,6 +129,22 @@ public final class TrialsHandlers: @unchecked Sendable {
         }
       }.scanning(),
       Route(Trials.getFleet) { _, done in self.read(done) { _ in GetFleetReply(fleet: self.fleet()) } },
+      Route(Trials.getStats) { p, done in
+        self.read(done) { queries in
+          let by = p.by ?? .week
+          let to = p.to?.day ?? CohortKey.day(of: self.clock.now())
+          let first = by.start(of: p.from.day)
+          let last = by.next(after: by.start(of: max(p.from.day, to))) - 1
+          let records = try queries.repository.read { try $0.cohorts(from: first, through: last) }
+          let report = TrialStats.report(records, from: p.from.day, through: to, by: by, plan: p.plan)
+          return GetStatsReply(
+            by: by, plan: p.plan,
+            periods: report.periods.map { CohortObject(first: $0.first, last: $0.last, $0.counts) },
+            total: CohortObject(
+              first: report.periods.first?.first ?? first, last: report.periods.last?.last ?? to, report.total
+            ))
+        }
+      },
       Route(Trials.export) { p, done in
         self.read(done) {
           p.uses == true

@@ -55,3 +55,15 @@ else
     fail "a trial paused across a restart, resumed, expires once" "resume -> $RESUMED"
   fi
 fi
+
+# The conversion figures of today's cohort: every trial of the run so far started today, two of
+# them (e2e-late, e2e-paused) expired.
+TODAY=$(date -u +%F)
+STATS=$(ct trialwatchctl stats --by day --from "$TODAY" 2>&1)
+EXPIRED=$(awk -v day="$TODAY" '$1 == day { print $7 }' <<< "$STATS")
+if grep -Eq '^DAY +STARTED +ACTIVE +PAUSED +CONVERTED +CANCELLED +EXPIRED +RATE +MEDIAN$' <<< "$STATS" \
+  && grep -Eq "^total +[1-9][0-9]* " <<< "$STATS" && [ "${EXPIRED:-0}" -ge 2 ]; then
+  pass "trialwatchctl stats shows today's cohort ($EXPIRED expired)"
+else
+  fail "trialwatchctl stats shows today's cohort" "$(tr '\n' ';' <<< "$STATS")"
+fi
