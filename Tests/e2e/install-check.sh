@@ -243,10 +243,10 @@ done
 COMPLETE='source "$1"; COMP_WORDS=("$2" st); COMP_CWORD=1; COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}
   _trialwatchctl "$2" st "$2"; printf "%s\n" "${COMPREPLY[@]}"'
 OUT=$(bash -c "$COMPLETE" bash "$A/usr/share/bash-completion/completions/trialwatchctl" "$A/usr/bin/trialwatchctl" 2>&1)
-if [ "$OUT" = "$(printf 'start\nstatus')" ]; then
-  pass "bash completes trialwatchctl st to start and status"
+if [ "$OUT" = "$(printf 'start\nstatus\nstats')" ]; then
+  pass "bash completes trialwatchctl st to start, status and stats"
 else
-  fail "bash completes trialwatchctl st to start and status" "got: $(echo "$OUT" | tr '\n' ' ')"
+  fail "bash completes trialwatchctl st to start, status and stats" "got: $(echo "$OUT" | tr '\n' ' ')"
 fi
 
 # --- A second install keeps what the administrator changed ---------------------------------
