@@ -23,6 +23,12 @@ import TrialTesting
 ///     daemon_rss_after_ready_1000k      resident memory then
 ///     daemon_rss_after_ready_1000k_labels  the same with four labels on every trial
 ///     daemon_idle_context_switches_60s  context switches while idle after a client's calls
+///     daemon_ready_1000k_retention      start to READY=1 with 1,000,000 active trials and
+///                                       `[Trials] Retention=400d`, whose first pass over the
+///                                       trials runs a minute after the start
+///     daemon_rss_after_ready_1000k_retention  resident memory then
+///     daemon_rss_after_retention_pass_1000k   resident memory 90 s after the start, that pass
+///                                       done and the daemon idle (the pages it read released)
 ///
 /// `TRIALWATCH_BENCH_DAEMON_TRIALS` changes the 1,000,000 (and the names of its figures),
 /// `TRIALWATCH_BENCH_IDLE_SECONDS` the 60.
@@ -43,6 +49,18 @@ func runDaemonBench() throws {
   try measureLoadedDaemon(trials: trials, labels: benchLabels) { daemon in
     report(
       "daemon_rss_after_ready_\(trials / 1000)k_labels", daemon.memory().megabytes(\.resident), "MB",
+      digits: 1)
+  }
+  try measureLoadedDaemon(trials: trials, configuration: "[Trials]\nRetention=400d\n") { daemon in
+    report("daemon_ready_\(trials / 1000)k_retention", daemon.secondsToReady, "s")
+    report(
+      "daemon_rss_after_ready_\(trials / 1000)k_retention", daemon.memory().megabytes(\.resident), "MB",
+      digits: 1)
+    // The pass starts a minute after the start and reads every trial, 1,000 a step; the daemon
+    // releases the pages it read once writes have been quiet for a second.
+    daemon.idle(seconds: 90)
+    report(
+      "daemon_rss_after_retention_pass_\(trials / 1000)k", daemon.memory().megabytes(\.resident), "MB",
       digits: 1)
   }
 }
@@ -104,13 +122,14 @@ private func ctlStatusMilliseconds(_ daemon: DaemonProcess) throws -> Double {
 
 /// Runs `body` on a daemon started on a store of `trials` active trials, then stops it.
 private func measureLoadedDaemon(
-  trials: Int, labels: [String: String] = [:], _ body: (DaemonProcess) throws -> Void
+  trials: Int, labels: [String: String] = [:], configuration: String = "",
+  _ body: (DaemonProcess) throws -> Void
 ) throws {
   let scratch = try TemporaryDirectory("bench-daemon")
   let directory = scratch.url
   try populate(state: DaemonProcess.stateDirectory(in: directory).path, trials: trials, labels: labels)
   let daemon = try DaemonProcess(
-    executable: DaemonProcess.builtExecutable, directory: directory, configuration: "")
+    executable: DaemonProcess.builtExecutable, directory: directory, configuration: configuration)
   try body(daemon)
   try daemon.stop()
 }

@@ -4,7 +4,8 @@ import TrialCore
 
 /// The retention of ended trials (`[Trials] Retention=`): passes over the trials in id order,
 /// a step at a time on the commit lane (`TrialRetention.step`), removing those ended longer ago
-/// than the retention. A pass runs at the daemon's start, and when the oldest ended trial left
+/// than the retention. A pass runs a minute after the daemon's start
+/// (`EngineSettings.trialRetentionStartDelay`), and when the oldest ended trial left
 /// comes of age (the earliest end the last pass saw, or that of a trial ended since); with
 /// nothing that can come of age, nothing is armed.
 extension Engine {

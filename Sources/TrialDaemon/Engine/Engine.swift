@@ -164,7 +164,7 @@ public final class Engine {
     reference = (now, scheduler.monotonicNow)
     scheduleWatchdog()
     if log.count > 0 { schedulePrune(at: now) }
-    if settings.trialRetention != nil { scheduleRetire(at: now) }
+    if settings.trialRetention != nil { scheduleRetire(at: now.adding(settings.trialRetentionStartDelay)) }
     publishStatus(force: true)
     return report
   }

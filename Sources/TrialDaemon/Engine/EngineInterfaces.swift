@@ -71,6 +71,10 @@ public struct EngineSettings: Hashable, Sendable {
   public var pruneBatch: Int
   /// How long ended trials are kept (`[Trials] Retention=`); nil: for ever.
   public var trialRetention: Duration?
+  /// How long after the start the first pass of the trials' retention runs: not while the daemon
+  /// starts, so that it neither holds up `READY=1` nor leaves the pages of every trial it reads
+  /// resident right after it.
+  public var trialRetentionStartDelay: Duration = .seconds(60)
   /// What a start leaves open, as configured.
   public var defaults: TrialDefaults {
     TrialDefaults(length: defaultLength, reminders: defaultReminders, plans: plans)
