@@ -280,10 +280,11 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
               if total % max(progressEvery, 1) == 0 { progress(total) }
               if state != .active { byState[Int(RecordCodec.stateCode(state))] += 1 }
               if state == .paused {
-                // Only its resume, when its pause runs out, is planned.
-                planner.add(
-                  try decoding(trialKey, in: "trials", path: path) { try codec.decodeTrial(value, id: id) },
-                  now: .distantPast)
+                // Only its resume, when its pause runs out, is planned: never in the ledger while
+                // the trial is paused (a resume starts the next revision).
+                planner.restore(
+                  try decoding(trialKey, in: "trials", path: path) { try codec.decodeTrial(value, id: id) }
+                ) { _ in false }
               }
               if state == .active {
                 let trial = try decoding(trialKey, in: "trials", path: path) {

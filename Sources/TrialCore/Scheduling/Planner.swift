@@ -85,7 +85,8 @@ public struct Planner: Sendable {
   /// Trials with at least one pending event.
   public var trialCount: Int { indexed + resumes.count }
 
-  /// The ids of the trials with at least one pending event, in no order.
+  /// The ids of the trials with at least one pending event, in no order: a copy, so that the
+  /// planner may change while it is gone through.
   public var trialIDs: [TrialID] {
     slots.lazy.filter { $0.plan != 0 }.map { TrialID($0.trial) } + resumes.trialIDs.map(TrialID.init)
   }

@@ -75,17 +75,13 @@ extension TrialStats {
         if periods[middle].first <= key.day { low = middle } else { high = middle - 1 }
       }
       guard key.day <= periods[low].last else { continue }
-      var scalar = counts
-      scalar.conversionHours = ConversionHours()
-      periods[low].counts.add(scalar)
+      periods[low].counts.addCounts(counts)
       if !counts.conversionHours.isEmpty { conversions[low].append(counts.conversionHours) }
     }
     var total = CohortCounts()
     for index in periods.indices {
       periods[index].counts.conversionHours = ConversionHours.sum(conversions[index])
-      var scalar = periods[index].counts
-      scalar.conversionHours = ConversionHours()
-      total.add(scalar)
+      total.addCounts(periods[index].counts)
     }
     total.conversionHours = ConversionHours.sum(periods.map(\.counts.conversionHours))
     return (periods, total)

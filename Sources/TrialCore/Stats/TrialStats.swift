@@ -55,12 +55,17 @@ public struct CohortCounts: Hashable, Sendable {
   }
 
   public mutating func add(_ other: CohortCounts, times sign: Int64 = 1) {
+    addCounts(other, times: sign)
+    conversionHours.add(other.conversionHours, times: sign)
+  }
+
+  /// Adds the counts of `other` times `sign`, leaving the conversions' hours as they are.
+  public mutating func addCounts(_ other: CohortCounts, times sign: Int64 = 1) {
     started += sign * other.started
     converted += sign * other.converted
     cancelled += sign * other.cancelled
     expired += sign * other.expired
     paused += sign * other.paused
-    conversionHours.add(other.conversionHours, times: sign)
   }
 
   /// Converted ÷ ended (Stripe's trial conversion rate); nil while none has ended.

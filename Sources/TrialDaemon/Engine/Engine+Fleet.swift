@@ -33,7 +33,7 @@ extension Engine {
     lost: (TrialID) -> Bool, load: (inout Planner) throws -> Void, outbox: () throws -> [LedgerEntry]
   ) {
     guard !stopped else { return }
-    for id in Array(planner.trialIDs) where lost(id) { planner.cancel(id) }
+    for id in planner.trialIDs where lost(id) { planner.cancel(id) }
     do {
       try load(&planner)
       let entries = try outbox().filter { !delivery.isPending($0.id) }
