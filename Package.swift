@@ -81,7 +81,7 @@ let package = Package(
       dependencies: ["TrialCore"],
       resources: [
         .embedInCode("io.trialwatch.Trials.varlink"), .embedInCode("io.trialwatch.varlink"),
-        .embedInCode("org.varlink.service.varlink"),
+        .embedInCode("org.varlink.service.varlink"), .embedInCode("io.systemd.Metrics.varlink"),
       ]
     ),
     // The daemon's wiring: scheduling engine, control server, configuration, signals; the

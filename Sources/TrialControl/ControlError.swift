@@ -207,6 +207,9 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
         + "of plan \(p.plan ?? "?"), started \(p.firstStartedAt ?? "?")"
     case Name.planNotFound:
       return "no plan named \"\(p.plan ?? "?")\" is configured (trialwatchctl plans lists those that are)"
+    case Name.noSuchMetric:
+      guard let metric = p.name else { return "no metric to list" }
+      return "no metric family named \"\(metric)\" (trialwatchctl metrics --describe lists them)"
     default:
       let text = WireCoding.text(p)
       return text == "{}" ? name : "\(name) \(text)"

@@ -187,16 +187,9 @@ public enum FastPath {
     out += RFC3339.format(trial.endsAt).utf8
     out += #"","id":""#.utf8
     out += trial.id.description.utf8
-    out += #"","labels":{"#.utf8
+    out += #"","labels":"#.utf8
     // Keys in the order JSONEncoder's sortedKeys writes them: a label key is ASCII, so byte order.
-    let labels = trial.labels ?? [:]
-    for (index, key) in labels.keys.sorted().enumerated() {
-      if index > 0 { out.append(UInt8(ascii: ",")) }
-      JSONText.appendString(key, to: &out)
-      out.append(UInt8(ascii: ":"))
-      JSONText.appendString(labels[key]!, to: &out)
-    }
-    out.append(UInt8(ascii: "}"))
+    JSONText.appendObject(trial.labels ?? [:], to: &out)
     if let pausedAt = trial.pausedAt {
       out += #","pausedAt":""#.utf8
       out += RFC3339.format(pausedAt).utf8

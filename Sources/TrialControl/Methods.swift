@@ -6,6 +6,9 @@ public enum MethodKind: Hashable, Sendable {
   case read
   case change
   case stream
+  /// Answered at once with several replies (a call with `more`), the last without
+  /// `continues`; the connection goes on taking calls (`io.systemd.Metrics.List`).
+  case replies
 }
 
 /// One Varlink method, declared once: its name, the types of its parameters and reply, and
@@ -93,7 +96,10 @@ public enum VarlinkInterfaces {
   public static let errors = "io.trialwatch"
 
   /// In the order GetInfo lists them.
-  public static let all = [VarlinkService.interface, errors, Trials.interface]
+  public static let all = [VarlinkService.interface, errors, Trials.interface, SystemdMetrics.interface]
+
+  /// What the report socket offers (`trialwatch-report.socket`): the metrics only.
+  public static let report = [VarlinkService.interface, SystemdMetrics.interface]
 
   /// The default socket under systemd.
   public static let defaultSocketPath = "/run/trialwatch/io.trialwatch"
@@ -103,6 +109,7 @@ public enum VarlinkInterfaces {
     VarlinkService.interface: String(decoding: PackageResources.org_varlink_service_varlink, as: UTF8.self),
     errors: String(decoding: PackageResources.io_trialwatch_varlink, as: UTF8.self),
     Trials.interface: String(decoding: PackageResources.io_trialwatch_Trials_varlink, as: UTF8.self),
+    SystemdMetrics.interface: String(decoding: PackageResources.io_systemd_Metrics_varlink, as: UTF8.self),
   ]
 
   /// The parameter names of every method declared, by qualified method name: read from the

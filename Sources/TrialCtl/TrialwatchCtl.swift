@@ -110,7 +110,8 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
   /// The failure an error the daemon replied with means.
   public init(_ remote: ControlError) {
     switch remote.name {
-    case ControlError.Name.trialNotFound, ControlError.Name.consumerNotFound, ControlError.Name.planNotFound:
+    case ControlError.Name.trialNotFound, ControlError.Name.consumerNotFound, ControlError.Name.planNotFound,
+      ControlError.Name.noSuchMetric:
       self.init(remote.description, exitCode: .notFound)
     case ControlError.Name.cursorNotFound:
       self.init(
@@ -167,7 +168,7 @@ public struct TrialwatchCtl: ParsableCommand {
       Plans.self,
       GrantAgain.self, Stats.self,
       Simulate.self,
-      Watch.self, DaemonStatus.self, Fleet.self, Export.self, EventLog.self, Consumers.self,
+      Watch.self, DaemonStatus.self, Metrics.self, Fleet.self, Export.self, EventLog.self, Consumers.self,
       ConsumerCommand.self, Consume.self,
     ])
 

@@ -55,7 +55,7 @@ public final class ControlFixture {
     var options = options
     options.version = "1.2.3-test"
     let calls = self.calls
-    let routes = engine.handlers.routes.map { route in
+    let routes = (engine.handlers.routes + engine.metrics.routes).map { route in
       route.observed(
         starting: { calls.received.add(1, ordering: .relaxed) },
         taken: {
@@ -140,6 +140,8 @@ public final class EngineParts: @unchecked Sendable {
   public let repository: any TrialRepository
   public let engine: Engine
   public let handlers: TrialsHandlers
+  /// `io.systemd.Metrics` of the same engine.
+  public let metrics: MetricsHandlers
   private let taken = TakenEvents()
   private let held = DispatchSemaphore(value: 0)
   private let holds = Mutex(0)
@@ -158,6 +160,9 @@ public final class EngineParts: @unchecked Sendable {
     handlers = TrialsHandlers(
       engine: engine, queue: queue, startedAt: start, version: "1.2.3-test",
       storeBytes: { [weak services] in services?.fileSize() }, fleetStatus: fleetStatus)
+    metrics = MetricsHandlers(
+      handlers: handlers, engine: engine, queue: queue, space: { [weak services] in services?.space() },
+      fleet: nil)
   }
 
   public var now: Date { queue.sync { scheduler.manualClock.now() } }

@@ -25,6 +25,8 @@ public final class ManualCommitLane: CommitLane {
   public var waitingCount: Int { waiting.count }
 
   public var busySince: TimeInterval? { submitted.first }
+  /// Not timed: the tests assert what is committed, not how long it took.
+  public let durations = CommitDurations()
 
   public func submit(
     _ body: @escaping (any TrialWriteTransaction) throws -> Any,

@@ -145,8 +145,9 @@ public enum TrialwatchManual {
         "The watchdog's interval (WatchdogSec=): the scheduler pings at half of it."),
       .init(
         "LISTEN_FDS, LISTEN_PID",
-        "Socket activation: the listening socket from trialwatch.socket. Without it, the daemon binds "
-          + "Socket= itself."),
+        "Socket activation: the listening socket from trialwatch.socket, and the metrics socket from "
+          + "trialwatch-report.socket (named metrics). Without them, the daemon binds Socket= itself, and "
+          + "MetricsSocket= when set."),
       .init(
         "JOURNAL_STREAM",
         "With LogTarget=auto, logs go to the journal when standard error is the stream this names, "
@@ -165,6 +166,9 @@ public enum TrialwatchManual {
       .init(socket, "The control socket (Socket=), from trialwatch.socket or bound by the daemon."),
       .init("/usr/lib/systemd/system/trialwatch.service", "The service unit."),
       .init("/usr/lib/systemd/system/trialwatch.socket", "The socket unit."),
+      .init(
+        "/run/systemd/report/io.trialwatch",
+        "The metrics socket (io.systemd.Metrics, for systemd-report), from trialwatch-report.socket."),
       .init(
         "/usr/lib/sysusers.d/trialwatch.conf",
         "The user trialwatch and the groups trialwatch and trialwatch-admin."),

@@ -50,6 +50,13 @@ public final class FleetMembership: @unchecked Sendable {
   private var leaving = false
   private var failing = false
   let view = Mutex<[FleetMember]>([])
+  private let renewalCount = Atomic<Int>(0)
+  private let lossCount = Atomic<Int>(0)
+
+  /// Leases renewed since start, from any thread.
+  public var renewals: Int { renewalCount.load(ordering: .relaxed) }
+  /// Times since start this node let go of every shard because its lease ran out unrenewed.
+  public var leaseLosses: Int { lossCount.load(ordering: .relaxed) }
 
   public init(
     conninfo: String, name: String, version: String, shards: ShardMap, ownership: ShardOwnership,
@@ -206,6 +213,7 @@ public final class FleetMembership: @unchecked Sendable {
       let age = Duration.nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - renewedAt))
       if age > settings.lease - settings.margin, !ownership.owned.isEmpty {
         let lost = Set(ownership.owned.keys)
+        lossCount.add(1, ordering: .relaxed)
         ownership.set([:])
         epochs = [:]
         delegate?.fleetShardsChanged(gained: [], lost: lost)
@@ -267,6 +275,7 @@ public final class FleetMembership: @unchecked Sendable {
     // alive once the renewal took.
     guard nodes.int(0, 7) == 1 else { throw PostgresStoreError.damaged("node \(name) has no row") }
     renewedAt = sent
+    renewalCount.add(1, ordering: .relaxed)
     ownership.trust(until: sent + UInt64((settings.lease - settings.margin) / .nanoseconds(1)))
     var alive = members(from: nodes)
     alive.insert(nodeID)

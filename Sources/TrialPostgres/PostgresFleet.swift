@@ -57,6 +57,8 @@ public final class PostgresFleet: FleetServices, @unchecked Sendable {
   public func owns(shard: Int) -> Bool { store.ownership.owns(shard) }
   public var ownedShards: [Int] { store.ownership.owned.keys.sorted() }
   public var members: [FleetMember] { membership.members }
+  public var renewals: Int { membership.renewals }
+  public var leaseLosses: Int { membership.leaseLosses }
 
   public var delegate: (any FleetMembershipDelegate)? {
     get { membership.delegate }
@@ -84,6 +86,7 @@ public final class PostgresFleet: FleetServices, @unchecked Sendable {
   // MARK: StoreServices
 
   public func fileSize() -> Int? { nil }
+  public func space() -> StoreSpace? { nil }
   public func close() {}
   public func releaseMemory() {}
 }
@@ -91,6 +94,7 @@ public final class PostgresFleet: FleetServices, @unchecked Sendable {
 /// The store alone (`--import`): no file of its own; its connections close with it.
 extension PostgresTrialRepository: StoreServices {
   public func fileSize() -> Int? { nil }
+  public func space() -> StoreSpace? { nil }
   public var openingNotes: [StoreNote] { notes }
   public func close() {}
   public func releaseMemory() {}

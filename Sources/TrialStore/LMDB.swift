@@ -12,7 +12,7 @@ import TrialCore
 
 /// A named database (an ordered key-value table) inside an environment.
 struct LMDBDatabase: Sendable {
-  fileprivate let handle: UInt32
+  let handle: UInt32
   let name: String
 }
 

@@ -4,6 +4,26 @@ import TrialCore
 extension LMDBTrialRepository: StoreServices {
   public func fileSize() -> Int? { (try? statistics())?.fileSize }
 
+  /// From the environment's figures and LMDB's list of free pages (a record per transaction
+  /// that freed pages; a few hundred at most, never the trials).
+  public func space() -> StoreSpace? {
+    try? gate.read {
+      let info = try environment.info()
+      let pageSize = max(info.pageSize, 1)
+      let listed = try environment.read { txn in
+        var pages = 0
+        try txn.forEach(.freePages) { record in
+          if record.value.count >= MemoryLayout<Int>.size {
+            pages += record.value.loadUnaligned(as: Int.self)
+          }
+        }
+        return pages
+      }
+      let unused = max(0, info.fileSize / pageSize - (info.lastPage + 1))
+      return StoreSpace(fileBytes: info.fileSize, freeBytes: (listed + unused) * pageSize)
+    }
+  }
+
   /// The pages of the store file mapped into the daemon, read by its writes and reads since
   /// the last release (see `releaseMappedPages`).
   public func releaseMemory() {

@@ -99,9 +99,9 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   /// The schema the store had before this open upgraded it; nil when it was not upgraded.
   public var upgradedFrom: UInt32? { upgrade?.fromSchema }
 
-  private let environment: LMDBEnvironment
+  let environment: LMDBEnvironment
   private let databases: Databases
-  private let gate: StoreGate
+  let gate: StoreGate
 
   /// Opens the store in `directory`, creating it (directory mode 0700, file mode 0600) when
   /// missing and `options.createIfMissing` is set. A store of an earlier schema is upgraded

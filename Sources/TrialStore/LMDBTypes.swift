@@ -13,3 +13,9 @@ struct LMDBFileInfo: Sendable {
   var fileSize: Int
   var lastTransaction: Int
 }
+
+extension LMDBDatabase {
+  /// LMDB's own database of free pages (`FREE_DBI`): each value a list of page numbers, their
+  /// count first.
+  static let freePages = LMDBDatabase(handle: 0, name: "free pages")
+}

@@ -318,7 +318,7 @@ final class StoreExclusiveLock {
         throw StoreError(
           .inUse, path: directory,
           problem: "trialwatchd has the store open; stop trialwatch.service first "
-            + "(and trialwatch.socket, which would start it again)")
+            + "(and trialwatch.socket and trialwatch-report.socket, which would start it again)")
       }
       // LMDB holds a shared lock on the first byte of its lock file while an environment is open.
       let lmdbLock = FilePaths.join(directory, LMDBEnvironment.lockFileName)

@@ -228,6 +228,7 @@ extension TrialReadTransaction {
 /// No file, nothing to say at opening, nothing to let go of.
 extension InMemoryTrialRepository: StoreServices {
   public func fileSize() -> Int? { nil }
+  public func space() -> StoreSpace? { nil }
   public var openingNotes: [StoreNote] { [] }
   public func close() {}
   public func releaseMemory() {}

@@ -41,7 +41,8 @@ func runDaemonBench() throws {
   }
 
   let trials = Int(ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_DAEMON_TRIALS"] ?? "") ?? 1_000_000
-  try measureLoadedDaemon(trials: trials) { daemon in
+  // With the report socket bound, as under systemd: serving metrics must not wake it either.
+  try measureLoadedDaemon(trials: trials, reportSocket: true) { daemon in
     report("daemon_ready_\(trials / 1000)k", daemon.secondsToReady, "s")
     report("daemon_rss_after_ready_\(trials / 1000)k", daemon.memory().megabytes(\.resident), "MB", digits: 1)
     try measureIdleSwitches(daemon)
@@ -121,27 +122,37 @@ private func ctlStatusMilliseconds(_ daemon: DaemonProcess) throws -> Double {
 }
 
 /// Runs `body` on a daemon started on a store of `trials` active trials, then stops it.
+/// `reportSocket`: the daemon also binds a metrics socket, `report.sock` in its directory.
 private func measureLoadedDaemon(
-  trials: Int, labels: [String: String] = [:], configuration: String = "",
+  trials: Int, labels: [String: String] = [:], configuration: String = "", reportSocket: Bool = false,
   _ body: (DaemonProcess) throws -> Void
 ) throws {
   let scratch = try TemporaryDirectory("bench-daemon")
   let directory = scratch.url
   try populate(state: DaemonProcess.stateDirectory(in: directory).path, trials: trials, labels: labels)
+  let report =
+    reportSocket ? "[Daemon]\nMetricsSocket=\(directory.appendingPathComponent("report.sock").path)\n" : ""
   let daemon = try DaemonProcess(
-    executable: DaemonProcess.builtExecutable, directory: directory, configuration: configuration)
+    executable: DaemonProcess.builtExecutable, directory: directory, configuration: report + configuration)
   try body(daemon)
   try daemon.stop()
 }
 
-/// Context switches of an idle daemon, after a client started and read a trial and closed its
-/// connection.
+/// Context switches of an idle daemon, after a client started and read a trial, listed the
+/// metrics (on the report socket too, when there is one) and closed its connections.
 private func measureIdleSwitches(_ daemon: DaemonProcess) throws {
   let seconds = Double(ProcessInfo.processInfo.environment["TRIALWATCH_BENCH_IDLE_SECONDS"] ?? "") ?? 60
   do {
     let client = try RawVarlinkConnection(path: daemon.socketPath)
     let id = try TrialsCalls.trialID(inReply: try client.call(TrialsCalls.startTrial(subject: "idle-check")))
     _ = try client.call(TrialsCalls.getTrial(id: id))
+    let list = Array(#"{"method":"io.systemd.Metrics.List","more":true}"#.utf8) + [0]
+    _ = try client.callForReplies(list)
+    let report = URL(fileURLWithPath: daemon.socketPath).deletingLastPathComponent()
+      .appendingPathComponent("report.sock").path
+    if FileManager.default.fileExists(atPath: report) {
+      _ = try RawVarlinkConnection(path: report).callForReplies(list)
+    }
   }
   // Let the last work settle first: the status update, the release of memory 1 s after the
   // last write, and Dispatch's worker threads, which end after a few idle seconds.

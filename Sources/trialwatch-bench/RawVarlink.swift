@@ -55,6 +55,23 @@ final class RawVarlinkConnection: @unchecked Sendable {
     return reply
   }
 
+  /// Sends `call` (with `more`) and returns its replies, up to the first without
+  /// `"continues":true` (trialwatchd writes it first); fails on an error reply.
+  func callForReplies(_ call: [UInt8]) throws -> [[UInt8]] {
+    try send(call)
+    var replies: [[UInt8]] = []
+    while true {
+      let reply = Array(buffer[try nextReply()])
+      if Self.isError(reply[...]) {
+        throw BenchError("the daemon answered with an error: \(String(decoding: reply, as: UTF8.self))")
+      }
+      replies.append(reply)
+      if !reply.starts(with: Self.continuing) { return replies }
+    }
+  }
+
+  private static let continuing = Array(#"{"continues":true"#.utf8)
+
   /// Where the next reply lies in `buffer`, valid until the next read.
   private func nextReply() throws -> Range<Int> {
     while true {

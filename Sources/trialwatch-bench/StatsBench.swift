@@ -10,6 +10,8 @@ import TrialTesting
 ///     control_get_stats_ms_1m    GetStats by week over the year (53 periods, every plan), a
 ///                                round trip on one connection, with 1,000,000 trials (median of
 ///                                50, after 5 not counted)
+///     control_metrics_ms_1m      a whole io.systemd.Metrics.List (every family, every reply
+///                                read), on the same daemon and connection (median of 50, after 5)
 ///
 /// The store is written as the daemon writes it (`TrialBook.write`: each trial with its
 /// cohort's figures), 1,000,000 trials started over 365 days, with three plans and none, in every
@@ -38,6 +40,23 @@ func runStatsBench() throws {
     if run >= 5 { times.append(seconds * 1000) }
   }
   report("control_get_stats_ms_\(trials / 1_000_000)m", median(times), "ms", digits: 2)
+
+  let list = Array(#"{"method":"io.systemd.Metrics.List","more":true}"#.utf8) + [0]
+  let metrics = try client.callForReplies(list).map {
+    try VarlinkReply($0).parameters(as: MetricReply.self)
+  }
+  let counted = metrics.filter { $0.name == "io.trialwatch.trials" }.reduce(Int64(0)) {
+    if case .integer(let count) = $1.value { $0 + count } else { $0 }
+  }
+  guard counted == Int64(trials) else {
+    throw BenchError("io.systemd.Metrics.List counted \(counted) trials, not \(trials)")
+  }
+  times = []
+  for run in 0..<55 {
+    let seconds = try measure { _ = try client.callForReplies(list) }
+    if run >= 5 { times.append(seconds * 1000) }
+  }
+  report("control_metrics_ms_\(trials / 1_000_000)m", median(times), "ms", digits: 3)
   try daemon.stop()
 }
 

@@ -14,7 +14,10 @@ import TrialCore
     let files = try FileManager.default.contentsOfDirectory(atPath: Self.sources.path)
       .filter { $0.hasSuffix(".varlink") }.sorted()
     #expect(
-      files == ["io.trialwatch.Trials.varlink", "io.trialwatch.varlink", "org.varlink.service.varlink"])
+      files == [
+        "io.systemd.Metrics.varlink", "io.trialwatch.Trials.varlink", "io.trialwatch.varlink",
+        "org.varlink.service.varlink",
+      ])
     for file in files {
       let name = String(file.dropLast(".varlink".count))
       let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
@@ -85,6 +88,14 @@ import TrialCore
         AcknowledgeEventParameters(consumer: "mail", cursor: EventCursor(7))
       ),
       (Trials.removeConsumer.qualifiedName, Trials.removeConsumer.kind, ConsumerNameParameters(name: "mail")),
+      (
+        SystemdMetrics.list.qualifiedName, SystemdMetrics.list.kind,
+        MetricsParameters(names: ["io.trialwatch.trials"])
+      ),
+      (
+        SystemdMetrics.describe.qualifiedName, SystemdMetrics.describe.kind,
+        MetricsParameters(names: ["io.trialwatch.trials"])
+      ),
       (VarlinkService.getInfo.qualifiedName, VarlinkService.getInfo.kind, NoParameters()),
       (
         VarlinkService.getInterfaceDescription.qualifiedName, VarlinkService.getInterfaceDescription.kind,
@@ -102,6 +113,7 @@ import TrialCore
         && Trials.endTrial.kind == .change && Trials.grantAgain.kind == .change
         && Trials.pauseTrial.kind == .change && Trials.resumeTrial.kind == .change)
     #expect(Trials.watch.kind == .stream)
+    #expect(SystemdMetrics.list.kind == .replies && SystemdMetrics.describe.kind == .replies)
     #expect(samples.filter { $0.1 == .change }.count == 9)
   }
 

@@ -89,6 +89,7 @@ struct PacedHarness {
     let h = try PacedHarness.expired(25, prefix: "burst", at: end, burst: 10)
     #expect(h.journal.sent.count == 10)
     #expect(h.engine.heldEvents == 15)
+    #expect(h.engine.heldGauge.current == 15, "the metrics' journal_held_events")
     h.scheduler.advance(by: 1)
     #expect(try h.repository.outbox().count == 15, "held events stay in the outbox")
     #expect(h.engine.counts[.expired] == 25, "every trial expired on time; only the journal waits")
@@ -105,6 +106,7 @@ struct PacedHarness {
     h.scheduler.advance(by: 30)
     #expect(h.journal.sent.count == 25)
     #expect(h.engine.heldEvents == 0)
+    #expect(h.engine.heldGauge.current == 0)
     h.scheduler.advance(by: 1)
     #expect(try h.repository.outbox().isEmpty)
 

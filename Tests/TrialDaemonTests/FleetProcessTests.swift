@@ -128,6 +128,21 @@ import TrialDaemonTesting
     let trial = try client.startTrial(StartTrialParameters(subject: "acme-1"))
     #expect(try client.getTrial(GetTrialParameters(subject: "acme-1")).id == trial.id)
     #expect(try client.getStatus().fleet?.node == "node-a")
+    // Its metrics: the shards it owns were claimed in a round that renewed its lease first.
+    var metrics: [String: MetricValue] = [:]
+    try client.stream(SystemdMetrics.list, MetricsParameters()) { reply in
+      metrics[reply.name] = reply.value
+      return true
+    }
+    #expect(metrics["io.trialwatch.fleet_shards_owned"] == .integer(8))
+    #expect(metrics["io.trialwatch.fleet_nodes_alive"] == .integer(1))
+    #expect(metrics["io.trialwatch.fleet_lease_losses"] == .integer(0))
+    if case .integer(let renewals)? = metrics["io.trialwatch.fleet_lease_renewals"] {
+      #expect(renewals >= 1)
+    } else {
+      Issue.record("no fleet_lease_renewals: \(metrics)")
+    }
+    #expect(metrics["io.trialwatch.store_file_bytes"] == nil, "a database, not a file")
     daemon.signal(SIGTERM)
     #expect(daemon.waitForExit() == 0)
     let owners = try server.psql(

@@ -29,7 +29,10 @@ START_NS=$(date +%s%N)
 
 CACHE=$REPO/.cache
 SUITE=bookworm
-PACKAGES=systemd,systemd-sysv,dbus,procps,liblmdb0,libpq5,libunistring2
+# systemd booted with D-Bus, the libraries trialwatchd needs, and Debian's node exporter for the
+# metrics step (its textfile collector reads what trialwatch-metrics.timer writes; installed, it
+# runs at boot as on a host). A changed list makes a new root file system (the cache's name).
+PACKAGES=systemd,systemd-sysv,dbus,procps,liblmdb0,libpq5,libunistring2,prometheus-node-exporter
 ROOT=$SCRATCH/root
 NSPAWN_PID=
 CPID=
@@ -86,7 +89,7 @@ save_journal() {
   ct journalctl -b --no-pager -o short-precise > "$SCRATCH/journal.txt" 2>&1
   ct journalctl -b --no-pager -o json > "$SCRATCH/journal.json" 2>&1
   ct journalctl -b --no-pager -o short-precise -u trialwatch.service -u trialwatch.socket \
-    > "$SCRATCH/trialwatch.txt" 2>&1
+    -u trialwatch-report.socket -u trialwatch-metrics.service > "$SCRATCH/trialwatch.txt" 2>&1
 }
 
 stop_container() {

@@ -7,12 +7,14 @@
 # expiries (exactly once, with their MESSAGE_ID, fields, labels, plan and catalog text), reload,
 # catch-up after downtime, the watchdog, socket activation, who may read and who may change
 # trials, a consumer's unit running a command per event, a burst of expiries beyond journald's
-# rate limit (every one in the journal, once), and a clean stop.
+# rate limit (every one in the journal, once), the metrics (systemd-report's socket, the file
+# for Debian's node exporter and what it serves, promtool's checks), and a clean stop.
 #
 # This driver boots the container and installs; the checks are the steps in steps/, sourced in
 # the order of their numbers, one after the other in the same container and shell (a step
 # counts on what the ones before it left: the users of 05-access.sh, the running service):
-#   01-installation  the units verify, their exposure, the users, the catalog, enabling
+#   01-installation  the units verify, their exposure, the users, the catalog, enabling (the
+#                    report socket with the service, not the metrics timer)
 #   02-start         active only after READY=1, STATUS=, the limit on open files
 #   03-events        plans read at reload; reminders and expiries in the journal once, with
 #                    fields, labels, plan and catalog text
@@ -23,7 +25,10 @@
 #   08-socket        socket activation, and the daemon binding the socket itself
 #   09-consumer      trialwatch-consumer@.service runs a command per event (TRIAL_PLAN too)
 #   10-burst         a burst of expiries beyond journald's rate limit, every one in the journal
-#   11-stop          a clean stop; over the whole journal no event twice, no error
+#   11-metrics       io.systemd.Metrics on the report socket and the control socket, who may
+#                    read them; trialwatch-metrics.timer, disabled as installed, writes the
+#                    node exporter's file; the node exporter serves it; promtool checks both
+#   12-stop          a clean stop; over the whole journal no event twice, no error
 # The helpers the steps share are in service.sh (the service, its journal, its callers),
 # container.sh (the container) and checks.sh (the checks and their count).
 #

@@ -3,7 +3,8 @@
 # and compares the tree with the one docs/install.md describes; checks that a second install
 # keeps a changed configuration, that another PREFIX reaches the units, that the binaries
 # need no Swift runtime libraries, that the units pass `systemd-analyze verify` and
-# `systemd-analyze security` (exposure at most 1.0; with the fleet drop-in at most 1.5), that `mandoc -T lint` finds nothing in the
+# `systemd-analyze security` (exposure at most 1.0, the daemon's and the metrics service's; with
+# the fleet drop-in at most 1.5), that `mandoc -T lint` finds nothing in the
 # man pages, that the shell completions parse and complete, and what uninstall leaves.
 #
 # Prints `PASS: <name>` or `FAIL: <name>: <why>` per check, then `N passed, N failed`.
@@ -71,13 +72,17 @@ EXPECTED=$TMP/expected.txt
   echo "644 f usr/lib/systemd/catalog/trialwatch.catalog"
   echo "644 f usr/lib/systemd/system/trialwatch.service"
   echo "644 f usr/lib/systemd/system/trialwatch.socket"
+  echo "644 f usr/lib/systemd/system/trialwatch-report.socket"
   echo "644 f usr/lib/systemd/system/trialwatch-consumer@.service"
+  echo "644 f usr/lib/systemd/system/trialwatch-metrics.service"
+  echo "644 f usr/lib/systemd/system/trialwatch-metrics.timer"
   echo "644 f usr/lib/sysusers.d/trialwatch.conf"
   echo "644 f usr/share/doc/trialwatch/README.md"
   for doc in docs/*.md; do echo "644 f usr/share/doc/trialwatch/$doc"; done
   echo "644 f usr/share/doc/trialwatch/examples/consumer.conf"
   for plan in etc/plans/*.conf; do echo "644 f usr/share/doc/trialwatch/examples/plans/${plan##*/}"; done
   echo "644 f usr/share/doc/trialwatch/examples/trialwatch-fleet.conf"
+  echo "644 f usr/share/doc/trialwatch/examples/trialwatch-alerts.yml"
 } | sort -k3 > "$EXPECTED"
 if DIFF=$(diff "$EXPECTED" <(tree "$A")); then
   pass "installed tree and modes as documented"
@@ -95,8 +100,12 @@ same_documents() {
 if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service" \
   && same systemd/trialwatch.socket "$A/usr/lib/systemd/system/trialwatch.socket" \
   && same systemd/trialwatch-consumer@.service "$A/usr/lib/systemd/system/trialwatch-consumer@.service" \
+  && same systemd/trialwatch-report.socket "$A/usr/lib/systemd/system/trialwatch-report.socket" \
+  && same systemd/trialwatch-metrics.service "$A/usr/lib/systemd/system/trialwatch-metrics.service" \
+  && same systemd/trialwatch-metrics.timer "$A/usr/lib/systemd/system/trialwatch-metrics.timer" \
   && same etc/consumer.conf "$A/usr/share/doc/trialwatch/examples/consumer.conf" \
   && same systemd/trialwatch-fleet.conf "$A/usr/share/doc/trialwatch/examples/trialwatch-fleet.conf" \
+  && same etc/prometheus/trialwatch-alerts.yml "$A/usr/share/doc/trialwatch/examples/trialwatch-alerts.yml" \
   && same systemd/trialwatch.sysusers "$A/usr/lib/sysusers.d/trialwatch.conf" \
   && same systemd/trialwatch.catalog "$A/usr/lib/systemd/catalog/trialwatch.catalog" \
   && same etc/trialwatch.conf "$A/etc/trialwatch/trialwatch.conf" && same_documents \
@@ -142,8 +151,10 @@ if command -v systemd-analyze > /dev/null; then
   # The installed units, with the binary's path pointed into DESTDIR, as systemd would load them.
   V=$TMP/verify
   mkdir -p "$V"
-  for unit in trialwatch.service trialwatch.socket; do
-    sed "s|^ExecStart=/usr/bin/trialwatchd|ExecStart=$A/usr/bin/trialwatchd|" \
+  for unit in trialwatch.service trialwatch.socket trialwatch-report.socket trialwatch-metrics.service \
+    trialwatch-metrics.timer; do
+    sed -e "s|^ExecStart=/usr/bin/trialwatchd|ExecStart=$A/usr/bin/trialwatchd|" \
+      -e "s|^ExecStart=/usr/bin/trialwatchctl|ExecStart=$A/usr/bin/trialwatchctl|" \
       "$A/usr/lib/systemd/system/$unit" > "$V/$unit"
   done
   # An instance of the consumers' template, with its configuration in the verify folder.
@@ -152,6 +163,7 @@ if command -v systemd-analyze > /dev/null; then
     -e "s|^EnvironmentFile=/etc/trialwatch/consumers/%i.conf|EnvironmentFile=$V/%i.conf|" \
     "$A/usr/lib/systemd/system/trialwatch-consumer@.service" > "$V/trialwatch-consumer@.service"
   OUT=$(cd "$V" && systemd-analyze verify "$V/trialwatch.service" "$V/trialwatch.socket" \
+    "$V/trialwatch-report.socket" "$V/trialwatch-metrics.service" "$V/trialwatch-metrics.timer" \
     "$V/trialwatch-consumer@verify.service" 2>&1)
   if [ $? -eq 0 ] && [ -z "$OUT" ]; then
     pass "systemd-analyze verify is clean"
@@ -160,14 +172,17 @@ if command -v systemd-analyze > /dev/null; then
   fi
   check_exposure "systemd-analyze security" 1.0 \
     "$(systemd-analyze security --offline=yes "$A/usr/lib/systemd/system/trialwatch.service" 2>&1)"
+  check_exposure "systemd-analyze security of trialwatch-metrics.service" 1.0 \
+    "$(systemd-analyze security --offline=yes "$A/usr/lib/systemd/system/trialwatch-metrics.service" 2>&1)"
   # The service with the fleet drop-in applied, as an operator installs it
   # (/etc/systemd/system/trialwatch.service.d/fleet.conf): still valid, and its exposure, which
   # docs/fleet.md reports (TCP to the database is what it opens).
   F=$TMP/fleet
   mkdir -p "$F/trialwatch.service.d"
-  cp "$V/trialwatch.service" "$V/trialwatch.socket" "$F/"
+  cp "$V/trialwatch.service" "$V/trialwatch.socket" "$V/trialwatch-report.socket" "$F/"
   cp "$A/usr/share/doc/trialwatch/examples/trialwatch-fleet.conf" "$F/trialwatch.service.d/fleet.conf"
-  OUT=$(cd "$F" && systemd-analyze verify "$F/trialwatch.service" "$F/trialwatch.socket" 2>&1)
+  OUT=$(cd "$F" && systemd-analyze verify "$F/trialwatch.service" "$F/trialwatch.socket" \
+    "$F/trialwatch-report.socket" 2>&1)
   STATUS=$?
   SECURITY=$(systemd-analyze security --offline=yes "$F/trialwatch.service" 2>&1)
   if [ $STATUS -eq 0 ] && [ -z "$OUT" ] && echo "$SECURITY" | grep -q "access to the host's network"; then
@@ -178,6 +193,15 @@ if command -v systemd-analyze > /dev/null; then
   check_exposure "systemd-analyze security with the fleet drop-in" 1.5 "$SECURITY"
 else
   echo "note: no systemd-analyze here; the units are verified by make e2e"
+fi
+
+# The example alerting rules, as installed, load in Prometheus (promtool, from make deps).
+if ! command -v promtool > /dev/null; then
+  fail "promtool check rules accepts the example alerting rules" "no promtool here (make deps installs prometheus)"
+elif OUT=$(promtool check rules "$A/usr/share/doc/trialwatch/examples/trialwatch-alerts.yml" 2>&1); then
+  pass "promtool check rules accepts the example alerting rules ($(grep -o '[0-9]* rules found' <<< "$OUT"))"
+else
+  fail "promtool check rules accepts the example alerting rules" "$(echo "$OUT" | head -n 5 | tr '\n' ' ')"
 fi
 
 # --- Man pages and shell completions --------------------------------------------------------
@@ -271,6 +295,10 @@ if install_into "$B" PREFIX=/usr/local \
   && grep -q '^ExecStart=/usr/local/bin/trialwatchctl consume ' \
     "$B/usr/local/lib/systemd/system/trialwatch-consumer@.service" \
   && grep -q 'file:///usr/local/share/doc/trialwatch/' "$B/usr/local/lib/systemd/system/trialwatch.socket" \
+  && grep -q '^ExecStart=/usr/local/bin/trialwatchctl metrics ' \
+    "$B/usr/local/lib/systemd/system/trialwatch-metrics.service" \
+  && grep -q 'file:///usr/local/share/doc/trialwatch/' "$B/usr/local/lib/systemd/system/trialwatch-report.socket" \
+  && grep -q 'file:///usr/local/share/doc/trialwatch/' "$B/usr/local/lib/systemd/system/trialwatch-metrics.timer" \
   && [ -f "$B/usr/local/lib/sysusers.d/trialwatch.conf" ] \
   && [ -f "$B/usr/local/lib/systemd/catalog/trialwatch.catalog" ] \
   && [ -f "$B/etc/trialwatch/trialwatch.conf" ] && [ ! -e "$B/usr/bin" ] \

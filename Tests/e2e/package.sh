@@ -6,8 +6,11 @@
 # install the previous version's package (built from this tree with a lower version, with
 # trialwatchctl a program of its own as the packages before one program were), upgrade to this
 # version's, remove, purge, and install again on the clean system. Checks that the
-# service runs after each install, that the upgrade restarts it and keeps every trial and the
-# local configuration, that a backup taken beside the running service restores, that remove stops it and keeps the store, and that purge removes the
+# service runs after each install, with its control and report sockets, and the metrics timer
+# disabled; that the upgrade restarts it and keeps every trial and the
+# local configuration, that a backup taken beside the running service restores, that the
+# packaged metrics timer, once enabled, writes the node exporter's file, that remove stops it
+# all and removes that file and keeps the store, and that purge removes the
 # store, the configuration and the user's files (and leaves files the operator added).
 #
 # Prints `PASS: <name>` or `FAIL: <name>: <why>` for every check, then `N passed, N failed`;
@@ -63,23 +66,29 @@ apt_get() {
 apt_tail() { tail -n 8 "$SCRATCH/apt.txt" | tr '\n' ' '; }
 show() { ct systemctl show -P "$1" trialwatch.service; }
 installed_version() { ct dpkg-query -W -f='${Status} ${Version}' trialwatch 2> /dev/null; }
-states() { ct systemctl is-active trialwatch.socket trialwatch.service | tr '\n' ' '; }
-enabled() { ct systemctl is-enabled trialwatch.socket trialwatch.service 2>&1 | tr '\n' ' '; }
+states() { ct systemctl is-active trialwatch.socket trialwatch-report.socket trialwatch.service | tr '\n' ' '; }
+enabled() { ct systemctl is-enabled trialwatch.socket trialwatch-report.socket trialwatch.service 2>&1 | tr '\n' ' '; }
+# The metrics timer: enabled, running; and the file it writes for the node exporter (whose
+# directory Debian's prometheus-node-exporter, in the container's root, made).
+PROM=/var/lib/prometheus/node-exporter/trialwatch.prom
+timer() { echo "$(ct systemctl is-enabled trialwatch-metrics.timer 2>&1) $(ct systemctl is-active trialwatch-metrics.timer)"; }
 # A trial's id by its subject, asked of the daemon.
 trial_id() { ct trialwatchctl status "$1" --json | python3 "$JOURNAL" get trial.id; }
 
-# The checks after every install: the version is in place, both units are enabled and
-# running (Type=notify: active means READY=1), the socket answers.
+# The checks after every install: the version is in place, the sockets and the service are
+# enabled and running (Type=notify: active means READY=1), the socket answers; the metrics
+# timer is neither enabled nor started, and has written nothing.
 check_installed() {
   local version=$1 what=$2
   local status
   status=$(installed_version)
-  if [ "$status" = "install ok installed $version" ] && [ "$(states)" = "active active " ] \
-    && [ "$(enabled)" = "enabled enabled " ] && ct trialwatchctl daemon-status > /dev/null 2>&1; then
-    pass "$what: trialwatch $version installed, socket and service enabled and running"
+  if [ "$status" = "install ok installed $version" ] && [ "$(states)" = "active active active " ] \
+    && [ "$(enabled)" = "enabled enabled enabled " ] && ct trialwatchctl daemon-status > /dev/null 2>&1 \
+    && [ "$(timer)" = "disabled inactive" ] && ! ct test -e "$PROM"; then
+    pass "$what: trialwatch $version installed, sockets and service enabled and running, the metrics timer not"
   else
-    fail "$what: trialwatch $version installed, socket and service enabled and running" \
-      "dpkg: $status; active: $(states); enabled: $(enabled); $(apt_tail)"
+    fail "$what: trialwatch $version installed, sockets and service enabled and running, the metrics timer not" \
+      "dpkg: $status; active: $(states); enabled: $(enabled); timer: $(timer); $(apt_tail)"
   fi
 }
 
@@ -219,7 +228,7 @@ else
   fail "trialwatchd --restore is refused while the service runs" "exit $RC: $(echo "$OUT" | tr '\n' ' ')"
 fi
 ct trialwatchctl start pkg-after-backup > /dev/null
-ct systemctl stop trialwatch.socket trialwatch.service
+ct systemctl stop trialwatch.socket trialwatch-report.socket trialwatch.service
 OUT=$(ct trialwatchd --restore /root/trials.backup 2>&1)
 RC=$?
 ct systemctl start trialwatch.service
@@ -233,6 +242,18 @@ else
     "exit $RC: $(echo "$OUT" | tr '\n' ' '); trials: $RESTORED; not the user's: $OWNERS"
 fi
 
+# --- The metrics timer, as the operator enables it --------------------------------------------
+
+OUT=$(ct systemctl enable --now trialwatch-metrics.timer 2>&1)
+RC=$?
+written() { ct grep -q '^trialwatch_build_info{' "$PROM" 2> /dev/null; }
+if [ $RC -eq 0 ] && poll 15 written; then
+  pass "the packaged trialwatch-metrics.timer, enabled, writes $PROM"
+else
+  fail "the packaged trialwatch-metrics.timer, enabled, writes $PROM" \
+    "enable: rc $RC $OUT; $(ct journalctl -u trialwatch-metrics.service --no-pager -n 5 2>&1 | tr '\n' ' ')"
+fi
+
 # --- Remove: stopped, the store and the configuration kept ----------------------------------
 
 if apt_get remove trialwatch; then
@@ -241,12 +262,22 @@ else
   fail "apt remove trialwatch" "$(apt_tail)"
 fi
 STATUS=$(installed_version)
-ACTIVE=$(ct systemctl is-active trialwatch.service trialwatch.socket | tr '\n' ' ')
+ACTIVE=$(ct systemctl is-active trialwatch.service trialwatch.socket trialwatch-report.socket \
+  trialwatch-metrics.timer | tr '\n' ' ')
 if ! ct pgrep -x trialwatchd > /dev/null && ! ct test -e /usr/bin/trialwatchd \
-  && [ "$ACTIVE" != "active active " ] && [ "${STATUS#deinstall ok config-files}" != "$STATUS" ]; then
-  pass "remove: the daemon stopped, the binaries gone ($STATUS)"
+  && [ "$ACTIVE" = "inactive inactive inactive inactive " ] && [ "${STATUS#deinstall ok config-files}" != "$STATUS" ]; then
+  pass "remove: the daemon, its sockets and the metrics timer stopped, the binaries gone ($STATUS)"
 else
-  fail "remove: the daemon stopped, the binaries gone" "dpkg: $STATUS; units: $ACTIVE; $(ct pgrep -a trialwatchd)"
+  fail "remove: the daemon, its sockets and the metrics timer stopped, the binaries gone" \
+    "dpkg: $STATUS; units: $ACTIVE; $(ct pgrep -a trialwatchd)"
+fi
+# Neither a socket in /run/systemd/report/ that refuses collectors, nor the last metrics for the
+# node exporter to go on serving.
+LEFT=$(ct ls -d /run/systemd/report/io.trialwatch "$PROM" 2>&1 | grep -v 'No such file')
+if [ -z "$LEFT" ]; then
+  pass "remove: the report socket and the node exporter's trialwatch.prom removed"
+else
+  fail "remove: the report socket and the node exporter's trialwatch.prom removed" "left: $(echo "$LEFT" | tr '\n' ' ')"
 fi
 if ct test -s /var/lib/trialwatch/data.mdb && ct test -e /etc/trialwatch/trialwatch.conf; then
   pass "remove: the store and the configuration kept"
@@ -261,12 +292,14 @@ if apt_get purge trialwatch; then
 else
   fail "apt purge trialwatch" "$(apt_tail)"
 fi
-LEFT=$(ct sh -c 'ls -d /var/lib/trialwatch /run/trialwatch /etc/trialwatch/trialwatch.conf 2> /dev/null
+# The link the operator's enable of the metrics timer made goes too.
+LEFT=$(ct sh -c 'ls -d /var/lib/trialwatch /run/trialwatch /etc/trialwatch/trialwatch.conf \
+    /etc/systemd/system/timers.target.wants/trialwatch-metrics.timer 2> /dev/null
   find / -xdev -user trialwatch 2> /dev/null')
 if [ -z "$LEFT" ] && [ -z "$(installed_version | grep ' installed')" ]; then
-  pass "purge: the store, the configuration and every file of the user trialwatch removed"
+  pass "purge: the store, the configuration, the metrics timer's link and every file of the user trialwatch removed"
 else
-  fail "purge: the store, the configuration and every file of the user trialwatch removed" \
+  fail "purge: the store, the configuration, the metrics timer's link and every file of the user trialwatch removed" \
     "left: $(echo "$LEFT" | tr '\n' ' ')"
 fi
 # A file the operator added is the operator's: dpkg leaves it, and its folder.

@@ -45,6 +45,14 @@ with varlink.Client("unix:" + sys.argv[1]) as client:
         say("list", reply=trials.ListTrials(limit=10))
         say("no-interface", **expect_error(client.open, interface_name="com.example.Missing"))
 
+    # systemd's metrics interface: List and Describe stream with "more"; a name that is no
+    # family is NoSuchMetric.
+    with client.open("io.systemd.Metrics") as metrics:
+        say("metrics", listed=list(metrics.List(_more=True)))
+        say("families", described=list(metrics.Describe(_more=True)))
+        say("no-metric", **expect_error(
+            lambda **kwargs: list(metrics.List(_more=True, **kwargs)), names=["io.trialwatch.nothing"]))
+
     with client.open("io.trialwatch.Trials") as watcher:
         stream = watcher.Watch(_more=True)
         say("watching", first=next(stream))

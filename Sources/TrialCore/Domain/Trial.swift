@@ -131,6 +131,9 @@ public struct Trial: Hashable, Sendable {
     set { attributes.labels = newValue }
   }
 
+  /// The plan it started with, if any.
+  public var plan: String? { attributes.plan }
+
   /// Every event of the current revision, in the order they fall due: reminders, then expiry.
   public var events: [TrialEvent] {
     (0...reminders.offsets.count).map { event(at: $0) }

@@ -13,6 +13,10 @@ public protocol FleetServices: StoreServices {
   func owns(shard: Int) -> Bool
   /// The shards this node owns now, ascending.
   var ownedShards: [Int] { get }
+  /// Leases this node renewed since it started.
+  var renewals: Int { get }
+  /// Times since it started this node let go of its shards because its lease ran out.
+  var leaseLosses: Int { get }
   /// Liveness: every node the fleet knows, this one included, as the last round read it.
   var members: [FleetMember] { get }
   /// Told of what changes, on the membership's own queue.

@@ -6,6 +6,9 @@ public protocol StoreServices: AnyObject, Sendable {
   /// The bytes the store's file takes on disk; nil for a store without a file of its own (a
   /// database server's).
   func fileSize() -> Int?
+  /// The store file's size and the bytes in it free for reuse, read without a scan of the
+  /// records; nil for a store without a file of its own.
+  func space() -> StoreSpace?
   /// What opening the store did: an upgrade of a store written by an earlier version, a
   /// schema created in an empty database. Empty when there is nothing to say.
   var openingNotes: [StoreNote] { get }
@@ -15,6 +18,18 @@ public protocol StoreServices: AnyObject, Sendable {
   /// (the file store: the pages of its file mapped in, which stay in the page cache). The
   /// daemon calls it once writes have gone quiet.
   func releaseMemory()
+}
+
+/// How much room a store file takes, and how much of it holds nothing.
+public struct StoreSpace: Hashable, Sendable {
+  public var fileBytes: Int
+  /// Pages free inside the file (left by deleted records, or never used yet), in bytes.
+  public var freeBytes: Int
+
+  public init(fileBytes: Int, freeBytes: Int) {
+    self.fileBytes = fileBytes
+    self.freeBytes = freeBytes
+  }
 }
 
 /// One thing opening a store did, for the log: a message and its structured fields.

@@ -78,4 +78,17 @@ public enum JSONText {
     }
     out.append(UInt8(ascii: "\""))
   }
+
+  /// An object of texts, its keys in byte order (as `JSONEncoder`'s `sortedKeys` writes keys
+  /// that are ASCII).
+  public static func appendObject(_ object: [String: String], to out: inout [UInt8]) {
+    out.append(UInt8(ascii: "{"))
+    for (index, key) in object.keys.sorted().enumerated() {
+      if index > 0 { out.append(UInt8(ascii: ",")) }
+      appendString(key, to: &out)
+      out.append(UInt8(ascii: ":"))
+      appendString(object[key]!, to: &out)
+    }
+    out.append(UInt8(ascii: "}"))
+  }
 }

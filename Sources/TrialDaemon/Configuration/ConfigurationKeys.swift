@@ -124,15 +124,19 @@ enum ConfigurationSchema {
       meaning:
         "The control socket the daemon binds when it is not socket-activated: an absolute path of at "
         + "most \(maximumSocketPathLength) bytes. With trialwatch.socket, the socket unit's ListenStream= applies instead.",
-      apply: { config, value throws(InvalidValue) in
-        let path = try absolutePath(value)
-        guard path.utf8.count <= maximumSocketPathLength else {
-          throw InvalidValue(
-            reason: "longer than \(maximumSocketPathLength) bytes, the limit of a Unix socket address")
-        }
-        config.socketPath = path
-      },
+      apply: { config, value throws(InvalidValue) in config.socketPath = try socketPath(value) },
       reset: { $0.socketPath = $1.socketPath }),
+    ConfigurationKey(
+      section: "Daemon", name: "MetricsSocket", defaultText: "", valueName: "path",
+      meaning:
+        "A second socket the daemon binds when it is not socket-activated, serving only the metrics "
+        + "(io.systemd.Metrics), with the control socket's group and mode: an absolute path, or empty for none. "
+        + "With trialwatch-report.socket (/run/systemd/report/io.trialwatch, for systemd-report) its "
+        + "ListenStream= applies instead. The control socket serves the metrics too.",
+      apply: { config, value throws(InvalidValue) in
+        config.metricsSocketPath = value.isEmpty ? nil : try socketPath(value)
+      },
+      reset: { $0.metricsSocketPath = $1.metricsSocketPath }),
     ConfigurationKey(
       section: "Daemon", name: "SocketGroup", defaultText: DaemonConfiguration.defaultSocketGroup,
       valueName: "group",

@@ -156,6 +156,16 @@ extension ConfigurationSchema {
     return value
   }
 
+  /// An absolute path that fits a Unix socket's address.
+  static func socketPath(_ value: String) throws(InvalidValue) -> String {
+    let path = try absolutePath(value)
+    guard path.utf8.count <= maximumSocketPathLength else {
+      throw InvalidValue(
+        reason: "longer than \(maximumSocketPathLength) bytes, the limit of a Unix socket address")
+    }
+    return path
+  }
+
   /// A group name as useradd(8) accepts it, or a numeric group id.
   static func groupName(_ value: String) throws(InvalidValue) -> String {
     if !value.isEmpty, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {

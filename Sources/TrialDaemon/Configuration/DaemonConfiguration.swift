@@ -50,6 +50,8 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var stateDirectory: String
   /// `Socket=`: the control socket bound when the daemon is not socket-activated.
   public var socketPath: String = DaemonConfiguration.defaultSocketPath
+  /// `MetricsSocket=`: the metrics-only socket bound when the daemon is not socket-activated.
+  public var metricsSocketPath: String?
   /// `SocketGroup=`: the group (a name or a numeric id) of the control socket the daemon
   /// binds, mode 0660: its members may connect, and so read. (Socket-activated, the socket
   /// unit's `SocketGroup=` and `SocketMode=` apply instead.)
@@ -177,12 +179,13 @@ public struct PostgreSQLSettings: Hashable, Sendable {
 extension DaemonConfiguration {
   /// The settings read only at start: a reload keeps their running values.
   public static let restartOnlyKeys: [(section: String, key: String)] = [
-    ("Daemon", "StateDirectory"), ("Daemon", "Socket"), ("Store", "Backend"), ("PostgreSQL", "Connection"),
+    ("Daemon", "StateDirectory"), ("Daemon", "Socket"), ("Daemon", "MetricsSocket"), ("Store", "Backend"),
+    ("PostgreSQL", "Connection"),
     ("PostgreSQL", "NodeName"), ("PostgreSQL", "Shards"),
   ]
 
   /// What a reload (SIGHUP) applies of `next`, the configuration just read: all of it but
-  /// `StateDirectory=`, `Socket=`, `[Store] Backend=` and the `[PostgreSQL]` keys, which keep
+  /// `StateDirectory=`, `Socket=`, `MetricsSocket=`, `[Store] Backend=` and the `[PostgreSQL]` keys, which keep
   /// their running values until the next start. `pending` has a warning for each of those
   /// whose value in `next` differs from the running one.
   public func reloading(_ next: DaemonConfiguration) -> (
@@ -191,12 +194,14 @@ extension DaemonConfiguration {
     var applied = next
     applied.stateDirectory = stateDirectory
     applied.socketPath = socketPath
+    applied.metricsSocketPath = metricsSocketPath
     applied.storeBackend = storeBackend
     applied.postgreSQL = postgreSQL
     applied.postgreSQLKeys = postgreSQLKeys
     var changed: [String] = []
     if next.stateDirectory != stateDirectory { changed.append("StateDirectory= in [Daemon]") }
     if next.socketPath != socketPath { changed.append("Socket= in [Daemon]") }
+    if next.metricsSocketPath != metricsSocketPath { changed.append("MetricsSocket= in [Daemon]") }
     if next.storeBackend != storeBackend { changed.append("Backend= in [Store]") }
     // With LMDB the [PostgreSQL] keys are unused; a change of Backend= is warned about above.
     if next.storeBackend == .postgresql && storeBackend == .postgresql {

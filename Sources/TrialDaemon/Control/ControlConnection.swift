@@ -173,13 +173,17 @@ final class ControlConnection: @unchecked Sendable {
     // The router makes calls only of call routes, and streams only of stream routes.
     guard case .call(let carryOut) = call.route.handler else { return }
     let change = call.route.kind == .change
+    let tally = call.route.tally
+    tally.called()
     performingThread.store(UInt(pthread_self()), ordering: .relaxed)
     defer { performingThread.store(0, ordering: .relaxed) }
     carryOut(call.parameters, peer, server.router.encoder) { [self] result in
       let reply: [UInt8]
       switch result {
       case .success(let bytes): reply = bytes
-      case .failure(let error): reply = server.router.errorReply(error)
+      case .failure(let error):
+        tally.failed()
+        reply = server.router.errorReply(error)
       }
       if performingThread.load(ordering: .relaxed) == UInt(pthread_self()) {
         Self.inlineCompletions.add(1, ordering: .relaxed)
@@ -288,6 +292,7 @@ final class ControlConnection: @unchecked Sendable {
 
   private func startStream(_ call: PreparedCall) {
     guard case .stream(let open) = call.route.handler else { return }
+    call.route.tally.called()
     let relay = StreamRelay(connection: self, backlog: server.options.connection.watchBacklog)
     server.counters.watcherStarted()
     stream = (relay, open(call.parameters, relay))

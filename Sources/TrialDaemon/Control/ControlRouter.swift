@@ -14,6 +14,8 @@ public struct Route: Sendable {
   /// The handler may read much of the store (a scan): the control poller's thread leaves it
   /// to the connection's queue rather than make every other connection wait for it.
   private(set) var scans = false
+  /// Its calls and errors, counted where it is served (set by the router, from `ControlCounters`).
+  var tally = MethodTally()
 
   enum Handler: Sendable {
     /// Carries out a call from a caller (its credentials, where the socket gives them);
@@ -49,6 +51,21 @@ public struct Route: Sendable {
     }
     self.handler = .call { parameters, caller, encoder, done in
       handler(parameters as! P, caller) { result in done(result.map { encode($0, encoder) }) }
+    }
+  }
+
+  /// A method answered at once with several replies (`MethodKind.replies`): the handler
+  /// completes with all of them, written as one message each, every one but the last marked
+  /// `continues`. An empty list is sent as no reply at all: the handler fails instead.
+  public init<P, R: WireObject>(
+    replies method: VarlinkMethod<P, R>, _ handler: @escaping @Sendable (P, @escaping Completion<[R]>) -> Void
+  ) {
+    precondition(method.kind == .replies, "\(method.qualifiedName) is not answered with several replies")
+    self.method = method.qualifiedName
+    kind = .replies
+    parameterType = P.self
+    self.handler = .call { parameters, _, _, done in
+      handler(parameters as! P) { result in done(result.map { R.messages($0) }) }
     }
   }
 
@@ -161,22 +178,30 @@ struct PreparedCall: @unchecked Sendable {
 /// may not change trials. Pure: no I/O, so every decision is testable on its own.
 struct ControlRouter: Sendable {
   private let routes: [String: Route]
+  /// The interfaces served, as GetInfo lists them.
+  private let interfaces: Set<String>
   let decoder: JSONDecoder
   let encoder = WireCoding.makeEncoder()
 
-  init(routes: [Route], info: GetInfoReply) {
+  init(routes: [Route], info: GetInfoReply, counters: ControlCounters = ControlCounters()) {
     let service = [
       Route(VarlinkService.getInfo) { _, done in done(.success(info)) },
-      Route(VarlinkService.getInterfaceDescription) { parameters, done in
-        guard let description = VarlinkInterfaces.descriptions[parameters.interface] else {
+      Route(VarlinkService.getInterfaceDescription) { [served = Set(info.interfaces)] parameters, done in
+        guard served.contains(parameters.interface),
+          let description = VarlinkInterfaces.descriptions[parameters.interface]
+        else {
           return done(.failure(.interfaceNotFound(parameters.interface)))
         }
         done(.success(GetInterfaceDescriptionReply(description: description)))
       },
     ]
     var table: [String: Route] = [:]
-    for route in service + routes { table[route.method] = route }
+    for var route in service + routes {
+      route.tally = counters.tally(of: route.method)
+      table[route.method] = route
+    }
     self.routes = table
+    interfaces = Set(info.interfaces)
     decoder = WireCoding.makeDecoder()
     decoder.userInfo[.varlinkParameterTypes] = ParameterTypes(table.mapValues(\.parameterType))
   }
@@ -210,18 +235,24 @@ struct ControlRouter: Sendable {
         .invalidParameter("upgrade", problem: "no method of this service upgrades the connection"))
     }
     guard let route = routes[call.method], let parameters = call.parameters else {
-      let known = VarlinkInterfaces.all.contains(call.interface)
+      let known = interfaces.contains(call.interface)
       return refuse(known ? .methodNotFound(call.method) : .interfaceNotFound(call.interface))
     }
-    if route.kind == .stream && (!call.more || call.oneway) { return refuse(.expectedMore()) }
+    if route.kind == .stream || route.kind == .replies, !call.more || call.oneway {
+      route.tally.refused()
+      return refuse(.expectedMore())
+    }
     // Refused callers learn nothing from their parameters being checked.
     if route.kind == .change && !mayChange {
       let error = ControlError.permissionDenied(method: call.method, uid: uid ?? .max)
       refused(error)
+      route.tally.refused()
       return refuse(error)
     }
     switch parameters {
-    case .failure(let problem): return refuse(.invalidParameter(problem))
+    case .failure(let problem):
+      route.tally.refused()
+      return refuse(.invalidParameter(problem))
     case .success(let parameters):
       let prepared = PreparedCall(route: route, parameters: parameters)
       if route.kind == .stream { return .stream(prepared) }

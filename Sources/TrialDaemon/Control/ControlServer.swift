@@ -41,6 +41,9 @@ public final class ControlServer: @unchecked Sendable {
     public var product = "trialwatchd"
     public var version = "0.0.0"
     public var url = ""
+    /// The interfaces GetInfo lists (and the only ones whose unknown methods are
+    /// `MethodNotFound`, not `InterfaceNotFound`).
+    public var interfaces = VarlinkInterfaces.all
 
     public init() {}
   }
@@ -93,7 +96,8 @@ public final class ControlServer: @unchecked Sendable {
       routes: routes,
       info: GetInfoReply(
         vendor: options.vendor, product: options.product, version: options.version, url: options.url,
-        interfaces: VarlinkInterfaces.all))
+        interfaces: options.interfaces),
+      counters: counters)
     switch listener {
     case .adopt(let fd):
       try ControlSocket.adopt(fd)
@@ -252,6 +256,7 @@ public final class ControlServer: @unchecked Sendable {
           "refused_unlogged": "\(suppressed)",
         ])
     }
+    counters.connectionRefused()
     let bytes = router.errorReply(.tooManyConnections(limit: limit))
     _ = bytes.withUnsafeBytes { ControlSocket.write(fd, $0) }
     ControlSocket.closeDescriptor(fd)
@@ -288,18 +293,59 @@ public final class ControlServer: @unchecked Sendable {
   }
 }
 
-/// Open connections and running Watches, shared by the server and the GetStatus handler.
+/// Open connections, running Watches, connections refused, and calls and errors by method:
+/// shared by the servers of one daemon (the control socket, the report socket) and read by
+/// GetStatus and the metrics.
 public final class ControlCounters: Sendable {
   private let open = Atomic<Int>(0)
   private let watching = Atomic<Int>(0)
+  private let refusedConnections = Atomic<Int>(0)
+  /// One tally per method, made as a server's routes are set up, never as calls arrive.
+  private let tallies = Mutex<[String: MethodTally]>([:])
 
   public init() {}
 
   public var connections: Int { open.load(ordering: .relaxed) }
   public var watchers: Int { watching.load(ordering: .relaxed) }
+  /// Connections refused since start: too many at once.
+  public var refused: Int { refusedConnections.load(ordering: .relaxed) }
+
+  /// Calls and errors by qualified method name, of the methods called at least once.
+  public var calls: [(method: String, calls: Int, errors: Int)] {
+    tallies.withLock { $0.map { ($0.key, $0.value.calls, $0.value.errors) } }.filter { $0.calls > 0 }
+      .sorted { $0.method < $1.method }
+  }
 
   func connectionOpened() { open.add(1, ordering: .relaxed) }
   func connectionClosed() { open.subtract(1, ordering: .relaxed) }
+  func connectionRefused() { refusedConnections.add(1, ordering: .relaxed) }
   func watcherStarted() { watching.add(1, ordering: .relaxed) }
   func watcherEnded() { watching.subtract(1, ordering: .relaxed) }
+
+  /// The tally of `method`, the same for every server sharing these counters.
+  func tally(of method: String) -> MethodTally {
+    tallies.withLock { tallies in
+      if let tally = tallies[method] { return tally }
+      let tally = MethodTally()
+      tallies[method] = tally
+      return tally
+    }
+  }
+}
+
+/// The calls of one method and those answered with an error (refused ones included).
+final class MethodTally: Sendable {
+  private let callCount = Atomic<Int>(0)
+  private let errorCount = Atomic<Int>(0)
+
+  var calls: Int { callCount.load(ordering: .relaxed) }
+  var errors: Int { errorCount.load(ordering: .relaxed) }
+
+  func called() { callCount.add(1, ordering: .relaxed) }
+  func failed() { errorCount.add(1, ordering: .relaxed) }
+  /// Refused before it reached its handler: a call, and an error.
+  func refused() {
+    called()
+    failed()
+  }
 }

@@ -34,6 +34,22 @@ public protocol CommitLane: AnyObject {
   var busySince: TimeInterval? { get }
   /// Set by the engine before its first write.
   var hooks: CommitHooks? { get set }
+  /// How long its transactions took, from any thread (the metrics).
+  var durations: CommitDurations { get }
+}
+
+/// The durations of a lane's transactions, in seconds: recorded on the lane's queue, read from
+/// any thread.
+public final class CommitDurations: Sendable {
+  private let histogram = Mutex(Histogram(bounds: Histogram.commitBounds))
+
+  public init() {}
+
+  public var current: Histogram { histogram.withLock { $0 } }
+
+  func record(seconds: Double) {
+    histogram.withLock { $0.record(seconds) }
+  }
 }
 
 /// What the engine does in every transaction of its lane (see `CommitLane`).
@@ -152,6 +168,9 @@ public final class ImmediateCommitLane: CommitLane {
   public func drain() {}
 
   public var busySince: TimeInterval? { nil }
+
+  /// Nothing is timed here (tests in virtual time): the histogram stays empty.
+  public let durations = CommitDurations()
 }
 
 /// The daemon's lane: a serial queue of its own carries the writes out, and their
@@ -194,6 +213,8 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
 
   public var busySince: TimeInterval? { state.withLock { $0.submitted.first } }
 
+  public let durations = CommitDurations()
+
   public func submit(
     _ body: @escaping (any TrialWriteTransaction) throws -> Any,
     completion: @escaping (Result<Any, any Error>) -> Void
@@ -218,7 +239,9 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
         return state.waiting
       }
       guard !jobs.batch.isEmpty else { return }
+      let began = monotonicNow()
       jobs.batch.commit(to: repository, hooks: hooks)
+      durations.record(seconds: monotonicNow() - began)
       state.withLock { state in
         state.submitted.removeFirst(jobs.batch.count)
         state.done.append(jobs)

@@ -58,7 +58,11 @@ final class DeliveryQueue {
   private let scheduler: any WakeScheduler
   private let logger: Logger
   private var sinks: [any EventSink]
-  private var backlog = DeliveryBacklog()
+  private var backlog = DeliveryBacklog() {
+    didSet { held.set(backlog.count) }
+  }
+  /// How many events are held, readable from any thread (the metrics).
+  let held = SharedCount()
   private var retryDelay: Duration = .seconds(1)
   private var stopped = false
   /// How many held entries are read from the store at a time.

@@ -84,26 +84,32 @@ extension Engine {
         guard case .success(let done) = result else { continue }
         // In a fleet, the owner of another shard plans the trial when the commit wakes it.
         let planned = fleet?.owns(done.trial.id) ?? true
+        let plan = done.trial.plan
         switch command.kind {
         case .start:
           if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtStart) }
           counts[.active, default: 0] += 1
+          openByPlan.move(plan, from: nil, to: .active)
         case .extend:
           if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtExtension) }
         case .end:
           planner.cancel(done.trial.id)
           // A trial ended while paused keeps its pause.
-          counts[done.trial.pause == nil ? .active : .paused, default: 0] -= 1
+          let was: TrialState = done.trial.pause == nil ? .active : .paused
+          counts[was, default: 0] -= 1
           counts[done.trial.state, default: 0] += 1
+          openByPlan.move(plan, from: was, to: nil)
           trialEnded(at: now)
         case .pause:
           if planned { planner.add(done.trial, now: now) }
           counts[.active, default: 0] -= 1
           counts[.paused, default: 0] += 1
+          openByPlan.move(plan, from: .active, to: .paused)
         case .resume:
           if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtResume) }
           counts[.paused, default: 0] -= 1
           counts[.active, default: 0] += 1
+          openByPlan.move(plan, from: .paused, to: .active)
         }
       }
       published(logged)

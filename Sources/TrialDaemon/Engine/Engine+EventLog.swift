@@ -15,6 +15,7 @@ extension Engine {
   /// In a fleet, where other nodes log too, the follower reads the shared log instead.
   func published(_ events: [LoggedEvent]) {
     guard let last = events.last else { return }
+    tally.logged(events.lazy.map(\.entry))
     if let followLog = fleet?.followLog {
       // What this node logged comes of age like the rest, whether or not it is read back.
       schedulePrune(at: clock.now().adding(settings.retention.age))

@@ -52,9 +52,10 @@ extension Engine {
 
   /// The fleet's trial counts, read from the shared store: the engine of a node counts only
   /// the changes it makes, so a fleet node sets them from time to time.
-  public func setCounts(_ counts: [TrialState: Int]) {
-    guard counts != self.counts else { return }
+  public func setCounts(_ counts: [TrialState: Int], byPlan: OpenTrialsByPlan? = nil) {
+    guard counts != self.counts || (byPlan != nil && byPlan != openByPlan) else { return }
     self.counts = counts
+    if let byPlan { openByPlan = byPlan }
     publishStatus()
   }
 

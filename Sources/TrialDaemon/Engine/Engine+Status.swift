@@ -79,6 +79,9 @@ extension Engine {
     observer?.engineStatusChanged(line)
   }
 
+  /// Events held back from the sinks (journald's rate limit, a failing sink), from any thread.
+  public var heldGauge: SharedCount { delivery.held }
+
   // MARK: Memory
 
   /// After every write, and after start-up, on the engine's context: `releaseMemory` runs once

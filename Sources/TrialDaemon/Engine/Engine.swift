@@ -73,6 +73,11 @@ public final class Engine {
   /// How many events were fired and skipped since start.
   public private(set) var firedCount = 0
   public private(set) var skippedCount = 0
+  /// What the engine logged since start, by kind and outcome, and how late its timer fired
+  /// (the metrics; see `EventTally`).
+  public internal(set) var tally = EventTally()
+  /// Open trials by plan, as `counts` by state.
+  public internal(set) var openByPlan = OpenTrialsByPlan()
 
   public init(
     repository: any TrialRepository, scheduler: any WakeScheduler,
@@ -146,6 +151,7 @@ public final class Engine {
     planner = Planner(policy: settings.policy)
     let summary = try repository.restore(into: &planner, progress: progress)
     counts = summary.byState
+    openByPlan = OpenTrialsByPlan(cohorts: try repository.read { try $0.cohorts(from: .min, through: .max) })
     report.trials = summary.trials
     let outbox = try repository.outbox()
     report.redelivered = outbox.count
@@ -270,6 +276,7 @@ public final class Engine {
     let skippedAtResume = taken.count { Self.isSkippedAtResume($0.logged.entry) }
     if taken.count - skippedAtResume < due.count { replanRefused(due, taken: taken) }
     let delivering = skippedAtResume == 0 ? taken : taken.filter { !Self.isSkippedAtResume($0.logged.entry) }
+    tally.taken(delivering.lazy.map(\.logged.entry))
     for (entry, trial) in taken.lazy.map({ ($0.logged.entry, $0.trial) }) {
       if entry.fired { firedCount += 1 } else { skippedCount += 1 }
       guard entry.fired else { continue }
@@ -277,11 +284,13 @@ public final class Engine {
       case .expiry:
         counts[.active, default: 0] -= 1
         counts[.expired, default: 0] += 1
+        openByPlan.move(trial.plan, from: .active, to: nil)
         trialEnded(at: entry.takenAt)
       case .resumed:
         // A pause ran out: the trial is planned again from the moment it resumed.
         counts[.paused, default: 0] -= 1
         counts[.active, default: 0] += 1
+        openByPlan.move(trial.plan, from: .paused, to: .active)
         planner.add(trial, now: entry.event.due, reason: .alreadyDueAtResume)
       case .reminder, .paused:
         break

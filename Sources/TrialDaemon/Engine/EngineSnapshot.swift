@@ -13,6 +13,10 @@ public struct EngineSnapshot: Hashable, Sendable {
   public var nextEvent: TrialEvent?
   public var nextAttributes: TrialAttributes?
   public var settings = EngineSettings()
+  /// Events logged since start, by kind and outcome, and the timer's lateness.
+  public var tally = EventTally()
+  /// Open trials by plan.
+  public var openByPlan = OpenTrialsByPlan()
 }
 
 /// Where the engine publishes its snapshot: written on the engine's queue after every change
@@ -63,7 +67,7 @@ extension Engine {
     }
     return EngineSnapshot(
       counts: counts, pendingEvents: planner.pendingEventCount, nextEvent: next, nextAttributes: attributes,
-      settings: settings)
+      settings: settings, tally: tally, openByPlan: openByPlan)
   }
 }
 
@@ -98,4 +102,15 @@ public final class LogDemand: Sendable {
   func watchEnded() {
     state.withLock { $0.watches -= 1 }
   }
+}
+
+/// A count one thread keeps and any thread reads.
+public final class SharedCount: Sendable {
+  private let value = Atomic<Int>(0)
+
+  public init() {}
+
+  public var current: Int { value.load(ordering: .relaxed) }
+
+  func set(_ count: Int) { value.store(count, ordering: .relaxed) }
 }

@@ -15,6 +15,8 @@ public final class ControlService: DaemonService, @unchecked Sendable {
   // @unchecked: started, then stopped, on the main thread (see DaemonService); reload does nothing.
   public let name = "control socket"
   private var server: ControlServer?
+  /// The report socket's server (`io.systemd.Metrics` only), when there is one.
+  private var reportServer: ControlServer?
   private var handlers: TrialsHandlers?
   /// Made at start, after the daemon has chosen its log backend.
   private var logger = Logger(label: "trialwatchd.control")
@@ -49,29 +51,57 @@ public final class ControlService: DaemonService, @unchecked Sendable {
     options.controlGroup = gid
     options.version = Daemon.version
 
-    let listener: ControlServer.Listener
-    if let fd = try ListenFDs.take().first {
-      listener = .adopt(fileDescriptor: fd)
-    } else {
-      let directory = FilePaths.parent(configuration.socketPath)
+    let metrics = MetricsHandlers(
+      handlers: handlers, engine: engine, queue: queue, space: { [weak store] in store?.space() },
+      fleet: daemon.fleetServices)
+
+    // Sockets systemd passes: the one named "metrics" (trialwatch-report.socket) serves the
+    // metrics alone; the first other one is the control socket.
+    let passed = try ListenFDs.takeNamed()
+    let metricsFD = passed.first { $0.name == Self.metricsSocketName }?.fd
+    let socketGID = Self.groupID(configuration.socketGroup)
+    func bound(_ path: String) throws -> ControlServer.Listener {
+      let directory = FilePaths.parent(path)
       if !directory.isEmpty {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
       }
-      let socketGID = Self.groupID(configuration.socketGroup)
+      return .bind(path: path, group: socketGID)
+    }
+    let listener: ControlServer.Listener
+    if let fd = passed.first(where: { $0.name != Self.metricsSocketName })?.fd {
+      listener = .adopt(fileDescriptor: fd)
+    } else {
       if socketGID == nil {
         logger.notice(
           "socket group not found; only root and the daemon's user may connect",
           metadata: ["group": "\(configuration.socketGroup)"])
       }
-      listener = .bind(path: configuration.socketPath, group: socketGID)
+      listener = try bound(configuration.socketPath)
     }
     let server = try ControlServer(
-      listener: listener, routes: handlers.routes, counters: handlers.counters, options: options,
-      logger: logger)
+      listener: listener, routes: handlers.routes + metrics.routes, counters: handlers.counters,
+      options: options, logger: logger)
     server.start()
     self.server = server
     self.handlers = handlers
+
+    let reportListener: ControlServer.Listener? =
+      if let metricsFD { .adopt(fileDescriptor: metricsFD) } else {
+        try configuration.metricsSocketPath.map(bound)
+      }
+    if let reportListener {
+      var reportOptions = options
+      reportOptions.interfaces = VarlinkInterfaces.report
+      let report = try ControlServer(
+        listener: reportListener, routes: metrics.routes, counters: handlers.counters,
+        options: reportOptions, logger: logger)
+      report.start()
+      reportServer = report
+    }
   }
+
+  /// `FileDescriptorName=` of trialwatch-report.socket.
+  static let metricsSocketName = "metrics"
 
   public func reload(configuration: DaemonConfiguration) {
     // Limits and the socket are fixed while running; trial defaults come from the engine.
@@ -80,8 +110,9 @@ public final class ControlService: DaemonService, @unchecked Sendable {
   public func stop() {
     handlers?.finishWatchers()
     let done = DispatchSemaphore(value: 0)
-    server?.stop { done.signal() }
-    _ = done.wait(timeout: .now() + 2)
+    let servers = [server, reportServer].compactMap { $0 }
+    for server in servers { server.stop { done.signal() } }
+    for _ in servers { _ = done.wait(timeout: .now() + 2) }
   }
 
   /// Makes room for `MaxConnections=`: raises the soft limit on open files to the hard one

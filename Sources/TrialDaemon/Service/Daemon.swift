@@ -79,6 +79,8 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   /// What this node knows of its fleet, for `GetStatus` and `GetFleet`; nil on a single-host
   /// daemon. The fleet code sets it before `run()`; the control service reads it at its start.
   public var fleetStatus: (@Sendable () -> FleetStatus?)?
+  /// This daemon's part of its fleet (the metrics); nil on a single host.
+  public var fleetServices: (any FleetServices)? { fleet?.fleet }
 
   public init(options: DaemonOptions, stores: StoreBackends) {
     self.options = options

@@ -53,10 +53,15 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
       follower.wake()
       let fleet = self.fleet
       let engineQueue = queue
+      let repository = engine.repository
       let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "trialwatch.fleet.counts"))
       timer.setEventHandler { [weak self] in
         guard let counts = try? fleet.counts() else { return }
-        engineQueue.async { [weak self] in self?.engine?.setCounts(counts) }
+        // The cohorts count every node's trials by plan (the engine counts only its own changes).
+        let byPlan = try? repository.read { try $0.cohorts(from: .min, through: .max) }
+        engineQueue.async { [weak self] in
+          self?.engine?.setCounts(counts, byPlan: byPlan.map(OpenTrialsByPlan.init(cohorts:)))
+        }
       }
       timer.schedule(
         deadline: .now() + Self.countsInterval, repeating: Self.countsInterval, leeway: .seconds(1))

@@ -15,11 +15,11 @@ public final class TrialsHandlers: @unchecked Sendable {
   // clock, the hub and counters are thread-safe.
   private let engine: Engine
   private let queue: DispatchQueue
-  private let queries: StoreQueries
-  private let snapshots: EngineSnapshots
+  let queries: StoreQueries
+  let snapshots: EngineSnapshots
   private let clock: any WallClock
-  private let startedAt: Date
-  private let version: String
+  let startedAt: Date
+  let version: String
   private let storeBytes: @Sendable () -> Int?
   private let watchers: FeedHub
   /// The fleet this daemon is a node of; nil on a single host.

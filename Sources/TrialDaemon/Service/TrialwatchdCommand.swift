@@ -24,7 +24,7 @@ public struct TrialwatchdCommand: ParsableCommand {
       user: --backup FILE writes a consistent, compacted copy of the store while the daemon \
       runs; --verify-store checks the store (or a backup FILE) and lists each problem with \
       its keys; --restore FILE puts a backup in place while the daemon is stopped (systemctl \
-      stop trialwatch.socket trialwatch.service), keeping the replaced store file beside it. \
+      stop trialwatch.socket trialwatch-report.socket trialwatch.service), keeping the replaced store file beside it. \
       After a restore, events that fell due since the backup fire late at the next start; \
       events in the backup's ledger never fire again. --import FILE writes the trials and \
       ledger entries of an export (trialwatchctl export > FILE, from another trialwatchd) into \

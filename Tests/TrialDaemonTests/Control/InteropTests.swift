@@ -50,7 +50,10 @@ import TrialDaemonTesting
     }
     let info = try value("info", "info", as: GetInfoReply.self)
     #expect(info.product == "trialwatchd")
-    #expect(info.interfaces == ["org.varlink.service", "io.trialwatch", "io.trialwatch.Trials"])
+    #expect(
+      info.interfaces == [
+        "org.varlink.service", "io.trialwatch", "io.trialwatch.Trials", "io.systemd.Metrics",
+      ])
 
     let trial = try value("start", "trial", as: TrialObject.self)
     #expect(trial.id == TrialID(0x1A7E))
@@ -65,6 +68,19 @@ import TrialDaemonTesting
     #expect(steps["invalid"]?["error"] as? String == "org.varlink.service.InvalidParameter")
     #expect(steps["no-interface"]?["error"] as? String == "org.varlink.service.InterfaceNotFound")
     #expect(try value("list", "reply", as: ListTrialsReply.self).trials.map(\.id) == [TrialID(0x1A7E)])
+
+    let listed = try value("metrics", "listed", as: [MetricReply].self)
+    #expect(
+      listed.contains(
+        MetricReply(name: "io.trialwatch.trials", value: .integer(1), fields: ["state": "active"])))
+    #expect(listed.contains(MetricReply(name: "io.trialwatch.build_info", value: .text("1.2.3-test"))))
+    let described = try value("families", "described", as: [MetricFamilyReply].self)
+    #expect(described.map(\.name) == MetricFamily.allCases.map(\.name))
+    #expect(Set(listed.map(\.name)).isSubset(of: described.map(\.name)))
+    #expect(steps["no-metric"]?["error"] as? String == "io.systemd.Metrics.NoSuchMetric")
+    #expect(
+      try value("no-metric", "parameters", as: ControlError.Parameters.self)
+        == .init(name: "io.trialwatch.nothing"))
 
     #expect((steps["watching"]?["first"] as? [String: Any])?.isEmpty == true)
     let event = try #require(try value("event", "reply", as: WatchReply.self).event)

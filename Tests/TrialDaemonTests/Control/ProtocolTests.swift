@@ -18,7 +18,10 @@ import TrialDaemonTesting
     #expect(info.vendor == "trialwatch")
     #expect(info.product == "trialwatchd")
     #expect(info.version == "1.2.3-test")
-    #expect(info.interfaces == ["org.varlink.service", "io.trialwatch", "io.trialwatch.Trials"])
+    #expect(
+      info.interfaces == [
+        "org.varlink.service", "io.trialwatch", "io.trialwatch.Trials", "io.systemd.Metrics",
+      ])
   }
 
   @Test func getInterfaceDescription_ServesTheFilesVerbatim() throws {

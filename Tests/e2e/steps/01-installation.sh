@@ -1,8 +1,10 @@
 # shellcheck shell=bash
 # e2e.sh, step 01 (sourced): the installation in the container. The units verify, their
-# exposure (also with the fleet drop-in), the users, the catalog, the units enabled.
+# exposure (also with the fleet drop-in), the users, the catalog, the units enabled (the report
+# socket with the service, the metrics timer not).
 
-OUT=$(ct systemd-analyze verify trialwatch.service trialwatch.socket 2>&1)
+OUT=$(ct systemd-analyze verify trialwatch.service trialwatch.socket trialwatch-report.socket \
+  trialwatch-metrics.service trialwatch-metrics.timer 2>&1)
 if [ $? -eq 0 ] && [ -z "$OUT" ]; then
   pass "systemd-analyze verify is clean"
 else
@@ -10,6 +12,8 @@ else
 fi
 
 check_exposure hardening 1.0 "$(ct systemd-analyze security --offline=yes trialwatch.service 2>&1)"
+check_exposure "hardening of trialwatch-metrics.service" 1.0 \
+  "$(ct systemd-analyze security --offline=yes trialwatch-metrics.service 2>&1)"
 
 # The same with the fleet drop-in applied (docs/fleet.md): the unit and the drop-in as
 # installed, in a folder of their own, so that the running service stays single-host.
@@ -28,9 +32,14 @@ else
 fi
 
 OUT=$(ct journalctl --update-catalog 2>&1) || fail "journalctl --update-catalog" "$OUT"
+# Enabling the service enables trialwatch-report.socket too (Also=); the timer stays disabled.
 OUT=$(ct systemctl enable trialwatch.socket trialwatch.service 2>&1)
-if [ $? -eq 0 ] && [ "$(ct systemctl is-enabled trialwatch.socket trialwatch.service | tr '\n' ' ')" = "enabled enabled " ]; then
-  pass "systemctl enable trialwatch.socket trialwatch.service"
+RC=$?
+ENABLED=$(ct systemctl is-enabled trialwatch.socket trialwatch.service trialwatch-report.socket \
+  trialwatch-metrics.timer 2>&1 | tr '\n' ' ')
+if [ $RC -eq 0 ] && [ "$ENABLED" = "enabled enabled enabled disabled " ]; then
+  pass "systemctl enable trialwatch.socket trialwatch.service (and trialwatch-report.socket; not trialwatch-metrics.timer)"
 else
-  fail "systemctl enable trialwatch.socket trialwatch.service" "$(echo "$OUT" | tr '\n' ' ')"
+  fail "systemctl enable trialwatch.socket trialwatch.service" \
+    "$(echo "$OUT" | tr '\n' ' '); is-enabled (socket, service, report socket, timer): $ENABLED"
 fi

@@ -16,6 +16,8 @@ fi
 # --- Without the socket unit ---------------------------------------------------------------
 
 # The daemon binds Socket= itself: in RuntimeDirectory=, group trialwatch, mode 0660.
+# trialwatch-report.socket stays: the daemon is passed the metrics socket alone, and still
+# binds its control socket.
 ctt 60 systemctl stop trialwatch.service trialwatch.socket 2> /dev/null
 ct systemctl mask --runtime trialwatch.socket > /dev/null 2>&1
 OUT=$(ctt 60 systemctl start trialwatch.service 2>&1)
