@@ -37,16 +37,7 @@ struct Metrics: ParsableCommand, CtlCommand {
   var names: [String] = []
 
   /// The families' short names, for completion.
-  static let familyNames = [
-    "build_info", "start_time_seconds", "trials", "trials_by_plan", "pending_events",
-    "next_event_timestamp_seconds", "events_fired", "events_skipped", "events_fired_late",
-    "fire_lateness_seconds_bucket", "fire_lateness_seconds_sum", "fire_lateness_seconds_count",
-    "events_logged", "journal_held_events", "consumer_position", "consumer_lag_events",
-    "store_commit_seconds_bucket", "store_commit_seconds_sum", "store_commit_seconds_count",
-    "store_file_bytes", "store_free_bytes", "control_calls", "control_errors", "control_connections",
-    "control_refused_connections", "fleet_shards_owned", "fleet_nodes_alive", "fleet_lease_renewals",
-    "fleet_lease_losses",
-  ]
+  static let familyNames = MetricFamily.allCases.map(\.rawValue)
 
   func validate() throws {
     if prometheus && (global.json || describe) {

@@ -90,11 +90,6 @@ import TrialDaemonTesting
     #expect(nowhere.status == 1 && nowhere.errors.contains("/nonexistent/x.prom"), "\(nowhere.errors)")
   }
 
-  /// The names shell completion offers are the daemon's families.
-  @Test func completedNames_AreTheFamilies() {
-    #expect(Metrics.familyNames == MetricFamily.allCases.map(\.rawValue))
-  }
-
   @Test func prometheusText_OfFamilies_GroupsHistogramsEscapesLabelsAndNamesCounters() {
     let families = [
       MetricFamilyReply(name: "io.trialwatch.build_info", description: "Version", type: .string),

@@ -1,8 +1,7 @@
-import TrialControl
 import TrialCore
 
-/// The families of `io.systemd.Metrics` that trialwatchd serves, in the order List and
-/// Describe give them. Each is `io.trialwatch.<name>`; the metrics of a family differ by their
+/// The families of `io.systemd.Metrics` that trialwatchd serves and trialwatchctl completes, in
+/// the order List and Describe give them. Each is `io.trialwatch.<name>`; the metrics of a family differ by their
 /// fields. None is per trial or per subject: their number grows with plans, consumers and
 /// methods called, never with trials. A distribution is three families, as Prometheus
 /// exposes a histogram: `<name>_bucket` (a counter per upper bound `le`, cumulative, the last
