@@ -26,12 +26,15 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public var name: String?
     public var plan: String?
     public var firstStartedAt: String?
+    /// The generation of the event log now (`CursorGeneration`).
+    public var generation: Int?
 
     public init(
       id: String? = nil, subject: String? = nil, state: String? = nil, method: String? = nil, uid: Int? = nil,
       interface: String? = nil, parameter: String? = nil, problem: String? = nil, limit: Int? = nil,
       message: String? = nil, cursor: String? = nil, resumeAfter: String? = nil, oldest: String? = nil,
-      last: String? = nil, name: String? = nil, plan: String? = nil, firstStartedAt: String? = nil
+      last: String? = nil, name: String? = nil, plan: String? = nil, firstStartedAt: String? = nil,
+      generation: Int? = nil
     ) {
       self.id = id
       self.subject = subject
@@ -48,6 +51,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.oldest = oldest
       self.last = last
       self.name = name
+      self.generation = generation
       self.plan = plan
       self.firstStartedAt = firstStartedAt
     }
@@ -75,6 +79,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let internalError = "io.trialwatch.InternalError"
     public static let eventsPruned = "io.trialwatch.EventsPruned"
     public static let cursorNotFound = "io.trialwatch.CursorNotFound"
+    public static let cursorGeneration = "io.trialwatch.CursorGeneration"
     public static let consumerNotFound = "io.trialwatch.ConsumerNotFound"
     public static let consumerExists = "io.trialwatch.ConsumerExists"
     public static let planNotFound = "io.trialwatch.PlanNotFound"
@@ -150,6 +155,11 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     case .cursorAhead(let cursor, let last):
       self.init(
         name: Name.cursorNotFound, parameters: Parameters(cursor: cursor.description, last: last.description))
+    case .cursorGeneration(let cursor, let generation, let resumeAfter):
+      self.init(
+        name: Name.cursorGeneration,
+        parameters: Parameters(
+          cursor: cursor.description, resumeAfter: resumeAfter.description, generation: Int(generation)))
     case .consumerNotFound(let name):
       self.init(name: Name.consumerNotFound, parameters: Parameters(name: name))
     case .consumerExists(let name):
@@ -199,6 +209,11 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     case Name.cursorNotFound:
       return "cursor \(p.cursor ?? "?") lies beyond the newest event logged (\(p.last ?? "?")): "
         + "it is not from this store's event log"
+    case Name.cursorGeneration:
+      let of = p.cursor.flatMap { EventCursor($0) }.map { " (of generation \($0.generation))" } ?? ""
+      return "cursor \(p.cursor ?? "?")\(of) is of an earlier generation of the event log, which is now in "
+        + "generation \(p.generation.map(String.init) ?? "?"): the store was restored or imported into since "
+        + "it was handed out; resume after \(p.resumeAfter ?? "?") and tell events seen before by their ids"
     case Name.consumerNotFound: return "no consumer named \"\(p.name ?? "?")\""
     case Name.consumerExists: return "a consumer named \"\(p.name ?? "?")\" already exists"
     case Name.trialAlreadyUsed:

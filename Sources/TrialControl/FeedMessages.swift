@@ -5,7 +5,8 @@ import TrialCore
 // cursor, the log's bounds, and durable consumers.
 
 extension EventCursor: WireText {
-  public static let wireName = "an event cursor (16 hexadecimal digits)"
+  public static let wireName =
+    "an event cursor (16 hexadecimal digits, then -GGGGGGGG after a restore or an import)"
 }
 
 public struct WatchParameters: VarlinkParameters, Hashable {

@@ -284,6 +284,18 @@ public struct SimulateParameters: VarlinkParameters, Hashable {
   }
 }
 
+/// `io.trialwatch.Trials.HeldEvents`.
+public struct HeldEvents: Codable, Hashable, Sendable {
+  public var events: Int
+  /// Why, in words: `at most 9000 entries per 30s to the journal`.
+  public var reason: String
+
+  public init(events: Int, reason: String) {
+    self.events = events
+    self.reason = reason
+  }
+}
+
 public struct GetStatusReply: Codable, Hashable, Sendable {
   public var version: String
   public var startedAt: Date
@@ -301,12 +313,16 @@ public struct GetStatusReply: Codable, Hashable, Sendable {
   public var watchers: Int
   /// The fleet the daemon is a node of; nil when it stores its trials on its own host.
   public var fleet: FleetObject?
+  /// Events taken but held back from the journal (its rate limit, a failing sink); nil when
+  /// none are.
+  public var held: HeldEvents?
 
   public init(
     version: String, startedAt: Date, uptime: Duration, trials: TrialCounts, pendingEvents: Int,
     nextEvent: EventObject? = nil, storeBytes: Int? = nil, connections: Int, watchers: Int,
-    fleet: FleetObject? = nil
+    fleet: FleetObject? = nil, held: HeldEvents? = nil
   ) {
+    self.held = held
     self.version = version
     self.startedAt = startedAt
     self.uptime = Span(.seconds(max(0, uptime.components.seconds)))

@@ -126,7 +126,7 @@ enum Arguments {
   static func cursor(_ text: String, _ what: String) throws -> EventCursor {
     guard let cursor = EventCursor(text) else {
       throw ValidationError(
-        "\(what): \"\(text)\" is not an event cursor (16 hexadecimal digits, as watch and event-log print them)"
+        "\(what): \"\(text)\" is not an event cursor (16 hexadecimal digits, then -GGGGGGGG after a restore, as watch and event-log print them)"
       )
     }
     return cursor
@@ -433,7 +433,7 @@ struct Simulate: ParsableCommand, CtlCommand {
 struct DaemonStatus: ParsableCommand, CtlCommand {
   static let configuration = CommandConfiguration(
     commandName: "daemon-status",
-    abstract: "Show the daemon's version, uptime, trial counts and next event.")
+    abstract: "Show the daemon's version, uptime, trial counts, next event and events held back.")
 
   @OptionGroup var global: GlobalOptions
 

@@ -270,6 +270,16 @@ public final class ConsumeLoop {
   /// only on a stop request, throws when the daemon fails or refuses.
   private func follow(onStreaming: () -> Void) throws(LinkFailure) {
     var position = try position().acknowledged
+    if let cursor = unacknowledged, cursor.generation != position.generation {
+      // The store was restored or imported into while the command ran: its cursor may name
+      // another event now, so it is not acknowledged.
+      log(
+        "WARNING: the event log is in generation \(position.generation) now, the event handled last (cursor "
+          + "\(cursor)) was of generation \(cursor.generation): the store was restored or imported into; "
+          + "not acknowledging it, continuing after the consumer's position \(position) as the store keeps it "
+          + "(events may repeat: tell them by EVENT_ID)")
+      unacknowledged = nil
+    }
     if let cursor = unacknowledged, cursor > position {
       try acknowledge(cursor)
       try settle()

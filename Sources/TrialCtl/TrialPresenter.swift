@@ -212,6 +212,11 @@ public final class TrialPresenter {
     }
     details.append(LabeledValue(label: "Connections", value: "\(status.connections)"))
     details.append(LabeledValue(label: "Watchers", value: "\(status.watchers)"))
+    if let held = status.held {
+      details.append(
+        LabeledValue(
+          label: "Held back", value: "\(held.events) event\(held.events == 1 ? "" : "s") (\(held.reason))"))
+    }
     if let fleet = status.fleet { details += fleetDetails(fleet) }
     let trials = counts.active == 1 ? "1 active trial" : "\(counts.active) active trials"
     output.showStatus(StatusViewModel(headline: "trialwatchd \(status.version): \(trials)", details: details))

@@ -123,6 +123,10 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
       self.init(
         remote.description + "\nTo read from the oldest event kept, pass --after \(resume)",
         exitCode: .failure)
+    case ControlError.Name.cursorGeneration:
+      let resume = remote.parameters.resumeAfter ?? "?"
+      self.init(
+        remote.description + "\nTo go on in the log as it is now, pass --after \(resume)", exitCode: .failure)
     case ControlError.Name.trialAlreadyUsed:
       self.init(
         remote.description

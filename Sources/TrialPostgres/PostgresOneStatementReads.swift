@@ -18,7 +18,7 @@ extension PostgresTrialRepository {
     let start = Int64(min(after.sequence, UInt64(Int64.max)))
     let result = try readStatement(
       """
-      SELECT h.last, h.pruned_through, h.kept, e.*
+      SELECT h.last, h.pruned_through, h.kept, \(PostgresRecords.generationColumn) AS generation, e.*
       FROM trialwatch.log_head h LEFT JOIN LATERAL (
         SELECT \(PostgresRecords.eventColumns)
         FROM trialwatch.event_log WHERE cursor > $1 ORDER BY cursor LIMIT $2) e ON true
@@ -31,9 +31,10 @@ extension PostgresTrialRepository {
     }
     let bounds = EventLogBounds(
       last: EventCursor(UInt64(bitPattern: last)), prunedThrough: EventCursor(UInt64(bitPattern: pruned)),
-      count: kept)
+      count: kept, generation: try PostgresRecords.generation(result.string(0, 3)))
     try EventFeed.checkCursor(after, against: bounds)
-    let rows = try EventRows(result)
+    var rows = try EventRows(result)
+    rows.generation = bounds.generation.number
     var events: [LoggedEvent] = []
     events.reserveCapacity(result.rows)
     for row in 0..<result.rows {

@@ -12,6 +12,8 @@ class PostgresReadTransaction: TrialReadTransaction {
   /// This node's name: its own undelivered entries are in its outbox wherever their shard.
   let nodeName: String
   static let page = 1_000
+  /// The log's generation, read once per transaction: every cursor it reads is of it.
+  var generation: LogGeneration?
 
   init(connection: PGConnection, owned: [Int: Int64], node: String) {
     self.connection = connection
@@ -111,14 +113,25 @@ class PostgresReadTransaction: TrialReadTransaction {
   func eventLogBounds() throws -> EventLogBounds {
     let result = try query(
       """
-      SELECT last, pruned_through, kept FROM trialwatch.log_head
+      SELECT last, pruned_through, kept, \(PostgresRecords.generationColumn) FROM trialwatch.log_head
       """)
     guard let last = result.int64(0, 0), let pruned = result.int64(0, 1), let count = result.int(0, 2) else {
       throw PostgresStoreError.damaged("trialwatch.log_head is unreadable")
     }
+    let generation = try PostgresRecords.generation(result.string(0, 3))
+    self.generation = generation
     return EventLogBounds(
       last: EventCursor(UInt64(bitPattern: last)), prunedThrough: EventCursor(UInt64(bitPattern: pruned)),
-      count: count)
+      count: count, generation: generation)
+  }
+
+  /// The log's generation, as the transaction read it first.
+  func logGeneration() throws -> LogGeneration {
+    if let generation { return generation }
+    let found = try PostgresRecords.generation(
+      query("SELECT \(PostgresRecords.generationColumn)").string(0, 0))
+    generation = found
+    return found
   }
 
   func scanEvents(after: EventCursor, _ body: (LoggedEvent) throws -> Bool) throws {
@@ -130,7 +143,8 @@ class PostgresReadTransaction: TrialReadTransaction {
         SELECT \(PostgresRecords.eventColumns)
         FROM trialwatch.event_log WHERE cursor > $1 ORDER BY cursor LIMIT \(Self.page)
         """, [String(position)])
-      let events = try EventRows(result)
+      var events = try EventRows(result)
+      events.generation = try logGeneration().number
       for row in 0..<result.rows {
         guard let event = try events.event(row) else {
           throw PostgresStoreError.damaged("a row of trialwatch.event_log without its cursor")
@@ -145,7 +159,10 @@ class PostgresReadTransaction: TrialReadTransaction {
   func consumer(named name: String) throws -> ConsumerRecord? {
     let result = try query(
       "SELECT \(PostgresRecords.consumerColumns) FROM trialwatch.consumer WHERE name = $1", [name])
-    return result.rows == 0 ? nil : try ConsumerRows(result).consumer(0)
+    guard result.rows > 0 else { return nil }
+    var rows = try ConsumerRows(result)
+    rows.generation = try logGeneration().number
+    return try rows.consumer(0)
   }
 
   func subjectUse(scope: SubjectUse.Scope, key: String) throws -> SubjectUse? {
@@ -159,7 +176,8 @@ class PostgresReadTransaction: TrialReadTransaction {
   func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws {
     let result = try query(
       "SELECT \(PostgresRecords.consumerColumns) FROM trialwatch.consumer ORDER BY name COLLATE \"C\"")
-    let consumers = try ConsumerRows(result)
+    var consumers = try ConsumerRows(result)
+    consumers.generation = try logGeneration().number
     for row in 0..<result.rows {
       guard try body(try consumers.consumer(row)) else { return }
     }

@@ -8,6 +8,19 @@ import TrialCore
 enum PostgresRecords {
   // MARK: Scalars
 
+  /// The log's generation as a column of a statement: its record in `trialwatch.meta`
+  /// (`LogGeneration.record`), NULL for generation 0.
+  static let generationColumn = "(SELECT value FROM trialwatch.meta WHERE key = 'log_generation')"
+
+  /// The generation of a `generationColumn` value.
+  static func generation(_ text: String?) throws -> LogGeneration {
+    guard let text else { return .initial }
+    guard let generation = LogGeneration(record: text) else {
+      throw PostgresStoreError.damaged("trialwatch.meta's log_generation is unreadable: \"\(text)\"")
+    }
+    return generation
+  }
+
   static func sql(_ id: TrialID) -> String { String(Int64(bitPattern: id.rawValue)) }
   static func trialID(_ value: Int64) -> TrialID { TrialID(UInt64(bitPattern: value)) }
 

@@ -111,6 +111,8 @@ struct EntryColumns {
 /// The logged events of a result (`PostgresRecords.eventColumns`).
 struct EventRows {
   let result: PGResult
+  /// The log's generation, given to every cursor read.
+  var generation: UInt32 = 0
   private let cursor, subject, attributes: Int
   private let entry: EntryColumns
 
@@ -126,7 +128,7 @@ struct EventRows {
   /// The event at `row`; nil when its cursor is NULL (a row of an outer join with no event).
   func event(_ row: Int) throws -> LoggedEvent? {
     guard let rawCursor = result.int64(row, cursor) else { return nil }
-    let cursor = EventCursor(UInt64(bitPattern: rawCursor))
+    let cursor = EventCursor(UInt64(bitPattern: rawCursor), generation: generation)
     let name = "the row of trialwatch.event_log at cursor \(cursor)"
     guard let subject = result.string(row, subject) else {
       throw PostgresStoreError.damaged("\(name) is unreadable")
@@ -141,6 +143,8 @@ struct EventRows {
 /// The consumers of a result (`PostgresRecords.consumerColumns`).
 struct ConsumerRows {
   let result: PGResult
+  /// The log's generation, given to every position read.
+  var generation: UInt32 = 0
   private let name, acknowledged, created, acknowledgedAt, lost, lostAt: Int
 
   init(_ result: PGResult) throws {
@@ -159,7 +163,7 @@ struct ConsumerRows {
       let created = result.double(row, created), let lost = result.int64(row, lost)
     else { throw PostgresStoreError.damaged("an unreadable row of trialwatch.consumer") }
     return ConsumerRecord(
-      name: name, acknowledged: EventCursor(UInt64(bitPattern: acknowledged)),
+      name: name, acknowledged: EventCursor(UInt64(bitPattern: acknowledged), generation: generation),
       createdAt: PostgresRecords.date(created),
       acknowledgedAt: result.double(row, acknowledgedAt).map(PostgresRecords.date),
       lost: UInt64(bitPattern: lost), lostAt: result.double(row, lostAt).map(PostgresRecords.date))

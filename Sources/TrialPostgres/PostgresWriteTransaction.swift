@@ -102,7 +102,8 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
       // locks are held.
       (
         """
-        SELECT array_agg(f.shard), array_agg(f.epoch), trialwatch.now_s(), (SELECT last FROM trialwatch.log_head)
+        SELECT array_agg(f.shard), array_agg(f.epoch), trialwatch.now_s(), (SELECT last FROM trialwatch.log_head),
+          \(PostgresRecords.generationColumn)
         FROM (
           SELECT s.shard, s.epoch
           FROM trialwatch.shard s JOIN unnest($1::integer[], $2::bigint[]) AS f(shard, epoch) USING (shard)
@@ -126,6 +127,7 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
     let results = try pipeline(statements)
     let fence = results[0]
     if logBase == nil { logBase = fence.int64(0, 3) }
+    if generation == nil { generation = try PostgresRecords.generation(fence.string(0, 4)) }
     let locked = zip(
       fence.string(0, 0).flatMap(PGArray.int64s) ?? [], fence.string(0, 1).flatMap(PGArray.int64s) ?? [])
     for (shard, epoch) in locked { fenced[Int(shard)] = epoch }
@@ -302,19 +304,31 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
       // out. The cursors returned here are read from the head as it stands: when another
       // node commits appends first, the log gives these events the cursors after its. (The
       // engine of a fleet node reads the log for its observers, never these.)
-      let head = try query("SELECT last FROM trialwatch.log_head")
+      let head = try query("SELECT last, \(PostgresRecords.generationColumn) FROM trialwatch.log_head")
       guard let last = head.int64(0, 0) else {
         throw PostgresStoreError.damaged("trialwatch.log_head is empty")
       }
       logBase = last
+      if generation == nil { generation = try PostgresRecords.generation(head.string(0, 1)) }
     }
-    let cursor = EventCursor(UInt64(bitPattern: logBase!) + UInt64(logAppends.count) + 1)
+    let cursor = EventCursor(
+      UInt64(bitPattern: logBase!) + UInt64(logAppends.count) + 1, generation: try logGeneration().number)
     // The log keeps the entry as taken, without its delivery.
     var kept = entry
     kept.deliveredAt = nil
     let logged = LoggedEvent(cursor: cursor, entry: kept, attributes: attributes)
     logAppends.append(logged)
     return logged
+  }
+
+  func setLogGeneration(_ generation: LogGeneration) throws {
+    try flush()
+    try query(
+      """
+      INSERT INTO trialwatch.meta (key, value) VALUES ('log_generation', $1)
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value
+      """, [generation.record])
+    self.generation = generation
   }
 
   func pruneEvents(through: EventCursor) throws -> Int {

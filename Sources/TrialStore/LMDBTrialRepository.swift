@@ -86,6 +86,9 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
     static let logLast = "events-last"
     /// Events up to this cursor have been pruned (u64; 0 for none).
     static let logPrunedThrough = "events-pruned-through"
+    /// The log's generation (`LogGeneration.record`, UTF-8), written by a restore or an import;
+    /// absent: generation 0.
+    static let logGeneration = "events-generation"
   }
 
   /// The store directory.

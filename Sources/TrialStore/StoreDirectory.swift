@@ -186,7 +186,11 @@ extension LMDBEnvironment {
 }
 
 /// The store directories open in this process. POSIX record locks belong to the process,
-/// so they cannot tell two environments of one process apart: this registry does.
+/// so they cannot tell two environments of one process apart: this registry does, by device
+/// and inode. Each entry holds a descriptor of its directory, which keeps the inode allocated
+/// while the entry lives: a store directory removed while open cannot hand its inode to a new
+/// directory, so no other directory is ever taken for one that is open, and one renamed while
+/// open is still known under its new name.
 final class OpenStores: Sendable {
   struct Identity: Hashable {
     var device: UInt64
@@ -194,36 +198,39 @@ final class OpenStores: Sendable {
   }
 
   static let shared = OpenStores()
-  /// The open directories, with the path each was opened by.
-  private let open = Mutex<[Identity: String]>([:])
+  /// The open directories: the descriptor that holds each one.
+  private let open = Mutex<[Identity: Int32]>([:])
 
   /// Enters `directory`; nil when it is already open in this process.
   func enter(_ directory: String) throws -> Identity? {
-    guard let identity = Self.identity(of: directory) else {
-      throw storeError(errno, "examining the store directory", path: directory)
-    }
-    return insert(identity, path: directory) ? identity : nil
-  }
-
-  private static func identity(of path: String) -> Identity? {
+    let fd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw storeError(errno, "examining the store directory", path: directory) }
     var st = stat()
-    guard stat(path, &st) == 0 else { return nil }
-    return Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
-  }
-
-  /// False when the directory is already open. An entry whose directory no longer has that
-  /// identity (it was removed while open, and the system gave its inode to a new directory)
-  /// does not count.
-  func insert(_ identity: Identity, path: String) -> Bool {
-    open.withLock { open in
-      if let registered = open[identity], Self.identity(of: registered) == identity { return false }
-      open[identity] = path
+    guard fstat(fd, &st) == 0 else {
+      let code = errno
+      Glibc.close(fd)
+      throw storeError(code, "examining the store directory", path: directory)
+    }
+    let identity = Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    let entered = open.withLock { open in
+      guard open[identity] == nil else { return false }
+      open[identity] = fd
       return true
     }
+    guard entered else {
+      Glibc.close(fd)
+      return nil
+    }
+    return identity
+  }
+
+  /// Whether a directory of this identity is open.
+  func contains(_ identity: Identity) -> Bool {
+    open.withLock { $0[identity] != nil }
   }
 
   func remove(_ identity: Identity) {
-    _ = open.withLock { $0.removeValue(forKey: identity) }
+    if let fd = open.withLock({ $0.removeValue(forKey: identity) }) { Glibc.close(fd) }
   }
 }
 

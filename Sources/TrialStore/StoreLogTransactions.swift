@@ -8,18 +8,40 @@ extension StoreReadTransaction {
   /// The log's newest cursor (`meta/events-last`), read once per transaction.
   func currentLogLast() throws -> EventCursor {
     if let logLast { return logLast }
-    let last = EventCursor(try metaU64(LMDBTrialRepository.MetaKey.logLast))
+    let last = EventCursor(
+      try metaU64(LMDBTrialRepository.MetaKey.logLast), generation: try currentLogGeneration().number)
     logLast = last
     return last
   }
 
+  /// The log's generation (`meta/events-generation`; generation 0 without it), read once per
+  /// transaction: every cursor the transaction reads is of it.
+  func currentLogGeneration() throws -> LogGeneration {
+    if let logGeneration { return logGeneration }
+    let found = try Array(LMDBTrialRepository.MetaKey.logGeneration.utf8).withUnsafeBytes { key in
+      guard let value = try txn.get(databases.meta, key) else { return LogGeneration.initial }
+      return try decoding(key, in: "meta", path: path) { try Self.generation(value) }
+    }
+    logGeneration = found
+    return found
+  }
+
+  /// Decodes the record of `meta/events-generation`.
+  static func generation(_ value: UnsafeRawBufferPointer) throws -> LogGeneration {
+    guard let text = String(validating: value, as: UTF8.self), let generation = LogGeneration(record: text)
+    else {
+      throw RecordProblem("the event log's generation is unreadable (\(value.count) bytes)")
+    }
+    return generation
+  }
+
   /// The count is LMDB's entry count of `events`: constant time.
   func eventLogBounds() throws -> EventLogBounds {
-    guard let events = databases.events else { return EventLogBounds() }
+    guard let events = databases.events else { return EventLogBounds(generation: try currentLogGeneration()) }
     return EventLogBounds(
       last: try currentLogLast(),
       prunedThrough: EventCursor(try metaU64(LMDBTrialRepository.MetaKey.logPrunedThrough)),
-      count: try txn.entryCount(events))
+      count: try txn.entryCount(events), generation: try currentLogGeneration())
   }
 
   func scanEvents(after: EventCursor, _ body: (LoggedEvent) throws -> Bool) throws {
@@ -36,7 +58,8 @@ extension StoreReadTransaction {
 
   func decodeEvent(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> LoggedEvent {
     try decoding(key, in: "events", path: path) {
-      try codec.decodeEvent(value, cursor: try StoreKeys.eventCursor(key))
+      try codec.decodeEvent(
+        value, cursor: try StoreKeys.eventCursor(key).of(generation: try currentLogGeneration().number))
     }
   }
 
@@ -44,7 +67,9 @@ extension StoreReadTransaction {
     guard let consumers = databases.consumers, !name.isEmpty, name.utf8.count <= 511 else { return nil }
     return try StoreKeys.withConsumerKey(name) { key in
       guard let value = try txn.get(consumers, key) else { return nil }
-      return try decoding(key, in: "consumers", path: path) { try codec.decodeConsumer(value, name: name) }
+      return try decoding(key, in: "consumers", path: path) {
+        try stamped(try codec.decodeConsumer(value, name: name))
+      }
     }
   }
 
@@ -54,12 +79,21 @@ extension StoreReadTransaction {
       var item = try cursor.first()
       while let (key, value) = item {
         let consumer = try decoding(key, in: "consumers", path: path) {
-          try codec.decodeConsumer(value, name: try StoreKeys.consumerName(key))
+          try stamped(try codec.decodeConsumer(value, name: try StoreKeys.consumerName(key)))
         }
         guard try body(consumer) else { return }
         item = try cursor.next()
       }
     }
+  }
+}
+
+extension StoreReadTransaction {
+  /// The consumer with its position in the log's generation.
+  private func stamped(_ consumer: ConsumerRecord) throws -> ConsumerRecord {
+    var consumer = consumer
+    consumer.acknowledged = consumer.acknowledged.of(generation: try currentLogGeneration().number)
+    return consumer
   }
 }
 
@@ -108,6 +142,15 @@ extension StoreWriteTransaction {
     var logged = entry
     logged.deliveredAt = nil
     return LoggedEvent(cursor: cursor, entry: logged, attributes: attributes)
+  }
+
+  /// Records the log's generation (a restore, an import).
+  func setLogGeneration(_ generation: LogGeneration) throws {
+    try Array(LMDBTrialRepository.MetaKey.logGeneration.utf8).withUnsafeBytes { key in
+      try Array(generation.record.utf8).withUnsafeBytes { try txn.put(databases.meta, key, $0) }
+    }
+    logGeneration = generation
+    logLast = logLast?.of(generation: generation.number)
   }
 
   /// Deletes from the oldest end, up to `through` (or the newest event, if before), and moves

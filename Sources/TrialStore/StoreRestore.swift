@@ -25,6 +25,10 @@ public struct RestoreReport: Hashable, Sendable {
   /// Records of subjects granted a trial once that the store it replaced held and the backup
   /// did not: written into the restored store, which keeps them.
   public var keptUses = 0
+  /// The generation the restored event log goes on in (nil for a backup of schema 1, which has
+  /// no log): cursors handed out by the store it replaced, or after the backup was taken, are
+  /// refused (`LogGeneration`).
+  public var generation: LogGeneration?
   /// The owner and group the store file was given (run as root): the store directory's.
   public var ownerID: UInt32?
   public var groupID: UInt32?
@@ -115,6 +119,7 @@ public enum StoreRestore {
 
     let (staged, stagedPath) = try AtomicFile.temporaryFile(dataFile + ".restoring-", in: directory)
     var report: RestoreReport
+    var backupLog: EventLogBounds?
     do {
       defer { Glibc.close(staged) }
       try copy(source, to: staged, from: backup, into: directory)
@@ -127,11 +132,17 @@ public enum StoreRestore {
           backup: backup, directory: directory, dataFile: dataFile, statistics: try reader.statistics(),
           createdDirectory: created)
         report.lastSeen = try reader.read { try $0.lastSeenWallTime() }
+        if report.statistics.schema >= 2 { backupLog = try reader.read { try $0.eventLogBounds() } }
         return report
       }
-      if hasCurrent {
-        report.keptUses = try merge(try uses(ofStoreFile: dataFile), into: stagedPath, in: directory)
+      let replaced = hasCurrent ? try replaced(storeFile: dataFile) : nil
+      // A generation neither the backup's log nor the replaced store's has had.
+      report.generation = backupLog.map {
+        $0.generation.successor(
+          began: $0.last.sequence, parent: $0.generation.number, other: replaced?.generation)
       }
+      report.keptUses = try merge(
+        replaced?.uses ?? [], generation: report.generation, into: stagedPath, in: directory)
       try StoreFiles.giveToDirectoryOwner(staged, directory: directory, path: stagedPath)
       guard fchmod(staged, 0o600) == 0 else { throw storeError(errno, "setting the mode", path: stagedPath) }
       if hasCurrent { report.keptAside = try keepAside(dataFile, now: now) }

@@ -23,6 +23,8 @@ class StoreReadTransaction: TrialReadTransaction {
   /// The event log's newest cursor, read once per transaction; a write moves it as it
   /// appends, and `finish` writes it.
   var logLast: EventCursor?
+  /// The log's generation, read once per transaction (`meta/events-generation`).
+  var logGeneration: LogGeneration?
 
   /// The conversion figures (`CohortRecords`); none before schema 7.
   func cohorts(from: Int32, through: Int32) throws -> [(key: CohortKey, counts: CohortCounts)] {

@@ -63,6 +63,8 @@ public struct StoreCheckReport: Hashable, Sendable {
   /// `meta/events-pruned-through`).
   public var logLast = EventCursor.origin
   public var logPrunedThrough = EventCursor.origin
+  /// The event log's generation (`meta/events-generation`).
+  public var logGeneration = LogGeneration.initial
   /// The store's schema (`meta/schema`); a schema-1 store has no event log yet.
   public var schema: UInt32 = 0
   /// The wall time of the store's last commit (`meta/last-seen`).
@@ -170,6 +172,12 @@ final class StoreVerifier {
         }
       case LMDBTrialRepository.MetaKey.logLast, LMDBTrialRepository.MetaKey.logPrunedThrough:
         checkLogBound(key: key, value: value)
+      case LMDBTrialRepository.MetaKey.logGeneration:
+        do {
+          report.logGeneration = try StoreReadTransaction.generation(value)
+        } catch let problem as RecordProblem {
+          report.add("meta", key, problem.message)
+        }
       case LMDBTrialRepository.MetaKey.activeCount:
         var reader = ByteReader(value)
         if let count = try? reader.u64(), (try? reader.expectEnd()) != nil, count <= Int.max {

@@ -25,11 +25,13 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
     /// By scope and key.
     var uses: [String: SubjectUse] = [:]
     var cohorts: [CohortKey: CohortCounts] = [:]
+    var generation = LogGeneration.initial
 
     static func useKey(_ scope: SubjectUse.Scope, _ key: String) -> String { "\(scope)\u{0}\(key)" }
 
     var eventBounds: EventLogBounds {
-      EventLogBounds(last: eventsLast, prunedThrough: eventsPrunedThrough, count: events.count)
+      EventLogBounds(
+        last: eventsLast, prunedThrough: eventsPrunedThrough, count: events.count, generation: generation)
     }
   }
 
@@ -112,15 +114,24 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
       // Cursors are consecutive from the oldest kept: the first after `after` is found by index.
       let start = Int(clamping: after.sequence) - Int(clamping: state.eventsPrunedThrough.sequence)
       for event in state.events[max(0, min(start, state.events.count))...] {
+        var event = event
+        event.cursor = event.cursor.of(generation: state.generation.number)
         guard try body(event) else { return }
       }
     }
 
-    func consumer(named name: String) throws -> ConsumerRecord? { state.consumers[name] }
+    func consumer(named name: String) throws -> ConsumerRecord? { state.consumers[name].map(stamped) }
+
+    /// The consumer with its position in the log's generation.
+    private func stamped(_ consumer: ConsumerRecord) -> ConsumerRecord {
+      var consumer = consumer
+      consumer.acknowledged = consumer.acknowledged.of(generation: state.generation.number)
+      return consumer
+    }
 
     func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws {
       for name in state.consumers.keys.sorted() {
-        guard try body(state.consumers[name]!) else { return }
+        guard try body(stamped(state.consumers[name]!)) else { return }
       }
     }
 
@@ -144,7 +155,8 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
     func appendEvent(_ entry: LedgerEntry, attributes: TrialAttributes) throws -> LoggedEvent {
       var entry = entry
       entry.deliveredAt = nil
-      let event = LoggedEvent(cursor: state.eventsLast.next, entry: entry, attributes: attributes)
+      let cursor = state.eventsLast.next.of(generation: state.generation.number)
+      let event = LoggedEvent(cursor: cursor, entry: entry, attributes: attributes)
       state.events.append(event)
       state.eventsLast = event.cursor
       return event
@@ -158,6 +170,8 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
     }
 
     func putConsumer(_ consumer: ConsumerRecord) throws { state.consumers[consumer.name] = consumer }
+
+    func setLogGeneration(_ generation: LogGeneration) throws { state.generation = generation }
 
     func removeConsumer(named name: String) throws -> Bool {
       state.consumers.removeValue(forKey: name) != nil

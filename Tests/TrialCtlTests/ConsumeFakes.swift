@@ -60,6 +60,8 @@ final class FakeDaemon: ConsumerLink {
   var refuseAcknowledgement: [EventCursor] = []
   /// The next calls fail this many times as if nothing listened.
   var unreachable = 0
+  /// Called when an acknowledgement of `failAcknowledgement` fails: the daemon went away.
+  var whenAcknowledgementFails: () -> Void = {}
   /// Called when the stream has handed over every event: the test's stop request.
   var whenIdle: () -> Void = {}
 
@@ -125,6 +127,7 @@ final class FakeDaemon: ConsumerLink {
     try reach()
     if let index = failAcknowledgement.firstIndex(of: cursor) {
       failAcknowledgement.remove(at: index)
+      whenAcknowledgementFails()
       throw .unavailable("connection to /fake failed: write: Broken pipe")
     }
     if let index = refuseAcknowledgement.firstIndex(of: cursor) {

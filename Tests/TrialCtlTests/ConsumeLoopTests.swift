@@ -177,13 +177,38 @@ import TrialCtl
     #expect(daemon.watches == [.origin, EventCursor(2)])
   }
 
+  /// The daemon went away with an event handled and not yet acknowledged, and came back on a
+  /// restored store: the cursor is of the log before, and is not acknowledged.
+  @Test func restoredStore_WhileAnEventWasUnacknowledged_IsReportedAndItsCursorNotAcknowledged() {
+    daemon.failAcknowledgement = [EventCursor(2)]
+    daemon.whenAcknowledgementFails = { [daemon] in
+      daemon.events = daemon.events.map { event in
+        var event = event
+        event.cursor = event.cursor?.of(generation: 1)
+        return event
+      }
+      daemon.add(consumer: "mailer", at: EventCursor(1, generation: 1))
+    }
+    let (_, logs, _) = run()
+    #expect(daemon.acknowledgements == [EventCursor(1)] + (2...5).map { EventCursor($0, generation: 1) })
+    #expect(
+      command.runs.map(\.cursor) == [EventCursor(1), EventCursor(2)]
+        + (2...5).map { EventCursor($0, generation: 1) })
+    #expect(
+      logs.contains {
+        $0.hasPrefix(
+          "WARNING: the event log is in generation 1 now, the event handled last (cursor 0000000000000002) ")
+          && $0.contains("not acknowledging it")
+      }, "\(logs)")
+  }
+
   @Test func lostAcknowledgementReply_IsNotSentAgain_NorItsEventRunAgain() {
     daemon.loseReply = [EventCursor(2)]
     let (_, _, acknowledged) = run()
     // The reply is read once the next event's command has run.
     #expect(command.runs.map(\.cursor) == cursors)
     #expect(daemon.acknowledgements == cursors, "each acknowledged once")
-    #expect(acknowledged.map(\.acknowledged) == [1, 3, 4, 5].map(EventCursor.init))
+    #expect(acknowledged.map(\.acknowledged) == [1, 3, 4, 5].map { EventCursor($0) })
     #expect(daemon.watches == [.origin, EventCursor(3)])
   }
 
@@ -191,7 +216,7 @@ import TrialCtl
     daemon.refuseAcknowledgement = [EventCursor(2)]
     let (_, logs, _) = run()
     // The refusal is read once the next event's command has run: both run again.
-    #expect(command.runs.map(\.cursor) == [1, 2, 3, 2, 3, 4, 5].map(EventCursor.init))
+    #expect(command.runs.map(\.cursor) == [1, 2, 3, 2, 3, 4, 5].map { EventCursor($0) })
     #expect(daemon.acknowledgements == cursors)
     #expect(clock.waits == [.seconds(1)])
     #expect(
@@ -220,8 +245,9 @@ import TrialCtl
     daemon.consumers = [:]
     daemon.prunedThrough = EventCursor(2)
     _ = run(Self.settings(create: start))
-    #expect(daemon.created == [CreateConsumerParameters(name: "mailer", after: after.map(EventCursor.init))])
-    #expect(command.runs.map(\.cursor) == handled.map(EventCursor.init))
+    #expect(
+      daemon.created == [CreateConsumerParameters(name: "mailer", after: after.map { EventCursor($0) })])
+    #expect(command.runs.map(\.cursor) == handled.map { EventCursor($0) })
     // Created once: a later read finds it.
     _ = run(Self.settings(create: start))
     #expect(daemon.created.count == 1)

@@ -130,7 +130,7 @@ import TrialDaemonTesting
     while positions.count < 3, let line = consume.readLine(until: deadline).line {
       positions.append(try decode(ConsumerReply.self, line).consumer.acknowledged)
     }
-    #expect(positions == [1, 2, 3].map(EventCursor.init))
+    #expect(positions == [1, 2, 3].map { EventCursor($0) })
     let handled = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").map {
       $0.split(separator: " ").map(String.init)
     }

@@ -42,7 +42,7 @@ import TrialDaemonTesting
     #expect(run.status == 2)
     #expect(
       run.errors.contains(
-        "--after: \"tomorrow\" is not an event cursor (16 hexadecimal digits, as watch and event-log print them)"
+        "--after: \"tomorrow\" is not an event cursor (16 hexadecimal digits, then -GGGGGGGG after a restore, as watch and event-log print them)"
       ),
       "\(run.errors)")
     let name = try Ctl.run(["consumer", "show", "no way", "--socket", "/nonexistent/socket"])

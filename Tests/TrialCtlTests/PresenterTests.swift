@@ -263,6 +263,20 @@ final class SpyOutput: TrialPresenterOutput {
         nb("acme-42 expiry in 2h 13min (Jun 15, 2025 at 12:13 PM)"), "5.2 MiB", "2", "1",
       ])
   }
+
+  @Test func daemonStatus_WithEventsHeldBack_SaysHowManyAndWhy() throws {
+    let spy = SpyOutput()
+    presenter(spy).present(
+      status: GetStatusReply(
+        version: "1.0.0", startedAt: Self.now, uptime: .seconds(60), trials: TrialCounts(active: 0),
+        pendingEvents: 0, connections: 1, watchers: 0,
+        held: HeldEvents(events: 1200, reason: "at most 9000 entries per 30s to the journal")))
+    let status = try #require(spy.statuses.first)
+    #expect(
+      status.details.last
+        == LabeledValue(
+          label: "Held back", value: "1200 events (at most 9000 entries per 30s to the journal)"))
+  }
 }
 
 @Suite struct TerminalViewTests {

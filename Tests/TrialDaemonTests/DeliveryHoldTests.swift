@@ -14,9 +14,16 @@ extension RecordingJournal {
   var eventIDs: [String] { values("EVENT_ID") }
 }
 
+/// The clock journald counts its rate limit on (CLOCK_MONOTONIC): the engine's monotonic time
+/// (CLOCK_BOOTTIME) less the time the system spent suspended.
+final class JournaldClock: @unchecked Sendable {
+  var suspended: TimeInterval = 0
+}
+
 /// The engine with the real journal sink, paced, over a recording journal, in virtual time.
 struct PacedHarness {
   let scheduler: TestScheduler
+  let journald = JournaldClock()
   let repository: InMemoryTrialRepository
   let journal = RecordingJournal()
   let logs = CapturedLogs()
@@ -30,10 +37,11 @@ struct PacedHarness {
     let scheduler = TestScheduler(now: now)
     self.scheduler = scheduler
     self.repository = repository
-    journal.monotonicNow = { scheduler.monotonicNow }
+    let journald = self.journald
+    journal.monotonicNow = { scheduler.monotonicNow - journald.suspended }
     sink = JournalEventSink(
       destination: .journal, journal: journal, limit: limit, monotonicNow: { scheduler.monotonicNow },
-      logger: logs.makeLogger())
+      journalNow: { scheduler.monotonicNow - journald.suspended }, logger: logs.makeLogger())
     engine = makeEngine(
       repository: repository, scheduler: scheduler, settings: EngineSettings(retryDelay: retryDelay), ids: [],
       idFallbackStart: 0x100, sinks: [sink], logger: logs.makeLogger())
@@ -119,6 +127,36 @@ struct PacedHarness {
     #expect(Set(h.journal.values("MESSAGE_ID")) == [EventJournalEntry.MessageID.expired.rawValue])
     h.engine.stop()
     h.scheduler.expectNoPendingActions()
+  }
+
+  /// The system suspends for an hour in the middle of a held backlog. The engine's clock runs on
+  /// through the suspend, journald's stops: the window journald counts is still open at the
+  /// resume, so the held entries and those that fell due while suspended wait for it to close.
+  /// No window of journald's ever holds more than the burst, and the status line tells the held.
+  @Test func suspend_InTheMiddleOfAHeldBacklog_NeverOverfillsJournaldsWindow() throws {
+    let end = epoch.addingTimeInterval(60)
+    let h = try PacedHarness.expired(25, prefix: "burst", at: end, burst: 10)
+    try h.startTrials(8, prefix: "asleep", endingAt: end.addingTimeInterval(1_800))
+    #expect(h.journal.sent.count == 10)
+    #expect(
+      h.engine.statusLine().hasSuffix("; 15 events held back (at most 10 entries per 30s to the journal)"),
+      "\(h.engine.statusLine())")
+    h.scheduler.advance(by: 5)
+    h.journald.suspended = 3_600
+    h.scheduler.advance(by: 3_600)  // Resumed: the wall clock and the engine's clock moved on.
+    #expect(h.journal.sent.count == 10, "journald's window is still open")
+    #expect(h.engine.heldEvents == 23, "the trials that ended while suspended expired, and wait behind")
+    #expect(h.engine.counts[.expired] == 33)
+    h.scheduler.advance(by: 25)
+    #expect(h.journal.sent.count == 10, "journald's window ends 30 s after its first entry, by its clock")
+    h.scheduler.advance(by: 1)
+    #expect(h.journal.sent.count == 20)
+    h.scheduler.advance(by: 60)
+    #expect(h.journal.sent.count == 33)
+    #expect(busiestWindow(h.journal.sent.map(\.at), interval: 30) == 10)
+    #expect(h.engine.heldEvents == 0)
+    #expect(!h.engine.statusLine().contains("held back"))
+    h.engine.stop()
   }
 
   @Test func eventsTakenWhileHeld_WaitBehindTheHeldOnes_AndStayOnTime() throws {

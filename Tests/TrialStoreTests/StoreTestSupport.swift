@@ -83,6 +83,26 @@ extension RepositorySnapshot {
     return copy
   }
 
+  /// The same, as a restore leaves it: the log in generation `generation`, its cursors and the
+  /// consumers' positions of it.
+  func restored(as generation: LogGeneration?) -> RepositorySnapshot {
+    guard let generation else { return self }
+    var copy = self
+    copy.events = events.map {
+      LoggedEvent(
+        cursor: $0.cursor.of(generation: generation.number), entry: $0.entry, attributes: $0.attributes)
+    }
+    copy.logBounds = EventLogBounds(
+      last: logBounds.last, prunedThrough: logBounds.prunedThrough, count: logBounds.count,
+      generation: generation)
+    copy.consumers = consumers.map {
+      var consumer = $0
+      consumer.acknowledged = consumer.acknowledged.of(generation: generation.number)
+      return consumer
+    }
+    return copy
+  }
+
   /// The first difference from `other`, in a line; nil when equal.
   func difference(from other: RepositorySnapshot) -> String? {
     func first<T: Equatable>(_ name: String, _ mine: [T], _ theirs: [T]) -> String? {

@@ -228,6 +228,9 @@ else
   fail "trialwatchd --restore is refused while the service runs" "exit $RC: $(echo "$OUT" | tr '\n' ' ')"
 fi
 ct trialwatchctl start pkg-after-backup > /dev/null
+# A pause is logged at once: a cursor handed out after the backup was taken.
+ct trialwatchctl pause pkg-after-backup > /dev/null
+AFTER_BACKUP=$(ct trialwatchctl event-log --json | python3 "$JOURNAL" get log.last)
 ct systemctl stop trialwatch.socket trialwatch-report.socket trialwatch.service
 OUT=$(ct trialwatchd --restore /root/trials.backup 2>&1)
 RC=$?
@@ -240,6 +243,21 @@ if [ $RC -eq 0 ] && [ "$RESTORED" = "$IDS" ] && ! ct trialwatchctl status pkg-af
 else
   fail "trialwatchd --restore with the service stopped" \
     "exit $RC: $(echo "$OUT" | tr '\n' ' '); trials: $RESTORED; not the user's: $OWNERS"
+fi
+
+# The restored log is in a new generation: the cursor handed out after the backup is refused,
+# naming where to resume, and watching from there works.
+WATCHED=$(ct timeout 10 trialwatchctl watch --after "$AFTER_BACKUP" 2>&1)
+WRC=$?
+RESUME=$(grep -o -- '--after [0-9a-f]\{16\}-00000001' <<< "$WATCHED" | cut -d' ' -f2)
+# Watching from the resume point goes on until stopped (timeout's 124).
+ct timeout 3 trialwatchctl watch --after "${RESUME:-none}" > /dev/null 2>&1
+RRC=$?
+if [ $WRC -eq 1 ] && grep -q "earlier generation of the event log" <<< "$WATCHED" && [ $RRC -eq 124 ]; then
+  pass "after the restore, a cursor of the log before ($AFTER_BACKUP) is refused; watching after $RESUME works"
+else
+  fail "after the restore, a cursor of the log before is refused" \
+    "watch --after ${AFTER_BACKUP:-?}: exit $WRC: $(echo "$WATCHED" | tr '\n' ' ')"
 fi
 
 # --- The metrics timer, as the operator enables it --------------------------------------------

@@ -17,11 +17,21 @@ public enum EventFeed {
 
   /// `checkCursor(_:in:)` against bounds read already.
   public static func checkCursor(_ after: EventCursor, against bounds: EventLogBounds) throws {
+    try checkGeneration(after, against: bounds)
     if after > bounds.last { throw TrialError(.cursorAhead(cursor: after, last: bounds.last)) }
     if after < bounds.prunedThrough {
       throw TrialError(
         .cursorPruned(cursor: after, resumeAfter: bounds.prunedThrough, oldest: bounds.first))
     }
+  }
+
+  /// Refuses a cursor of another generation of the log (`LogGeneration`).
+  public static func checkGeneration(_ cursor: EventCursor, against bounds: EventLogBounds) throws {
+    guard cursor.generation != bounds.generation.number else { return }
+    throw TrialError(
+      .cursorGeneration(
+        cursor: cursor, generation: bounds.generation.number,
+        resumeAfter: bounds.generation.resumePoint(for: cursor)))
   }
 
   /// Up to `limit` events after `after`, in order, having checked the cursor.
@@ -66,7 +76,9 @@ public enum EventFeed {
     guard var consumer = try txn.consumer(named: name) else {
       throw TrialError(.consumerNotFound(name: name))
     }
-    let last = try txn.eventLogBounds().last
+    let bounds = try txn.eventLogBounds()
+    try checkGeneration(cursor, against: bounds)
+    let last = bounds.last
     guard cursor <= last else { throw TrialError(.cursorAhead(cursor: cursor, last: last)) }
     guard cursor > consumer.acknowledged else { return consumer }
     consumer.acknowledged = cursor

@@ -1,31 +1,122 @@
 import FoundationEssentials
 
 /// The position of an event in the event log: a sequence number given when the event is
-/// taken, one higher than the one before, never reused. Zero is the position before the
-/// first event ever logged. Outside the daemon it travels as an opaque string of 16
-/// hexadecimal digits, whose text order is its numeric order.
+/// taken, one higher than the one before, never reused, and the generation of the log it is a
+/// position in. Zero is the position before the first event ever logged. A restore or an
+/// import starts a new generation of the log (`LogGeneration`): a cursor handed out before it
+/// may name another event after it, so a cursor of another generation is refused rather than
+/// read. Outside the daemon it travels as an opaque string: 16 hexadecimal digits (generation
+/// 0, the log of a store never restored or imported into), or 16 digits, `-` and the
+/// generation in 8 digits. Within one generation, text order is numeric order.
 public struct EventCursor: Hashable, Comparable, Sendable, CustomStringConvertible {
   public var sequence: UInt64
+  /// The generation of the log (`LogGeneration.number`); 0 before the first restore or import.
+  public var generation: UInt32
 
-  public init(_ sequence: UInt64) {
+  public init(_ sequence: UInt64, generation: UInt32 = 0) {
     self.sequence = sequence
+    self.generation = generation
   }
 
   /// The position before the first event.
   public static let origin = EventCursor(0)
 
-  /// `0000000000000000`.
-  public var description: String { SixteenHexDigits.text(sequence) }
-
-  /// Parses exactly 16 hexadecimal digits.
-  public init?(_ text: some StringProtocol) {
-    guard let value = SixteenHexDigits.value(text, digits: 16...16) else { return nil }
-    self.init(value)
+  /// `0000000000000000`, or `0000000000000000-00000002` in generation 2.
+  public var description: String {
+    let text = SixteenHexDigits.text(sequence)
+    guard generation != 0 else { return text }
+    return text + "-" + zeroPadded(UInt64(generation), width: 8, radix: 16)
   }
 
-  public var next: EventCursor { EventCursor(sequence &+ 1) }
+  /// Parses exactly 16 hexadecimal digits, optionally followed by `-` and 8 hexadecimal
+  /// digits of a generation other than 0.
+  public init?(_ text: some StringProtocol) {
+    let utf8 = text.utf8
+    if utf8.count == 16 {
+      guard let value = SixteenHexDigits.value(text, digits: 16...16) else { return nil }
+      self.init(value)
+      return
+    }
+    guard utf8.count == 25, utf8[utf8.index(utf8.startIndex, offsetBy: 16)] == UInt8(ascii: "-") else {
+      return nil
+    }
+    let split = text.index(text.startIndex, offsetBy: 16)
+    guard let value = SixteenHexDigits.value(text[..<split], digits: 16...16),
+      let generation = SixteenHexDigits.value(text[text.index(after: split)...], digits: 8...8),
+      generation != 0
+    else { return nil }
+    self.init(value, generation: UInt32(generation))
+  }
 
+  /// The next position, in the same generation.
+  public var next: EventCursor { EventCursor(sequence &+ 1, generation: generation) }
+
+  /// The same position in another generation.
+  public func of(generation: UInt32) -> EventCursor { EventCursor(sequence, generation: generation) }
+
+  /// By position; cursors of one generation are compared (a cursor of another is refused
+  /// before it is compared with anything).
   public static func < (a: EventCursor, b: EventCursor) -> Bool { a.sequence < b.sequence }
+}
+
+/// Which log the cursors of a store are positions in. A store's log starts in generation 0;
+/// `trialwatchd --restore` and `--import` start a new one, recorded with the store, so that a
+/// cursor handed out by the log before is told apart from one of the log after.
+public struct LogGeneration: Hashable, Sendable {
+  /// 0 for a log never restored or imported into.
+  public var number: UInt32
+  /// The newest event the log held when this generation began: events after it were taken in
+  /// this generation.
+  public var began: UInt64
+  /// After a restore, the generation of the backup: its log up to `began` is this log's, so a
+  /// cursor of it at or before `began` names the same event here. Nil after an import.
+  public var parent: UInt32?
+
+  public init(number: UInt32 = 0, began: UInt64 = 0, parent: UInt32? = nil) {
+    self.number = number
+    self.began = began
+    self.parent = parent
+  }
+
+  /// The first generation.
+  public static let initial = LogGeneration()
+
+  /// Where a reader holding `cursor`, of another generation, resumes in this one: at its own
+  /// position when that names the same event here, else after the newest event the log held
+  /// when this generation began. Events up to `began` it may not have seen are read from the
+  /// log's start; repeats are told by their event ids.
+  public func resumePoint(for cursor: EventCursor) -> EventCursor {
+    if let parent, parent == cursor.generation, cursor.sequence <= began {
+      return cursor.of(generation: number)
+    }
+    return EventCursor(began, generation: number)
+  }
+
+  /// The generation after this one and `other` (the replaced store's, say): a number neither has
+  /// had, beginning at `began`.
+  public func successor(began: UInt64, parent: UInt32?, other: LogGeneration? = nil) -> LogGeneration {
+    let highest = max(number, other?.number ?? 0)
+    return LogGeneration(number: highest &+ 1 == 0 ? 1 : highest &+ 1, began: began, parent: parent)
+  }
+
+  /// `3 began 0000000000000102 from 2`: the text of the store's record.
+  public var record: String {
+    "\(number) began \(SixteenHexDigits.text(began))" + (parent.map { " from \($0)" } ?? "")
+  }
+
+  /// Parses `record`.
+  public init?(record: String) {
+    let words = record.split(separator: " ", omittingEmptySubsequences: false)
+    guard words.count == 3 || words.count == 5, words[1] == "began", let number = UInt32(words[0]),
+      let began = SixteenHexDigits.value(words[2], digits: 16...16)
+    else { return nil }
+    var parent: UInt32?
+    if words.count == 5 {
+      guard words[3] == "from", let value = UInt32(words[4]) else { return nil }
+      parent = value
+    }
+    self.init(number: number, began: began, parent: parent)
+  }
 }
 
 /// One event of the log: a taken event (fired or skipped), its cursor, and the attributes of
@@ -66,11 +157,17 @@ public struct EventLogBounds: Hashable, Sendable {
   public var prunedThrough: EventCursor
   /// Events kept.
   public var count: Int
+  /// The log's generation: `last` and `prunedThrough` are of it.
+  public var generation: LogGeneration
 
-  public init(last: EventCursor = .origin, prunedThrough: EventCursor = .origin, count: Int = 0) {
-    self.last = last
-    self.prunedThrough = prunedThrough
+  public init(
+    last: EventCursor = .origin, prunedThrough: EventCursor = .origin, count: Int = 0,
+    generation: LogGeneration = .initial
+  ) {
+    self.last = last.of(generation: generation.number)
+    self.prunedThrough = prunedThrough.of(generation: generation.number)
     self.count = count
+    self.generation = generation
   }
 
   /// The oldest event kept, when any is.

@@ -15,6 +15,9 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case cursorPruned(cursor: EventCursor, resumeAfter: EventCursor, oldest: EventCursor?)
     /// `cursor` lies beyond the newest event logged (`last`): it is not from this store's log.
     case cursorAhead(cursor: EventCursor, last: EventCursor)
+    /// `cursor` is of another generation of the log than the store's (`generation`): the log
+    /// was restored or imported into since it was handed out. Resume after `resumeAfter`.
+    case cursorGeneration(cursor: EventCursor, generation: UInt32, resumeAfter: EventCursor)
     case consumerNotFound(name: String)
     case consumerExists(name: String)
     /// No plan of this name is configured.
@@ -57,6 +60,10 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
         + (oldest.map { "\($0)" } ?? "none") + " (resume after \(resumeAfter))"
     case .cursorAhead(let cursor, let last):
       "cursor \(cursor) lies beyond the newest event logged (\(last)): it is not from this store's log"
+    case .cursorGeneration(let cursor, let generation, let resumeAfter):
+      "cursor \(cursor) is of generation \(cursor.generation) of the event log, which is now in generation "
+        + "\(generation) (it was restored or imported into since): resume after \(resumeAfter), and tell "
+        + "events seen before by their ids"
     case .consumerNotFound(let name): "no consumer named \"\(name)\""
     case .consumerExists(let name): "a consumer named \"\(name)\" already exists"
     case .planNotFound(let name): "no plan named \"\(name)\" is configured"

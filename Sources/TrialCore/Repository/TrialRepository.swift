@@ -51,6 +51,9 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
   func pruneEvents(through: EventCursor) throws -> Int
   /// Inserts or replaces a consumer.
   func putConsumer(_ consumer: ConsumerRecord) throws
+  /// Records the log's generation (a restore or an import starts a new one): cursors read
+  /// from now on are of it.
+  func setLogGeneration(_ generation: LogGeneration) throws
   /// Removes a consumer; false when there was none of that name.
   func removeConsumer(named name: String) throws -> Bool
   /// Removes an ended trial with its ledger entries (and their outbox entries), and the subject

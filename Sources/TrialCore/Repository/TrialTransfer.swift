@@ -56,6 +56,9 @@ public enum TrialTransfer {
     public var uses = 0
     /// Trials, ledger entries and uses already stored (a use under its scope and key).
     public var skipped = 0
+    /// The event log's new generation, when the import wrote anything (`LogGeneration`):
+    /// cursors handed out by the source store, or by this one before, are told apart.
+    public var generation: LogGeneration?
 
     public init(trials: Int = 0, entries: Int = 0, uses: Int = 0, skipped: Int = 0) {
       self.trials = trials
@@ -155,6 +158,16 @@ public enum TrialTransfer {
     try batches(records) { batch in try repository.read { try check(batch, in: $0) } }
     var summary = Summary()
     try batches(records) { batch in summary = summary + (try repository.write { try apply(batch, in: $0) }) }
+    if summary.trials + summary.entries + summary.uses > 0 {
+      summary.generation = try repository.write { txn in
+        // The log is this store's, unchanged; a new generation tells cursors of the source's
+        // log, which may have the same numbers, from its own.
+        let log = try txn.eventLogBounds()
+        let next = log.generation.successor(began: log.last.sequence, parent: nil)
+        try txn.setLogGeneration(next)
+        return next
+      }
+    }
     return summary
   }
 

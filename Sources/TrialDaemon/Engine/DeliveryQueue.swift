@@ -89,6 +89,18 @@ final class DeliveryQueue {
 
   /// Events waiting for the sinks behind a deferral or a failure.
   var heldCount: Int { backlog.count }
+  /// Called when delivery becomes held, or its hold ends (the status line says so).
+  var holdChanged: () -> Void = {}
+
+  /// Why events are held, in words: `at most 9000 entries per 30s to the journal`.
+  var heldReason: String? {
+    switch backlog.cause {
+    case .deferred(let reason): reason
+    case .sinkFailed: "a sink failed to take them"
+    case .storeFailed: "the store could not be read or record deliveries"
+    case nil: nil
+    }
+  }
 
   /// Delivers `entries` (of `trials`, as the commit that took them left them), in order, or
   /// puts them behind the events already held. `nextDue`: when the engine wakes next to take
@@ -247,6 +259,7 @@ final class DeliveryQueue {
       return
     }
     let (count, heldFor) = backlog.release(at: scheduler.monotonicNow)
+    holdChanged()
     logger.notice(
       "delivered the held events",
       metadata: ["count": "\(count)", "held_for": "\(TimeSpan.format(.seconds(heldFor), style: .brief))"])
@@ -314,5 +327,6 @@ final class DeliveryQueue {
       detail.key: "\(detail.value)",
     ]
     logger.log(level: news ? level : .debug, message, metadata: metadata)
+    if news { holdChanged() }
   }
 }

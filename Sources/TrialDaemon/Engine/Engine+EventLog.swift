@@ -22,7 +22,7 @@ extension Engine {
       followLog()
       return
     }
-    if events[0].cursor != publishedThrough.next {
+    if events[0].cursor.sequence != publishedThrough.next.sequence {
       // Something was logged that the engine did not see commit: read the log instead.
       publishLogTail()
       return

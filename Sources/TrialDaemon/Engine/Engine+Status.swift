@@ -34,8 +34,16 @@ extension Engine {
   }
 
   /// The status line: `3 active trials; next: acme-42 expires in 2h 13min` (the time to go
-  /// in `TimeSpan.Style.brief`).
+  /// in `TimeSpan.Style.brief`), and events held back from the journal when there are:
+  /// `3 active trials; next: ...; 1200 events held back (at most 9000 entries per 30s to the journal)`.
   public func statusLine() -> String {
+    let held = delivery.heldCount
+    guard held > 0 else { return trialsLine() }
+    return trialsLine() + "; \(held) event\(held == 1 ? "" : "s") held back ("
+      + (delivery.heldReason ?? "delivery held") + ")"
+  }
+
+  private func trialsLine() -> String {
     let active = counts[.active, default: 0]
     var line = "\(active) active trial\(active == 1 ? "" : "s")"
     guard let next = planner.nextEvent else { return line + "; nothing scheduled" }

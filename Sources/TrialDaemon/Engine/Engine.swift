@@ -102,6 +102,7 @@ public final class Engine {
         self?.wrote()
       })
     delivery.commitMarks = { [weak self] completion in self?.commitMarks(completion) }
+    delivery.holdChanged = { [weak self] in self?.publishStatus() }
   }
 
   public var clock: any WallClock { scheduler.clock }

@@ -17,6 +17,9 @@ public struct EngineSnapshot: Hashable, Sendable {
   public var tally = EventTally()
   /// Open trials by plan.
   public var openByPlan = OpenTrialsByPlan()
+  /// Events held back from the sinks, and why (`DeliveryQueue`).
+  public var heldEvents = 0
+  public var heldReason: String?
 }
 
 /// Where the engine publishes its snapshot: written on the engine's queue after every change
@@ -67,7 +70,8 @@ extension Engine {
     }
     return EngineSnapshot(
       counts: counts, pendingEvents: planner.pendingEventCount, nextEvent: next, nextAttributes: attributes,
-      settings: settings, tally: tally, openByPlan: openByPlan)
+      settings: settings, tally: tally, openByPlan: openByPlan, heldEvents: delivery.heldCount,
+      heldReason: delivery.heldReason)
   }
 }
 

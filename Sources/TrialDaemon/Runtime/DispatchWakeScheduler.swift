@@ -26,6 +26,14 @@ public final class DispatchWakeScheduler: WakeScheduler, @unchecked Sendable {
     return TimeInterval(spec.tv_sec) + TimeInterval(spec.tv_nsec) / 1e9
   }
 
+  /// CLOCK_MONOTONIC: stops while the system is suspended. journald counts its rate limit's
+  /// windows on it, so the journal's pacing does too (`JournalEventSink`).
+  public static var journalNow: TimeInterval {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return TimeInterval(spec.tv_sec) + TimeInterval(spec.tv_nsec) / 1e9
+  }
+
   private final class TimerWake: ScheduledWake, @unchecked Sendable {
     // @unchecked: created, fired and cancelled on the scheduler's queue.
     var source: (any DispatchSourceTimer)?

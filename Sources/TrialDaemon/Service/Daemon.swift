@@ -166,7 +166,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     let scheduler = DispatchWakeScheduler(queue: queue)
     let sink = JournalEventSink(
       destination: destination, limit: journalLimit(configuration), monotonicNow: { scheduler.monotonicNow },
-      logger: Logger(label: "trialwatchd.events"))
+      journalNow: { DispatchWakeScheduler.journalNow }, logger: Logger(label: "trialwatchd.events"))
     journalSink = sink
     // Commits run on a queue of their own, so that a slow one never holds up the next wake.
     let commits = DispatchCommitLane(

@@ -15,17 +15,22 @@ public final class JournalEventSink: EventSink {
   private let journal: any JournalSink
   private let logger: Logger
   private let monotonicNow: () -> TimeInterval
+  private let journalNow: () -> TimeInterval
   private var pace: JournalPace
 
-  /// `monotonicNow` is the engine's monotonic time (`WakeScheduler.monotonicNow`); `limit`,
-  /// when given, paces the entries.
+  /// `monotonicNow` is the engine's monotonic time (`WakeScheduler.monotonicNow`, which runs
+  /// on while the system is suspended); `journalNow` the clock journald counts its rate limit on
+  /// (CLOCK_MONOTONIC, which stops while suspended: `DispatchWakeScheduler.journalNow`); nil:
+  /// the engine's. `limit`, when given, paces the entries.
   public init(
     destination: JournalDestination, journal: any JournalSink = SystemdJournal(),
-    limit: JournalPace.Limit? = nil, monotonicNow: @escaping () -> TimeInterval, logger: Logger
+    limit: JournalPace.Limit? = nil, monotonicNow: @escaping () -> TimeInterval,
+    journalNow: (() -> TimeInterval)? = nil, logger: Logger
   ) {
     self.destination = destination
     self.journal = journal
     self.monotonicNow = monotonicNow
+    self.journalNow = journalNow ?? monotonicNow
     self.pace = JournalPace(limit)
     self.logger = logger
   }
@@ -40,13 +45,16 @@ public final class JournalEventSink: EventSink {
   /// undelivered: it may have stopped in the middle of a burst, in a window journald still
   /// counts, so the first entries wait for the next window.
   public func assumeFullWindow() {
-    pace.fill(at: monotonicNow())
+    pace.fill(at: journalNow())
   }
 
+  /// Paced on journald's clock, so that the windows are journald's windows: a suspend, which
+  /// stops that clock and not the engine's, never makes a window look over that journald still
+  /// counts. The time to wait is handed to the engine on its own clock.
   public func deliver(_ entry: LedgerEntry, trial: Trial) throws {
-    let now = monotonicNow()
+    let now = journalNow()
     if let next = pace.nextSlot(at: now), let limit = pace.limit {
-      throw DeliveryDeferred(until: next, reason: "at most \(limit) to the journal")
+      throw DeliveryDeferred(until: monotonicNow() + (next - now), reason: "at most \(limit) to the journal")
     }
     let fields = EventJournalEntry.fields(for: entry, trial: trial)
     switch destination {
@@ -70,6 +78,6 @@ public final class JournalEventSink: EventSink {
     case .standardError:
       logger.notice("\(fields.first { $0.name == "MESSAGE" }?.value ?? "wall clock stepped")")
     }
-    pace.record(at: monotonicNow())
+    pace.record(at: journalNow())
   }
 }

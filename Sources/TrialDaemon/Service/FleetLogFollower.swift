@@ -76,6 +76,11 @@ final class FleetLogFollower: @unchecked Sendable {
           through = resumeAfter
           continue
         }
+        if case .cursorGeneration(_, let generation, _) = error.code {
+          // An import started a new generation: the log itself is as it was.
+          through = through.of(generation: generation)
+          continue
+        }
         logger.error("could not read the shared event log", metadata: ["error": "\(error)"])
         return
       } catch {

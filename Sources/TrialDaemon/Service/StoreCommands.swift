@@ -107,6 +107,13 @@ public struct StoreCommands {
 
   // MARK: Restore
 
+  /// The line that tells a restore's or an import's new generation of the event log.
+  static func describe(_ generation: LogGeneration) -> String {
+    "the event log goes on in generation \(generation.number) after cursor "
+      + "\(EventCursor(generation.began, generation: generation.number)): a cursor handed out before is "
+      + "refused with CursorGeneration, which names where to resume"
+  }
+
   /// Puts the backup `file` in place of the store in `directory`; `now` names the file the
   /// replaced store is kept as. `check` refuses a file unfit to be restored.
   public func restore(
@@ -129,6 +136,7 @@ public struct StoreCommands {
       } else {
         output("there was no store to replace")
       }
+      if let generation = report.generation { output(Self.describe(generation)) }
       if let user = report.ownerID, let group = report.groupID {
         output("the store file belongs to uid \(user), gid \(group) (the owner of \(directory)), mode 0600")
       }
@@ -193,6 +201,7 @@ public struct StoreCommands {
     do {
       let summary = try TrialTransfer.run(records, into: store.repository)
       output(summary.description)
+      if let generation = summary.generation { output(Self.describe(generation)) }
       output(
         "at its next start trialwatchd delivers the imported entries that were not yet delivered, with "
           + "their ids, and plans every event not in the ledger: each fires when due, late under the "

@@ -117,7 +117,9 @@ public final class TrialsHandlers: @unchecked Sendable {
             trials: TrialCounts(fleet?.counts ?? status.counts), pendingEvents: status.pendingEvents,
             nextEvent: status.nextEvent.map { EventObject(pending: $0, attributes: status.nextAttributes) },
             storeBytes: self.storeBytes(), connections: self.counters.connections,
-            watchers: self.counters.watchers, fleet: fleet?.fleet)
+            watchers: self.counters.watchers, fleet: fleet?.fleet,
+            held: status.heldEvents > 0
+              ? HeldEvents(events: status.heldEvents, reason: status.heldReason ?? "delivery held") : nil)
         }
       },
       Route(Trials.listPlans) { p, done in

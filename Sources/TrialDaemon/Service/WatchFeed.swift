@@ -157,7 +157,7 @@ final class FeedWatch: @unchecked Sendable {
     guard started, !waitingForRoom else { return }
     let fresh = events.drop { $0.cursor <= position }
     guard let first = fresh.first else { return }
-    if first.cursor == position.next && sink.unwritten + fresh.count <= sink.capacity {
+    if first.cursor.sequence == position.next.sequence && sink.unwritten + fresh.count <= sink.capacity {
       sink.send(Array(replies[fresh.indices]))
       position = last
     } else {
