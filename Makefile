@@ -20,6 +20,11 @@
 #                stopped and the cluster restarted under load; nothing lost or taken twice,
 #                failover within the lease's bound (Tests/fleet/; part of make test; 2-3 minutes)
 #   make soak    the store's crash test with 1,000 kills instead of 50 (a few minutes)
+#   make fuzz    coverage-guided fuzzing: the targets of FuzzTesting/ built with libFuzzer and
+#                AddressSanitizer, each run FUZZ_SECONDS (default 60) over its corpus; a crash or a
+#                failed check is written to FuzzTesting/Regressions/<target>/ and fails the run.
+#                FUZZ_TARGETS="control text" picks targets (not in make test, which replays the
+#                committed inputs in the Swift tests; docs/testing.md, "Fuzzing")
 #   make run     run trialwatchd from the checkout, state and socket under ./.trialwatch/
 #   make format      format the Swift sources with swift-format and .swift-format
 #   make lint        check the formatting and that nothing shipped imports Foundation (part of
@@ -66,7 +71,7 @@ STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 BENCH_FLAGS = -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
 
-.PHONY: all build deps test lint-binaries bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-figures fleet-test soak run clean format lint release install install-files uninstall install-check e2e \
+.PHONY: all build deps test lint-binaries bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-figures fleet-test soak fuzz run clean format lint release install install-files uninstall install-check e2e \
   deb e2e-package hot-functions
 
 all: build
@@ -107,7 +112,7 @@ test: deps lint
 	$(MAKE) e2e-package
 
 # The sources swift-format keeps in shape (its rules: .swift-format).
-FORMATTED = Package.swift Sources Tests
+FORMATTED = Package.swift Sources Tests FuzzTesting/Package.swift FuzzTesting/Sources
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
@@ -206,6 +211,12 @@ soak: deps
 	$(SWIFT) build --build-tests $(STRICT)
 	TRIALWATCH_CRASH_KILLS=$${TRIALWATCH_CRASH_KILLS:-1000} $(SWIFT) test --skip-build --filter CrashTests
 
+# The fuzz targets under libFuzzer and AddressSanitizer (FuzzTesting/fuzz.sh), FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz: deps
+	SWIFT="$(SWIFT)" FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_TARGETS="$(FUZZ_TARGETS)" FuzzTesting/fuzz.sh
+
 # The embedded default: no root, no setup. State and socket under ./.trialwatch/, logs on
 # stderr, Ctrl-C stops cleanly. In another terminal:
 #   TRIALWATCH_SOCKET=.trialwatch/io.trialwatch .build/debug/trialwatchctl daemon-status
@@ -218,7 +229,7 @@ run: deps
 	.build/debug/trialwatchd --config etc/trialwatch.conf --state-dir $(RUN_DIR)/state --socket $(RUN_DIR)/io.trialwatch
 
 clean:
-	rm -rf .build $(BENCH_SCRATCH) $(RELEASE_SCRATCH) $(E2E_SCRATCH) $(DEB_OUT)
+	rm -rf .build FuzzTesting/.build $(BENCH_SCRATCH) $(RELEASE_SCRATCH) $(E2E_SCRATCH) $(DEB_OUT)
 	debian/rules clean
 
 # --- Release build and installation -----------------------------------------------------------

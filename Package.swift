@@ -17,6 +17,8 @@ let package = Package(
     .library(name: "TrialTesting", targets: ["TrialTesting"]),
     .library(name: "TrialStore", targets: ["TrialStore"]),
     .library(name: "TrialControl", targets: ["TrialControl"]),
+    // For FuzzTesting/, the package of libFuzzer executables beside this one.
+    .library(name: "TrialFuzzTargets", targets: ["TrialFuzzTargets"]),
     .executable(name: "trialwatchd", targets: ["trialwatchd"]),
     .executable(name: "trialwatchctl", targets: ["trialwatchctl"]),
   ],
@@ -133,6 +135,19 @@ let package = Package(
     .executableTarget(
       name: "trialwatchctl", dependencies: ["TrialCtl"],
       swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
+    // The bodies of the fuzz targets (FuzzTesting/, docs/testing.md "Fuzzing"): one function
+    // per target feeding its input to the daemon's own parsing code and checking what must hold.
+    // FuzzTesting/'s executables call them under libFuzzer; TrialFuzzTargetsTests replay every
+    // committed input through them. Never a dependency of trialwatchd or trialwatchctl.
+    .target(
+      name: "TrialFuzzTargets",
+      dependencies: [
+        "TrialCore", "TrialTesting", "TrialStore", "TrialStoreTesting", "TrialControl", "TrialDaemon",
+        "TrialCtl", .product(name: "Logging", package: "swift-log"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ]
+    ),
+
     // Release tool: writes the man pages (logic in TrialManual).
     .executableTarget(name: "trialwatch-manual", dependencies: ["TrialManual"]),
     // Test tool: the child process the crash test kills (logic in TrialStoreTesting).
@@ -191,6 +206,8 @@ let package = Package(
         "TrialDaemonTesting", .product(name: "Logging", package: "swift-log"),
       ]
     ),
+    .testTarget(
+      name: "TrialFuzzTargetsTests", dependencies: ["TrialFuzzTargets", "TrialCore", "TrialStore"]),
     .testTarget(
       name: "TrialManualTests",
       dependencies: ["TestSupport", "TrialControl", "TrialCtl", "TrialDaemon", "TrialManual"]

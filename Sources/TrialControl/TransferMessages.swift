@@ -347,7 +347,7 @@ public struct PreciseSpan: Codable, Hashable, Sendable, CustomStringConvertible 
   }
 
   public var description: String {
-    let micros = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+    let micros = duration.roundedMicroseconds
     let rest = micros % 1000
     let whole = TimeSpan.format(.microseconds(micros - rest))
     guard rest != 0 else { return whole }
@@ -355,7 +355,7 @@ public struct PreciseSpan: Codable, Hashable, Sendable, CustomStringConvertible 
   }
 
   public init(from decoder: any Decoder) throws {
-    duration = try decoder.decodeText { try TimeSpan.parse($0) }
+    self.init(try decoder.decodeText { try TimeSpan.parse($0) })
   }
 
   public func encode(to encoder: any Encoder) throws {

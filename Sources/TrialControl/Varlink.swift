@@ -52,11 +52,15 @@ public struct IncomingCall: Decodable, Sendable {
     let present = keys != nil
     let base = container.codingPath.count + 1
     do {
-      for key in keys ?? [] where !allowed.contains(key.stringValue) {
+      // The decoder lists the keys in no fixed order: of several unknown ones, the first in
+      // byte order is named, so that the same message always gets the same reply.
+      if let key = keys?.map(\.stringValue).filter({ !allowed.contains($0) })
+        .min(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+      {
         let takes = allowed.sorted().joined(separator: ", ")
         return .failure(
           .parameter(
-            key.stringValue,
+            key,
             allowed.isEmpty
               ? "is not a parameter: the method takes none"
               : "is not a parameter of this method (it takes \(takes))"))

@@ -63,11 +63,26 @@ enum CohortRecords {
     }
     counts.conversionHours = pairs
     try reader.expectEnd()
-    guard counts.converted >= 0, counts.cancelled >= 0, counts.expired >= 0, counts.paused >= 0,
-      counts.active >= 0,
-      counts.conversionHours.total == counts.converted
-    else { throw RecordProblem("the figures do not add up (a count below zero, or more ended than started)") }
+    guard addsUp(counts) else {
+      throw RecordProblem("the figures do not add up (a count below zero, or more ended than started)")
+    }
     return counts
+  }
+
+  /// No count below zero, no more ended or paused than started, and as many conversions by
+  /// hours as converted; summed without overflow, as a damaged record may hold any numbers.
+  private static func addsUp(_ counts: CohortCounts) -> Bool {
+    var left = counts.started
+    for part in [counts.converted, counts.cancelled, counts.expired, counts.paused] {
+      guard part >= 0, part <= left else { return false }
+      left -= part
+    }
+    var unplaced = counts.converted
+    for conversions in counts.conversionHours.counts {
+      guard conversions <= unplaced else { return false }
+      unplaced -= conversions
+    }
+    return unplaced == 0
   }
 }
 

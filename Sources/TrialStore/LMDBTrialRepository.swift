@@ -262,7 +262,11 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
       let path = environment.dataPath
       let databases = self.databases
       let summary = try environment.read { txn -> RestoreSummary in
-        let active = try StoreReadTransaction(txn, databases: databases, path: path).activeTrialCount()
+        // Room for the active trials, as the meta record counts them: never more than the
+        // trials there are, whatever a damaged count says.
+        let active = min(
+          try StoreReadTransaction(txn, databases: databases, path: path).activeTrialCount(),
+          try txn.entryCount(databases.trials))
         planner.reserveCapacity(trials: planner.trialCount + active)
         let codec = RecordCodec()
         var byState = [Int](repeating: 0, count: TrialState.allCases.count)
@@ -368,8 +372,9 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   }
 
   /// Runs `body` on the raw records (databases by name: `trials`, `subjects`, `ledger`,
-  /// `outbox`, `meta`, `events`, `consumers`, `main`), outside every rule of the repository:
-  /// for tests that plant damage (`StoreCorruption` in TrialStoreTesting).
+  /// `outbox`, `meta`, `events`, `consumers`, `uses`, `cohorts`, `main`), outside every rule of
+  /// the repository: for tests that plant damage (`StoreCorruption` in TrialStoreTesting) and the
+  /// store's fuzz target.
   @_spi(StoreTesting)
   public func withRawRecords<R>(_ body: (RawStoreRecords) throws -> R) throws -> R {
     try rawWrite { txn, databases in try body(RawStoreRecords(txn: txn, databases: databases)) }

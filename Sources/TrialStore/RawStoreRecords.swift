@@ -32,6 +32,8 @@ public struct RawStoreRecords {
       case "meta": databases.meta
       case "events": databases.events
       case "consumers": databases.consumers
+      case "uses": databases.uses
+      case "cohorts": databases.cohorts
       case "main": try txn.mainDatabase()
       default: nil
       }
@@ -48,6 +50,13 @@ public struct RawStoreRecords {
     try key.withUnsafeBytes { key in
       try value.withUnsafeBytes { try txn.put(try self.database(database), key, $0) }
     }
+  }
+
+  /// Every key of `database`, in the store's order.
+  public func keys(_ database: String) throws -> [[UInt8]] {
+    var keys: [[UInt8]] = []
+    try txn.forEach(try self.database(database)) { key, _ in keys.append(Array(key)) }
+    return keys
   }
 
   @discardableResult

@@ -5,7 +5,9 @@ import Testing
 /// Test code stays out of what is installed: no symbol of a test module in `trialwatchd` or
 /// `trialwatchctl`. Swift symbols carry their module's name with its length before it.
 @Suite struct ShippedExecutablesTests {
-  static let testModules = ["TestSupport", "TrialTesting", "TrialStoreTesting", "TrialDaemonTesting"]
+  static let testModules = [
+    "TestSupport", "TrialTesting", "TrialStoreTesting", "TrialDaemonTesting", "TrialFuzzTargets",
+  ]
 
   /// The test modules whose symbols are in the built product `name`.
   static func testModules(in name: String) throws -> [String] {

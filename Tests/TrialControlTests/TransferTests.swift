@@ -103,4 +103,24 @@ import TrialCore
     #expect(FleetObject.ranges([5]) == "5")
     #expect(FleetObject.ranges([]) == "none")
   }
+
+  /// Found by the text fuzz target (FuzzTesting/Regressions/text/
+  /// transfer-span-beyond-int64-microseconds): a lateness or grace beyond `Int64` microseconds
+  /// (some 292,000 years: `ReminderGrace=1000000y`, or a damaged record) crashed the export of
+  /// its entry, and such a span read from a file crashed writing it again.
+  @Test func exportEvent_WithASpanBeyondInt64Microseconds_IsHeldAtTheBound() throws {
+    let huge = Duration.seconds(Int64.max)
+    let bound = Duration.microseconds(Int64.max)
+    let exported = ExportRecord(entry(.skipped(.beyondGrace(lateness: huge, grace: huge))))
+    #expect(exported.event?.lateness == PreciseSpan(bound) && exported.event?.grace == PreciseSpan(bound))
+    guard case .entry(let read) = try roundTrip(exported) else {
+      Issue.record("not an entry")
+      return
+    }
+    #expect(read.outcome == .skipped(.beyondGrace(lateness: bound, grace: bound)))
+    let parsed = try WireCoding.makeDecoder().decode(
+      PreciseSpan.self, from: Data(#""1000000000000000s""#.utf8))
+    #expect(parsed.duration == bound)
+    #expect(try TimeSpan.parse(parsed.description) == bound)
+  }
 }

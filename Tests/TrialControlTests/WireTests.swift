@@ -124,6 +124,17 @@ import TrialCore
     #expect(error.problem.contains(problem), "\(error)")
   }
 
+  /// Found by the control fuzz target (FuzzTesting/Regressions/control/
+  /// unknown-parameter-named-at-random): of several unknown parameters, the one named depended
+  /// on the decoder's order of keys, which changes from one decoding to the next.
+  @Test func parameterProblem_OfSeveralUnknownParameters_NamesTheFirstInByteOrder() throws {
+    let call =
+      #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","zeta":1,"reBooders":[],"Labels":{},"omega":2}}"#
+    for _ in 0..<20 {
+      #expect(try Self.parameterProblem(call)?.path == ["Labels"])
+    }
+  }
+
   @Test func limit_WithAFraction_IsAnIntegerProblemOfLimit() throws {
     let text = #"{"method":"io.trialwatch.Trials.ListTrials","parameters":{"limit":2.5}}"#
     guard let error = try Self.parameterProblem(text) else { return }

@@ -254,6 +254,17 @@ import TrialTesting
     #expect(CivilTime.millisecondsSince1970(date) == milliseconds)
   }
 
+  /// Found by the text fuzz target (FuzzTesting/Regressions/text/rfc3339-rounds-into-year-10000):
+  /// a time the rounding or the offset carries out of the years 0000 to 9999 in UTC was read,
+  /// but the form it is written in (`10000-01-01T00:00:00Z`) was not.
+  @Test(arguments: ["9999-12-31T23:59:59.9996Z", "9999-12-31T23:30:00-01:00", "0000-01-01T00:00:00+00:01"])
+  func parse_TimeCarriedOutOfTheYears0000To9999_IsRejected(text: String) {
+    let error = #expect(throws: RFC3339.ParseError.self) { try RFC3339.parse(text) }
+    #expect(error?.problem.contains("outside the years 0000 to 9999") == true, "\(String(describing: error))")
+    #expect(throws: Never.self) { try RFC3339.parse("0000-01-01T00:00:00Z") }
+    #expect(throws: Never.self) { try RFC3339.parse("9999-12-31T23:59:59.9994Z") }
+  }
+
   /// Texts with fractions finer than a millisecond, and the millisecond each rounds to.
   static let finerFractions: [(String, Int64)] = [
     ("2025-06-15T15:06:40.0004Z", 1_750_000_000_000), ("2025-06-15T15:06:40.0005Z", 1_750_000_000_001),

@@ -19,6 +19,22 @@ import TrialCore
     #expect(error?.key == key && error?.description.contains(problem) == true, "\(String(describing: error))")
   }
 
+  /// Found by the configuration fuzz target (FuzzTesting/Regressions/configuration/
+  /// invalid-label-named-at-random): of several invalid labels, the one named followed the
+  /// dictionary's order, which differs from one dictionary to the next.
+  @Test func labels_WithSeveralInvalid_NameTheFirstInKeyOrder() throws {
+    for count in 1...20 {
+      var labels: [String: String] = ["team": "growth\u{1}", "Tier": "pro", "zone": "\u{7}"]
+      for extra in 0..<count { labels["ok\(extra)"] = "fine" }
+      let error = #expect(throws: TrialLabels.Invalid.self) { try TrialLabels(labels) }
+      #expect(error?.key == "Tier", "\(String(describing: error))")
+      let changed = #expect(throws: TrialLabels.Invalid.self) {
+        try TrialLabels.none.applying(labels.mapValues { $0 })
+      }
+      #expect(changed?.key == "Tier", "\(String(describing: changed))")
+    }
+  }
+
   @Test func keys_AtTheirLimits_AreTaken() throws {
     let longest = "k" + String(repeating: "_9", count: 15) + "z"
     #expect(longest.utf8.count == 32)

@@ -79,6 +79,45 @@ import TrialTesting
     #expect(report.summary.contains("\(report.problemCount) problem"))
   }
 
+  /// Found by the store-file fuzz target (FuzzTesting/Regressions/store-file/
+  /// active-count-reserves-without-bound): the restore reserved room for as many trials as the
+  /// meta record counts active, and a damaged count crashed it (or would reserve without bound).
+  @Test func restore_WithADamagedActiveCount_ReservesOnlyForTheTrialsThereAre() throws {
+    let directory = try TemporaryDirectory("verify")
+    let path = try fixtureStore(in: directory)
+    let store = try LMDBTrialRepository(directory: path)
+    defer { store.close() }
+    try store.withRawRecords { raw in
+      try raw.put(
+        "meta", Array("active-trials".utf8), withUnsafeBytes(of: UInt64(Int.max).littleEndian) { Array($0) })
+    }
+    var planner = Planner()
+    #expect(try store.restore(into: &planner).trials == 5)
+    #expect(planner.trialCount == 3)
+  }
+
+  /// Found by the store-records fuzz target (FuzzTesting/Regressions/store-records/
+  /// cohort-counts-overflow-int64): a cohort record whose figures overflow when added up
+  /// crashed the check of its figures, in every read of the conversion figures.
+  @Test func cohorts_WithFiguresThatOverflowWhenAdded_AreAnUnreadableRecord() throws {
+    let directory = try TemporaryDirectory("verify")
+    let path = try fixtureStore(in: directory)
+    let store = try LMDBTrialRepository(directory: path)
+    // Version 1; started Int64.min, converted, cancelled, expired 0, paused 1; no hours.
+    var value: [UInt8] = [1]
+    for count in [Int64.min, 0, 0, 0, 1] { withUnsafeBytes(of: count.littleEndian) { value += $0 } }
+    value += [0, 0, 0, 0]
+    let key: [UInt8] = [0x80, 0, 0x50, 0]
+    try store.withRawRecords { try $0.put("cohorts", key, value) }
+    let error = #expect(throws: StoreError.self) {
+      try store.read { try $0.cohorts(from: .min, through: .max) }
+    }
+    #expect(error?.kind == .corruptRecord && error?.problem.contains("do not add up") == true)
+    store.close()
+    let report = try LMDBStoreReader(directory: path).verify()
+    #expect(report.problems.contains { $0.database == "cohorts" && $0.key == key }, "\(report.problems)")
+  }
+
   @Test func problemDescription_NamesTheRecordReadablyAndInHex() {
     let key = StoreCorruption.ledgerKey(EventID(trialID: TrialID(42), revision: 1, kind: .expiry))
     let problem = StoreProblem(

@@ -33,15 +33,10 @@ public struct TrialLabels: Hashable, Sendable, Sequence, CustomStringConvertible
     self.pairs = pairs
   }
 
-  /// Checks every pair and the limits of the whole.
+  /// Checks every pair, in key order (of several invalid labels, the same one is always named),
+  /// and the limits of the whole.
   public init(_ labels: [String: String]) throws(Invalid) {
-    for (key, value) in labels {
-      if let problem = Self.validateKey(key) { throw Invalid(key: key, problem: problem) }
-      if let problem = Self.validateValue(value) { throw Invalid(key: key, problem: problem) }
-    }
-    let sorted = labels.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
-    try Self.checkWhole(sorted)
-    self.init(sorted: sorted)
+    try self.init(ascending: labels.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) })
   }
 
   /// Labels given in strictly ascending key order (as a store keeps them), each checked, and the
@@ -62,7 +57,7 @@ public struct TrialLabels: Hashable, Sendable, Sequence, CustomStringConvertible
   public func applying(_ changes: [String: String?]) throws(Invalid) -> TrialLabels {
     guard !changes.isEmpty else { return self }
     var merged = dictionary
-    for (key, value) in changes {
+    for (key, value) in changes.sorted(by: { $0.key < $1.key }) {
       if let problem = Self.validateKey(key) { throw Invalid(key: key, problem: problem) }
       if let value {
         if let problem = Self.validateValue(value) { throw Invalid(key: key, problem: problem) }

@@ -279,9 +279,10 @@ public enum TransferTime {
   /// The date rounded to the microsecond.
   public static func rounded(_ date: Date) -> Date { self.date(microseconds: microseconds(date)) }
 
-  /// The span rounded to the microsecond.
+  /// The span rounded to the microsecond; one beyond `Int64` microseconds (some 292,000 years)
+  /// is held at that bound.
   public static func rounded(_ span: Duration) -> Duration {
-    .microseconds(Int64((span.timeInterval * 1e6).rounded()))
+    .microseconds(span.roundedMicroseconds)
   }
 
   /// What differs between two trials of the same id, to the microsecond: field names.

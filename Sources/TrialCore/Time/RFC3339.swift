@@ -5,7 +5,8 @@ import FoundationEssentials
 ///
 /// Both directions follow `CivilTime`'s rule: an instant is rounded once to the nearest
 /// millisecond, half a millisecond up. A fraction finer than a millisecond is read the same
-/// way, so `parse(format(parse(text)))` is `parse(text)`.
+/// way, so `parse(format(parse(text)))` is `parse(text)`; a time that the offset or the rounding
+/// carries outside the years 0000 to 9999 in UTC, which `format` cannot write, is refused.
 public enum RFC3339 {
   public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
     public var input: String
@@ -49,8 +50,20 @@ public enum RFC3339 {
     let local =
       CivilTime.daysSince1970(year: year, month: month, day: day) * CivilTime.millisecondsPerDay
       + Int64(hour * 3_600_000 + minute * 60_000 + second * 1000) + millisecond
+    // The offset, or the rounding, may carry the instant out of the years RFC 3339 writes in
+    // UTC (`9999-12-31T23:59:59.9996Z` is 10000-01-01): `format` could not write it back.
+    guard writable.contains(local - offset) else {
+      throw reader.fail("the time lies outside the years 0000 to 9999 in UTC")
+    }
     return CivilTime.date(millisecondsSince1970: local - offset)
   }
+
+  /// The instants RFC 3339 writes in UTC, in milliseconds since 1970: 0000-01-01T00:00:00Z to
+  /// 9999-12-31T23:59:59.999Z.
+  private static let writable =
+    CivilTime.daysSince1970(year: 0, month: 1, day: 1)
+    * CivilTime.millisecondsPerDay..<CivilTime.daysSince1970(year: 10000, month: 1, day: 1)
+    * CivilTime.millisecondsPerDay
 
   /// Reads the text byte by byte; every error names the input.
   private struct Reader {

@@ -1,0 +1,6 @@
+import TrialFuzzTargets
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafeRawPointer?, _ count: Int) -> Int32 {
+  FuzzTargets.fuzz(FuzzTargets.text, data, count)
+}
