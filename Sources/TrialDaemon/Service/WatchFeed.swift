@@ -181,6 +181,14 @@ final class FeedWatch: @unchecked Sendable {
       let events: [LoggedEvent]
       do {
         events = try read(position, min(room, batch))
+      } catch let error as TrialError {
+        // A Watch outlives an import into a fleet's store, which starts a new generation of
+        // the same log (a restore needs the daemon stopped): it goes on in the new one.
+        if case .cursorGeneration(_, let generation, _) = error.code, position.generation != generation {
+          position = position.of(generation: generation)
+          continue
+        }
+        return fail(error)
       } catch {
         return fail(error)
       }

@@ -155,6 +155,12 @@ import TrialStore
     try startTrials(try fixture.client(), ["a", "b"])
     fixture.advance(by: 86_400)
     let now = fixture.now
+    // On PostgreSQL a Watch runs on through the import.
+    let running = postgres == nil ? nil : try fixture.client()
+    if let running {
+      try running.sendBytes(message("io.trialwatch.Trials.Watch", "{}", more: true))
+      #expect(try running.receive().parameters(as: WatchReply.self).event == nil)
+    }
     if let postgres {
       let importer = try PostgresTrialRepository(
         conninfo: postgres.conninfo, node: "importer", shards: ShardMap(count: 8), ownership: ShardOwnership()
@@ -176,5 +182,16 @@ import TrialStore
     // On LMDB the daemon starts again after the import: the imported trial, due, expires then.
     #expect(log.last.generation == 1 && log.last.sequence == (kind == .lmdb ? 3 : 2), "\(log.last)")
     #expect(try watch(fixture, after: "0000000000000001-00000001").error == nil)
+    if let running {
+      try startTrials(try fixture.client(), ["after-import"])
+      fixture.advance(by: 86_400)
+      var subjects: [String: String] = [:]
+      while subjects["after-import"] == nil,
+        let event = try running.receive().parameters(as: WatchReply.self).event
+      {
+        subjects[event.subject ?? "?"] = event.cursor?.description
+      }
+      #expect(subjects["after-import"]?.hasSuffix("-00000001") == true, "\(subjects)")
+    }
   }
 }
