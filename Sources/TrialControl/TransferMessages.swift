@@ -132,7 +132,7 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     id = trial.id
     subject = trial.subject
     labels = trial.labels.isEmpty ? nil : trial.labels.dictionary
-    let others = trial.attributes.storedFields.filter { !$0.name.hasPrefix(TrialAttributes.labelPrefix) }
+    let others = trial.attributes.storedFields.filter { TrialAttributes.labelKey(storedName: $0.name) == nil }
     attributes = others.isEmpty ? nil : Dictionary(uniqueKeysWithValues: others.map { ($0.name, $0.value) })
     state = trial.state
     revision = trial.revision
@@ -184,7 +184,7 @@ public struct ExportTrial: Codable, Hashable, Sendable {
   /// digits, `_` and `.`, at most 64 bytes, neither the subject nor a label; a value of at
   /// most 4 KiB.
   static func validateAttribute(name: String, value: String) -> String? {
-    if name == "subject" || name.hasPrefix(TrialAttributes.labelPrefix) {
+    if name == "subject" || TrialAttributes.labelKey(storedName: name) != nil {
       return "the subject and the labels have fields of their own"
     }
     let allowed = name.utf8.allSatisfy {

@@ -123,4 +123,13 @@ import TrialCore
     #expect(parsed.duration == bound)
     #expect(try TimeSpan.parse(parsed.description) == bound)
   }
+
+  /// The import's side of FuzzTesting/Regressions/text/export-label-key-with-a-combining-mark:
+  /// such a label is refused, naming it, rather than kept as an attribute no import takes back.
+  @Test func exportTrial_WithALabelKeyStartingWithACombiningMark_IsRefused() throws {
+    var line = ExportRecord(trial()).jsonLine
+    line = line.replacing(#""subject":"#, with: #""labels":{"\u0313tier":"pro"},"subject":"#)
+    let error = #expect(throws: WireProblem.self) { try ExportRecord.read(line: line) }
+    #expect(error?.path == ["trial", "labels"], "\(String(describing: error))")
+  }
 }
