@@ -316,7 +316,15 @@ public struct PreciseTime: Codable, Hashable, Sendable, CustomStringConvertible 
     }
     let reference = Int64(seconds.timeIntervalSinceReferenceDate.rounded())
     date = TransferTime.date(microseconds: reference * 1_000_000 + micros)
+    // The seventh digit, or a `Date`'s resolution (30 µs in 9999), may carry the last second of
+    // 9999 into a year that cannot be written.
+    guard TransferTime.microseconds(date) < Self.year10000 else {
+      throw WireProblem(path: [], problem: "\"\(text)\" lies after the year 9999")
+    }
   }
+
+  /// 10000-01-01T00:00:00Z in microseconds since 2001-01-01T00:00:00Z.
+  private static let year10000: Int64 = (253_402_300_800 - 978_307_200) * 1_000_000
 
   public init(from decoder: any Decoder) throws {
     self = try decoder.decodeText { try PreciseTime(parsing: $0) }
