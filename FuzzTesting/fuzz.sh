@@ -33,8 +33,9 @@ for target in $targets; do
   fi
 done
 if [ ${#found[@]} -gt 0 ]; then
-  echo "fuzz.sh: crashes found by: ${found[*]}; the inputs are in FuzzTesting/Regressions/<target>/ (crash-*," \
-    "timeout-*, oom-*): give each a name, fix the bug, add a unit test naming it, and commit them" >&2
+  echo "fuzz.sh: failed: ${found[*]}. An input that crashed a target or failed its checks is in" \
+    "FuzzTesting/Regressions/<target>/ (crash-*, timeout-*, oom-*): give it a name, fix the bug, add a" \
+    "unit test naming it, and commit them" >&2
   exit 1
 fi
 echo "fuzz.sh: no crash in ${seconds}s per target ($targets)"

@@ -132,7 +132,7 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     id = trial.id
     subject = trial.subject
     labels = trial.labels.isEmpty ? nil : trial.labels.dictionary
-    let others = trial.attributes.storedFields.filter { !$0.name.hasPrefix(TrialAttributes.labelPrefix) }
+    let others = trial.attributes.storedFields.filter { TrialAttributes.labelKey(storedName: $0.name) == nil }
     attributes = others.isEmpty ? nil : Dictionary(uniqueKeysWithValues: others.map { ($0.name, $0.value) })
     state = trial.state
     revision = trial.revision
@@ -184,7 +184,7 @@ public struct ExportTrial: Codable, Hashable, Sendable {
   /// digits, `_` and `.`, at most 64 bytes, neither the subject nor a label; a value of at
   /// most 4 KiB.
   static func validateAttribute(name: String, value: String) -> String? {
-    if name == "subject" || name.hasPrefix(TrialAttributes.labelPrefix) {
+    if name == "subject" || TrialAttributes.labelKey(storedName: name) != nil {
       return "the subject and the labels have fields of their own"
     }
     let allowed = name.utf8.allSatisfy {
@@ -316,7 +316,15 @@ public struct PreciseTime: Codable, Hashable, Sendable, CustomStringConvertible 
     }
     let reference = Int64(seconds.timeIntervalSinceReferenceDate.rounded())
     date = TransferTime.date(microseconds: reference * 1_000_000 + micros)
+    // The seventh digit, or a `Date`'s resolution (30 µs in 9999), may carry the last second of
+    // 9999 into a year that cannot be written.
+    guard TransferTime.microseconds(date) < Self.year10000 else {
+      throw WireProblem(path: [], problem: "\"\(text)\" lies after the year 9999")
+    }
   }
+
+  /// 10000-01-01T00:00:00Z in microseconds since 2001-01-01T00:00:00Z.
+  private static let year10000: Int64 = (253_402_300_800 - 978_307_200) * 1_000_000
 
   public init(from decoder: any Decoder) throws {
     self = try decoder.decodeText { try PreciseTime(parsing: $0) }

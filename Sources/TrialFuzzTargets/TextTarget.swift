@@ -15,9 +15,12 @@ import TrialTesting
 ///   of uses, calendar days; Simulate's target; a transfer's `PreciseTime`): a value read is
 ///   written, and that text reads back as the same value and is written the same again;
 /// - an export file, as `trialwatchd --import` reads it: each line is a record or a
-///   `WireProblem`; a record written again as a line reads back as the same record, and that
-///   line is written the same again; the whole file then passes the import's checks, and an
+///   `WireProblem`; a record written again as a line is read back, the same record, whose line
+///   is written the same again; the whole file then passes the import's checks, and an
 ///   empty store takes it, or fails with a `TrialTransfer.Problem` naming one of its lines.
+///
+/// A transfer's times are exact to the microsecond within a century of 2001, where a `Date`
+/// resolves microseconds; beyond, they need only read back within the `Date`'s resolution.
 ///
 /// Errors are the forms' own (typed throws, or nil); anything else is a crash.
 enum TextTarget {
@@ -100,11 +103,20 @@ enum TextTarget {
     try require(again.text == written, "Simulate: \"\(written)\" is written otherwise the second time")
   }
 
+  /// A transfer's time: exact to the microsecond within a century of 2001; beyond, a `Date`
+  /// holds it only to its resolution (some 30 µs in the year 9999), within which it must read back.
   static func preciseTime(_ text: String) throws(FuzzFailure) {
     guard let time = try? PreciseTime(parsing: text) else { return }
     let written = time.description
     guard let again = try? PreciseTime(parsing: written) else {
       throw FuzzFailure("transfer time: \"\(text)\" was read, but its form \"\(written)\" is refused")
+    }
+    let seconds = time.date.timeIntervalSinceReferenceDate
+    guard seconds.magnitude < century else {
+      try require(
+        (again.date.timeIntervalSinceReferenceDate - seconds).magnitude <= max(1e-6, 2 * seconds.ulp),
+        "transfer time: \"\(text)\" and its form \"\(written)\" read further apart than a Date resolves")
+      return
     }
     try require(
       again == time, "transfer time: \"\(text)\" and its form \"\(written)\" read as different times")
@@ -147,6 +159,20 @@ enum TextTarget {
 
   /// A record read from `line`, written again as a line, reads back the same, and that line is
   /// written the same again.
+  static let century = 100 * 365.25 * 86_400
+
+  /// Every time a record holds.
+  static func dates(of record: TrialTransfer.Record) -> [Date] {
+    switch record {
+    case .trial(let trial):
+      [trial.period.startDate, trial.period.endDate]
+        + [trial.endedAt, trial.pause?.since, trial.pause?.until]
+        .compactMap { $0 }
+    case .entry(let entry): [entry.event.due, entry.takenAt] + [entry.deliveredAt].compactMap { $0 }
+    case .use(let use): [use.firstStartedAt]
+    }
+  }
+
   static func exportRoundTrip(_ record: TrialTransfer.Record, line: String) throws(FuzzFailure) {
     let written: ExportRecord
     switch record {
@@ -161,6 +187,10 @@ enum TextTarget {
     } catch {
       throw FuzzFailure(
         "export: the line \(line) was read, but written again as \(text) it is refused: \(error)")
+    }
+    // Exact to the microsecond within a century of 2001; beyond, to a `Date`'s resolution.
+    guard dates(of: record).allSatisfy({ $0.timeIntervalSinceReferenceDate.magnitude < century }) else {
+      return
     }
     try require(again == record, "export: the line \(line) and its form \(text) read as different records")
     let second: ExportRecord

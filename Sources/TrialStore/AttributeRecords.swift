@@ -79,9 +79,9 @@ extension ByteReader {
     }
     do {
       // Labels alone (the common case): in their order already, checked as they are.
-      let prefix = TrialAttributes.labelPrefix
-      if fields.allSatisfy({ $0.name.hasPrefix(prefix) }) {
-        let labels = fields.map { (key: String($0.name.dropFirst(prefix.count)), value: $0.value) }
+      let keys = fields.map { TrialAttributes.labelKey(storedName: $0.name) }
+      if keys.allSatisfy({ $0 != nil }) {
+        let labels = zip(keys, fields).map { (key: $0!, value: $1.value) }
         return TrialAttributes(subject: subject, labels: try TrialLabels(ascending: labels))
       }
       return try TrialAttributes(subject: subject, storedFields: fields)

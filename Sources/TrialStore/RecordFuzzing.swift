@@ -17,6 +17,10 @@ public struct DecodedStoreRecord {
   /// The record is of the version this store writes, and holds no span read to the microsecond
   /// (a lateness and grace, as seconds in a `Double`, are): written again, it is the same bytes.
   public var current: Bool
+  /// Written again, the record reads back the same: not for a lateness or grace over 2^31
+  /// seconds (68 years), which the store's `Double` of seconds keeps to the microsecond only
+  /// below that (`Duration.timeInterval`).
+  public var stable = true
 }
 
 @_spi(Fuzzing)
@@ -71,7 +75,7 @@ public enum StoreRecordCoding {
       codec.encode(entry, into: &writer)
       return DecodedStoreRecord(
         record: entry, key: StoreKeys.withLedgerKey(entry.id) { Array($0) }, value: writer.bytes,
-        current: !carriesSpans(entry.outcome))
+        current: !carriesSpans(entry.outcome), stable: spansStable(entry.outcome))
     case "outbox":
       // An undelivered ledger entry's key, with an empty value.
       let parsed = try StoreKeys.ledgerKey(key)
@@ -83,7 +87,8 @@ public enum StoreRecordCoding {
       try codec.encodeEvent(event.entry, attributes: event.attributes, into: &writer)
       return DecodedStoreRecord(
         record: event, key: StoreKeys.withEventKey(event.cursor) { Array($0) }, value: writer.bytes,
-        current: value.first == RecordCodec.eventVersion && !carriesSpans(event.outcome))
+        current: value.first == RecordCodec.eventVersion && !carriesSpans(event.outcome),
+        stable: spansStable(event.outcome))
     case "consumers":
       let consumer = try codec.decodeConsumer(value, name: try StoreKeys.consumerName(key))
       codec.encode(consumer, into: &writer)
@@ -113,6 +118,13 @@ public enum StoreRecordCoding {
   /// A skip beyond the grace carries its lateness and grace, read to the microsecond.
   private static func carriesSpans(_ outcome: LedgerEntry.Outcome) -> Bool {
     if case .skipped(.beyondGrace) = outcome { true } else { false }
+  }
+
+  /// No lateness or grace of the outcome is over 2^31 seconds either way.
+  private static func spansStable(_ outcome: LedgerEntry.Outcome) -> Bool {
+    guard case .skipped(.beyondGrace(let lateness, let grace)) = outcome else { return true }
+    let limit = Duration.seconds(1 << 31)
+    return [lateness, grace].allSatisfy { $0 <= limit && $0 >= .zero - limit }
   }
 
   /// The meta records: numbers (the schema a u32, the others u64) and the last-seen time, read

@@ -123,4 +123,26 @@ import TrialCore
     #expect(parsed.duration == bound)
     #expect(try TimeSpan.parse(parsed.description) == bound)
   }
+
+  /// The import's side of FuzzTesting/Regressions/text/export-label-key-with-a-combining-mark:
+  /// such a label is refused, naming it, rather than kept as an attribute no import takes back.
+  @Test func exportTrial_WithALabelKeyStartingWithACombiningMark_IsRefused() throws {
+    var line = ExportRecord(trial()).jsonLine
+    line = line.replacing(#""subject":"#, with: #""labels":{"\u0313tier":"pro"},"subject":"#)
+    let error = #expect(throws: WireProblem.self) { try ExportRecord.read(line: line) }
+    #expect(error?.path == ["trial", "labels"], "\(String(describing: error))")
+  }
+
+  /// Found by the text fuzz target (FuzzTesting/Regressions/text/precise-time-rounds-into-year-10000):
+  /// a transfer's time whose seventh fraction digit (or a `Date`'s resolution, 30 µs there)
+  /// rounds the last second of 9999 up was read, but its written form,
+  /// `10000-01-01T00:00:00.000000Z`, was not.
+  @Test func preciseTime_RoundingIntoTheYear10000_IsRefused() throws {
+    let error = #expect(throws: WireProblem.self) { try PreciseTime(parsing: "9999-12-31T23:59:59.9999995Z") }
+    #expect(error?.problem.contains("after the year 9999") == true, "\(String(describing: error))")
+    #expect(throws: WireProblem.self) { try PreciseTime(parsing: "9999-12-31T23:59:59.999999Z") }
+    let last = try PreciseTime(parsing: "9999-12-31T23:59:59Z")
+    #expect(last.description == "9999-12-31T23:59:59.000000Z")
+    #expect(try PreciseTime(parsing: last.description) == last)
+  }
 }

@@ -124,6 +124,20 @@ import TrialCore
     }
   }
 
+  /// Found by the text fuzz target (FuzzTesting/Regressions/text/
+  /// export-label-key-with-a-combining-mark): a label key starting with a combining mark hid
+  /// the `label.` prefix from a comparison of text, and the label was kept, unchecked, as an
+  /// attribute of another name, which an export then wrote and an import refused.
+  @Test func storedFields_WithACombiningMarkAfterTheLabelPrefix_AreALabelAndChecked() {
+    let name = TrialAttributes.labelPrefix + "\u{313}tier"
+    #expect(TrialAttributes.labelKey(storedName: name) == "\u{313}tier")
+    let error = #expect(throws: TrialLabels.Invalid.self) {
+      try TrialAttributes(subject: "a", storedFields: [(name: name, value: "pro")])
+    }
+    #expect(error?.key == "\u{313}tier")
+    #expect(TrialAttributes.labelKey(storedName: "plan") == nil)
+  }
+
   @Test func attributes_BuiltInAnyOrder_AreEqualAndHashAlike() throws {
     var built = TrialAttributes(subject: "acme-42")
     built.plan = "pro"

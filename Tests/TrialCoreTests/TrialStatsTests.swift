@@ -64,6 +64,23 @@ import TrialTesting
       TrialStats.change(from: Trial(id: TrialID(2), subject: "b", period: trial.period), to: trial) == nil)
   }
 
+  /// Found by the store-file fuzz target (FuzzTesting/Regressions/store-file/
+  /// trial-start-beyond-the-days-of-a-cohort): a trial record with a start (or an end) no
+  /// calendar reaches, as a damaged store holds one, crashed the engine's start when it changed
+  /// the trial's cohort.
+  @Test func cohort_OfATrialBeyondTheDaysAnInt32Counts_IsHeldAtTheEnd() throws {
+    let far = Date(timeIntervalSince1970: 1e300)
+    let trial = Trial(
+      id: TrialID(1), subject: "a", period: TrialPeriod(startDate: far, endDate: far), state: .expired)
+    #expect(TrialStats.cohort(of: trial).day == .max)
+    var before = trial
+    before.period = TrialPeriod(startDate: Date(timeIntervalSince1970: -1e300), endDate: far)
+    #expect(TrialStats.cohort(of: before).day == .min)
+    before.state = .converted
+    before.endedAt = far
+    #expect(TrialStats.contribution(of: before).conversionHours.hours == [UInt32.max])
+  }
+
   @Test func median_OfTheConversions_IsTheLowerMiddleOne() {
     #expect(CohortCounts(converted: 1, conversionHours: [5: 1]).medianHoursToConversion == 5)
     #expect(CohortCounts(converted: 2, conversionHours: [5: 1, 9: 1]).medianHoursToConversion == 5)

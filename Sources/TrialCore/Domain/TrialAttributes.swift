@@ -83,6 +83,14 @@ public struct TrialAttributes: Hashable, Sendable {
 
   /// The prefix of a label's stored name (`label.customer`).
   public static let labelPrefix = "label."
+
+  /// The key of the label a stored name names (`customer` of `label.customer`), or nil. The
+  /// prefix is compared as bytes, as the stores write it: compared as text, a combining mark
+  /// after its dot would hide it, and the label would pass for another attribute.
+  public static func labelKey(storedName name: String) -> String? {
+    guard name.utf8.starts(with: labelPrefix.utf8) else { return nil }
+    return String(decoding: name.utf8.dropFirst(labelPrefix.utf8.count), as: UTF8.self)
+  }
   /// The prefix of a label's journal field and environment variable (`TRIAL_LABEL_CUSTOMER`).
   public static let labelVariablePrefix = "TRIAL_LABEL_"
 
@@ -125,8 +133,8 @@ public struct TrialAttributes: Hashable, Sendable {
     self.init(subject: subject)
     var labels: [String: String] = [:]
     for (name, value) in fields {
-      if name.hasPrefix(Self.labelPrefix) {
-        labels[String(name.dropFirst(Self.labelPrefix.count))] = value
+      if let key = Self.labelKey(storedName: name) {
+        labels[key] = value
       } else if let named = Self.named.first(where: { $0.name == name && $0.name != "subject" }) {
         named.assign(&self, value)
       } else {

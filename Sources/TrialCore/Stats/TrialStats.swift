@@ -16,9 +16,11 @@ public struct CohortKey: Hashable, Comparable, Sendable {
     lhs.day != rhs.day ? lhs.day < rhs.day : Array(lhs.plan.utf8).lexicographicallyPrecedes(rhs.plan.utf8)
   }
 
-  /// The UTC day of `date`, as days since 1970-01-01.
+  /// The UTC day of `date`, as days since 1970-01-01; a date beyond the days an `Int32` counts
+  /// (a damaged record's) is held at the nearest end.
   public static func day(of date: Date) -> Int32 {
-    Int32(clamping: Int64((date.timeIntervalSince1970 / 86_400).rounded(.down)))
+    let days = (date.timeIntervalSince1970 / 86_400).rounded(.down)
+    return Int32(min(max(days, Double(Int32.min)), Double(Int32.max)))
   }
 }
 
@@ -104,7 +106,7 @@ public enum TrialStats {
       counts.converted = 1
       let end = trial.endedAt ?? trial.period.startDate
       let hours = max(0, end.timeIntervalSince(trial.period.startDate) / 3_600).rounded(.down)
-      counts.conversionHours.add(hours: UInt32(clamping: Int64(hours)), 1)
+      counts.conversionHours.add(hours: UInt32(min(hours, Double(UInt32.max))), 1)
     }
     return counts
   }

@@ -47,6 +47,8 @@ struct ConnectionMachine<Call> {
   /// The connection closes once the calls before an unreadable message are answered.
   private var finishWhenAnswered = false
   private var closeWhenFlushed = false
+  /// Why the connection closes once its output is written.
+  private var flushedCloseReason = "finished"
   private(set) var peerFinished = false
   private(set) var isClosed = false
   private(set) var isStreaming = false
@@ -185,7 +187,7 @@ struct ConnectionMachine<Call> {
     if outputStart == output.count {
       output.removeAll(keepingCapacity: output.capacity <= 1 << 20)
       outputStart = 0
-      if closeWhenFlushed { return close(reason: "finished") }
+      if closeWhenFlushed { return close(reason: flushedCloseReason) }
       return process(now: now)
     }
     if outputStart > 1 << 16 {
@@ -227,9 +229,13 @@ struct ConnectionMachine<Call> {
     {
       if isStreaming {
         if frames.bufferedByteCount > 0 {
-          return close(
-            reason: "call during Watch",
-            log: (.notice, "closing a watching connection that sent another call; use a separate connection"))
+          // The actions and replies of the calls before it still count, as they would had the
+          // call come in a later read; then the connection closes.
+          isStreaming = false
+          return actions + [
+            .stopStream,
+            .log(.notice, "closing a watching connection that sent another call; use a separate connection"),
+          ] + finishAfterFlush(reason: "call during Watch")
         }
         break
       }
@@ -305,9 +311,10 @@ struct ConnectionMachine<Call> {
     bytesQueued += bytes.count
   }
 
-  private mutating func finishAfterFlush() -> [Action] {
+  private mutating func finishAfterFlush(reason: String = "finished") -> [Action] {
     closeWhenFlushed = true
-    return pendingOutput == 0 ? close(reason: "finished") : []
+    flushedCloseReason = reason
+    return pendingOutput == 0 ? close(reason: reason) : []
   }
 }
 

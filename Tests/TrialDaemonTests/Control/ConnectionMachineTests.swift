@@ -215,6 +215,28 @@ import TrialControl
     #expect(actions.contains { if case .stopStream = $0 { true } else { false } })
   }
 
+  /// Found by the control fuzz target (FuzzTesting/Regressions/control/
+  /// call-after-watch-in-one-read-drops-replies): with the calls before a Watch and a call after
+  /// it in one read, the replies already queued were dropped and the Watch never started,
+  /// where arriving in separate reads they went out.
+  @Test func call_AfterAWatchInTheSameRead_LetsTheRepliesBeforeItGoOut() {
+    for reads in [[Self.bytes("info", "watch", "info")], [Self.bytes("info", "watch"), Self.bytes("info")]] {
+      var machine = Self.machine()
+      var actions: [Machine.Action] = []
+      var output = ""
+      for read in reads {
+        actions += machine.received(read, now: .zero)
+        let (written, more) = Self.written(&machine)
+        output += written
+        actions += more
+      }
+      #expect(output == "answer:info|", "\(reads.count) reads")
+      #expect(actions.contains { if case .startStream = $0 { true } else { false } }, "\(reads.count) reads")
+      #expect(actions.contains { if case .stopStream = $0 { true } else { false } }, "\(reads.count) reads")
+      #expect(Self.closed(actions) == "call during Watch", "\(reads.count) reads")
+    }
+  }
+
   @Test func watcher_ThatHangsUp_EndsItsStream() {
     var machine = Self.machine()
     _ = machine.received(Self.bytes("watch"), now: .zero)
