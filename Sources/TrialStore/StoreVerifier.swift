@@ -190,6 +190,19 @@ final class StoreVerifier {
         report.add("main", key, "a database that is not trialwatch's")
       }
     }
+    // A store of an earlier schema holds nothing in the databases of a later one: its upgrade
+    // (`StoreUpgrade`) refuses an event log it did not make, and takes uses and cohorts as found.
+    guard report.schema >= 1 else { return }
+    for (name, since) in [("events", 2), ("consumers", 2), ("uses", 5), ("cohorts", 7)] as [(String, UInt32)]
+    where report.schema < since {
+      guard let database = try txn.openDatabase(name, create: false), try txn.entryCount(database) > 0 else {
+        continue
+      }
+      report.add(
+        "main", Array(name.utf8),
+        "a store of schema \(report.schema) has records in \"\(name)\", a database of schema \(since): "
+          + (since == 2 ? "its upgrade would refuse it" : "its upgrade would take them unchecked"))
+    }
   }
 
   /// One pass over the trials with a second cursor over the ledger alongside (both are in
