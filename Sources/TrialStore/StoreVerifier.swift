@@ -115,6 +115,8 @@ final class StoreVerifier {
   let databases: LMDBTrialRepository.Databases
   let codec = RecordCodec()
   var report: StoreCheckReport
+  /// The open trials of each cohort, as the trials read (`checkCohorts` compares the figures).
+  var openByCohort: [CohortKey: (active: Int64, paused: Int64)] = [:]
 
   init(_ txn: LMDBTransaction, databases: LMDBTrialRepository.Databases, path: String) {
     self.txn = txn
@@ -304,6 +306,8 @@ final class StoreVerifier {
     }
     guard trial.isOpen else { return }
     if trial.isActive { report.activeTrials += 1 }
+    openByCohort[TrialStats.cohort(of: trial), default: (0, 0)].active += trial.isActive ? 1 : 0
+    openByCohort[TrialStats.cohort(of: trial), default: (0, 0)].paused += trial.isActive ? 0 : 1
     var subject = trial.subject
     let subjectKey = Array(subject.utf8)
     guard !subjectKey.isEmpty, subjectKey.count <= 511 else { return }

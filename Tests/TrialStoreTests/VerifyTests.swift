@@ -144,6 +144,26 @@ import TrialTesting
     }
   }
 
+  /// Found by the store-file fuzz target (FuzzTesting/Regressions/store-file/
+  /// trial-start-moved-out-of-its-cohort): a trial whose start moved to another day verified
+  /// clean, and the engine, expiring it, then wrote figures below zero for its new cohort.
+  @Test func verify_TrialMovedOutOfItsCohort_NamesBothCohorts() throws {
+    let directory = try TemporaryDirectory("verify")
+    let path = try fixtureStore(in: directory)
+    let store = try LMDBTrialRepository(directory: path)
+    let moved = try #require(try store.trial(TrialID(5)))
+    var changed = moved
+    changed.period = TrialPeriod(
+      startDate: moved.period.startDate.addingTimeInterval(-3 * 86_400), endDate: moved.period.endDate)
+    try store.write { try $0.putTrial(changed) }
+    store.close()
+    let report = try LMDBStoreReader(directory: path).verify()
+    let cohorts = report.problems.filter { $0.database == "cohorts" }.map(\.message)
+    #expect(cohorts.count == 2, "\(report.problems)")
+    #expect(cohorts.contains { $0.contains("count 3 active") && $0.contains("holds 2") })
+    #expect(cohorts.contains { $0.contains("no figures for the 1 active") })
+  }
+
   @Test func problemDescription_NamesTheRecordReadablyAndInHex() {
     let key = StoreCorruption.ledgerKey(EventID(trialID: TrialID(42), revision: 1, kind: .expiry))
     let problem = StoreProblem(
