@@ -122,15 +122,32 @@ extension StoreVerifier {
   }
 
   /// Each cohort's figures decode and add up (none below zero, no more ended than started, the
-  /// conversions' hours as many as the conversions). Retention may have removed the trials
-  /// they count: they are not counted again.
+  /// conversions' hours as many as the conversions), and count the open trials of the cohort
+  /// the store holds. Retention may have removed the ended trials they count: those are not
+  /// counted again.
   func checkCohorts() throws {
     guard let cohorts = databases.cohorts else { return }
+    var open = openByCohort
     try txn.forEach(cohorts) { key, value in
-      _ = try readable("cohorts", key) {
-        _ = try CohortRecords.cohort(key)
-        return try CohortRecords.decode(value)
+      guard
+        let (cohort, counts) = try readable(
+          "cohorts", key,
+          {
+            (try CohortRecords.cohort(key), try CohortRecords.decode(value))
+          })
+      else { return }
+      let held = open.removeValue(forKey: cohort) ?? (0, 0)
+      if counts.active != held.active || counts.paused != held.paused {
+        report.add(
+          "cohorts", key,
+          "the figures count \(counts.active) active and \(counts.paused) paused trials, but the store holds "
+            + "\(held.active) and \(held.paused) of this cohort")
       }
+    }
+    for (cohort, held) in open.sorted(by: { $0.key < $1.key }) {
+      report.add(
+        "cohorts", CohortRecords.key(cohort),
+        "no figures for the \(held.active) active and \(held.paused) paused trials of this cohort")
     }
   }
 }

@@ -117,6 +117,8 @@ final class StoreVerifier {
   let databases: LMDBTrialRepository.Databases
   let codec = RecordCodec()
   var report: StoreCheckReport
+  /// The open trials of each cohort, as the trials read (`checkCohorts` compares the figures).
+  var openByCohort: [CohortKey: (active: Int64, paused: Int64)] = [:]
 
   init(_ txn: LMDBTransaction, databases: LMDBTrialRepository.Databases, path: String) {
     self.txn = txn
@@ -197,6 +199,19 @@ final class StoreVerifier {
       if !LMDBTrialRepository.Databases.names.contains(String(decoding: key, as: UTF8.self)) {
         report.add("main", key, "a database that is not trialwatch's")
       }
+    }
+    // A store of an earlier schema holds nothing in the databases of a later one: its upgrade
+    // (`StoreUpgrade`) refuses an event log it did not make, and takes uses and cohorts as found.
+    guard report.schema >= 1 else { return }
+    for (name, since) in [("events", 2), ("consumers", 2), ("uses", 5), ("cohorts", 7)] as [(String, UInt32)]
+    where report.schema < since {
+      guard let database = try txn.openDatabase(name, create: false), try txn.entryCount(database) > 0 else {
+        continue
+      }
+      report.add(
+        "main", Array(name.utf8),
+        "a store of schema \(report.schema) has records in \"\(name)\", a database of schema \(since): "
+          + (since == 2 ? "its upgrade would refuse it" : "its upgrade would take them unchecked"))
     }
   }
 
@@ -299,6 +314,8 @@ final class StoreVerifier {
     }
     guard trial.isOpen else { return }
     if trial.isActive { report.activeTrials += 1 }
+    openByCohort[TrialStats.cohort(of: trial), default: (0, 0)].active += trial.isActive ? 1 : 0
+    openByCohort[TrialStats.cohort(of: trial), default: (0, 0)].paused += trial.isActive ? 0 : 1
     var subject = trial.subject
     let subjectKey = Array(subject.utf8)
     guard !subjectKey.isEmpty, subjectKey.count <= 511 else { return }

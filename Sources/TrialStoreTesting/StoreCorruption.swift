@@ -159,7 +159,10 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
       try write { try $0.putLedgerEntry(entry(epsilon.events[2])) }
       let key = Array("active-trials".utf8)
       try raw { try $0.put("meta", key, withUnsafeBytes(of: UInt64(3).littleEndian) { Array($0) }) }
-      return [Expected(database: "meta", key: key, words: ["is 3", "2 trials are active"])]
+      return [
+        Expected(database: "meta", key: key, words: ["is 3", "2 trials are active"]),
+        Expected(database: "cohorts", key: Self.fixtureCohortKey, words: ["count 3 active", "holds 2"]),
+      ]
     case .ledgerGapBeforeLaterEvent:
       let second = epsilon.events[1]
       try write { try $0.putLedgerEntry(entry(second)) }
@@ -172,7 +175,10 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
       expired.state = .expired
       expired.endedAt = later
       try write { try $0.putTrial(expired) }
-      return [Expected(database: "trials", key: Self.trialKey(5), words: ["expired", "not in the ledger"])]
+      return [
+        Expected(database: "trials", key: Self.trialKey(5), words: ["expired", "not in the ledger"]),
+        Expected(database: "cohorts", key: Self.fixtureCohortKey, words: ["count 3 active", "holds 2"]),
+      ]
     case .cancelledTrialWithFiredExpiry:
       let trial = trials[3]
       try write { try $0.putLedgerEntry(entry(trial.events[2])) }
@@ -307,6 +313,11 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
   public static func eventKey(_ cursor: UInt64) -> [UInt8] { trialKey(cursor) }
 
   public static func consumerKey(_ name: String) -> [UInt8] { Array(name.utf8) }
+
+  /// The cohort of the fixture's trials (started at `origin`, without a plan).
+  public static var fixtureCohortKey: [UInt8] {
+    withUnsafeBytes(of: (UInt32(bitPattern: CohortKey.day(of: origin)) ^ 0x8000_0000).bigEndian) { Array($0) }
+  }
 
   /// A u64 meta value, little-endian.
   public static func number(_ value: UInt64) -> [UInt8] {

@@ -118,6 +118,52 @@ import TrialTesting
     #expect(report.problems.contains { $0.database == "cohorts" && $0.key == key }, "\(report.problems)")
   }
 
+  /// Found by the store-file fuzz target (FuzzTesting/Regressions/store-file/
+  /// earlier-schema-with-an-event-log and earlier-schema-with-cohorts): a store whose schema
+  /// record says 1 (or 6) while it holds an event log (or cohorts) verified clean, yet the
+  /// daemon's upgrade refused it (or took the damaged cohorts as they were).
+  @Test(arguments: [(UInt32(1), "events"), (UInt32(6), "cohorts")])
+  func verify_StoreOfAnEarlierSchemaWithRecordsOfALaterOne_NamesTheirDatabase(schema: UInt32, name: String)
+    throws
+  {
+    let directory = try TemporaryDirectory("verify")
+    let path = try fixtureStore(in: directory)
+    let store = try LMDBTrialRepository(directory: path)
+    try store.withRawRecords { raw in
+      try raw.put("meta", Array("schema".utf8), withUnsafeBytes(of: schema.littleEndian) { Array($0) })
+      if name == "cohorts" { try raw.put("cohorts", [6], [1]) }
+    }
+    store.close()
+    let report = try LMDBStoreReader(directory: path).verify()
+    #expect(
+      report.problems.contains { $0.database == "main" && $0.key == Array(name.utf8) },
+      "\(report.problems)")
+    if schema == 1 {
+      let error = #expect(throws: StoreError.self) { try LMDBTrialRepository(directory: path) }
+      #expect(error?.kind == .damaged)
+    }
+  }
+
+  /// Found by the store-file fuzz target (FuzzTesting/Regressions/store-file/
+  /// trial-start-moved-out-of-its-cohort): a trial whose start moved to another day verified
+  /// clean, and the engine, expiring it, then wrote figures below zero for its new cohort.
+  @Test func verify_TrialMovedOutOfItsCohort_NamesBothCohorts() throws {
+    let directory = try TemporaryDirectory("verify")
+    let path = try fixtureStore(in: directory)
+    let store = try LMDBTrialRepository(directory: path)
+    let moved = try #require(try store.trial(TrialID(5)))
+    var changed = moved
+    changed.period = TrialPeriod(
+      startDate: moved.period.startDate.addingTimeInterval(-3 * 86_400), endDate: moved.period.endDate)
+    try store.write { try $0.putTrial(changed) }
+    store.close()
+    let report = try LMDBStoreReader(directory: path).verify()
+    let cohorts = report.problems.filter { $0.database == "cohorts" }.map(\.message)
+    #expect(cohorts.count == 2, "\(report.problems)")
+    #expect(cohorts.contains { $0.contains("count 3 active") && $0.contains("holds 2") })
+    #expect(cohorts.contains { $0.contains("no figures for the 1 active") })
+  }
+
   @Test func problemDescription_NamesTheRecordReadablyAndInHex() {
     let key = StoreCorruption.ledgerKey(EventID(trialID: TrialID(42), revision: 1, kind: .expiry))
     let problem = StoreProblem(

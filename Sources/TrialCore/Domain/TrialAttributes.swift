@@ -91,6 +91,7 @@ public struct TrialAttributes: Hashable, Sendable {
     guard name.utf8.starts(with: labelPrefix.utf8) else { return nil }
     return String(decoding: name.utf8.dropFirst(labelPrefix.utf8.count), as: UTF8.self)
   }
+
   /// The prefix of a label's journal field and environment variable (`TRIAL_LABEL_CUSTOMER`).
   public static let labelVariablePrefix = "TRIAL_LABEL_"
 

@@ -60,10 +60,11 @@ public enum RFC3339 {
 
   /// The instants RFC 3339 writes in UTC, in milliseconds since 1970: 0000-01-01T00:00:00Z to
   /// 9999-12-31T23:59:59.999Z.
-  private static let writable =
-    CivilTime.daysSince1970(year: 0, month: 1, day: 1)
-    * CivilTime.millisecondsPerDay..<CivilTime.daysSince1970(year: 10000, month: 1, day: 1)
-    * CivilTime.millisecondsPerDay
+  private static let writable: Range<Int64> = {
+    let first = CivilTime.daysSince1970(year: 0, month: 1, day: 1)
+    let end = CivilTime.daysSince1970(year: 10000, month: 1, day: 1)
+    return first * CivilTime.millisecondsPerDay..<end * CivilTime.millisecondsPerDay
+  }()
 
   /// Reads the text byte by byte; every error names the input.
   private struct Reader {
