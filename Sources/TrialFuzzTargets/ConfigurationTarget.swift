@@ -202,16 +202,31 @@ enum ConfigurationTarget {
     let name = String(file.path.dropFirst("consumers/".count).prefix { $0 != "." })
     let options = (variables["CONSUME_OPTIONS"] ?? "").split(whereSeparator: \.isWhitespace).map(String.init)
     let arguments = ["consume", "--create"] + options + [name, "--", "/bin/sh", "-c", command]
+    // Most inputs change another file than the consumer's: its command line was parsed before.
+    // Parsing is a pure function of the arguments, and the slowest part of the target.
+    if consumerVerdicts.count > 4_096 { consumerVerdicts.removeAll(keepingCapacity: true) }
+    let verdict = consumerVerdicts[arguments] ?? consumerVerdict(arguments)
+    consumerVerdicts[arguments] = verdict
+    if let verdict { throw FuzzFailure(verdict) }
+  }
+
+  nonisolated(unsafe) private static var consumerVerdicts: [[String]: String?] = [:]
+
+  /// What is wrong with how the command line `arguments` of a consumer's unit is refused, if
+  /// anything.
+  private static func consumerVerdict(_ arguments: [String]) -> String? {
     do {
       _ = try TrialwatchCtl.parseAsRoot(arguments)
     } catch let failure as CtlFailure {
-      try require(
-        failure.exitCode == .usage, "consume \(arguments) fails with \(failure.exitCode): \(failure)")
+      if failure.exitCode != .usage {
+        return "consume \(arguments) fails with \(failure.exitCode): \(failure)"
+      }
     } catch {
       let code = TrialwatchCtl.exitCode(for: error)
-      try require(
-        code == .validationFailure || code == .success,
-        "consume \(arguments) fails with exit code \(code.rawValue), not a usage error: \(error)")
+      if code != .validationFailure && code != .success {
+        return "consume \(arguments) fails with exit code \(code.rawValue), not a usage error: \(error)"
+      }
     }
+    return nil
   }
 }

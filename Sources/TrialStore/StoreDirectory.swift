@@ -154,24 +154,33 @@ extension LMDBEnvironment {
     guard stat(dataPath, &st) == 0 else { return 0 }
     let inode = UInt64(st.st_ino)
     var released = 0
-    for line in Self.readProcFile("/proc/self/maps").split(separator: "\n") {
+    let maps = Self.readProcFile("/proc/self/maps")
+    let suffix = Array("/\(Self.dataFileName)".utf8)
+    var lineStart = maps.startIndex
+    while lineStart < maps.endIndex {
+      let end = maps[lineStart...].firstIndex(of: UInt8(ascii: "\n")) ?? maps.endIndex
+      defer { lineStart = end + 1 }
+      // Most lines (every one of a sanitizer's many) are not the store file's: only lines that
+      // end with its name are parsed.
+      guard end - lineStart > suffix.count, maps[(end - suffix.count)..<end].elementsEqual(suffix) else {
+        continue
+      }
       // start-end perms offset dev inode path
+      let line = String(decoding: maps[lineStart..<end], as: UTF8.self)
       let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
-      guard fields.count == 6, UInt64(fields[4]) == inode,
-        fields[5].hasSuffix("/" + Self.dataFileName)
-      else { continue }
+      guard fields.count == 6, UInt64(fields[4]) == inode else { continue }
       let range = fields[0].split(separator: "-")
-      guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16),
-        end > start, let address = UnsafeMutableRawPointer(bitPattern: start)
+      guard range.count == 2, let first = UInt(range[0], radix: 16), let last = UInt(range[1], radix: 16),
+        last > first, let address = UnsafeMutableRawPointer(bitPattern: first)
       else { continue }
-      if madvise(address, Int(end - start), MADV_DONTNEED) == 0 { released += Int(end - start) }
+      if madvise(address, Int(last - first), MADV_DONTNEED) == 0 { released += Int(last - first) }
     }
     return released
   }
 
-  private static func readProcFile(_ path: String) -> String {
+  private static func readProcFile(_ path: String) -> [UInt8] {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return "" }
+    guard fd >= 0 else { return [] }
     defer { Glibc.close(fd) }
     var data: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -181,7 +190,7 @@ extension LMDBEnvironment {
       guard count > 0 else { break }
       data.append(contentsOf: chunk[0..<count])
     }
-    return String(decoding: data, as: UTF8.self)
+    return data
   }
 }
 
