@@ -137,14 +137,16 @@ bench bench-peers: SHELL = /bin/bash
 bench bench-peers: .SHELLFLAGS = -o pipefail -c
 
 bench: deps release
-	@$(MAKE) --no-print-directory deps APT_PACKAGES=valgrind PIP_PACKAGES=
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="valgrind python3" PIP_PACKAGES=
 	$(SWIFT) build $(BENCH_FLAGS)
 	{ $(call bench_run,make bench); \
 	  TRIALWATCH_BENCH_DAEMON=$(RELEASE_BIN)/trialwatchd $(BENCH_SCRATCH)/release/trialwatch-bench \
 	  $(if $(TRIALWATCH_BENCH_BASELINE_BENCH),&& bench/in-turns.sh $(BENCH_SCRATCH)/release/trialwatch-bench \
 	    $(TRIALWATCH_BENCH_BASELINE_BENCH)) \
 	  && bench/start-instructions.sh $(BENCH_SCRATCH)/release/trialwatch-bench $(RELEASE_BIN)/trialwatchd \
-	    $(TRIALWATCH_BENCH_BASELINE_DAEMON) && $(FLEET_BENCH); } \
+	    $(TRIALWATCH_BENCH_BASELINE_DAEMON) \
+	  && bench/fire-instructions.sh $(RELEASE_BIN)/trialwatchd $(TRIALWATCH_BENCH_BASELINE_DAEMON) \
+	  && $(FLEET_BENCH); } \
 	  | tee $(BENCH_OUT).tmp
 	mv -f $(BENCH_OUT).tmp $(BENCH_OUT)
 
@@ -410,7 +412,7 @@ uninstall:
 
 # Installs into a temporary DESTDIR (twice, and with another PREFIX) and checks the tree.
 hot-functions: release
-	@$(MAKE) --no-print-directory deps APT_PACKAGES=valgrind PIP_PACKAGES=
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="valgrind python3" PIP_PACKAGES=
 	release/hot-functions.sh $(RELEASE_BIN)/trialwatchd $(HOT_FUNCTIONS)
 	$(MAKE) --no-print-directory release
 

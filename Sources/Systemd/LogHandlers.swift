@@ -192,6 +192,8 @@ public struct StderrLogHandler: LogHandler {
   }
 
   private static func escaped(_ text: String) -> String {
+    // Printable ASCII, most text logged, goes out as it is.
+    if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
     var out = ""
     for scalar in text.unicodeScalars {
       switch scalar {
@@ -199,7 +201,7 @@ public struct StderrLogHandler: LogHandler {
       case "\r": out += "\\r"
       case "\t": out += "\\t"
       default:
-        if scalar.properties.generalCategory == .control {
+        if isControl(scalar) {
           out += "\\u{" + String(scalar.value, radix: 16) + "}"
         } else {
           out.unicodeScalars.append(scalar)
@@ -212,11 +214,18 @@ public struct StderrLogHandler: LogHandler {
   private static func quotedIfNeeded(_ value: String) -> String {
     let needsQuotes =
       value.isEmpty
-      || value.unicodeScalars.contains {
-        $0 == " " || $0 == "\"" || $0 == "=" || $0.properties.generalCategory == .control
+      || value.utf8.contains {
+        $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=")
       }
+      || value.unicodeScalars.contains(where: isControl)
     guard needsQuotes else { return value }
     return "\"" + escaped(value).replacingAll("\"", with: "\\\"") + "\""
+  }
+
+  /// Unicode's control characters (general category Cc): C0, DEL and C1, a fixed set, so no
+  /// look-up of the scalar's properties.
+  static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
   }
 }
 

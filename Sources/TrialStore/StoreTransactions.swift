@@ -277,7 +277,12 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
   func putLedgerEntry(_ entry: LedgerEntry) throws {
     if entry.event.kind == .expiry, try expires(entry.event) {
       activeDelta -= 1
-      if lastTrial?.id == entry.event.trialID { lastTrial = nil }
+      // The trial read last is the one expiring (as when firing): it now reads as `derived`
+      // makes it, with no second look-up; the put of the expired trial that follows finds it
+      // unchanged and leaves its record alone.
+      if let lastTrial, lastTrial.id == entry.event.trialID {
+        self.lastTrial = lastTrial.isActive ? lastTrial.expired(byExpiryTakenAt: entry.takenAt) : nil
+      }
     }
     writer.reset()
     codec.encode(entry, into: &writer)

@@ -109,6 +109,21 @@ struct JournalDown: Error, CustomStringConvertible {
     #expect(!line.contains("\n"))
   }
 
+  @Test func stderrFormat_EscapesEveryControlCharacter_AndNothingElse() {
+    // Unicode's general category Cc is fixed (C0, DEL, C1): the handler tests it by value.
+    for value in UInt32(0)...0x10FFFF {
+      guard let scalar = Unicode.Scalar(value) else { continue }
+      if StderrLogHandler.isControl(scalar) != (scalar.properties.generalCategory == .control) {
+        Issue.record("U+\(String(value, radix: 16)) is taken for a control character wrongly")
+        return
+      }
+    }
+    let line = StderrLogHandler.format(
+      level: .info, label: "l", message: "caf\u{E9} \u{85}next\u{7F}",
+      metadata: ["k": "\u{9F}x", "w": "\u{E9}t\u{E9}"])
+    #expect(line == #"info     l: café \u{85}next\u{7f} k="\u{9f}x" w=été"#)
+  }
+
   @Test func bootstrapHandlers_WhenTheLevelChanges_FollowTheSharedLevel() {
     let pipe = LinePipe()
     let level = SharedLogLevel(.warning)

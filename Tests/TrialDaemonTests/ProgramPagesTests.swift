@@ -35,7 +35,7 @@ import TrialDaemonTesting
     """
 
   @Test func mappings_ReadsEachHeaderAndItsAnonymousPages() {
-    let mappings = ProgramPages.mappings(in: Self.smaps)
+    let mappings = ProgramPages.mappings(in: Array(Self.smaps.utf8))
     #expect(mappings.count == 7)
     #expect(mappings.first?.start == 0x55b8_beb5_8000 && mappings.first?.end == 0x55b8_bedd_1000)
     #expect(mappings.map(\.permissions) == ["r--p", "r-xp", "r--p", "rw-p", "r--s", "r-xp", "rw-p"])
@@ -43,11 +43,27 @@ import TrialDaemonTesting
     #expect(mappings[4].device == (0xfe, 0x01) && mappings[4].inode == 42)
   }
 
+  @Test func mappings_RefusesAHeaderWhoseNumbersDoNotFit64Bits() {
+    let smaps = """
+      55b8beb58000-55b8bedd1000 r--p 00000000 fe:00 99999999999999999999    /usr/sbin/trialwatchd
+      Anonymous:             0 kB
+      155b8beb580000000-155b8bedd10000000 r--p 00000000 fe:00 42              /usr/sbin/trialwatchd
+      Anonymous:             0 kB
+      55b8bedd1000-55b8bf8c5000 r-xp 00278000 fe:00 18446744073709551615    /usr/sbin/trialwatchd
+      Anonymous:             7 kB
+      """
+    let mappings = ProgramPages.mappings(in: Array(smaps.utf8))
+    #expect(mappings.map(\.inode) == [UInt64.max])
+    #expect(mappings.map(\.anonymousKB) == [7])
+  }
+
   @Test func release_TakesOnlyTheProgramsReadOnlyMappingsWithNoPageWritten() {
     var program = stat()
     program.st_dev = 0xfe00  // major 254, minor 0
     program.st_ino = 42
-    let released = ProgramPages.mappings(in: Self.smaps).filter { $0.isUnwrittenCopy(ofFile: program) }
+    let released = ProgramPages.mappings(in: Array(Self.smaps.utf8)).filter {
+      $0.isUnwrittenCopy(ofFile: program)
+    }
     // The code and the metadata before it; not the relocated part (written, then made
     // read-only), the data, the store file of the same inode on another device, nor libc.
     #expect(released.map(\.start) == [0x55b8_beb5_8000, 0x55b8_bedd_1000])

@@ -41,6 +41,28 @@ import TrialTesting
     #expect(statistics.ledgerEntries == snapshot.ledger.count)
   }
 
+  @Test func expiryTaken_ReadsAsExpiredInItsTransaction_AndLeavesTheRecordAsWritten() throws {
+    let directory = try TemporaryDirectory()
+    let store = try LMDBTrialRepository(directory: directory.appending("store"))
+    let trial = try #require(try startTrials(store, count: 1).first)
+    let now = trial.period.endDate.addingTimeInterval(1)
+    var planner = Planner()
+    planner.add(trial, now: origin)
+    let due = planner.takeDue(at: now).filter { $0.event.kind == .expiry }
+    #expect(due.count == 1)
+    let (during, record) = try store.write { txn -> (Trial?, Trial?) in
+      _ = try TrialBook.commit(in: txn, due, now: now)
+      let record = try (txn as? StoreReadTransaction)?.storedTrial(trial.id)
+      return (try txn.trial(trial.id), record)
+    }
+    // The expiry is in the ledger; the record stays the active one it was (schema 3 on).
+    #expect(during?.state == .expired && during?.endedAt == now)
+    #expect(record?.state == .active && record?.revision == trial.revision)
+    let after = try store.read { try $0.trial(trial.id) }
+    #expect(after == during)
+    #expect(try store.statistics().activeTrials == 0)
+  }
+
   @Test func throwInsideTheTransaction_AbortsEverything() throws {
     let directory = try TemporaryDirectory()
     let store = try LMDBTrialRepository(directory: directory.appending("store"))

@@ -20,7 +20,7 @@ enum ProgramPages {
       case .success(let bytes) = readFile("/proc/self/smaps")
     else { return 0 }
     var released = 0
-    for mapping in mappings(in: String(decoding: bytes, as: UTF8.self))
+    for mapping in mappings(in: bytes)
     where mapping.isUnwrittenCopy(ofFile: program) {
       guard let address = UnsafeMutableRawPointer(bitPattern: mapping.start) else { continue }
       if madvise(address, Int(mapping.end - mapping.start), MADV_DONTNEED) == 0 {
@@ -35,7 +35,7 @@ enum ProgramPages {
   struct Mapping {
     var start: UInt
     var end: UInt
-    var permissions: Substring
+    var permissions: String
     var device: (major: UInt64, minor: UInt64)
     var inode: UInt64
     /// Pages of the mapping that are the process's own, no longer the file's (`Anonymous:`),
@@ -53,30 +53,75 @@ enum ProgramPages {
     }
   }
 
-  /// The mappings of a `/proc/PID/smaps` text, in order.
-  static func mappings(in smaps: String) -> [Mapping] {
+  /// The mappings of a `/proc/PID/smaps` text, in order. Read as bytes: only the header lines
+  /// (which begin with a hexadecimal digit) and the `Anonymous:` lines are parsed, the other
+  /// twenty or so lines of each mapping are skipped at their first byte.
+  static func mappings(in smaps: [UInt8]) -> [Mapping] {
+    let anonymous = Array("Anonymous:".utf8)
     var found: [Mapping] = []
-    for line in smaps.split(separator: "\n") {
-      if let mapping = header(line) {
-        found.append(mapping)
-      } else if line.hasPrefix("Anonymous:"), !found.isEmpty {
-        let figures = line.dropFirst("Anonymous:".count).split(separator: " ")
-        found[found.count - 1].anonymousKB = figures.first.flatMap { Int($0) }
+    var lineStart = smaps.startIndex
+    while lineStart < smaps.endIndex {
+      let end = smaps[lineStart...].firstIndex(of: UInt8(ascii: "\n")) ?? smaps.endIndex
+      defer { lineStart = end + 1 }
+      let line = smaps[lineStart..<end]
+      guard let first = line.first else { continue }
+      if hexDigit(first) != nil {
+        if let mapping = header(line) { found.append(mapping) }
+      } else if first == anonymous[0], line.starts(with: anonymous), !found.isEmpty {
+        var figures = Fields(line.dropFirst(anonymous.count))
+        found[found.count - 1].anonymousKB = figures.next().flatMap { number($0, radix: 10) }.map { Int($0) }
       }
     }
     return found
   }
 
-  private static func header(_ line: Substring) -> Mapping? {
-    let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
-    guard fields.count >= 5 else { return nil }
-    let range = fields[0].split(separator: "-")
-    let device = fields[3].split(separator: ":")
-    guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16),
-      end > start, device.count == 2, let major = UInt64(device[0], radix: 16),
-      let minor = UInt64(device[1], radix: 16), let inode = UInt64(fields[4])
+  /// `start-end perms offset major:minor inode [path]`
+  private static func header(_ line: ArraySlice<UInt8>) -> Mapping? {
+    var fields = Fields(line)
+    guard let range = fields.next(), let permissions = fields.next(), fields.next() != nil,
+      let device = fields.next(), let inodeField = fields.next(),
+      let dash = range.firstIndex(of: UInt8(ascii: "-")),
+      let colon = device.firstIndex(of: UInt8(ascii: ":")),
+      let start = number(range[..<dash], radix: 16), let end = number(range[(dash + 1)...], radix: 16),
+      end > start, let major = number(device[..<colon], radix: 16),
+      let minor = number(device[(colon + 1)...], radix: 16), let inode = number(inodeField, radix: 10)
     else { return nil }
     return Mapping(
-      start: start, end: end, permissions: fields[1], device: (major, minor), inode: inode, anonymousKB: nil)
+      start: UInt(start), end: UInt(end), permissions: String(decoding: permissions, as: UTF8.self),
+      device: (major, minor), inode: inode, anonymousKB: nil)
+  }
+
+  /// The fields of a line, between runs of spaces.
+  private struct Fields: IteratorProtocol {
+    var rest: ArraySlice<UInt8>
+    init(_ line: ArraySlice<UInt8>) { rest = line }
+    mutating func next() -> ArraySlice<UInt8>? {
+      guard let first = rest.firstIndex(where: { $0 != UInt8(ascii: " ") }) else { return nil }
+      let end = rest[first...].firstIndex(of: UInt8(ascii: " ")) ?? rest.endIndex
+      defer { rest = rest[end...] }
+      return rest[first..<end]
+    }
+  }
+
+  private static func hexDigit(_ byte: UInt8) -> UInt64? {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt64(byte - UInt8(ascii: "0"))
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt64(byte - UInt8(ascii: "a") + 10)
+    default: nil
+    }
+  }
+
+  /// A number in `radix` (10 or 16, lower-case) that fits 64 bits, or nil.
+  private static func number(_ digits: ArraySlice<UInt8>, radix: UInt64) -> UInt64? {
+    guard !digits.isEmpty else { return nil }
+    var value: UInt64 = 0
+    for byte in digits {
+      guard let digit = hexDigit(byte), digit < radix else { return nil }
+      let (shifted, over) = value.multipliedReportingOverflow(by: radix)
+      let (sum, carry) = shifted.addingReportingOverflow(digit)
+      guard !over, !carry else { return nil }
+      value = sum
+    }
+    return value
   }
 }
