@@ -26,7 +26,7 @@ PEERS_PREFIXES = ("trialwatch_", "peer_", "ratio_")
 PREFIX_TITLES = {
     "planner": "The planner", "store": "The store", "engine": "The engine", "daemon": "The daemon",
     "ctl": "trialwatchctl", "control": "The control socket", "feed": "The event log", "consume": "consume",
-    "package": "The package",
+    "package": "The package", "fire": "The fire path, counted",
     "fleet": "The fleet", "poller1s": "The poller, every 1 s", "poller10s": "The poller, every 10 s",
 }
 PEER_METRICS = {
