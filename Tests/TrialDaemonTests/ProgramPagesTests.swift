@@ -57,35 +57,40 @@ import TrialDaemonTesting
     #expect(mappings.map(\.anonymousKB) == [7])
   }
 
-  @Test func release_TakesOnlyTheProgramsReadOnlyMappingsWithNoPageWritten() {
+  @Test func release_TakesOnlyReadOnlyFileMappingsWithNoPageWritten() {
     var program = stat()
     program.st_dev = 0xfe00  // major 254, minor 0
     program.st_ino = 42
-    let released = ProgramPages.mappings(in: Array(Self.smaps.utf8)).filter {
-      $0.isUnwrittenCopy(ofFile: program)
-    }
-    // The code and the metadata before it; not the relocated part (written, then made
-    // read-only), the data, the store file of the same inode on another device, nor libc.
-    #expect(released.map(\.start) == [0x55b8_beb5_8000, 0x55b8_bedd_1000])
+    let mappings = ProgramPages.mappings(in: Array(Self.smaps.utf8))
+    let released = mappings.filter(\.isUnwrittenFileCopy)
+    // The program's code and the metadata before it, and libc's code; not the relocated part
+    // (written, then made read-only), the data, the store file (shared), nor anonymous memory.
+    #expect(released.map(\.start) == [0x55b8_beb5_8000, 0x55b8_bedd_1000, 0x7f3b_71a4_6000])
+    // The program's own: not the store file of the same inode on another device, nor libc.
+    #expect(released.filter { $0.isOfFile(program) }.map(\.start) == [0x55b8_beb5_8000, 0x55b8_bedd_1000])
   }
 
   @Test func release_InThisProcess_LeavesItRunning() throws {
-    // The test runner's own code and metadata: what runs next comes back from the page cache,
-    // and the relocated part, which would come back as the file's unrelocated bytes, is kept.
-    #expect(ProgramPages.release() > 0)
+    // The test runner's own code and metadata, and its libraries': what runs next comes back
+    // from the page cache, and the relocated parts, which would come back as the files'
+    // unrelocated bytes, are kept.
+    let released = ProgramPages.release()
+    #expect(released.program > 0 && released.libraries > 0)
     let decoded = try JSONDecoder().decode([String: Int].self, from: Data(#"{"after":1}"#.utf8))
     #expect(decoded == ["after": 1])
   }
 
-  @Test func daemon_ReleasesItsProgramPagesOnceStartUpIsOver_AndServesAfterwards() throws {
+  @Test func daemon_ReleasesItsProgramAndLibraryPagesOnceStartUpIsOver_AndServesAfterwards() throws {
     let daemon = try DaemonProcess(config: "[Daemon]\nLogLevel=debug\n")
     try daemon.start()
     #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
     // Start-up counts as a spell of work: released a second after it, with no request.
     let line = waitForLine(of: daemon, timeout: 30) { $0.contains("memory released") }
-    let released = line.flatMap { $0.split(separator: "program_mapping_bytes=").last }
-      .flatMap { Int($0.prefix { $0.isNumber }) }
-    #expect((released ?? 0) > 0, "released: \(line ?? "no line")")
+    func bytes(_ field: String) -> Int {
+      line.flatMap { $0.split(separator: "\(field)=").last }.flatMap { Int($0.prefix { $0.isNumber }) } ?? 0
+    }
+    #expect(bytes("program_mapping_bytes") > 0, "released: \(line ?? "no line")")
+    #expect(bytes("library_mapping_bytes") > 0, "released: \(line ?? "no line")")
 
     let client = try VarlinkClient(path: daemon.socketPath, timeout: 10)
     let started = try client.call(Trials.startTrial, StartTrialParameters(subject: "after-release"))

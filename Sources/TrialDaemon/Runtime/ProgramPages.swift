@@ -1,30 +1,42 @@
 import Glibc
 
-/// The pages of the daemon's own program file that it has in memory: most of them are code
-/// and metadata run once, at start-up (loading the configuration and the store, catching
-/// up). They are clean copies of the file, yet they count in the resident size, and the
-/// kernel keeps mapped code longer than other cache. `release()` unmaps them: what runs next
-/// is mapped again from the page cache, a minor fault per 64 kB or so of code.
+/// The pages of the daemon's program and of its shared libraries that it has in memory: most
+/// of the program's are code and metadata run once, at start-up (loading the configuration and
+/// the store, catching up), and of the libraries' (glibc, libstdc++, libsystemd) the daemon
+/// runs little once idle. They are clean copies of their files, yet they count in the resident
+/// size, and the kernel keeps mapped code longer than other cache. `release()` unmaps them:
+/// what runs next is mapped again from the page cache, a minor fault per 64 kB or so of code.
+/// The page cache keeps them as long as the kernel would have; what shrinks is what this
+/// process maps.
 ///
-/// Only mappings that hold nothing but the file's bytes are released: private, not writable,
-/// and without a page written since the program was loaded (the relocated part, made read-only
-/// after the dynamic linker wrote it, has such pages, and so has code a debugger put a
-/// breakpoint in). Dropping a written page of a private mapping would bring back the file's
-/// bytes in its place.
+/// Only mappings that hold nothing but a file's bytes are released: private, not writable,
+/// of a file (not anonymous, not shared: the store's map has its own release), and without a
+/// page written since it was mapped (the relocated part, made read-only after the dynamic
+/// linker wrote it, has such pages, and so has code a debugger put a breakpoint in). Dropping
+/// a written page of a private mapping would bring back the file's bytes in its place.
 enum ProgramPages {
-  /// Unmaps the program's unwritten pages; returns the bytes of mapping released.
+  /// The bytes of mapping released: of the program's own file, and of the other files.
+  struct Released: Equatable {
+    var program = 0
+    var libraries = 0
+  }
+
+  /// Unmaps the unwritten pages of the program and its libraries.
   @discardableResult
-  static func release() -> Int {
+  static func release() -> Released {
     var program = stat()
     guard stat("/proc/self/exe", &program) == 0,
       case .success(let bytes) = readFile("/proc/self/smaps")
-    else { return 0 }
-    var released = 0
-    for mapping in mappings(in: bytes)
-    where mapping.isUnwrittenCopy(ofFile: program) {
+    else { return Released() }
+    var released = Released()
+    for mapping in mappings(in: bytes) where mapping.isUnwrittenFileCopy {
       guard let address = UnsafeMutableRawPointer(bitPattern: mapping.start) else { continue }
-      if madvise(address, Int(mapping.end - mapping.start), MADV_DONTNEED) == 0 {
-        released += Int(mapping.end - mapping.start)
+      let size = Int(mapping.end - mapping.start)
+      guard madvise(address, size, MADV_DONTNEED) == 0 else { continue }
+      if mapping.isOfFile(program) {
+        released.program += size
+      } else {
+        released.libraries += size
       }
     }
     return released
@@ -42,14 +54,18 @@ enum ProgramPages {
     /// in kB; nil when smaps did not say.
     var anonymousKB: Int?
 
-    /// Whether this maps the file of `file` privately, read-only, with every page still the
-    /// file's.
-    func isUnwrittenCopy(ofFile file: stat) -> Bool {
+    /// Whether this maps a file privately, read-only, with every page still the file's.
+    var isUnwrittenFileCopy: Bool {
+      inode != 0 && permissions.count == 4 && !permissions.contains("w") && permissions.last == "p"
+        && anonymousKB == 0
+    }
+
+    /// Whether this maps the file of `file`.
+    func isOfFile(_ file: stat) -> Bool {
       let dev = UInt64(file.st_dev)
       let major = (dev >> 8) & 0xfff | (dev >> 32) & ~0xfff
       let minor = dev & 0xff | (dev >> 12) & ~0xff
-      return inode == UInt64(file.st_ino) && device == (major, minor) && permissions.count == 4
-        && !permissions.contains("w") && permissions.last == "p" && anonymousKB == 0
+      return inode == UInt64(file.st_ino) && device == (major, minor)
     }
   }
 

@@ -175,15 +175,19 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       repository: repository, scheduler: scheduler, settings: engineSettings(configuration), sinks: [sink],
       commits: commits, logger: Logger(label: "trialwatchd.engine"))
     engine.observer = self
-    // Once writes go quiet: the store's pages they mapped in, the program's code they ran, and
-    // the heap they freed.
+    // Once writes go quiet: the store's pages they mapped in, the program's and libraries' code
+    // they ran, and the heap they freed.
     let storeServices = opened.services
     let memoryLogger = Logger(label: "trialwatchd.memory")
     engine.releaseMemory = {
       storeServices.releaseMemory()
-      let program = ProgramPages.release()
+      let released = ProgramPages.release()
       HeapTrim.run()
-      memoryLogger.debug("memory released", metadata: ["program_mapping_bytes": "\(program)"])
+      memoryLogger.debug(
+        "memory released",
+        metadata: [
+          "program_mapping_bytes": "\(released.program)", "library_mapping_bytes": "\(released.libraries)",
+        ])
     }
     self.engine = engine
     if let fleet {
