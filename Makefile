@@ -121,6 +121,9 @@ format:
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
 	Tests/lint/foundation.sh sources
+	@# `Days` only where the seed means days (TrialPeriod, days left): at most 10 lines.
+	@n=$$(grep -rw Days Sources | wc -l); [ $$n -le 10 ] \
+	  || { echo "lint: Days on $$n lines of Sources/, at most 10 (the seed's days only):"; grep -rnw Days Sources; exit 1; }
 
 # No symbol of Foundation proper or ICU in the release binary (nm; part of make test).
 lint-binaries: release

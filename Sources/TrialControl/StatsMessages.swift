@@ -7,7 +7,7 @@ extension StatsPeriod: WireChoice {}
 public struct CalendarDay: WireText, Hashable, Comparable, Sendable {
   public static let wireName = "a day (2026-11-27) or an RFC 3339 time"
 
-  /// Days since 1970-01-01.
+  /// The number of days since 1970-01-01.
   public var day: Int32
 
   public init(_ day: Int32) {

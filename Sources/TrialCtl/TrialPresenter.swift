@@ -257,7 +257,7 @@ public final class TrialPresenter {
       timeLeft: left, details: details)
   }
 
-  /// Days left rounded up; on the end's own calendar day, `ends today`; once ended, how many
+  /// The days left, rounded up; on the end's own calendar day, `ends today`; once ended, how many
   /// calendar days ago.
   public func timeLeft(_ trial: TrialObject) -> String {
     let now = clock.now()

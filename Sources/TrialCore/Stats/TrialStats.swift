@@ -3,7 +3,7 @@ import FoundationEssentials
 /// The trials started with one plan (`""`: none) on one UTC day: a cohort, as the stores keep
 /// its figures.
 public struct CohortKey: Hashable, Comparable, Sendable {
-  /// Days since 1970-01-01, UTC.
+  /// The number of days since 1970-01-01, UTC.
   public var day: Int32
   public var plan: String
 
