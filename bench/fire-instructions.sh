@@ -32,6 +32,8 @@ cleanup() {
   rm -rf "$scratch"
 }
 trap cleanup EXIT
+# shellcheck source=bench/callgrind-daemon.sh
+. "$(dirname "$0")/callgrind-daemon.sh"
 
 # The client: starts COUNT trials ending SPACING seconds apart from a whole second LEAD seconds
 # or more ahead (pipelined, one connection), turns callgrind's instrumentation on before the
@@ -94,27 +96,12 @@ measure() {
   local daemon=$1 suffix=$2 scenario name count spacing
   for scenario in burst:5000:0 single:20:1; do
     IFS=: read -r name count spacing <<< "$scenario"
-    local work
+    local work total release
     work=$(mktemp -d "$scratch/run.XXXX")
-    : > "$work/trialwatch.conf"
-    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgrind.out" -q \
-      "$daemon" --config "$work/trialwatch.conf" --state-dir "$work/state" --socket "$work/socket" \
-      > "$work/daemon.log" 2>&1 &
-    pid=$!
-    local waited=0
-    until [ -S "$work/socket" ]; do
-      kill -0 "$pid" 2> /dev/null || { echo "error: $daemon ended before its socket was up:" >&2; cat "$work/daemon.log" >&2; exit 1; }
-      [ $waited -lt 1200 ] || { echo "error: $daemon has no socket after 2 minutes under valgrind" >&2; exit 1; }
-      sleep 0.1
-      waited=$((waited + 1))
-    done
+    callgrind_start "$daemon" "$work"
     "$python" -c "$client" "$work/socket" "$work/daemon.log" "$pid" "$count" "$spacing" 20
-    kill -TERM "$pid"
-    wait "$pid" || true
-    pid=
-    local total release
-    total=$(callgrind_annotate "$work/callgrind.out" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-    [ -n "$total" ] || { echo "error: no instruction count for $daemon" >&2; exit 1; }
+    callgrind_stop "$work"
+    total=$counted
     # Less the memory release a quiet second after the last write (the engine's closure in
     # scheduleMemoryRelease, whatever it calls): housekeeping after any write, not the fire
     # path, and under valgrind, whose mappings fill /proc/self/smaps, most of the count.

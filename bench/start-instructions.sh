@@ -26,33 +26,20 @@ cleanup() {
   rm -rf "$scratch"
 }
 trap cleanup EXIT
+# shellcheck source=bench/callgrind-daemon.sh
+. "$(dirname "$0")/callgrind-daemon.sh"
 
 # measure DAEMON NAME: prints NAME's line.
 measure() {
-  local daemon=$1 name=$2 work
+  local daemon=$1 name=$2 work total
   work=$(mktemp -d "$scratch/run.XXXX")
-  : > "$work/trialwatch.conf"
-  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgrind.out" -q \
-    "$daemon" --config "$work/trialwatch.conf" --state-dir "$work/state" --socket "$work/socket" \
-    > "$work/daemon.log" 2>&1 &
-  pid=$!
-  local waited=0
-  until [ -S "$work/socket" ]; do
-    kill -0 "$pid" 2> /dev/null || { echo "error: $daemon ended before its socket was up:" >&2; cat "$work/daemon.log" >&2; exit 1; }
-    [ $waited -lt 1200 ] || { echo "error: $daemon has no socket after 2 minutes under valgrind" >&2; exit 1; }
-    sleep 0.1
-    waited=$((waited + 1))
-  done
+  callgrind_start "$daemon" "$work"
   "$bench" --control-client "$work/socket" start $clients 200 32 > /dev/null
   callgrind_control -i on "$pid" > /dev/null 2>&1
   "$bench" --control-client "$work/socket" start $clients $calls 32 > /dev/null
   callgrind_control -i off "$pid" > /dev/null 2>&1
-  kill -TERM "$pid"
-  wait "$pid" || true
-  pid=
-  local total
-  total=$(callgrind_annotate "$work/callgrind.out" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-  [ -n "$total" ] || { echo "error: no instruction count for $daemon" >&2; exit 1; }
+  callgrind_stop "$work"
+  total=$counted
   # The starts counted: each client's warm-up calls and its calls.
   local starts=$((clients * (calls + 200)))
   echo "$name: $((total / starts)) instr"
