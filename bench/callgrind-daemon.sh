@@ -1,6 +1,16 @@
 # Sourced by bench/start-instructions.sh and bench/fire-instructions.sh: a trialwatchd under
 # valgrind's callgrind, with its instrumentation off until the caller turns it on
-# (`callgrind_control -i on "$pid"`).
+# (`callgrind_control -i on "$pid"`). Sourcing it makes the folder scratch, removed on exit
+# with the daemon stopped.
+
+command -v valgrind > /dev/null || { echo "error: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
+scratch=$(mktemp -d)
+pid=
+callgrind_cleanup() {
+  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
+  rm -rf "$scratch"
+}
+trap callgrind_cleanup EXIT
 
 # callgrind_start DAEMON WORK: starts DAEMON on an empty configuration and store in the
 # folder WORK (its socket WORK/socket, its output WORK/daemon.log, the counts

@@ -23,15 +23,7 @@
 # minutes a daemon.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 DAEMON [BASELINE_DAEMON]" >&2; exit 2; }
-command -v valgrind > /dev/null || { echo "error: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 python=${PYTHON:-/usr/bin/python3}
-scratch=$(mktemp -d)
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
 # shellcheck source=bench/callgrind-daemon.sh
 . "$(dirname "$0")/callgrind-daemon.sh"
 

@@ -15,17 +15,9 @@
 # Needs valgrind; about a minute a daemon.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 BENCH DAEMON [BASELINE_DAEMON]" >&2; exit 2; }
-command -v valgrind > /dev/null || { echo "error: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 bench=$1
 clients=4
 calls=2000
-scratch=$(mktemp -d)
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
 # shellcheck source=bench/callgrind-daemon.sh
 . "$(dirname "$0")/callgrind-daemon.sh"
 
