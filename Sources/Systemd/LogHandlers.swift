@@ -214,10 +214,7 @@ public struct StderrLogHandler: LogHandler {
   private static func quotedIfNeeded(_ value: String) -> String {
     let needsQuotes =
       value.isEmpty
-      || value.utf8.contains {
-        $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=")
-      }
-      || value.unicodeScalars.contains(where: isControl)
+      || value.unicodeScalars.contains { $0 == " " || $0 == "\"" || $0 == "=" || isControl($0) }
     guard needsQuotes else { return value }
     return "\"" + escaped(value).replacingAll("\"", with: "\\\"") + "\""
   }

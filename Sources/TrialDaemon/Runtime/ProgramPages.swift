@@ -16,7 +16,7 @@ import Glibc
 /// a written page of a private mapping would bring back the file's bytes in its place.
 enum ProgramPages {
   /// The bytes of mapping released: of the program's own file, and of the other files.
-  struct Released: Equatable {
+  struct Released {
     var program = 0
     var libraries = 0
   }
