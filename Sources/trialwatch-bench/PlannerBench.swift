@@ -33,13 +33,17 @@ enum PlannerBenchCase: String, CaseIterable {
   /// The sparsest shape: expiry only, one event (and one heap entry, slot and index bucket)
   /// a trial.
   case onePerTrial = "one-per-trial"
+  /// The usual shape with the daemon's lookahead of an hour: nearly every trial far, held by id
+  /// and due time alone, and read back (from a dictionary standing for the store) as it comes
+  /// near, before each take.
+  case far = "far"
 
   static let variable = "TRIALWATCH_PLANNER_BENCH_CASE"
   static let eventCount = 1_000_000
 
   var reminders: ReminderSchedule {
     switch self {
-    case .threePerTrial: .default
+    case .threePerTrial, .far: .default
     case .onePerTrial: .none
     }
   }
@@ -48,12 +52,13 @@ enum PlannerBenchCase: String, CaseIterable {
     switch self {
     case .threePerTrial: ""
     case .onePerTrial: "_1_per_trial"
+    case .far: "_far"
     }
   }
 
   func run() {
     let figures = measurePlanner(
-      events: Self.eventCount, reminders: reminders,
+      events: Self.eventCount, reminders: reminders, far: self == .far,
       origin: Date(timeIntervalSinceReferenceDate: 800_000_000))
     print("planner_insert_rate\(suffix): \(format(figures.insertRate)) events/s")
     print("planner_take_rate\(suffix): \(format(figures.takeRate)) events/s")
@@ -80,7 +85,7 @@ private struct PlannerFigures {
 }
 
 private func measurePlanner(
-  events: Int, reminders: ReminderSchedule, origin: Date
+  events: Int, reminders: ReminderSchedule, far: Bool, origin: Date
 ) -> PlannerFigures {
   let perTrial = reminders.offsets.count + 1
   let trials = (events + perTrial - 1) / perTrial
@@ -93,16 +98,25 @@ private func measurePlanner(
   }
   let clock = ContinuousClock()
 
+  func trial(_ index: Int) -> Trial {
+    Trial(
+      id: TrialID(UInt64(index) &* 0x9E37_79B9_7F4A_7C15 | 1), subject: "bench",
+      period: TrialPeriod(startDate: starts[index], endDate: starts[index].addingTimeInterval(length)),
+      reminders: reminders)
+  }
+  // For the far case, what the store holds and the ledger: made before the memory is measured.
+  var store: [TrialID: Trial] = [:]
+  var taken: Set<EventID> = []
+  if far {
+    store = Dictionary(uniqueKeysWithValues: starts.indices.map { (trial($0).id, trial($0)) })
+    taken.reserveCapacity(events)
+  }
+
   let rssBefore = residentBytes()
   var planner = Planner(policy: CatchUpPolicy(reminders: .latest))
+  if far { planner.holdFar(lookahead: .seconds(3_600), now: origin) }
   let insertTime = clock.measure {
-    for (index, start) in starts.enumerated() {
-      let trial = Trial(
-        id: TrialID(UInt64(index) &* 0x9E37_79B9_7F4A_7C15 | 1), subject: "bench",
-        period: TrialPeriod(startDate: start, endDate: start.addingTimeInterval(length)),
-        reminders: reminders)
-      planner.add(trial, now: origin)
-    }
+    for index in starts.indices { planner.add(trial(index), now: origin) }
   }
   let rssAfter = residentBytes()
   let pending = planner.pendingEventCount
@@ -116,7 +130,17 @@ private func measurePlanner(
   let takeTime = clock.measure {
     for wake in 1...wakes {
       let now = origin.addingTimeInterval(horizon * Double(wake) / Double(wakes))
-      takenCount += planner.takeDue(at: now).count
+      if far {
+        // What the engine does before each take.
+        let held = planner.farTrialsToHold(at: now)
+        planner.moveHorizon(at: now)
+        for id in held { planner.restore(store[id]!) { taken.contains($0) } }
+        let due = planner.takeDue(at: now)
+        for event in due { taken.insert(event.event.id) }
+        takenCount += due.count
+      } else {
+        takenCount += planner.takeDue(at: now).count
+      }
     }
   }
   precondition(takenCount == pending && planner.pendingEventCount == 0, "took \(takenCount) of \(pending)")

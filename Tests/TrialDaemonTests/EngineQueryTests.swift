@@ -43,7 +43,7 @@ import TrialTesting
     let h = try Harness.started(ids: [1, 2])
     try h.start("a", days: 2)
     try h.start("b", days: 4)
-    let predicted = h.engine.simulate(through: epoch.addingTimeInterval(3.5 * day))
+    let predicted = try h.engine.simulate(through: epoch.addingTimeInterval(3.5 * day))
     #expect(h.engine.planner.pendingEventCount == 5)
     h.scheduler.advance(by: 3.5 * day)
     #expect(predicted.map(\.event.id) == h.sink.ids)

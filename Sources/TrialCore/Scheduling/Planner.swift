@@ -13,6 +13,12 @@ import HeapModule
 /// Memory per trial with pending events: one 16-byte heap entry, one 32-byte slot and 8 to 16
 /// bytes of index (a table of 4-byte slot numbers, at most half full); reminder schedules are
 /// shared. The storage is in `PlannerStorage.swift`.
+///
+/// Held so, in full, are the trials whose next event falls due up to the `horizon`. With a
+/// lookahead (`holdFar`), a trial whose next event falls due later is far: held by its id, that
+/// due time and its count of pending events alone, about 20 bytes (`FarTrials`), until the
+/// horizon reaches it; then the engine reads it back from the store and restores it in full
+/// (`Planner+Far.swift`).
 public struct Planner: Sendable {
   public var policy: CatchUpPolicy
 
@@ -55,6 +61,14 @@ public struct Planner: Sendable {
   }
 
   var heap = Heap<Entry>()
+  /// The trials whose next event falls due after the horizon.
+  var far = FarTrials()
+  /// The due time up to which every trial is held in full, in seconds since the reference date;
+  /// infinite (the default) holds every trial in full.
+  public internal(set) var horizon = Double.infinity
+  /// How long before a far trial's next event the planner wants it held in full
+  /// (`nextDeadline`); 0: none is far.
+  var lookahead: Double = 0
   var slots: [Slot] = []
   var freeSlots: [UInt32] = []
   /// The index: open addressing, each bucket a slot number plus one (0: empty), its trial id
@@ -76,23 +90,29 @@ public struct Planner: Sendable {
   var compactionFloor = 4096
 
   /// Events not yet taken, over all trials.
-  public private(set) var pendingEventCount = 0
+  public internal(set) var pendingEventCount = 0
 
   public init(policy: CatchUpPolicy = CatchUpPolicy()) {
     self.policy = policy
   }
 
   /// Trials with at least one pending event.
-  public var trialCount: Int { indexed + resumes.count }
+  public var trialCount: Int { indexed + resumes.count + far.count }
 
   /// The ids of the trials with at least one pending event, in no order: a copy, so that the
   /// planner may change while it is gone through.
   public var trialIDs: [TrialID] {
     slots.lazy.filter { $0.plan != 0 }.map { TrialID($0.trial) } + resumes.trialIDs.map(TrialID.init)
+      + far.ids.map(TrialID.init)
   }
 
-  /// Prepares room for `trials` trials, to avoid rehashing while a store loads.
+  /// Prepares room for `trials` trials, to avoid rehashing while a store loads: far ones when
+  /// the planner has a lookahead (most trials are then), else held in full.
   public mutating func reserveCapacity(trials: Int) {
+    if lookahead > 0 {
+      far.reserveCapacity(trials)
+      return
+    }
     growIndex(toHold: trials)
     slots.reserveCapacity(trials)
     heap.reserveCapacity(trials)
@@ -123,7 +143,7 @@ public struct Planner: Sendable {
       }
       skipped.append(DueEvent(event: event, takenAt: now, disposition: .skip(reason), isLate: false))
     }
-    schedule(trial, from: first)
+    schedule(trial, from: first, now: now)
     return skipped
   }
 
@@ -146,7 +166,7 @@ public struct Planner: Sendable {
     }
     var first = 0
     while first < count, completed(trial.event(at: first).id) { first += 1 }
-    schedule(trial, from: first)
+    schedule(trial, from: first, now: nil)
     return true
   }
 
@@ -165,6 +185,11 @@ public struct Planner: Sendable {
       pendingEventCount -= 1
       return true
     }
+    let farEvents = far.remove(id.rawValue)
+    if farEvents > 0 {
+      pendingEventCount -= farEvents
+      return true
+    }
     guard let slot = slot(of: id.rawValue) else { return false }
     pendingEventCount -= remaining(in: slots[Int(slot)])
     release(slot)
@@ -179,7 +204,24 @@ public struct Planner: Sendable {
     pendingEventCount += 1
   }
 
-  private mutating func schedule(_ trial: Trial, from first: Int) {
+  /// Plans the trial's events from `first` on: in full, or far when the first falls due after
+  /// the horizon (and after twice the lookahead from `now`, when known).
+  private mutating func schedule(_ trial: Trial, from first: Int, now: Date?) {
+    pendingEventCount -= far.remove(trial.id.rawValue)
+    let end = trial.period.endDate.timeIntervalSinceReferenceDate
+    let offsets = trial.reminders.offsets
+    let firstDue = first < offsets.count ? end - offsets[first].timeInterval : end
+    if isFar(firstDue, now: now?.timeIntervalSinceReferenceDate) {
+      if let existing = slot(of: trial.id.rawValue) {
+        pendingEventCount -= remaining(in: slots[Int(existing)])
+        release(existing)
+        staleEntries += 1
+      }
+      far.insert(trial.id.rawValue, due: firstDue, events: offsets.count + 1 - first)
+      pendingEventCount += offsets.count + 1 - first
+      tidy()
+      return
+    }
     let schedule = intern(trial.reminders)
     if lastPlan >= planLimit { compact() }
     lastPlan += 1
@@ -220,7 +262,7 @@ public struct Planner: Sendable {
     return Int(index) < offsets.count ? slot.end - offsets[Int(index)] : slot.end
   }
 
-  private func event(of slot: Slot, index: UInt8) -> TrialEvent {
+  func event(of slot: Slot, index: UInt8) -> TrialEvent {
     let offsets = schedules[Int(slot.schedule)].offsets
     let kind: EventKind = Int(index) < offsets.count ? .reminder(before: offsets[Int(index)]) : .expiry
     return TrialEvent(
@@ -252,23 +294,39 @@ public struct Planner: Sendable {
 
   // MARK: Queries
 
-  /// When the earliest pending event falls due.
+  /// When the planner wants `takeDue` called next: the earliest pending event held in full falls
+  /// due, or the earliest far one comes within the lookahead (`moveHorizon`).
   public var nextDeadline: Date? {
-    let due = [heap.min?.due, resumes.nextDue].compactMap { $0 }.min()
+    let due = [heap.min?.due, resumes.nextDue, far.earliest.map { $0.due - lookahead }].compactMap { $0 }
+      .min()
     return due.map { Date(timeIntervalSinceReferenceDate: $0) }
   }
 
-  /// The earliest pending event.
-  public var nextEvent: TrialEvent? {
-    let resume = resumes.next
-    guard let top = heap.min, resume.map({ $0.due.timeIntervalSinceReferenceDate >= top.due }) ?? true else {
-      return resume
-    }
-    let slot = slots[Int(top.slot)]
-    return event(of: slot, index: slot.next)
+  /// When the earliest pending event falls due, far ones included.
+  public var nextEventDue: Date? {
+    let due = [heap.min?.due, resumes.nextDue, far.earliest?.due].compactMap { $0 }.min()
+    return due.map { Date(timeIntervalSinceReferenceDate: $0) }
   }
 
-  /// The pending event with this id, if it is still pending.
+  /// The earliest pending event; nil when there is none, or when it is a far trial's
+  /// (`nextFarTrial`).
+  public var nextEvent: TrialEvent? {
+    let resume = resumes.next
+    var next: TrialEvent?
+    if let top = heap.min, resume.map({ $0.due.timeIntervalSinceReferenceDate >= top.due }) ?? true {
+      let slot = slots[Int(top.slot)]
+      next = event(of: slot, index: slot.next)
+    } else {
+      next = resume
+    }
+    if let far = far.earliest, next.map({ far.due < $0.due.timeIntervalSinceReferenceDate }) ?? true {
+      return nil
+    }
+    return next
+  }
+
+  /// The pending event with this id, if it is still pending and held in full (a far trial's
+  /// events are not: nil).
   public func pendingEvent(_ id: EventID) -> TrialEvent? {
     if let resume = resumes.event(of: id.trialID.rawValue) { return resume.id == id ? resume : nil }
     guard let position = slot(of: id.trialID.rawValue) else { return nil }
@@ -289,7 +347,7 @@ public struct Planner: Sendable {
     return event(of: slot, index: UInt8(found))
   }
 
-  /// The trial's pending events, in due order.
+  /// The trial's pending events, in due order, if it is held in full (a far trial's: none).
   public func pendingEvents(of id: TrialID) -> [TrialEvent] {
     if let resume = resumes.event(of: id.rawValue) { return [resume] }
     guard let position = slot(of: id.rawValue) else { return [] }
@@ -321,6 +379,11 @@ public struct Planner: Sendable {
       if remaining(in: slot) == 0 {
         heap.removeMin()
         release(top.slot)
+      } else if isFar(due(of: slot, index: slot.next), now: limit) {
+        // Its next event falls due beyond the horizon: held far until then.
+        heap.removeMin()
+        far.insert(slot.trial, due: due(of: slot, index: slot.next), events: remaining(in: slot))
+        release(top.slot)
       } else {
         // The trial's next event takes the place of the one just taken: one sift instead of two.
         slots[position] = slot
@@ -335,68 +398,5 @@ public struct Planner: Sendable {
       }.map(\.element)
     }
     return applyPolicy(to: taken, at: now)
-  }
-
-  /// What `takeDue` would return if the clock ran from `now` to `date` with the daemon
-  /// awake: events overdue at `now` as a wake at `now` would take them, later ones on time.
-  /// Changes nothing.
-  public func simulate(now: Date, through date: Date) -> [DueEvent] {
-    let limit = date.timeIntervalSinceReferenceDate
-    var upcoming: [(due: Double, order: UInt64, event: TrialEvent)] = []
-    for slot in slots where slot.plan != 0 {
-      let total = schedules[Int(slot.schedule)].offsets.count + 1
-      for next in Int(slot.next)..<total {
-        let due = due(of: slot, index: UInt8(next))
-        guard due <= limit else { break }
-        // Plan first, then the event's place in it: the order takeDue takes equal due times in.
-        upcoming.append((due, UInt64(slot.plan) << 8 | UInt64(next), event(of: slot, index: UInt8(next))))
-      }
-    }
-    for resume in resumes.due(through: limit) {
-      upcoming.append((resume.due.timeIntervalSinceReferenceDate, 0, resume))
-    }
-    upcoming.sort { $0.due != $1.due ? $0.due < $1.due : $0.order < $1.order }
-    let nowValue = now.timeIntervalSinceReferenceDate
-    let overdue = upcoming.prefix { $0.due <= nowValue }.map(\.event)
-    var result = applyPolicy(to: overdue, at: now)
-    for (_, _, event) in upcoming.dropFirst(overdue.count) {
-      result.append(DueEvent(event: event, takenAt: event.due, disposition: .fire, isLate: false))
-    }
-    return result
-  }
-
-  private func applyPolicy(to taken: [TrialEvent], at now: Date) -> [DueEvent] {
-    // The last event taken for each trial in this wake: later reminders supersede earlier ones.
-    // Only needed when some reminder is late.
-    // Lateness is compared as `DueEvent.lateness` reports it, to the microsecond.
-    var last: [TrialID: TrialEvent] = [:]
-    if policy.reminders == .latest,
-      taken.contains(where: {
-        $0.kind.reminderOffset != nil && now.duration(since: $0.due) > policy.lateThreshold
-      })
-    {
-      for event in taken { last[event.trialID] = event }
-    }
-    return taken.map { event in
-      let lateness = now.duration(since: event.due)
-      let isLate = lateness > policy.lateThreshold
-      var disposition = DueEvent.Disposition.fire
-      if case .reminder = event.kind, isLate {
-        switch policy.reminders {
-        case .all:
-          break
-        case .skip:
-          if lateness > policy.grace {
-            disposition = .skip(.beyondGrace(lateness: lateness, grace: policy.grace))
-          }
-        case .latest:
-          if let final = last[event.trialID], final.id != event.id {
-            disposition = .skip(
-              final.kind == .expiry ? .supersededByExpiry : .supersededByReminder(final.id))
-          }
-        }
-      }
-      return DueEvent(event: event, takenAt: now, disposition: disposition, isLate: isLate)
-    }
   }
 }

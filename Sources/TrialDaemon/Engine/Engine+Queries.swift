@@ -146,15 +146,22 @@ extension Engine {
   }
 
   /// What would fire from now until `date`, changing nothing.
-  public func simulate(through date: Date) -> [DueEvent] {
-    planner.simulate(now: clock.now(), through: date)
+  public func simulate(through date: Date) throws -> [DueEvent] {
+    // Far trials are not held in full: the planner a restarted engine would build is asked.
+    guard !planner.holdsFarTrials(dueThrough: date) else {
+      return try queries.simulate(now: clock.now(), through: date, policy: planner.policy)
+    }
+    return planner.simulate(now: clock.now(), through: date)
   }
 
   public func status() -> EngineStatus {
-    let next = planner.nextEvent
-    let attributes = next.flatMap { event in
-      (try? repository.read { try $0.trial(event.trialID) })??.attributes
-    }
+    let pending = nextPendingEvent()
+    let next = pending?.event
+    let attributes =
+      pending?.trial?.attributes
+      ?? next.flatMap { event in
+        (try? repository.read { try $0.trial(event.trialID) })??.attributes
+      }
     return EngineStatus(
       counts: counts, pendingEvents: planner.pendingEventCount, nextEvent: next, nextAttributes: attributes,
       fired: firedCount, skipped: skippedCount, line: statusLine())

@@ -46,10 +46,10 @@ extension Engine {
   private func trialsLine() -> String {
     let active = counts[.active, default: 0]
     var line = "\(active) active trial\(active == 1 ? "" : "s")"
-    guard let next = planner.nextEvent else { return line + "; nothing scheduled" }
+    guard let (next, trial) = nextPendingEvent() else { return line + "; nothing scheduled" }
     // Read once per trial that comes next (a statement on a fleet's shared database).
     if statusSubject?.id != next.trialID {
-      statusSubject = (try? repository.trial(next.trialID))?.map { ($0.id, $0.subject) }
+      statusSubject = (trial ?? (try? repository.trial(next.trialID)) ?? nil).map { ($0.id, $0.subject) }
     }
     let subject = statusSubject.map(\.subject) ?? "\(next.trialID)"
     let left = next.due.duration(since: clock.now())
@@ -60,6 +60,16 @@ extension Engine {
     case .paused, .resumed: line += "; next: \(subject) resumes \(when)"
     }
     return line
+  }
+
+  /// The earliest pending event; a far trial's is read from the store, with its trial (see
+  /// `Planner+Far.swift`).
+  func nextPendingEvent() -> (event: TrialEvent, trial: Trial?)? {
+    if let next = planner.nextEvent { return (next, nil) }
+    guard let id = planner.nextFarTrial, let trial = (try? repository.read({ try $0.trial(id) })) ?? nil,
+      let event = planner.farEvent(of: trial)
+    else { return nil }
+    return (event, trial)
   }
 
   /// Publishes the snapshot (see `EngineSnapshots`), then the status at most once per

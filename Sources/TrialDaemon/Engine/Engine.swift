@@ -150,6 +150,7 @@ public final class Engine {
       observer?.engineDetectedClockStep(from: lastSeen, to: now)
     }
     planner = Planner(policy: settings.policy)
+    if fleet == nil, let lookahead = settings.lookahead { planner.holdFar(lookahead: lookahead, now: now) }
     let summary = try repository.restore(into: &planner, progress: progress)
     counts = summary.byState
     openByPlan = OpenTrialsByPlan(cohorts: try repository.read { try $0.cohorts(from: .min, through: .max) })
@@ -246,6 +247,7 @@ public final class Engine {
   /// next ones. Returns how many were taken.
   @discardableResult
   private func fireDue(at now: Date) -> Int {
+    holdAhead(at: now)
     let due = planner.takeDue(at: now)
     if !due.isEmpty {
       commits.submit({ txn in try TrialBook.take(in: txn, due, now: now) }) { [weak self] result in
@@ -330,9 +332,32 @@ public final class Engine {
     }
   }
 
+  /// Reads back from the store, and holds in full, the far trials whose events come within the
+  /// planner's lookahead (see `Planner+Far.swift`). When the store cannot be read, they stay
+  /// far and the engine tries again after the retry delay.
+  private func holdAhead(at now: Date) {
+    let ids = planner.farTrialsToHold(at: now)
+    guard !ids.isEmpty else {
+      planner.moveHorizon(at: now)
+      return
+    }
+    do {
+      let read = try repository.read { txn in
+        try ids.compactMap { id in try txn.trial(id).map { ($0, try txn.ledgerEntries(trial: id)) } }
+      }
+      planner.moveHorizon(at: now)
+      for (trial, ledger) in read { planner.restore(trial, ledger: ledger) }
+    } catch {
+      logger.error(
+        "could not read the trials falling due soon; will retry",
+        metadata: ["error": "\(error)", "count": "\(ids.count)"])
+      scheduleRetry()
+    }
+  }
+
   /// Hands taken entries to the sinks, in order, behind any held back (see `DeliveryQueue`).
   func deliver(_ entries: [LedgerEntry], trials: [Trial?]) {
-    delivery.deliver(entries, trials: trials, retryDelay: settings.retryDelay, nextDue: planner.nextDeadline)
+    delivery.deliver(entries, trials: trials, retryDelay: settings.retryDelay, nextDue: planner.nextEventDue)
   }
 
   /// A write transaction of its own, behind the writes in progress, waited for; it also

@@ -82,6 +82,10 @@ public struct EngineSettings: Hashable, Sendable {
   /// How long after the last write the engine lets go of memory writes left resident
   /// (`Engine.releaseMemory`).
   public var memoryQuiet: Duration
+  /// How long before its next event a trial is held in full; trials whose events fall due
+  /// later are held by id and due time alone (see `Planner+Far.swift`). Nil: every trial is
+  /// held in full. Not in a fleet, whose trials are always held in full.
+  public var lookahead: Duration? = .seconds(3600)
 
   public init(
     defaultLength: Duration = TrialDefaults.standard.length,

@@ -59,9 +59,10 @@ extension Engine {
   /// event belongs to another trial than in `previous`, and never in a fleet, where that read
   /// crosses the network (`GetStatus` reads it when asked).
   private func makeSnapshot(previous: EngineSnapshot?) -> EngineSnapshot {
-    let next = planner.nextEvent
-    var attributes: TrialAttributes?
-    if let next {
+    let pending = nextPendingEvent()
+    let next = pending?.event
+    var attributes: TrialAttributes? = pending?.trial?.attributes
+    if let next, attributes == nil {
       if let previous, previous.nextEvent?.trialID == next.trialID, let known = previous.nextAttributes {
         attributes = known
       } else if fleet == nil {

@@ -4,12 +4,16 @@ import TrialTesting
 
 /// Runs a planner the way the daemon's engine does, in virtual time: one wake is armed at
 /// the planner's next deadline; each wake takes what is due at the clock's time, records
-/// it, and re-arms. Every change to the planner re-arms too.
+/// it, and re-arms. Every change to the planner re-arms too. With far trials (`far`), it keeps
+/// the trials and the events taken, as the store does, and holds far trials in full from them
+/// as the engine does before each take.
 final class PlannerDriver {
   struct Wake {
     /// What the clock read when the wake ran.
     var at: Date
     var taken: [DueEvent]
+    /// Far trials read back and held in full before the take.
+    var held = 0
   }
 
   static let wakeLabel = "planner-wake"
@@ -18,10 +22,21 @@ final class PlannerDriver {
   private(set) var planner: Planner
   private var wake: (any ScheduledWake)?
   private(set) var wakes: [Wake] = []
+  /// The trials as the store holds them, when the planner holds far trials.
+  private var store: [TrialID: Trial]?
+  private var ended: Set<TrialID> = []
+  /// Every event taken, as the ledger holds them.
+  private var ledger: Set<EventID> = []
 
-  init(now: Date, policy: CatchUpPolicy = CatchUpPolicy(), planner: Planner? = nil) {
+  /// With `far`, the planner holds far the trials whose events fall due more than twice that
+  /// after now (`Planner.holdFar`).
+  init(now: Date, policy: CatchUpPolicy = CatchUpPolicy(), planner: Planner? = nil, far: Duration? = nil) {
     scheduler = TestScheduler(now: now)
     self.planner = planner ?? Planner(policy: policy)
+    if let far {
+      self.planner.holdFar(lookahead: far, now: now)
+      store = [:]
+    }
   }
 
   /// A driver at day 0 that planned trial 1, `days` long, starting then.
@@ -40,7 +55,14 @@ final class PlannerDriver {
   /// Plans a trial that starts now.
   @discardableResult
   func start(_ trial: Trial) -> [DueEvent] {
-    change { $0.add(trial, now: now, reason: .alreadyDueAtStart) }
+    store?[trial.id] = trial
+    return record(change { $0.add(trial, now: now, reason: .alreadyDueAtStart) })
+  }
+
+  /// Reminders skipped at a start or an extension go into the ledger, as `TrialBook` puts them.
+  private func record(_ skipped: [DueEvent]) -> [DueEvent] {
+    ledger.formUnion(skipped.lazy.map(\.event.id))
+    return skipped
   }
 
   /// Moves a trial's end, starting a new revision, and plans it.
@@ -48,13 +70,15 @@ final class PlannerDriver {
   func extend(_ trial: inout Trial, to end: Date) -> [DueEvent] {
     trial.reschedule(endDate: end)
     let current = trial
-    return change { $0.add(current, now: now, reason: .alreadyDueAtExtension) }
+    store?[trial.id] = trial
+    return record(change { $0.add(current, now: now, reason: .alreadyDueAtExtension) })
   }
 
   /// Ends a trial early.
   @discardableResult
   func end(_ id: TrialID) -> Bool {
-    change { $0.cancel(id) }
+    ended.insert(id)
+    return change { $0.cancel(id) }
   }
 
   @discardableResult
@@ -81,10 +105,25 @@ final class PlannerDriver {
     guard let deadline = planner.nextDeadline else { return }
     wake = scheduler.schedule(at: deadline, label: Self.wakeLabel) { [unowned self] in
       let now = scheduler.now
+      let held = holdAhead(at: now)
       let taken = planner.takeDue(at: now)
-      wakes.append(Wake(at: now, taken: taken))
+      ledger.formUnion(taken.lazy.map(\.event.id))
+      wakes.append(Wake(at: now, taken: taken, held: held))
       rearm()
     }
+  }
+
+  /// What the engine does before each take: the far trials coming within the lookahead, read
+  /// back from the store and restored. Returns how many.
+  private func holdAhead(at now: Date) -> Int {
+    guard let store else { return 0 }
+    let ids = planner.farTrialsToHold(at: now)
+    planner.moveHorizon(at: now)
+    for id in ids where !ended.contains(id) {
+      guard let trial = store[id] else { continue }
+      planner.restore(trial) { self.ledger.contains($0) }
+    }
+    return ids.count
   }
 }
 

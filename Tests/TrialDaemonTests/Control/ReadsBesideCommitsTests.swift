@@ -112,7 +112,7 @@ import TrialTesting
     let queries = StoreQueries(repository)
     func check(through span: TimeInterval) throws {
       let now = scheduler.clock.now()
-      let expected = engine.simulate(through: now.addingTimeInterval(span))
+      let expected = try engine.simulate(through: now.addingTimeInterval(span))
       let simulated = try queries.simulate(now: now, through: now.addingTimeInterval(span), policy: policy)
       #expect(!expected.isEmpty)
       #expect(simulated == expected)
@@ -122,7 +122,7 @@ import TrialTesting
     scheduler.setWallTime(scheduler.clock.now().addingTimeInterval(8 * day))
     try check(through: 0)
     try check(through: 30 * day)
-    let overdue = engine.simulate(through: scheduler.clock.now())
+    let overdue = try engine.simulate(through: scheduler.clock.now())
     #expect(overdue.contains { $0.disposition != .fire } == (reminders != .all), "the policy was applied")
     engine.stop()
     (repository as? any StoreServices)?.close()

@@ -1,0 +1,81 @@
+import FoundationEssentials
+
+/// Far trials: those whose next event falls due after the horizon, held by id and due time alone
+/// (`FarTrials`) until the horizon reaches them.
+///
+/// The horizon stands up to twice the lookahead ahead of now. When the earliest far trial comes
+/// within the lookahead (`nextDeadline` is then), the engine moves the horizon to twice the
+/// lookahead ahead of now again, reads the far trials it passes back from the store and restores
+/// them (`farTrialsToHold`, `moveHorizon`, then `restore`): their events are held in full before
+/// they fall due, however the wall clock moves, since `takeDue` is called after the same steps.
+/// A trial whose next event, after one is taken, falls due beyond the horizon goes far again.
+extension Planner {
+  /// Holds far every trial whose next event falls due more than twice `lookahead` after `now`.
+  /// For an empty planner, before a store is read into it.
+  public mutating func holdFar(lookahead: Duration, now: Date) {
+    precondition(trialCount == 0, "far trials are chosen before any trial is planned")
+    precondition(lookahead > .zero, "a lookahead of \(lookahead)")
+    self.lookahead = lookahead.timeInterval
+    horizon = now.timeIntervalSinceReferenceDate + 2 * self.lookahead
+  }
+
+  /// Whether a trial whose next event falls due at `due` is held far: after the horizon and,
+  /// when `now` is known, after twice the lookahead from it.
+  func isFar(_ due: Double, now: Double?) -> Bool {
+    due > horizon && now.map { due > $0 + 2 * lookahead } ?? true
+  }
+
+  /// Far trials held.
+  public var farTrialCount: Int { far.count }
+
+  /// The far trials `moveHorizon(at: now)` lets go of, earliest first: to be read back from the
+  /// store before it, and restored after it. None while the horizon is at least the lookahead
+  /// ahead of `now`.
+  public func farTrialsToHold(at now: Date) -> [TrialID] {
+    let now = now.timeIntervalSinceReferenceDate
+    guard lookahead > 0, horizon < now + lookahead else { return [] }
+    return far.due(through: now + 2 * lookahead).map(TrialID.init)
+  }
+
+  /// Moves the horizon to twice the lookahead after `now`, when it is less than the lookahead
+  /// ahead, and lets go of the far trials it passes (`farTrialsToHold`): restored right after,
+  /// they are held in full.
+  public mutating func moveHorizon(at now: Date) {
+    let now = now.timeIntervalSinceReferenceDate
+    guard lookahead > 0, horizon < now + lookahead else { return }
+    horizon = now + 2 * lookahead
+    let before = far.events
+    far.remove(through: horizon)
+    pendingEventCount -= before - far.events
+  }
+
+  /// The far trial whose event is the earliest pending one, when `nextEvent` is nil for that
+  /// reason: the event is read from its trial (`farEvent(of:)`).
+  public var nextFarTrial: TrialID? {
+    guard let earliest = far.earliest, nextEvent == nil else { return nil }
+    return TrialID(earliest.trial)
+  }
+
+  /// The pending event of a far trial, read from the store: the one falling due when the
+  /// planner holds its next event to. Nil when the trial is not far, or is not as it was
+  /// planned (a change in flight).
+  public func farEvent(of trial: Trial) -> TrialEvent? {
+    guard let due = far.due(of: trial.id.rawValue), trial.isActive else { return nil }
+    let end = trial.period.endDate.timeIntervalSinceReferenceDate
+    let offsets = trial.reminders.offsets
+    for index in 0...offsets.count
+    where (index < offsets.count ? end - offsets[index].timeInterval : end) == due {
+      let kind: EventKind = index < offsets.count ? .reminder(before: offsets[index]) : .expiry
+      return TrialEvent(
+        id: EventID(trialID: trial.id, revision: trial.revision, kind: kind),
+        due: Date(timeIntervalSinceReferenceDate: due))
+    }
+    return nil
+  }
+
+  /// Whether some far trial's next event falls due at or before `date` (what `simulate` leaves
+  /// out).
+  public func holdsFarTrials(dueThrough date: Date) -> Bool {
+    far.earliest.map { $0.due <= date.timeIntervalSinceReferenceDate } ?? false
+  }
+}

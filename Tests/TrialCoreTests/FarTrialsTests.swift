@@ -1,0 +1,85 @@
+import PropertyBased
+import Testing
+
+@testable import TrialCore
+
+/// The far trials' table (`FarTrials`) against a dictionary: random insertions and removals,
+/// one by one and by due time, with ids chosen to collide.
+struct FarTrialsTests {
+  enum Operation: Sendable, CustomStringConvertible {
+    case insert(trial: UInt64, due: Int, events: Int)
+    case remove(trial: UInt64)
+    case removeThrough(due: Int)
+
+    var description: String {
+      switch self {
+      case .insert(let trial, let due, let events): "insert(\(trial), due \(due), \(events) events)"
+      case .remove(let trial): "remove(\(trial))"
+      case .removeThrough(let due): "removeThrough(\(due))"
+      }
+    }
+  }
+
+  /// Ids from a small range, so that removals find what was inserted and probing runs collide;
+  /// due times from a smaller one, so that ties are common.
+  static let operations = zip(
+    Gen.int(in: 0...9), Gen.int(in: 0...400), Gen.int(in: 0...60), Gen.int(in: 1...33)
+  )
+  .map { kind, trial, due, events -> Operation in
+    switch kind {
+    case 0...5: .insert(trial: UInt64(trial) &* 0x9E37_79B9_7F4A_7C15, due: due, events: events)
+    case 6...8: .remove(trial: UInt64(trial) &* 0x9E37_79B9_7F4A_7C15)
+    default: .removeThrough(due: due / 4)
+    }
+  }.array(of: 1...600)
+
+  @Test func randomOperations_MatchADictionary() async {
+    await propertyCheck(count: 300, input: Self.operations) { operations in
+      var table = FarTrials()
+      var model: [UInt64: (due: Double, events: Int)] = [:]
+      for operation in operations {
+        switch operation {
+        case .insert(let trial, let due, let events):
+          guard model[trial] == nil else { continue }
+          table.insert(trial, due: Double(due), events: events)
+          model[trial] = (Double(due), events)
+        case .remove(let trial):
+          #expect(table.remove(trial) == (model[trial]?.events ?? 0), "\(operation)")
+          model[trial] = nil
+        case .removeThrough(let due):
+          let expected = model.filter { $0.value.due <= Double(due) }
+            .sorted { ($0.value.due, $0.key) < ($1.value.due, $1.key) }.map(\.key)
+          #expect(table.due(through: Double(due)) == expected, "\(operation)")
+          table.remove(through: Double(due))
+          for trial in expected { model[trial] = nil }
+        }
+        #expect(table.count == model.count, "count after \(operation)")
+        #expect(table.events == model.values.reduce(0) { $0 + $1.events }, "events after \(operation)")
+        let earliest = model.min { ($0.value.due, $0.key) < ($1.value.due, $1.key) }
+        #expect(table.earliest?.trial == earliest?.key, "earliest after \(operation)")
+        #expect(table.earliest?.due == earliest?.value.due, "earliest due after \(operation)")
+      }
+      #expect(Set(table.ids) == Set(model.keys))
+      for (trial, value) in model {
+        #expect(table.contains(trial))
+        #expect(table.due(of: trial) == value.due)
+      }
+    }
+  }
+
+  @Test func manyTrials_TheTableStaysAtMostNineTenthsFull_AndShrinksWhenEmptied() {
+    var table = FarTrials()
+    for trial in 1...100_000 as ClosedRange<UInt64> {
+      table.insert(trial, due: Double(trial % 977), events: 1)
+    }
+    #expect(table.count == 100_000)
+    #expect(table.buckets * 9 >= table.count * 10)
+    // About 20 bytes a trial: 17 a bucket, three quarters to nine tenths full.
+    #expect(table.buckets * 17 <= 100_000 * 23)
+    table.remove(through: 975)
+    #expect(table.count == 102)
+    #expect(table.buckets < 1_000)
+    #expect(table.earliest?.due == 976)
+    #expect(table.events == 102)
+  }
+}
