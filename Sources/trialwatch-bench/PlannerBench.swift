@@ -108,7 +108,7 @@ private func measurePlanner(
   var store: [TrialID: Trial] = [:]
   var taken: Set<EventID> = []
   if far {
-    store = Dictionary(uniqueKeysWithValues: starts.indices.map { (trial($0).id, trial($0)) })
+    store = Dictionary(uniqueKeysWithValues: starts.indices.lazy.map(trial).map { ($0.id, $0) })
     taken.reserveCapacity(events)
   }
 
@@ -133,7 +133,7 @@ private func measurePlanner(
       if far {
         // What the engine does before each take.
         let held = planner.farTrialsToHold(at: now)
-        planner.moveHorizon(at: now)
+        planner.moveHorizon(at: now, lettingGo: held)
         for id in held { planner.restore(store[id]!) { taken.contains($0) } }
         let due = planner.takeDue(at: now)
         for event in due { taken.insert(event.event.id) }

@@ -95,10 +95,12 @@ struct FarTrials: Sendable {
     return removed
   }
 
-  /// Lets go of every trial whose next event falls due at or before `limit`.
-  mutating func remove(through limit: Double) {
-    for trial in due(through: limit) { take(trial) }
+  /// Lets go of these trials; returns how many events they had pending.
+  @discardableResult
+  mutating func remove(_ trials: some Sequence<UInt64>) -> Int {
+    let removed = trials.reduce(0) { $0 + take($1) }
     settle()
+    return removed
   }
 
   /// Makes room for `trials` in all, to avoid growing one step at a time while a store loads.

@@ -6,7 +6,7 @@ import FoundationEssentials
 /// The horizon stands up to twice the lookahead ahead of now. When the earliest far trial comes
 /// within the lookahead (`nextDeadline` is then), the engine moves the horizon to twice the
 /// lookahead ahead of now again, reads the far trials it passes back from the store and restores
-/// them (`farTrialsToHold`, `moveHorizon`, then `restore`): their events are held in full before
+/// them (`farTrialsToHold`, `moveHorizon(at:lettingGo:)`, then `restore`): their events are held in full before
 /// they fall due, however the wall clock moves, since `takeDue` is called after the same steps.
 /// A trial whose next event, after one is taken, falls due beyond the horizon goes far again.
 extension Planner {
@@ -28,7 +28,7 @@ extension Planner {
   /// Far trials held.
   public var farTrialCount: Int { far.count }
 
-  /// The far trials `moveHorizon(at: now)` lets go of, earliest first: to be read back from the
+  /// The far trials `moveHorizon` lets go of at `now`, earliest first: to be read back from the
   /// store before it, and restored after it. None while the horizon is at least the lookahead
   /// ahead of `now`.
   public func farTrialsToHold(at now: Date) -> [TrialID] {
@@ -38,15 +38,14 @@ extension Planner {
   }
 
   /// Moves the horizon to twice the lookahead after `now`, when it is less than the lookahead
-  /// ahead, and lets go of the far trials it passes (`farTrialsToHold`): restored right after,
-  /// they are held in full.
-  public mutating func moveHorizon(at now: Date) {
+  /// ahead, and lets go of the far trials it passes: `ids`, as `farTrialsToHold(at: now)` gave
+  /// them. Restored right after, they are held in full.
+  public mutating func moveHorizon(at now: Date, lettingGo ids: [TrialID]) {
     let now = now.timeIntervalSinceReferenceDate
     guard lookahead > 0, horizon < now + lookahead else { return }
     horizon = now + 2 * lookahead
-    let before = far.events
-    far.remove(through: horizon)
-    pendingEventCount -= before - far.events
+    pendingEventCount -= far.remove(ids.lazy.map(\.rawValue))
+    precondition(far.earliest.map { $0.due > horizon } ?? true, "a far trial left at or before the horizon")
   }
 
   /// The far trial whose event is the earliest pending one, when `nextEvent` is nil for that

@@ -191,11 +191,16 @@ public struct Planner: Sendable {
       return true
     }
     guard let slot = slot(of: id.rawValue) else { return false }
+    unplan(slot)
+    tidy()
+    return true
+  }
+
+  /// Drops the events a slot holds and frees it; its heap entry goes stale.
+  private mutating func unplan(_ slot: UInt32) {
     pendingEventCount -= remaining(in: slots[Int(slot)])
     release(slot)
     staleEntries += 1
-    tidy()
-    return true
   }
 
   private mutating func planResume(of trial: Trial) {
@@ -212,11 +217,7 @@ public struct Planner: Sendable {
     let offsets = trial.reminders.offsets
     let firstDue = first < offsets.count ? end - offsets[first].timeInterval : end
     if isFar(firstDue, now: now?.timeIntervalSinceReferenceDate) {
-      if let existing = slot(of: trial.id.rawValue) {
-        pendingEventCount -= remaining(in: slots[Int(existing)])
-        release(existing)
-        staleEntries += 1
-      }
+      if let existing = slot(of: trial.id.rawValue) { unplan(existing) }
       far.insert(trial.id.rawValue, due: firstDue, events: offsets.count + 1 - first)
       pendingEventCount += offsets.count + 1 - first
       tidy()

@@ -338,14 +338,14 @@ public final class Engine {
   private func holdAhead(at now: Date) {
     let ids = planner.farTrialsToHold(at: now)
     guard !ids.isEmpty else {
-      planner.moveHorizon(at: now)
+      planner.moveHorizon(at: now, lettingGo: [])
       return
     }
     do {
       let read = try repository.read { txn in
         try ids.compactMap { id in try txn.trial(id).map { ($0, try txn.ledgerEntries(trial: id)) } }
       }
-      planner.moveHorizon(at: now)
+      planner.moveHorizon(at: now, lettingGo: ids)
       for (trial, ledger) in read { planner.restore(trial, ledger: ledger) }
     } catch {
       logger.error(

@@ -118,7 +118,7 @@ final class PlannerDriver {
   private func holdAhead(at now: Date) -> Int {
     guard let store else { return 0 }
     let ids = planner.farTrialsToHold(at: now)
-    planner.moveHorizon(at: now)
+    planner.moveHorizon(at: now, lettingGo: ids)
     for id in ids where !ended.contains(id) {
       guard let trial = store[id] else { continue }
       planner.restore(trial) { self.ledger.contains($0) }
