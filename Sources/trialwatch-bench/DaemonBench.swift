@@ -58,7 +58,7 @@ func runDaemonBench() throws {
       "daemon_rss_after_ready_\(trials / 1000)k_retention", daemon.memory().megabytes(\.resident), "MB",
       digits: 1)
     // The pass starts a minute after the start and reads every trial, 1,000 a step; the daemon
-    // releases the pages it read once writes have been quiet for a second.
+    // releases the pages it read once writes have been quiet for 6 s.
     daemon.idle(seconds: 90)
     report(
       "daemon_rss_after_retention_pass_\(trials / 1000)k", daemon.memory().megabytes(\.resident), "MB",
@@ -85,8 +85,9 @@ private func measureEmptyDaemon() throws {
   report("daemon_start_to_ready_empty_ms", median(starts), "ms", digits: 1)
 
   let idle = daemon!
-  // A moment with nothing to do: the start's last work done, Dispatch's worker threads gone.
-  idle.idle(seconds: 5)
+  // A moment with nothing to do: the start's last work done, Dispatch's worker threads gone,
+  // and the memory released 6 s after the start's last write.
+  idle.idle(seconds: 10)
   let memory = idle.memory()
   report("daemon_rss_idle_empty", memory.megabytes(\.resident), "MB", digits: 1)
   report("daemon_rss_idle_empty_file", memory.megabytes(\.file), "MB", digits: 1)
@@ -154,8 +155,8 @@ private func measureIdleSwitches(_ daemon: DaemonProcess) throws {
       _ = try RawVarlinkConnection(path: report).callForReplies(list)
     }
   }
-  // Let the last work settle first: the status update, the release of memory 1 s after the
-  // last write, and Dispatch's worker threads, which end after a few idle seconds.
+  // Let the last work settle first: the status update, Dispatch's worker threads, which end
+  // after 5 idle seconds, and the release of memory 6 s after the last write.
   daemon.idle(seconds: 10)
   let before = contextSwitches(of: daemon.pid)
   daemon.idle(seconds: seconds)

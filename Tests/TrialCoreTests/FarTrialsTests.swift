@@ -1,3 +1,4 @@
+import Foundation
 import PropertyBased
 import Testing
 
@@ -33,6 +34,7 @@ struct FarTrialsTests {
     }
   }.array(of: 1...600)
 
+  /// Due times in quarters of a second: the table holds the whole second at or before each.
   @Test func randomOperations_MatchADictionary() async {
     await propertyCheck(count: 300, input: Self.operations) { operations in
       var table = FarTrials()
@@ -41,8 +43,8 @@ struct FarTrialsTests {
         switch operation {
         case .insert(let trial, let due, let events):
           guard model[trial] == nil else { continue }
-          table.insert(trial, due: Double(due), events: events)
-          model[trial] = (Double(due), events)
+          table.insert(trial, due: Double(due) / 4, events: events)
+          model[trial] = ((Double(due) / 4).rounded(.down), events)
         case .remove(let trial):
           #expect(table.remove(trial) == (model[trial]?.events ?? 0), "\(operation)")
           model[trial] = nil
@@ -62,9 +64,23 @@ struct FarTrialsTests {
       #expect(Set(table.ids) == Set(model.keys))
       for (trial, value) in model {
         #expect(table.contains(trial))
-        #expect(table.due(of: trial) == value.due)
+        #expect(table.due(of: trial)?.second == value.due)
+        #expect(table.due(of: trial)?.events == value.events)
       }
     }
+  }
+
+  @Test func dueTimes_HeldToTheWholeSecondBefore_FromTheReferenceDateTo2137() {
+    var table = FarTrials()
+    table.insert(1, due: 99.75, events: 2)
+    table.insert(2, due: -5, events: 1)
+    table.insert(3, due: 1e12, events: 1)
+    #expect(table.due(of: 1)?.second == 99)
+    #expect(table.due(of: 2)?.second == 0)
+    #expect(table.due(of: 3)?.second == Double(UInt32.max))
+    #expect(table.due(through: 98.9) == [2])
+    #expect(table.due(through: 99) == [2, 1])
+    #expect(table.earliest?.trial == 2)
   }
 
   @Test func manyTrials_TheTableStaysAtMostNineTenthsFull_AndShrinksWhenEmptied() {
@@ -74,12 +90,30 @@ struct FarTrialsTests {
     }
     #expect(table.count == 100_000)
     #expect(table.buckets * 9 >= table.count * 10)
-    // About 20 bytes a trial: 17 a bucket, three quarters to nine tenths full.
-    #expect(table.buckets * 17 <= 100_000 * 23)
+    // About 16 bytes a trial: 13 a bucket, three quarters to nine tenths full.
+    #expect(table.buckets * 13 <= 100_000 * 18)
     table.remove(table.due(through: 975))
     #expect(table.count == 102)
     #expect(table.buckets < 1_000)
     #expect(table.earliest?.due == 976)
     #expect(table.events == 102)
+  }
+
+  /// A lookahead under a second, and due times within a second: the far trial is held to the
+  /// second before its due time, so it comes near before it falls due, and fires on time.
+  @Test func subSecondLookahead_FarTrialDueWithinASecond_FiresOnTime() {
+    let start = Date.day(0)
+    let driver = PlannerDriver(now: start, far: .milliseconds(300))
+    let trial = makeTrial(
+      7, start: start.addingTimeInterval(-1), days: (10.95 + 1) / 86_400, reminders: .none)
+    driver.start(trial)
+    #expect(driver.planner.farTrialCount == 1)
+    #expect(driver.planner.nextEvent == nil)
+    #expect(driver.planner.nextHeldEvent == nil)
+    #expect(driver.planner.nextEventDue == start.addingTimeInterval(10))
+    driver.scheduler.advance(to: start.addingTimeInterval(12))
+    #expect(driver.fired.map(\.event.due) == [trial.period.endDate])
+    #expect(driver.fired.map(\.takenAt) == [trial.period.endDate])
+    #expect(driver.planner.farTrialCount == 0)
   }
 }

@@ -114,7 +114,8 @@ class Run:
         far = now_ns() + 86400 * 10**9
         rng = random.Random(7)
         self.peer.schedule_bulk([(f"p{k}", ms(far + rng.randrange(30 * 86400 * 10**9))) for k in range(measured)])
-        time.sleep(2)
+        # Settled: trialwatch lets go of what the burst left resident 6 s after its last write.
+        time.sleep(10)
         memory, disk = pss_bytes(self.peer.memory_pids()), disk_bytes(*self.peer.store_paths())
         factor = count / measured
         remark = f"{measured} pending, growth scaled to {count}" if measured != count else None

@@ -3,21 +3,27 @@
 /// many events it has pending) until the horizon reaches them, when the planner holds them in
 /// full again, read back from the store.
 ///
+/// A due time is held to the whole second at or before it (`second(of:)`: seconds since the
+/// reference date, in 32 bits, up to the year 2137), so a far trial is never brought near later
+/// than its due time; which of its events is next follows from its count of pending ones.
+///
 /// A hash table with open addressing and linear probing, in three arrays of one bucket each:
-/// 8 + 8 + 1 bytes a bucket, kept between three quarters and nine tenths full (about 20 bytes a
+/// 8 + 4 + 1 bytes a bucket, kept between three quarters and nine tenths full (about 16 bytes a
 /// trial), and packed when fewer than a third are in use. The bucket of an id is chosen by the
 /// standard library's hash, seeded afresh in each process. A removal shifts the buckets after it
 /// back, so that no marker of a removed key is left.
 struct FarTrials: Sendable {
   private var trials: [UInt64] = []
-  private var dues: [Double] = []
+  /// The whole second at or before each trial's next due time (`second(of:)`).
+  private var seconds: [UInt32] = []
   /// The trial's pending events in each bucket; 0: the bucket is empty.
   private var counts: [UInt8] = []
   /// Trials held.
   private(set) var count = 0
   /// Their pending events, all together.
   private(set) var events = 0
-  /// The trial whose next event falls due first (ties: the smaller id), and when.
+  /// The trial whose next event falls due in the first second held (ties: the smaller id), and
+  /// that second (`second(of:)`: at or before the due time).
   private(set) var earliest: (due: Double, trial: UInt64)?
 
   /// Buckets in the table, in use or not.
@@ -25,6 +31,12 @@ struct FarTrials: Sendable {
 
   /// The most events a far trial may have pending: its reminders and its expiry.
   static let maximumEvents = Int(UInt8.max)
+
+  /// The whole second at or before `due` (seconds since the reference date), as held: from 0
+  /// (the reference date) to `UInt32.max` (in 2137), a due time beyond held as that second.
+  static func second(of due: Double) -> Double {
+    Swift.min(Swift.max(due.rounded(.down), 0), Double(UInt32.max))
+  }
 
   // MARK: Finding
 
@@ -51,9 +63,10 @@ struct FarTrials: Sendable {
     bucket(of: trial) != nil
   }
 
-  /// When the trial's next event falls due, if it is held here.
-  func due(of trial: UInt64) -> Double? {
-    bucket(of: trial).map { dues[$0] }
+  /// The second the trial's next event falls due in (`second(of:)`) and how many events it has
+  /// pending, if it is held here.
+  func due(of trial: UInt64) -> (second: Double, events: Int)? {
+    bucket(of: trial).map { (Double(seconds[$0]), Int(counts[$0])) }
   }
 
   /// Every trial held, in no order.
@@ -61,12 +74,14 @@ struct FarTrials: Sendable {
     counts.indices.filter { counts[$0] != 0 }.map { trials[$0] }
   }
 
-  /// The trials whose next event falls due at or before `limit`, earliest first (ties: by id).
+  /// The trials whose next event falls due in a second (`second(of:)`) at or before `limit`,
+  /// earliest first (ties: by id): all whose next event falls due by `limit`, and those due
+  /// within the second after it.
   func due(through limit: Double) -> [UInt64] {
     guard let earliest, earliest.due <= limit else { return [] }
-    var found: [(due: Double, trial: UInt64)] = []
-    for bucket in counts.indices where counts[bucket] != 0 && dues[bucket] <= limit {
-      found.append((dues[bucket], trials[bucket]))
+    var found: [(due: UInt32, trial: UInt64)] = []
+    for bucket in counts.indices where counts[bucket] != 0 && Double(seconds[bucket]) <= limit {
+      found.append((seconds[bucket], trials[bucket]))
     }
     return found.sorted { $0 < $1 }.map(\.trial)
   }
@@ -76,14 +91,19 @@ struct FarTrials: Sendable {
   /// Holds a trial not held yet, with `events` (1 ... `maximumEvents`) pending from `due` on.
   mutating func insert(_ trial: UInt64, due: Double, events: Int) {
     precondition((1...Self.maximumEvents).contains(events), "\(events) events pending for a far trial")
+    place(trial, second: UInt32(Self.second(of: due)), events: UInt8(events))
+  }
+
+  private mutating func place(_ trial: UInt64, second: UInt32, events: UInt8) {
     if (count + 1) * 10 > counts.count * 9 { resize(toHold: count + 1) }
     var bucket = home(of: trial)
     while counts[bucket] != 0 { bucket = after(bucket) }
     trials[bucket] = trial
-    dues[bucket] = due
-    counts[bucket] = UInt8(events)
+    seconds[bucket] = second
+    counts[bucket] = events
     count += 1
-    self.events += events
+    self.events += Int(events)
+    let due = Double(second)
     if earliest.map({ (due, trial) < ($0.due, $0.trial) }) ?? true { earliest = (due, trial) }
   }
 
@@ -123,7 +143,7 @@ struct FarTrials: Sendable {
       if counts[probe] == 0 { break }
       if distance(from: home(of: trials[probe]), to: probe) >= distance(from: gap, to: probe) {
         trials[gap] = trials[probe]
-        dues[gap] = dues[probe]
+        seconds[gap] = seconds[probe]
         counts[gap] = counts[probe]
         gap = probe
       }
@@ -144,8 +164,9 @@ struct FarTrials: Sendable {
       resize(toHold: count)
     } else if earliest == nil && count > 0 {
       for bucket in counts.indices where counts[bucket] != 0 {
-        if earliest.map({ (dues[bucket], trials[bucket]) < ($0.due, $0.trial) }) ?? true {
-          earliest = (dues[bucket], trials[bucket])
+        let due = Double(seconds[bucket])
+        if earliest.map({ (due, trials[bucket]) < ($0.due, $0.trial) }) ?? true {
+          earliest = (due, trials[bucket])
         }
       }
     }
@@ -156,10 +177,10 @@ struct FarTrials: Sendable {
     let size = Swift.max(16, held + held / 3 + 1)
     var table = FarTrials()
     table.trials = [UInt64](repeating: 0, count: size)
-    table.dues = [Double](repeating: 0, count: size)
+    table.seconds = [UInt32](repeating: 0, count: size)
     table.counts = [UInt8](repeating: 0, count: size)
     for bucket in counts.indices where counts[bucket] != 0 {
-      table.insert(trials[bucket], due: dues[bucket], events: Int(counts[bucket]))
+      table.place(trials[bucket], second: seconds[bucket], events: counts[bucket])
     }
     self = table
   }

@@ -19,10 +19,11 @@ extension Planner {
     horizon = now.timeIntervalSinceReferenceDate + 2 * self.lookahead
   }
 
-  /// Whether a trial whose next event falls due at `due` is held far: after the horizon and,
+  /// Whether a trial whose next event falls due at `due` is held far: in a second after the
+  /// horizon (`FarTrials.second(of:)`, so that a far trial is never due by the horizon) and,
   /// when `now` is known, after twice the lookahead from it.
   func isFar(_ due: Double, now: Double?) -> Bool {
-    due > horizon && now.map { due > $0 + 2 * lookahead } ?? true
+    FarTrials.second(of: due) > horizon && now.map { due > $0 + 2 * lookahead } ?? true
   }
 
   /// Far trials held.
@@ -55,21 +56,21 @@ extension Planner {
     return TrialID(earliest.trial)
   }
 
-  /// The pending event of a far trial, read from the store: the one falling due when the
-  /// planner holds its next event to. Nil when the trial is not far, or is not as it was
-  /// planned (a change in flight).
+  /// The pending event of a far trial, read from the store: the next of its events, found from
+  /// how many it has pending. Nil when the trial is not far, or is not as it was planned (a
+  /// change in flight).
   public func farEvent(of trial: Trial) -> TrialEvent? {
-    guard let due = far.due(of: trial.id.rawValue), trial.isActive else { return nil }
+    guard let held = far.due(of: trial.id.rawValue), trial.isActive else { return nil }
     let end = trial.period.endDate.timeIntervalSinceReferenceDate
     let offsets = trial.reminders.offsets
-    for index in 0...offsets.count
-    where (index < offsets.count ? end - offsets[index].timeInterval : end) == due {
-      let kind: EventKind = index < offsets.count ? .reminder(before: offsets[index]) : .expiry
-      return TrialEvent(
-        id: EventID(trialID: trial.id, revision: trial.revision, kind: kind),
-        due: Date(timeIntervalSinceReferenceDate: due))
-    }
-    return nil
+    let index = offsets.count + 1 - held.events
+    guard (0...offsets.count).contains(index) else { return nil }
+    let due = index < offsets.count ? end - offsets[index].timeInterval : end
+    guard FarTrials.second(of: due) == held.second else { return nil }
+    let kind: EventKind = index < offsets.count ? .reminder(before: offsets[index]) : .expiry
+    return TrialEvent(
+      id: EventID(trialID: trial.id, revision: trial.revision, kind: kind),
+      due: Date(timeIntervalSinceReferenceDate: due))
   }
 
   /// Whether some far trial's next event falls due at or before `date` (what `simulate` leaves

@@ -303,27 +303,31 @@ public struct Planner: Sendable {
     return due.map { Date(timeIntervalSinceReferenceDate: $0) }
   }
 
-  /// When the earliest pending event falls due, far ones included.
+  /// When the earliest pending event falls due, far ones included (theirs to the whole second
+  /// at or before it: `FarTrials.second(of:)`).
   public var nextEventDue: Date? {
     let due = [heap.min?.due, resumes.nextDue, far.earliest?.due].compactMap { $0 }.min()
     return due.map { Date(timeIntervalSinceReferenceDate: $0) }
   }
 
-  /// The earliest pending event; nil when there is none, or when it is a far trial's
-  /// (`nextFarTrial`).
+  /// The earliest pending event; nil when there is none, or when a far trial's may come first
+  /// (`nextFarTrial`; it falls due in an earlier second than `nextHeldEvent`, or in the same).
   public var nextEvent: TrialEvent? {
-    let resume = resumes.next
-    var next: TrialEvent?
-    if let top = heap.min, resume.map({ $0.due.timeIntervalSinceReferenceDate >= top.due }) ?? true {
-      let slot = slots[Int(top.slot)]
-      next = event(of: slot, index: slot.next)
-    } else {
-      next = resume
-    }
+    let next = nextHeldEvent
     if let far = far.earliest, next.map({ far.due < $0.due.timeIntervalSinceReferenceDate }) ?? true {
       return nil
     }
     return next
+  }
+
+  /// The earliest pending event held in full, leaving out the far trials.
+  public var nextHeldEvent: TrialEvent? {
+    let resume = resumes.next
+    if let top = heap.min, resume.map({ $0.due.timeIntervalSinceReferenceDate >= top.due }) ?? true {
+      let slot = slots[Int(top.slot)]
+      return event(of: slot, index: slot.next)
+    }
+    return resume
   }
 
   /// The pending event with this id, if it is still pending and held in full (a far trial's

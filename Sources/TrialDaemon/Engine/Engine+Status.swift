@@ -66,9 +66,12 @@ extension Engine {
   /// `Planner+Far.swift`).
   func nextPendingEvent() -> (event: TrialEvent, trial: Trial?)? {
     if let next = planner.nextEvent { return (next, nil) }
+    let held = planner.nextHeldEvent
     guard let id = planner.nextFarTrial, let trial = (try? repository.read({ try $0.trial(id) })) ?? nil,
       let event = planner.farEvent(of: trial)
-    else { return nil }
+    else { return held.map { ($0, nil) } }
+    // The planner knows the far trial's second only: the event held in full may still be first.
+    if let held, held.due <= event.due { return (held, nil) }
     return (event, trial)
   }
 

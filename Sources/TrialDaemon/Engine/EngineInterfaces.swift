@@ -80,7 +80,8 @@ public struct EngineSettings: Hashable, Sendable {
     TrialDefaults(length: defaultLength, reminders: defaultReminders, plans: plans)
   }
   /// How long after the last write the engine lets go of memory writes left resident
-  /// (`Engine.releaseMemory`).
+  /// (`Engine.releaseMemory`): past the 5 s after which Dispatch ends a worker thread left idle,
+  /// so that what the threads a burst started kept for themselves is back in the heap by then.
   public var memoryQuiet: Duration
   /// How long before its next event a trial is held in full; trials whose events fall due
   /// later are held by id and due time alone (see `Planner+Far.swift`). Nil: every trial is
@@ -94,7 +95,7 @@ public struct EngineSettings: Hashable, Sendable {
     statusInterval: Duration = .milliseconds(250), stepTolerance: Duration = .seconds(1),
     retryDelay: Duration = .seconds(1), retention: EventRetention = EventRetention(), pruneBatch: Int = 1_000,
     trialRetention: Duration? = nil,
-    memoryQuiet: Duration = .seconds(1)
+    memoryQuiet: Duration = .seconds(6)
   ) {
     self.defaultLength = defaultLength
     self.defaultReminders = defaultReminders

@@ -8,6 +8,7 @@
 /// resident. The Glibc module does not export it: looked up once, at run time.
 enum HeapTrim {
   private typealias Trim = @convention(c) (Int) -> Int32
+  private typealias Option = @convention(c) (Int32, Int32) -> Int32
 
   private static let trim: Trim? = {
     #if canImport(Glibc)
@@ -17,6 +18,20 @@ enum HeapTrim {
       return nil
     #endif
   }()
+
+  /// glibc's `mallopt` parameter for the most arenas (`M_ARENA_MAX` in `malloc.h`).
+  private static let arenaMaximum: Int32 = -8
+
+  /// Has every thread allocate from one arena. glibc gives threads arenas of their own as they
+  /// contend (up to eight a core): each keeps the free memory of its own bursts, pages a trim
+  /// can only hand back where whole pages are free. The daemon's threads are few and mostly
+  /// take turns (one queue each), and each keeps a cache of small blocks of its own anyway.
+  static func useOneArena() {
+    #if canImport(Glibc)
+      guard let symbol = dlsym(nil, "mallopt") else { return }
+      _ = unsafeBitCast(symbol, to: Option.self)(arenaMaximum, 1)
+    #endif
+  }
 
   /// Returns the free memory of every arena to the system; nothing where there is no
   /// `malloc_trim`.

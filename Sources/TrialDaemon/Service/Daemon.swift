@@ -104,8 +104,10 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       SIGTERM: { [weak self] in self?.stop(signal: "SIGTERM") },
       SIGINT: { [weak self] in self?.stop(signal: "SIGINT") },
     ])
-    // Before any thread exists: every thread must block the signals the watcher reads.
+    // Before any thread exists: every thread must block the signals the watcher reads, and
+    // allocate from the one arena.
     signals.blockWatchedSignals()
+    HeapTrim.useOneArena()
     do {
       try start()
     } catch {
