@@ -116,4 +116,18 @@ struct FarTrialsTests {
     #expect(driver.fired.map(\.takenAt) == [trial.period.endDate])
     #expect(driver.planner.farTrialCount == 0)
   }
+
+  /// The earliest trial's stamp moves with every change of it, a trial planned again in the
+  /// same second included, and not with changes behind it.
+  @Test func earliestChanges_MoveWithTheEarliestOnly() {
+    var table = FarTrials()
+    table.insert(1, due: 10.5, events: 1)
+    let first = table.earliestChanges
+    table.insert(2, due: 20, events: 1)
+    table.remove(2)
+    #expect(table.earliestChanges == first)
+    table.remove(1)
+    table.insert(1, due: 10.25, events: 1)
+    #expect(table.earliestChanges != first)
+  }
 }

@@ -130,4 +130,25 @@ import TrialStore
     parts.advance(by: 30 * Self.day)
     #expect(parts.fireDue().isEmpty)
   }
+
+  /// The status names the far trial that comes first, read from the store once; extending it,
+  /// even within the same second, or starting one that comes earlier, is seen at once.
+  @Test func statusOfFarTrials_FollowsTheirChanges() throws {
+    let scratch = try TemporaryDirectory("far-engine-status")
+    let parts = try EngineParts(
+      repository: LMDBTrialRepository(directory: scratch.appending("store")), ids: [1, 2, 3],
+      start: Self.at(0))
+    defer { parts.close() }
+    let a = try Self.start(parts, "A", endingOn: 10)
+    _ = try Self.start(parts, "B", endingOn: 12)
+    func next() -> TrialEvent? { parts.queue.sync { parts.engine.status().nextEvent } }
+    #expect(next() == a.events.last)
+    let within = Self.at(10).addingTimeInterval(0.25)
+    let extended = try parts.queue.sync { try parts.engine.perform(.extend(a.id, .to(within))).trial }
+    #expect(next()?.id == extended.events.last?.id)
+    #expect(next()?.due == within)
+    let c = try Self.start(parts, "C", endingOn: 9)
+    #expect(next() == c.events.last)
+    #expect(Self.far(parts).trials == 3)
+  }
 }

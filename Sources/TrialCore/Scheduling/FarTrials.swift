@@ -24,7 +24,12 @@ struct FarTrials: Sendable {
   private(set) var events = 0
   /// The trial whose next event falls due in the first second held (ties: the smaller id), and
   /// that second (`second(of:)`: at or before the due time).
-  private(set) var earliest: (due: Double, trial: UInt64)?
+  private(set) var earliest: (due: Double, trial: UInt64)? {
+    didSet { earliestChanges &+= 1 }
+  }
+  /// Counts the changes of `earliest` (a trial planned again counts, even to the same second),
+  /// so that what was read for it may be kept until it changes.
+  private(set) var earliestChanges: UInt64 = 0
 
   /// Buckets in the table, in use or not.
   var buckets: Int { counts.count }
@@ -176,6 +181,7 @@ struct FarTrials: Sendable {
   private mutating func resize(toHold held: Int) {
     let size = Swift.max(16, held + held / 3 + 1)
     var table = FarTrials()
+    table.earliestChanges = earliestChanges
     table.trials = [UInt64](repeating: 0, count: size)
     table.seconds = [UInt32](repeating: 0, count: size)
     table.counts = [UInt8](repeating: 0, count: size)

@@ -56,6 +56,10 @@ extension Planner {
     return TrialID(earliest.trial)
   }
 
+  /// Changes whenever `nextFarTrial` may name another trial or its trial was planned again:
+  /// what was read for it stays right while this stays the same.
+  public var nextFarTrialStamp: UInt64 { far.earliestChanges }
+
   /// The pending event of a far trial, read from the store: the next of its events, found from
   /// how many it has pending. Nil when the trial is not far, or is not as it was planned (a
   /// change in flight).

@@ -63,15 +63,26 @@ extension Engine {
   }
 
   /// The earliest pending event; a far trial's is read from the store, with its trial (see
-  /// `Planner+Far.swift`).
+  /// `Planner+Far.swift`), once for as long as the planner's earliest far trial stays the same.
   func nextPendingEvent() -> (event: TrialEvent, trial: Trial?)? {
     if let next = planner.nextEvent { return (next, nil) }
     let held = planner.nextHeldEvent
+    guard let far = nextFarEvent() else { return held.map { ($0, nil) } }
+    // The planner knows the far trial's second only: the event held in full may still be first.
+    if let held, held.due <= far.event.due { return (held, nil) }
+    return (far.event, far.trial)
+  }
+
+  private func nextFarEvent() -> (event: TrialEvent, trial: Trial)? {
+    let stamp = planner.nextFarTrialStamp
+    if let farNext, farNext.stamp == stamp, planner.nextFarTrial == farNext.trial.id {
+      return (farNext.event, farNext.trial)
+    }
+    farNext = nil
     guard let id = planner.nextFarTrial, let trial = (try? repository.read({ try $0.trial(id) })) ?? nil,
       let event = planner.farEvent(of: trial)
-    else { return held.map { ($0, nil) } }
-    // The planner knows the far trial's second only: the event held in full may still be first.
-    if let held, held.due <= event.due { return (held, nil) }
+    else { return nil }
+    farNext = (stamp, event, trial)
     return (event, trial)
   }
 

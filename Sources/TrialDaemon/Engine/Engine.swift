@@ -33,6 +33,9 @@ public final class Engine {
   var lastStatus: String?
   /// The subject of the trial the status line names, read once for each trial it names.
   var statusSubject: (id: TrialID, subject: String)?
+  /// The far trial whose event comes first, as read from the store, and the planner's
+  /// `nextFarTrialStamp` then (see `nextPendingEvent`).
+  var farNext: (stamp: UInt64, event: TrialEvent, trial: Trial)?
   private var retryWake: (any ScheduledWake)?
   var flushWake: (any ScheduledWake)?
   var pendingCommands: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)] = []
@@ -150,6 +153,7 @@ public final class Engine {
       observer?.engineDetectedClockStep(from: lastSeen, to: now)
     }
     planner = Planner(policy: settings.policy)
+    farNext = nil
     if fleet == nil, let lookahead = settings.lookahead { planner.holdFar(lookahead: lookahead, now: now) }
     let summary = try repository.restore(into: &planner, progress: progress)
     counts = summary.byState
