@@ -83,7 +83,10 @@ enum ConfigurationTarget {
     var path = String(text.dropFirst(4).dropLast(4))
     let masked = path.hasSuffix(" -> /dev/null")
     if masked { path = String(path.dropLast(" -> /dev/null".count)) }
-    let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+    // By bytes: a slash followed by a combining mark is one Character with it.
+    let parts = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map {
+      String(decoding: $0, as: UTF8.self)
+    }
     guard parts.count == 2, ["trialwatch.conf.d", "plans", "consumers"].contains(parts[0]) else {
       return path == "trialwatch.conf" ? File(path: path, bytes: [], masked: masked) : nil
     }
@@ -137,8 +140,10 @@ enum ConfigurationTarget {
     }
     func read(_ folder: String) -> [String] {
       files.filter {
-        $0.path.hasPrefix(folder + "/") && $0.path.hasSuffix(".conf") && !$0.path.contains("/.")
-          && readable($0)
+        // By bytes, as the loader lists a folder.
+        FilePaths.parent($0.path) == folder
+          && FilePaths.lastComponent($0.path).utf8.suffix(5).elementsEqual(".conf".utf8)
+          && FilePaths.lastComponent($0.path).utf8.first != UInt8(ascii: ".") && readable($0)
       }
       .map { scratch.path + "/" + $0.path }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
@@ -147,7 +152,7 @@ enum ConfigurationTarget {
       ? [scratch.path + "/trialwatch.conf"] : []
     // A plan file whose name cannot name a plan is reported, not read.
     let plans = read("plans").filter { path in
-      let name = String(path.split(separator: "/").last!.dropLast(".conf".count))
+      let name = String(FilePaths.lastComponent(path).dropLast(".conf".count))
       return TrialPlan.validateName(name) == nil
     }
     let expected = main + read("trialwatch.conf.d") + plans

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import TrialCore
 
 /// A directory of the process's own for the targets that read files: under `/dev/shm` where
 /// there is one (no disk in the loop), else under `TMPDIR` or `/tmp`; emptied before each input
@@ -38,7 +39,7 @@ final class Scratch: @unchecked Sendable {
   /// Writes `bytes` to `name` (relative), making its directory if need be.
   func write(_ name: String, _ bytes: some Collection<UInt8>) {
     let file = path + "/" + name
-    if let slash = name.lastIndex(of: "/") { mkdir(path + "/" + name[..<slash], 0o700) }
+    makeFolder(of: name)
     let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
     guard fd >= 0 else { fatalError("cannot write \(file): \(String(cString: strerror(errno)))") }
     defer { close(fd) }
@@ -53,8 +54,15 @@ final class Scratch: @unchecked Sendable {
 
   /// Links `name` (relative) to `target`, making its directory if need be.
   func link(_ name: String, to target: String) {
-    if let slash = name.lastIndex(of: "/") { mkdir(path + "/" + name[..<slash], 0o700) }
+    makeFolder(of: name)
     symlink(target, path + "/" + name)
+  }
+
+  /// The folder of `name` (relative, of at most two components), found by bytes: a slash
+  /// followed by a combining mark is one Character with it.
+  private func makeFolder(of name: String) {
+    let folder = FilePaths.parent(name)
+    if !folder.isEmpty { mkdir(path + "/" + folder, 0o700) }
   }
 
   private static func entries(of directory: String) -> [String] {

@@ -24,6 +24,15 @@ struct TextTests {
     #expect(FilePaths.join(folder, name) == (folder as NSString).appendingPathComponent(name))
   }
 
+  /// A slash followed by a combining mark is one `Character` with it; it still separates.
+  @Test func paths_WithACombiningMarkAfterASlash_SplitAtTheSlash() {
+    let path = "/etc/tw\u{7F1}/plans/\u{7F1}basic.conf"
+    #expect(FilePaths.lastComponent(path) == "\u{7F1}basic.conf")
+    #expect(FilePaths.parent(path) == "/etc/tw\u{7F1}/plans")
+    #expect(FilePaths.parent("plans/\u{7F1}x") == "plans")
+    #expect(FilePaths.join("/etc", "/\u{7F1}x") == "/etc/\u{7F1}x")
+  }
+
   @Test(arguments: [0, 7, 42, 255, 4096, 65_535])
   func zeroPadded_InBothRadixes_IsPrintfs(value: Int) {
     #expect(zeroPadded(value, width: 2, radix: 16) == String(format: "%02x", value))

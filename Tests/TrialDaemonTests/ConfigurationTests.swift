@@ -55,6 +55,15 @@ import TrialCore
       fixture.load(environment: ["STATE_DIRECTORY": "/run/sd"]).configuration.stateDirectory == "/run/sd")
   }
 
+  /// A slash followed by a combining mark is one Character; the path still starts with a slash.
+  @Test func absolutePaths_StartingWithASlashAndACombiningMark_AreAbsolute() {
+    let loaded = ConfigurationFixture.load("[Daemon]\nStateDirectory=/\u{301}tw\n")
+    #expect(loaded.diagnostics == [])
+    #expect(loaded.configuration.stateDirectory == "/\u{301}tw")
+    #expect(
+      DaemonConfiguration(environment: ["STATE_DIRECTORY": "/\u{301}sd"]).stateDirectory == "/\u{301}sd")
+  }
+
   @Test func load_OfEveryKey_ReadsIt() throws {
     let fixture = ConfigurationFixture()
     fixture.write(
@@ -154,6 +163,8 @@ import TrialCore
     let c = fixture.dropIn("30-c.conf", "[Daemon]\nMaxConnections=\n")
     fixture.dropIn("40-ignored.conf.disabled", "[Trials]\nDefaultLength=1d\n")
     fixture.dropIn(".50-hidden.conf", "[Trials]\nDefaultLength=1d\n")
+    // A dot, then a combining mark: one Character, yet a name that starts with a dot.
+    fixture.dropIn(".\u{301}60-hidden.conf", "[Trials]\nDefaultLength=1d\n")
     let loaded = fixture.load()
     #expect(loaded.diagnostics == [])
     #expect(loaded.files == [fixture.main, a, b, c])
@@ -318,6 +329,15 @@ import TrialCore
     #expect(kept.postgreSQL == nil)
     #expect(backend == ["Backend= in [Store]" + suffix])
     #expect(running.reloading(running).pending == [])
+  }
+
+  @Test(arguments: [
+    ("/etc/trialwatch/trialwatch.conf", "/etc/trialwatch/plans"), ("/trialwatch.conf", "/plans"),
+    ("trialwatch.conf", "./plans"), ("conf/tw.conf", "conf/plans"),
+    ("/etc/a\u{7F1}/b/\u{7F1}t.conf", "/etc/a\u{7F1}/b/plans"),
+  ])
+  func planDirectory_BesideAnyMainFile_IsPlansInItsFolder(main: String, plans: String) {
+    #expect(ConfigurationLoader.planDirectory(beside: main) == plans)
   }
 }
 

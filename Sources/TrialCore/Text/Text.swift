@@ -11,38 +11,44 @@ extension StringProtocol {
 }
 
 /// File paths as text, with the rules of POSIX path names: components separated by one or more
-/// slashes, a trailing slash ignored, `/` the root. Nothing here touches the file system.
+/// slashes, a trailing slash ignored, `/` the root. Nothing here touches the file system. The
+/// slashes are found among the bytes, not the characters: a slash followed by a combining mark
+/// (`/\u{7F1}`) is one `Character`, and still separates two components of a path.
 public enum FilePaths {
+  private static let slash = UInt8(ascii: "/")
+
   /// The last component: `b` of `/a/b` and of `/a/b/`; `/` of `/`; empty for an empty path.
   public static func lastComponent(_ path: String) -> String {
     let trimmed = withoutTrailingSlashes(path)
-    if trimmed == "/" || trimmed.isEmpty { return String(trimmed) }
-    guard let slash = trimmed.lastIndex(of: "/") else { return String(trimmed) }
-    return String(trimmed[trimmed.index(after: slash)...])
+    if trimmed.elementsEqual("/".utf8) || trimmed.isEmpty { return text(trimmed) }
+    guard let at = trimmed.lastIndex(of: slash) else { return text(trimmed) }
+    return text(trimmed[(at + 1)...])
   }
 
   /// The folder that holds the last component: `/a` of `/a/b`; `/` of `/a` and of `/`; empty
   /// for a relative path of one component.
   public static func parent(_ path: String) -> String {
     let trimmed = withoutTrailingSlashes(path)
-    guard let slash = trimmed.lastIndex(of: "/") else { return "" }
-    var folder = trimmed[..<slash]
-    while folder.count > 1, folder.last == "/" { folder.removeLast() }
-    return folder.isEmpty ? "/" : String(folder)
+    guard let at = trimmed.lastIndex(of: slash) else { return "" }
+    var folder = trimmed[..<at]
+    while folder.count > 1, folder.last == slash { folder.removeLast() }
+    return folder.isEmpty ? "/" : text(folder)
   }
 
   /// `component` inside `folder`, with one slash between them (`folder` empty: `component`).
   public static func join(_ folder: String, _ component: String) -> String {
     if folder.isEmpty { return component }
-    let name = component.drop { $0 == "/" }
-    return folder.hasSuffix("/") ? folder + name : folder + "/" + name
+    let name = text(Array(component.utf8).drop { $0 == slash })
+    return folder.utf8.last == slash ? folder + name : folder + "/" + name
   }
 
-  private static func withoutTrailingSlashes(_ path: String) -> Substring {
-    var slice = Substring(path)
-    while slice.count > 1, slice.last == "/" { slice.removeLast() }
-    return slice
+  private static func withoutTrailingSlashes(_ path: String) -> ArraySlice<UInt8> {
+    var bytes = ArraySlice(path.utf8)
+    while bytes.count > 1, bytes.last == slash { bytes.removeLast() }
+    return bytes
   }
+
+  private static func text(_ bytes: ArraySlice<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
 }
 
 /// `value` in `radix` (lower-case digits), with zeros in front up to `width` digits: as

@@ -61,8 +61,8 @@ public struct ConfigurationLoader: Sendable {
 
   /// The plan files' folder for the main file `mainFile`: `plans/` in the same folder.
   public static func planDirectory(beside mainFile: String) -> String {
-    let parent = mainFile.lastIndex(of: "/").map { String(mainFile[..<$0]) } ?? "."
-    return parent + "/plans"
+    let parent = FilePaths.parent(mainFile)
+    return FilePaths.join(parent.isEmpty ? "." : parent, "plans")
   }
 
   public func load() -> LoadedConfiguration {

@@ -71,8 +71,11 @@ enum ConfigurationText {
     }
     switch listDirectory(directory) {
     case .success(let names):
-      return names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }
-        .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+      // By bytes, as systemd's drop-in directories: a name is a file name, not text.
+      return names.filter {
+        $0.utf8.suffix(5).elementsEqual(".conf".utf8) && $0.utf8.first != UInt8(ascii: ".")
+      }
+      .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     case .failure(let error):
       diagnostics.append(.init(.error, file: directory, line: nil, "cannot list \(what): \(error)"))
       return []

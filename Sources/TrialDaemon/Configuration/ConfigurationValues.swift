@@ -151,7 +151,9 @@ extension ConfigurationSchema {
   }
 
   static func absolutePath(_ value: String) throws(InvalidValue) -> String {
-    guard value.hasPrefix("/") else { throw InvalidValue(reason: "must be an absolute path") }
+    guard value.utf8.first == UInt8(ascii: "/") else {
+      throw InvalidValue(reason: "must be an absolute path")
+    }
     guard !value.utf8.contains(0) else { throw InvalidValue(reason: "must not contain NUL") }
     return value
   }

@@ -125,7 +125,7 @@ public struct DaemonConfiguration: Hashable, Sendable {
   /// The first path of `$STATE_DIRECTORY` when set, else `/var/lib/trialwatch`.
   public static func defaultStateDirectory(environment: [String: String]) -> String {
     let first = environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
-    if let first, first.hasPrefix("/") { return first }
+    if let first, first.utf8.first == UInt8(ascii: "/") { return first }
     return defaultStateDirectory
   }
 }
