@@ -46,7 +46,7 @@ enum ConfigurationTarget {
     try checkFilesRead(loaded, files)
     try checkPlans(loaded)
     try checkSameAgain(loaded, loader.load())
-    for file in files where file.path.hasPrefix("consumers/") && !file.masked {
+    for file in files where FilePaths.parent(file.path) == "consumers" && !file.masked {
       try checkConsumer(file)
     }
   }
@@ -152,7 +152,8 @@ enum ConfigurationTarget {
       ? [scratch.path + "/trialwatch.conf"] : []
     // A plan file whose name cannot name a plan is reported, not read.
     let plans = read("plans").filter { path in
-      let name = String(FilePaths.lastComponent(path).dropLast(".conf".count))
+      let name = String(
+        decoding: FilePaths.lastComponent(path).utf8.dropLast(".conf".utf8.count), as: UTF8.self)
       return TrialPlan.validateName(name) == nil
     }
     let expected = main + read("trialwatch.conf.d") + plans

@@ -75,6 +75,18 @@ import TrialCore
     #expect(loaded.checkReport.exitCode == 1)
   }
 
+  /// "\u{600}" is a prepended mark, one Character with the dot after it: the name is still
+  /// "x\u{600}", which cannot name a plan, and the file is still a plan file.
+  @Test func planFile_NamedWithAMarkBeforeTheDot_IsReportedByItsWholeName() {
+    let fixture = ConfigurationFixture()
+    let file = fixture.write("plans/x\u{600}.conf", "[Plan]\n")
+    let loaded = fixture.load()
+    #expect(
+      loaded.diagnostics.map(\.description)
+        == ["\(file): error: \"x\u{600}\" cannot name a plan: it may hold only a-z, 0-9, _, - and ."])
+    #expect(loaded.configuration.plans.isEmpty)
+  }
+
   @Test func planFile_LinkedToDevNull_IsMasked() throws {
     let fixture = ConfigurationFixture()
     try FileManager.default.createDirectory(

@@ -84,7 +84,8 @@ enum PlanFiles {
     var plans: [String: TrialPlan] = [:]
     for name in ConfigurationText.confFiles(in: directory, what: "plans", into: &diagnostics) {
       let file = directory + "/" + name
-      let planName = String(name.dropLast(".conf".count))
+      // By bytes: "x\u{600}.conf" ends in ".conf", yet its last five characters are "\u{600}.conf".
+      let planName = String(decoding: name.utf8.dropLast(".conf".utf8.count), as: UTF8.self)
       if let problem = TrialPlan.validateName(planName) {
         diagnostics.append(
           .init(.error, file: file, line: nil, "\"\(planName)\" cannot name a plan: it \(problem)"))
