@@ -150,6 +150,21 @@ import TrialCore
     #expect(loaded.configuration.maxConnections == 10)
   }
 
+  /// A mark after "#", "=" or a space, or a prepended mark before "]" or a backslash, is one
+  /// Character with it; systemd reads bytes, and so does the syntax.
+  @Test func parse_OfLinesWithMarksBesideTheSyntax_GoesByBytes() {
+    let parsed = ConfigurationSyntax.parse(
+      "#\u{301} a comment\n[Plan\u{600}]\nKey=\u{301}v\nA=x\u{600}\\\n  y\n \u{301}K = v\n", file: "f")
+    #expect(parsed.diagnostics == [])
+    #expect(parsed.sections.map(\.name) == ["Plan\u{600}"])
+    #expect(
+      parsed.assignments == [
+        .init(file: "f", line: 3, section: "Plan\u{600}", key: "Key", value: "\u{301}v"),
+        .init(file: "f", line: 4, section: "Plan\u{600}", key: "A", value: "x\u{600} y"),
+        .init(file: "f", line: 6, section: "Plan\u{600}", key: "\u{301}K", value: "v"),
+      ])
+  }
+
   @Test func value_WithEqualsAndHashes_IsKeptWhole() {
     let fixture = ConfigurationFixture(main: "[Daemon]\nSocket=/run/a=b#c\n")
     #expect(fixture.load().configuration.socketPath == "/run/a=b#c")

@@ -59,24 +59,28 @@ enum ConfigurationSyntax {
     var diagnostics: [ConfigurationDiagnostic] = []
   }
 
+  /// Reads `text` by bytes, as systemd does: a mark after `#`, `[`, `=` or a backslash is one
+  /// `Character` with it, yet the line is still a comment, a header, an assignment or continued.
+  /// `"\r\n"` ends a line as `"\n"` does (the `"\r"` is trimmed).
   static func parse(_ text: String, file: String) -> Parsed {
     var parsed = Parsed()
     var section = Context.beforeAnySection
-    var pending: (text: String, line: Int)?
-    // "\r\n" is one Character in Swift: split on both forms.
-    let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+    var pending: (text: ArraySlice<UInt8>, line: Int)?
+    let bytes = Array(text.utf8)
+    let lines = bytes.split(separator: newline, omittingEmptySubsequences: false)
     for (index, rawLine) in lines.enumerated() {
       let number = index + 1
-      var line = trimmed(rawLine)
+      var line = trimmedBytes(rawLine)
+      let isComment = line.first == UInt8(ascii: "#") || line.first == UInt8(ascii: ";")
       if let start = pending {
-        if line.hasPrefix("#") || line.hasPrefix(";") { continue }
-        line = start.text + " " + line
-      } else if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") {
+        if isComment { continue }
+        line = start.text + [UInt8(ascii: " ")] + line
+      } else if line.isEmpty || isComment {
         continue
       }
       let firstLine = pending?.line ?? number
-      if line.hasSuffix("\\") {
-        pending = (String(line.dropLast()), firstLine)
+      if line.last == UInt8(ascii: "\\") {
+        pending = (line.dropLast(), firstLine)
         continue
       }
       pending = nil
@@ -88,34 +92,40 @@ enum ConfigurationSyntax {
     return parsed
   }
 
+  private static let newline = UInt8(ascii: "\n")
+
   private static func interpret(
-    _ line: String, line number: Int, file: String, section: inout Context, into parsed: inout Parsed
+    _ bytes: ArraySlice<UInt8>, line number: Int, file: String, section: inout Context,
+    into parsed: inout Parsed
   ) {
-    if line.hasPrefix("[") {
-      guard line.hasSuffix("]"), line.count >= 2 else {
+    let line = text(bytes)
+    if bytes.first == UInt8(ascii: "[") {
+      guard bytes.last == UInt8(ascii: "]"), bytes.count >= 2 else {
         parsed.diagnostics.append(
           .init(.error, file: file, line: number, "invalid section header \"\(line)\": missing \"]\""))
         section = .invalidSection
         return
       }
-      let name = trimmed(line.dropFirst().dropLast())
-      guard !name.isEmpty, !name.contains("["), !name.contains("]") else {
+      let nameBytes = trimmedBytes(bytes.dropFirst().dropLast())
+      guard !nameBytes.isEmpty, !nameBytes.contains(UInt8(ascii: "[")), !nameBytes.contains(UInt8(ascii: "]"))
+      else {
         parsed.diagnostics.append(
           .init(.error, file: file, line: number, "invalid section header \"\(line)\""))
         section = .invalidSection
         return
       }
+      let name = text(nameBytes)
       section = .section(name)
       parsed.sections.append((name, number))
       return
     }
-    guard let equals = line.firstIndex(of: "=") else {
+    guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else {
       parsed.diagnostics.append(
         .init(.error, file: file, line: number, "missing \"=\" in \"\(line)\": expected Key=Value"))
       return
     }
-    let key = trimmed(line[..<equals])
-    let value = trimmed(line[line.index(after: equals)...])
+    let key = text(trimmedBytes(bytes[..<equals]))
+    let value = text(trimmedBytes(bytes[(equals + 1)...]))
     guard !key.isEmpty else {
       parsed.diagnostics.append(
         .init(.error, file: file, line: number, "missing key name before \"=\" in \"\(line)\""))
@@ -133,14 +143,25 @@ enum ConfigurationSyntax {
     }
   }
 
+  /// Without the spaces, tabs and carriage returns at either end.
   static func trimmed(_ text: some StringProtocol) -> String {
-    var slice = Substring(text)
-    while let first = slice.first, first == " " || first == "\t" || first == "\r" {
-      slice.removeFirst()
-    }
-    while let last = slice.last, last == " " || last == "\t" || last == "\r" { slice.removeLast() }
-    return String(slice)
+    Self.text(trimmedBytes(ArraySlice(text.utf8)))
   }
+
+  private static func trimmedBytes(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    let blank: (UInt8) -> Bool = {
+      $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r")
+    }
+    guard let first = bytes.firstIndex(where: { !blank($0) }),
+      let last = bytes.lastIndex(where: { !blank($0) })
+    else {
+      return []
+    }
+    return bytes[first...last]
+  }
+
+  /// Bytes cut at ASCII bytes of valid UTF-8: valid UTF-8.
+  private static func text(_ bytes: ArraySlice<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
 }
 
 extension ConfigurationDiagnostic {
