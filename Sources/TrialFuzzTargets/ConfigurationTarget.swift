@@ -141,9 +141,9 @@ enum ConfigurationTarget {
     func read(_ folder: String) -> [String] {
       files.filter {
         // By bytes, as the loader lists a folder.
-        FilePaths.parent($0.path) == folder
-          && FilePaths.lastComponent($0.path).utf8.suffix(5).elementsEqual(".conf".utf8)
-          && FilePaths.lastComponent($0.path).utf8.first != UInt8(ascii: ".") && readable($0)
+        let name = FilePaths.lastComponent($0.path).utf8
+        return FilePaths.parent($0.path) == folder && name.suffix(5).elementsEqual(".conf".utf8)
+          && name.first != UInt8(ascii: ".") && readable($0)
       }
       .map { scratch.path + "/" + $0.path }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
