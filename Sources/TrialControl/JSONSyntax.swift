@@ -16,6 +16,58 @@ enum JSONSyntax {
     }
   }
 
+  /// What a JSON text may not hold as it is, and where, or nil: a control character but the
+  /// whitespace JSON allows (Foundation's parser lets some through), or bytes that are not
+  /// UTF-8, which RFC 8259 requires (the decoder would report them only once it reached the
+  /// string holding them, in no fixed order, and without a place). One pass, before decoding.
+  static func encodingProblem(in bytes: some Collection<UInt8>) -> String? {
+    var index = bytes.startIndex
+    var offset = 0
+    while index != bytes.endIndex {
+      let byte = bytes[index]
+      if byte < 0x80 {
+        if byte < 0x20 && byte != 0x09 && byte != 0x0A && byte != 0x0D {
+          return "control character 0x\(String(byte, radix: 16)) at byte \(offset)"
+        }
+        bytes.formIndex(after: &index)
+        offset += 1
+        continue
+      }
+      let length = utf8Length(bytes, at: index)
+      guard length > 0 else { return "invalid UTF-8 at byte \(offset)" }
+      bytes.formIndex(&index, offsetBy: length)
+      offset += length
+    }
+    return nil
+  }
+
+  /// The length of the UTF-8 sequence whose lead byte (0x80 or more) is at `index`, or 0 when
+  /// the bytes there are not one: RFC 3629's forms, so no overlong form, no surrogate and
+  /// nothing beyond U+10FFFF.
+  static func utf8Length<Bytes: Collection<UInt8>>(_ bytes: Bytes, at index: Bytes.Index) -> Int {
+    let length: Int
+    // The range of the second byte; the others are 0x80...0xBF.
+    var second: ClosedRange<UInt8> = 0x80...0xBF
+    switch bytes[index] {
+    case 0xC2...0xDF: length = 2
+    case 0xE0: (length, second) = (3, 0xA0...0xBF)
+    case 0xE1...0xEC, 0xEE...0xEF: length = 3
+    case 0xED: (length, second) = (3, 0x80...0x9F)
+    case 0xF0: (length, second) = (4, 0x90...0xBF)
+    case 0xF1...0xF3: length = 4
+    case 0xF4: (length, second) = (4, 0x80...0x8F)
+    default: return 0
+    }
+    var position = index
+    for place in 1..<length {
+      bytes.formIndex(after: &position)
+      guard position != bytes.endIndex, (place == 1 ? second : 0x80...0xBF).contains(bytes[position]) else {
+        return 0
+      }
+    }
+    return length
+  }
+
   /// Nesting deeper than this is refused, as the decoder refuses it.
   static let maximumDepth = 512
 
@@ -131,8 +183,12 @@ enum JSONSyntax {
           try escape()
         case ..<0x20:
           throw unexpected("control characters must be escaped in a string")
-        default:
+        case ..<0x80:
           offset += 1
+        default:
+          let length = JSONSyntax.utf8Length(bytes, at: offset)
+          guard length > 0 else { throw Problem(text: "invalid UTF-8 at byte \(offset)") }
+          offset += length
         }
       }
       throw Problem(text: "unexpected end of input in the string that starts at byte \(start)")

@@ -84,11 +84,19 @@ public struct ExportRecord: Codable, Hashable, Sendable {
   /// The record as one line of JSON, without its newline.
   public var jsonLine: String { WireCoding.text(self) }
 
-  /// The record one line of JSON holds, checked.
-  public static func read(line: String) throws(WireProblem) -> TrialTransfer.Record {
+  /// The record one line of JSON holds, checked; a line that is not JSON is refused naming the
+  /// byte where it stops being JSON (bytes that are not UTF-8 included).
+  public static func read(line: some Collection<UInt8>) throws(WireProblem) -> TrialTransfer.Record {
+    if let problem = JSONSyntax.encodingProblem(in: line) {
+      throw WireProblem(path: [], problem: "malformed JSON: \(problem)")
+    }
+    let data = Data(line)
     let record: ExportRecord
     do {
-      record = try WireCoding.makeDecoder().decode(ExportRecord.self, from: Data(line.utf8))
+      record = try WireCoding.makeDecoder().decode(ExportRecord.self, from: data)
+    } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+      throw WireProblem(
+        path: [], problem: "malformed JSON: \(JSONSyntax.problem(in: data) ?? context.debugDescription)")
     } catch let error as DecodingError {
       throw WireProblem(error)
     } catch {
@@ -144,6 +152,27 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     resumesAt = trial.pause?.until.map(PreciseTime.init)
   }
 
+  private enum CodingKeys: String, CodingKey {
+    case id, subject, labels, attributes, state, revision, startedAt, endsAt, endedAt, reminders, pausedAt
+    case resumesAt
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    id = try container.decode(TrialID.self, forKey: .id)
+    subject = try container.decode(String.self, forKey: .subject)
+    labels = try container.decodeObjectIfPresent(of: String.self, forKey: .labels)
+    attributes = try container.decodeObjectIfPresent(of: String.self, forKey: .attributes)
+    state = try container.decode(TrialState.self, forKey: .state)
+    revision = try container.decode(UInt32.self, forKey: .revision)
+    startedAt = try container.decode(PreciseTime.self, forKey: .startedAt)
+    endsAt = try container.decode(PreciseTime.self, forKey: .endsAt)
+    endedAt = try container.decodeIfPresent(PreciseTime.self, forKey: .endedAt)
+    reminders = try container.decode([Span].self, forKey: .reminders)
+    pausedAt = try container.decodeIfPresent(PreciseTime.self, forKey: .pausedAt)
+    resumesAt = try container.decodeIfPresent(PreciseTime.self, forKey: .resumesAt)
+  }
+
   public func trial() throws(WireProblem) -> Trial {
     if let problem = Trial.validateSubject(subject) {
       throw WireProblem(path: ["trial", "subject"], problem: problem)
@@ -155,7 +184,9 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     } catch {
       throw WireProblem(path: ["trial", "reminders"], problem: error.description)
     }
+    // In byte order of their names, so that of several bad ones the same is named every time.
     var fields = (attributes ?? [:]).map { (name: $0.key, value: $0.value) }
+      .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
     for (name, value) in fields {
       if let problem = Self.validateAttribute(name: name, value: value) {
         throw WireProblem(path: ["trial", "attributes", name], problem: problem)
@@ -354,13 +385,7 @@ public struct PreciseSpan: Codable, Hashable, Sendable, CustomStringConvertible 
     self.duration = TransferTime.rounded(duration)
   }
 
-  public var description: String {
-    let micros = duration.roundedMicroseconds
-    let rest = micros % 1000
-    let whole = TimeSpan.format(.microseconds(micros - rest))
-    guard rest != 0 else { return whole }
-    return whole == "0" ? "\(rest)us" : "\(whole) \(rest)us"
-  }
+  public var description: String { TimeSpan.format(duration, style: .precise) }
 
   public init(from decoder: any Decoder) throws {
     self.init(try decoder.decodeText { try TimeSpan.parse($0) })

@@ -1,10 +1,10 @@
 import FoundationEssentials
 import TrialCore
 
-// The parameters and replies of io.trialwatch.Trials and org.varlink.service, as Codable
-// types. Parameters are read strictly: an unknown parameter, a wrong type or an invalid value
-// is an error naming the parameter. Replies are read leniently: fields a newer daemon adds
-// are ignored.
+// The parameters and replies of io.trialwatch.Trials, as Codable types (org.varlink.service's
+// are in ServiceMessages.swift). Parameters are read strictly: an unknown parameter, a wrong
+// type or an invalid value is an error naming the parameter. Replies are read leniently: fields
+// a newer daemon adds are ignored.
 
 public struct StartTrialParameters: VarlinkParameters, Hashable {
   public var subject: String
@@ -28,6 +28,20 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
     self.endsAt = endsAt
     self.reminders = reminders.map { $0.offsets.map(Span.init) }
     self.labels = labels
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case subject, duration, endsAt, reminders, labels, plan
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    subject = try container.decode(String.self, forKey: .subject)
+    duration = try container.decodeIfPresent(Span.self, forKey: .duration)
+    endsAt = try container.decodeIfPresent(Date.self, forKey: .endsAt)
+    reminders = try container.decodeIfPresent([Span].self, forKey: .reminders)
+    labels = try container.decodeObjectIfPresent(of: String.self, forKey: .labels)
+    plan = try container.decodeIfPresent(String.self, forKey: .plan)
   }
 
   /// What only the wire can get wrong; the values are checked once, by `command()`.
@@ -190,6 +204,18 @@ public struct ExtendTrialParameters: VarlinkParameters, Hashable {
     }
   }
 
+  private enum CodingKeys: String, CodingKey {
+    case id, by, endsAt, labels
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    id = try container.decode(TrialID.self, forKey: .id)
+    by = try container.decodeIfPresent(Span.self, forKey: .by)
+    endsAt = try container.decodeIfPresent(Date.self, forKey: .endsAt)
+    labels = try container.decodeObjectIfPresent(of: String?.self, forKey: .labels)
+  }
+
   public func validate() throws(WireProblem) {
     switch (by, endsAt) {
     case (_?, nil), (nil, _?): break
@@ -214,6 +240,17 @@ public struct EndTrialParameters: VarlinkParameters, Hashable {
     self.id = id
     self.outcome = outcome
     self.labels = labels
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case id, outcome, labels
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    id = try container.decode(TrialID.self, forKey: .id)
+    outcome = try container.decode(TrialOutcome.self, forKey: .outcome)
+    labels = try container.decodeObjectIfPresent(of: String?.self, forKey: .labels)
   }
 }
 
@@ -263,7 +300,7 @@ public struct SimulateParameters: VarlinkParameters, Hashable {
     public var text: String {
       switch self {
       case .date(let date): RFC3339.format(date)
-      case .fromNow(let span): "+" + TimeSpan.format(span)
+      case .fromNow(let span): "+" + TimeSpan.format(span, style: .precise)
       }
     }
 
@@ -342,38 +379,6 @@ public struct WatchReply: Codable, Hashable, Sendable {
 
   public init(event: EventObject?) {
     self.event = event
-  }
-}
-
-public struct GetInfoReply: Codable, Hashable, Sendable {
-  public var vendor: String
-  public var product: String
-  public var version: String
-  public var url: String
-  public var interfaces: [String]
-
-  public init(vendor: String, product: String, version: String, url: String, interfaces: [String]) {
-    self.vendor = vendor
-    self.product = product
-    self.version = version
-    self.url = url
-    self.interfaces = interfaces
-  }
-}
-
-public struct GetInterfaceDescriptionParameters: VarlinkParameters, Hashable {
-  public var interface: String
-
-  public init(interface: String) {
-    self.interface = interface
-  }
-}
-
-public struct GetInterfaceDescriptionReply: Codable, Hashable, Sendable {
-  public var description: String
-
-  public init(description: String) {
-    self.description = description
   }
 }
 

@@ -82,12 +82,8 @@ public struct IncomingCall: Decodable, Sendable {
   public static func decode(_ bytes: some Collection<UInt8>, with decoder: JSONDecoder) throws(WireProblem)
     -> IncomingCall
   {
-    // JSON allows no raw control characters; Foundation's parser lets some through.
-    if let index = bytes.firstIndex(where: { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) {
-      let offset = bytes.distance(from: bytes.startIndex, to: index)
-      throw WireProblem(
-        path: [],
-        problem: "malformed JSON: control character 0x\(String(bytes[index], radix: 16)) at byte \(offset)")
+    if let problem = JSONSyntax.encodingProblem(in: bytes) {
+      throw WireProblem(path: [], problem: "malformed JSON: \(problem)")
     }
     let data = Data(bytes)
     do {

@@ -43,6 +43,24 @@ extension Decoder {
   }
 }
 
+extension KeyedDecodingContainer {
+  /// An object of named values (labels, attributes), read name by name in byte order, or nil
+  /// when absent or null. The decoder lists an object's names in no fixed order, so reading a
+  /// `Dictionary` would name one of several wrong values at random; read this way, the same
+  /// message is always refused naming the same one.
+  func decodeObjectIfPresent<Value: Decodable>(of _: Value.Type, forKey key: Key) throws -> [String: Value]? {
+    guard contains(key), try !decodeNil(forKey: key) else { return nil }
+    let object = try nestedContainer(keyedBy: AnyKey.self, forKey: key)
+    var values: [String: Value] = [:]
+    for name in object.allKeys.sorted(by: {
+      $0.stringValue.utf8.lexicographicallyPrecedes($1.stringValue.utf8)
+    }) {
+      values[name.stringValue] = try object.decode(Value.self, forKey: name)
+    }
+    return values
+  }
+}
+
 /// A span on the wire, in systemd's syntax: `5d`, `1d 12h`, `90s`.
 public struct Span: Codable, Hashable, Sendable, CustomStringConvertible {
   public var duration: Duration
@@ -52,7 +70,8 @@ public struct Span: Codable, Hashable, Sendable, CustomStringConvertible {
   }
 
   public var timeInterval: TimeInterval { duration.timeInterval }
-  public var description: String { TimeSpan.format(duration) }
+  /// Exact to the microsecond, as `TimeSpan.parse` reads it (`TimeSpan.Style.precise`).
+  public var description: String { TimeSpan.format(duration, style: .precise) }
 
   public init(from decoder: any Decoder) throws {
     duration = try decoder.decodeText { try TimeSpan.parse($0) }

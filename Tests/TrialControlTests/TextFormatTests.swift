@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import TrialControl
@@ -34,6 +35,37 @@ struct TextFormatTests {
   func problem_OfJSON_IsNone(text: String) {
     #expect(JSONSyntax.problem(in: Array(text.utf8)) == nil)
     #expect((try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) != nil)
+  }
+
+  /// The check of encoding agrees with the standard library's UTF-8 validation on random
+  /// bytes, most of them UTF-8 with a byte changed (overlong forms, surrogates, truncated and
+  /// out-of-range sequences), and names the first bad byte.
+  @Test func encodingProblem_AgreesWithTheStandardLibrary() {
+    var generator = SeededGenerator(seed: 0x7574_6638_6368_6b31)
+    let samples = ["é", "€", "😀", "\u{10FFFF}", "\u{D7FF}", "\u{E000}", "a", "\u{80}", "\u{7FF}", "\u{FFFF}"]
+    for _ in 0..<20_000 {
+      var bytes: [UInt8] = []
+      for _ in 0..<Int.random(in: 1...6, using: &generator) {
+        bytes += Array(samples.randomElement(using: &generator)!.utf8)
+      }
+      if Bool.random(using: &generator) {
+        bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(
+          in: 0x20...0xFF, using: &generator)
+      }
+      if Int.random(in: 0..<4, using: &generator) == 0 { bytes.removeLast() }
+      let problem = JSONSyntax.encodingProblem(in: bytes)
+      let valid = String(validating: bytes, as: UTF8.self) != nil
+      #expect((problem == nil) == valid, "\(bytes): \(String(describing: problem))")
+      if let problem, let offset = Int(problem.split(separator: " ").last!) {
+        #expect(String(validating: bytes[..<offset], as: UTF8.self) != nil, "\(bytes): \(problem)")
+      }
+    }
+    #expect(JSONSyntax.encodingProblem(in: Array("a\u{1}".utf8)) == "control character 0x1 at byte 1")
+    #expect(JSONSyntax.encodingProblem(in: Array("\t\r\n".utf8)) == nil)
+    #expect(
+      JSONSyntax.problem(in: Array(#"{"a":"x"#.utf8) + [0xFF] + Array(#"y"}"#.utf8))
+        == "invalid UTF-8 at byte 7")
+    #expect(JSONSyntax.problem(in: Array(#"{"a":"\#u{E9}"}"#.utf8)) == nil)
   }
 
   @Test func problem_OfDeepNesting_IsRefusedWithTheDepth() {

@@ -28,7 +28,7 @@ import TrialCore
   private func roundTrip(_ record: ExportRecord) throws -> TrialTransfer.Record {
     let line = record.jsonLine
     #expect(!line.contains("\n"))
-    return try ExportRecord.read(line: line)
+    return try ExportRecord.read(line: line.utf8)
   }
 
   @Test func exportRecord_OfATrial_ReadsBackTheSameTrial() throws {
@@ -62,7 +62,7 @@ import TrialCore
   @Test func exportRecord_ThatIsInvalid_IsAProblemWithItsPath() {
     func problem(_ line: String) -> String? {
       do {
-        _ = try ExportRecord.read(line: line)
+        _ = try ExportRecord.read(line: line.utf8)
         return nil
       } catch {
         return error.description
@@ -79,7 +79,18 @@ import TrialCore
         #"{"use":{"scope":"all","key":"","subject":"s","plan":"pro","firstStartedAt":"2026-01-01T00:00:00.000000Z","id":"1"}}"#
       )?
       .hasPrefix("use.key: must be 1 to") == true)
-    #expect(problem("not json")?.contains("JSON") == true, "\(problem("not json") ?? "")")
+    #expect(
+      problem("not json") == "malformed JSON: unexpected 'o' at byte 1, in 'null', which starts at byte 0")
+    // Of several wrong labels or attributes, the first in byte order, every time.
+    let trial = ExportRecord(self.trial()).jsonLine
+    for _ in 0..<10 {
+      #expect(
+        problem(trial.replacing(#""subject":"#, with: #""labels":{"t":1,"b":[],"d":true},"subject":"#))
+          == "trial.labels.b: expected a string, got an array")
+      #expect(
+        problem(trial.replacing(#""subject":"#, with: #""attributes":{"t":"x","B":"x","D":"x"},"subject":"#))?
+          .hasPrefix("trial.attributes.B: ") == true)
+    }
     let event = ExportRecord(entry(.skipped(.supersededByExpiry))).jsonLine
     #expect(
       problem(event.replacingOccurrences(of: "superseded-by-expiry", with: "superseded-by-reminder"))
@@ -129,7 +140,7 @@ import TrialCore
   @Test func exportTrial_WithALabelKeyStartingWithACombiningMark_IsRefused() throws {
     var line = ExportRecord(trial()).jsonLine
     line = line.replacing(#""subject":"#, with: #""labels":{"\u0313tier":"pro"},"subject":"#)
-    let error = #expect(throws: WireProblem.self) { try ExportRecord.read(line: line) }
+    let error = #expect(throws: WireProblem.self) { try ExportRecord.read(line: line.utf8) }
     #expect(error?.path == ["trial", "labels"], "\(String(describing: error))")
   }
 

@@ -95,6 +95,8 @@ import TrialTesting
 
   @Test func simulateTarget_Parsed_IsASpanFromNowOrATime() throws {
     #expect(try SimulateParameters.Target(parsing: "+1d 12h") == .fromNow(.hours(36)))
+    // Written as read, to the microsecond.
+    #expect(try SimulateParameters.Target(parsing: "+7.0001").text == "+7s 100us")
     #expect(try SimulateParameters.Target(parsing: "2025-06-15T15:06:40Z") == .date(Self.now))
     #expect(
       SimulateParameters.Target.fromNow(.days(1)).resolve(now: Self.now)

@@ -60,6 +60,8 @@ import TrialCore
     decoder.userInfo[.varlinkParameterTypes] = ParameterTypes(
       [
         Trials.startTrial.qualifiedName: StartTrialParameters.self,
+        Trials.extendTrial.qualifiedName: ExtendTrialParameters.self,
+        Trials.endTrial.qualifiedName: EndTrialParameters.self,
         Trials.listTrials.qualifiedName: ListTrialsParameters.self,
         VarlinkService.getInfo.qualifiedName: NoParameters.self,
       ])
@@ -133,6 +135,55 @@ import TrialCore
     for _ in 0..<20 {
       #expect(try Self.parameterProblem(call)?.path == ["Labels"])
     }
+  }
+
+  /// Found by the control fuzz target (FuzzTesting/Regressions/control/
+  /// wrong-label-named-at-random): of several labels of the wrong type, the one named depended
+  /// on the decoder's order of an object's names, which changes from one decoding to the next.
+  @Test(arguments: [
+    #"{"method":"io.trialwatch.Trials.StartTrial","parameters":{"subject":"a","labels":{"t":[],"e":{},"b":1,"d":true,"c":"x"}}}"#,
+    #"{"method":"io.trialwatch.Trials.ExtendTrial","parameters":{"id":"2a","by":"1d","labels":{"t":[],"e":{},"b":1,"d":true,"c":null}}}"#,
+    #"{"method":"io.trialwatch.Trials.EndTrial","parameters":{"id":"2a","outcome":"converted","labels":{"t":[],"e":{},"b":1,"d":true}}}"#,
+  ])
+  func parameterProblem_OfSeveralWrongLabels_NamesTheFirstInByteOrder(call: String) throws {
+    for _ in 0..<20 {
+      let error = try Self.parameterProblem(call)
+      #expect(error?.path == ["labels", "b"], "\(String(describing: error))")
+      #expect(error?.problem == "expected a string, got a number", "\(String(describing: error))")
+    }
+  }
+
+  /// A message is UTF-8, as JSON is: other bytes are refused at once, naming the first, rather
+  /// than found by the decoder once it reads the string that holds them (in no fixed order
+  /// among the labels, and reported without a place).
+  @Test func call_WithBytesThatAreNotUTF8_IsRefusedNamingTheFirst() throws {
+    let prefix =
+      #"{"method":"io.trialwatch.Trials.ExtendTrial","parameters":{"id":"2a","by":"1d","labels":{"tier":"ent"#
+    for bad: [UInt8] in [
+      [0x80], [0xC3], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF],
+    ] {
+      let message = Array(prefix.utf8) + bad + Array(#"","x":{}}}}"#.utf8)
+      let error = #expect(throws: WireProblem.self) {
+        try IncomingCall.decode(message, with: Self.decoder)
+      }
+      #expect(error?.problem == "malformed JSON: invalid UTF-8 at byte \(prefix.utf8.count)", "\(bad)")
+    }
+    let accented = Array(prefix.utf8) + Array("\u{E9}\u{1F600}\"}}}".utf8)
+    let call = try IncomingCall.decode(accented, with: Self.decoder)
+    let parameters = try #require(try call.parameters?.get() as? ExtendTrialParameters)
+    #expect(parameters.labels == ["tier": "ent\u{E9}\u{1F600}"])
+  }
+
+  /// The other side of FuzzTesting/Regressions/control/extension-by-a-span-finer-than-a-millisecond:
+  /// the parameters read are written as they were read.
+  @Test func extendTrial_ByASpanFinerThanAMillisecond_IsWrittenAsRead() throws {
+    let call = try Self.decode(
+      #"{"method":"io.trialwatch.Trials.ExtendTrial","parameters":{"id":"2a","by":"7.000001d"}}"#)
+    let parameters = try #require(try call.parameters?.get() as? ExtendTrialParameters)
+    #expect(parameters.by?.duration == .microseconds(604_800_086_400))
+    let written = try WireCoding.makeEncoder().encode(parameters)
+    #expect(String(decoding: written, as: UTF8.self) == #"{"by":"1w 86ms 400us","id":"000000000000002a"}"#)
+    #expect(try WireCoding.makeDecoder().decode(ExtendTrialParameters.self, from: written) == parameters)
   }
 
   @Test func limit_WithAFraction_IsAnIntegerProblemOfLimit() throws {

@@ -144,6 +144,32 @@ struct TimeSpanTests {
     #expect(TimeSpan.format(.seconds(90_061), style: .exact) == TimeSpan.format(.seconds(90_061)))
   }
 
+  @Test func formatPrecise_IsExactToTheMicrosecond() {
+    #expect(TimeSpan.format(.microseconds(604_801_086_400), style: .precise) == "1w 1s 86ms 400us")
+    #expect(TimeSpan.format(.microseconds(250), style: .precise) == "250us")
+    #expect(TimeSpan.format(.microseconds(-1_500), style: .precise) == "-1ms 500us")
+    #expect(TimeSpan.format(.seconds(90_061), style: .precise) == "1d 1h 1min 1s")
+    #expect(TimeSpan.format(.zero, style: .precise) == "0")
+    #expect(TimeSpan.format(.nanoseconds(1_000_499), style: .precise) == "1ms")
+    #expect(TimeSpan.format(.seconds(Int64.max), style: .precise) == "292271023045y 3month 3w 2d 2h 7s")
+  }
+
+  /// Found by the control fuzz target (FuzzTesting/Regressions/control/
+  /// extension-by-a-span-finer-than-a-millisecond): a span is read to the microsecond, but the
+  /// wire wrote it to the millisecond, so `"by":"7.000001d"` (7 days and 86.4 ms) went out again
+  /// as `1w 86ms`. Written precisely, every span read is written as itself.
+  @Test func formatPrecise_OfAnySpanRead_ParsesBackToIt() throws {
+    var generator = SeededGenerator(seed: 0x7072_6563_6973_6531)
+    for _ in 0..<20_000 {
+      let text =
+        "\(Int.random(in: 0...400, using: &generator)).\(Int.random(in: 0...999_999_999, using: &generator))"
+        + ["d", "h", "s", "ms", "w", ""].randomElement(using: &generator)!
+      let span = try TimeSpan.parse(text)
+      let written = TimeSpan.format(span, style: .precise)
+      #expect(try TimeSpan.parse(written) == span, "\(text) written as \(written)")
+    }
+  }
+
   /// Brief never says more than the span, time left never less, and both stay within one
   /// unit of what they show.
   @Test func formatStyles_RandomSpans_BracketTheSpan() throws {

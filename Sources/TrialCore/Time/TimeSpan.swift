@@ -7,9 +7,13 @@ import FoundationEssentials
 public enum TimeSpan {
   /// How `format(_:style:)` writes a span.
   public enum Style: Hashable, Sendable, CaseIterable {
-    /// systemd's form, exact to the millisecond: `1d 12h`, `1min 30s`, `500ms`. What the
-    /// wire and the configuration carry; see `format(_:)`.
+    /// systemd's form, exact to the millisecond: `1d 12h`, `1min 30s`, `500ms`. How the
+    /// configuration's spans are shown; see `format(_:)`.
     case exact
+    /// systemd's form exact to the microsecond, the resolution `parse` reads: `exact`, then
+    /// the microseconds left, if any (`1min 30s 250ms 7us`). What the wire and an export
+    /// carry, so that a span written and read again is the same span.
+    case precise
     /// The largest unit that is not zero, and the next smaller one unless it is zero:
     /// `2h 13min`, `3d 4h`, `1h`, `45s`; below a second, milliseconds (`250ms`). The units
     /// are days, hours, minutes and seconds. The span is rounded to the nearest millisecond,
@@ -168,6 +172,7 @@ public enum TimeSpan {
   public static func format(_ span: Duration, style: Style) -> String {
     switch style {
     case .exact: format(span)
+    case .precise: precise(span)
     case .brief: brief(milliseconds: span.roundedMilliseconds)
     case .timeLeft: timeLeft(milliseconds: span.roundedMilliseconds)
     }
@@ -200,6 +205,16 @@ public enum TimeSpan {
       milliseconds %= size
     }
     return sign + parts.joined(separator: " ")
+  }
+
+  private static func precise(_ span: Duration) -> String {
+    let unit = Duration.attosecondsPerMicrosecond
+    let attoseconds = span.attosecondCount
+    let microseconds = (attoseconds + (attoseconds < 0 ? -unit / 2 : unit / 2)) / unit
+    let rest = microseconds % 1000
+    let whole = format(Duration(attosecondCount: (microseconds - rest) * unit))
+    guard rest != 0 else { return whole }
+    return whole == "0" ? "\(rest)us" : "\(whole) \(rest.magnitude)us"
   }
 
   private static func brief(milliseconds: Int64) -> String {

@@ -175,10 +175,10 @@ public struct StoreCommands {
       var number = 0
       for line in text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
         number += 1
-        let content = String(decoding: line, as: UTF8.self)
-        if content.allSatisfy(\.isWhitespace) { continue }
+        // A blank line (JSON's whitespace, or none) holds no record.
+        if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
         do {
-          try each(TrialTransfer.Line(number, try ExportRecord.read(line: content)))
+          try each(TrialTransfer.Line(number, try ExportRecord.read(line: line)))
         } catch let problem as WireProblem {
           throw TrialTransfer.Problem(line: number, problem.description)
         }

@@ -249,4 +249,34 @@ import TrialTesting
     #expect(!opened)
     #expect(errors.first?.hasPrefix("cannot import \(file): line 3: trial.") == true, "\(errors)")
   }
+
+  /// An export is JSON, so UTF-8: a line in another encoding (a subject in Latin-1) is refused,
+  /// naming its line and byte, rather than read with the byte replaced and the subject changed.
+  @Test func import_OfALineThatIsNotUTF8_NamesLineAndByteAndWritesNothing() throws {
+    let scratch = try TemporaryDirectory("import")
+    let file = scratch.appending("latin1.jsonl")
+    let trial = Trial(
+      id: TrialID(1), subject: "caf\u{E9}",
+      period: TrialPeriod(
+        startDate: ControlFixture.start, endDate: ControlFixture.start.addingTimeInterval(86_400)))
+    let line = Array(ExportRecord(trial).jsonLine.utf8)
+    let accent = try #require(line.firstIndex(of: 0xC3))
+    // The subject as Latin-1 writes it: é is the one byte 0xE9.
+    let latin1 = line[..<accent] + [0xE9] + line[(accent + 2)...]
+    try Data(Array("  \n".utf8) + latin1).write(to: URL(fileURLWithPath: file))
+    var errors: [String] = []
+    var opened = false
+    let commands = StoreCommands(output: { _ in }, errors: { errors.append($0) })
+    let status = commands.importTrials(
+      from: file,
+      open: {
+        opened = true
+        return OpenedStore(InMemoryTrialRepository())
+      })
+    #expect(status == StoreCommands.ExitStatus.problems)
+    #expect(!opened)
+    #expect(
+      errors == ["cannot import \(file): line 2: malformed JSON: invalid UTF-8 at byte \(accent)"],
+      "\(errors)")
+  }
 }

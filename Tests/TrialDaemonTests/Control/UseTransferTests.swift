@@ -56,7 +56,7 @@ import TrialTesting
     // The position of the last use of a page, as the wire writes it, reads back.
     let cursor = try #require(pages[0].nextUse)
     #expect(SubjectUse.Position(cursor.description) == cursor)
-    #expect(try ExportRecord.read(line: records[3].jsonLine) == .use(exported[3]))
+    #expect(try ExportRecord.read(line: records[3].jsonLine.utf8) == .use(exported[3]))
 
     let file = scratch.appending("uses.jsonl")
     try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
