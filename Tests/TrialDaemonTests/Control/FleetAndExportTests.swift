@@ -227,15 +227,14 @@ import TrialTesting
     #expect(busy == StoreCommands.ExitStatus.failure, "\(errors)")
   }
 
-  @Test func import_OfAFileWithABadLine_NamesFileAndLineAndWritesNothing() throws {
+  /// The import of a file of `bytes` into a store it must not open: its exit status, whether it
+  /// opened the store, what it wrote to standard error, and the file's path.
+  private func importOfABadFile(_ bytes: [UInt8]) throws -> (
+    status: Int32, opened: Bool, errors: [String], file: String
+  ) {
     let scratch = try TemporaryDirectory("import")
     let file = scratch.appending("bad.jsonl")
-    let trial = Trial(
-      id: TrialID(1), subject: "acme-1",
-      period: TrialPeriod(
-        startDate: ControlFixture.start, endDate: ControlFixture.start.addingTimeInterval(86_400)))
-    let lines = [ExportRecord(trial).jsonLine, "", #"{"trial":{"id":"zz"}}"#]
-    try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: file))
+    try Data(bytes).write(to: URL(fileURLWithPath: file))
     var errors: [String] = []
     var opened = false
     let commands = StoreCommands(output: { _ in }, errors: { errors.append($0) })
@@ -245,6 +244,19 @@ import TrialTesting
         opened = true
         return OpenedStore(InMemoryTrialRepository())
       })
+    return (status, opened, errors, file)
+  }
+
+  private func trial(subject: String) -> Trial {
+    Trial(
+      id: TrialID(1), subject: subject,
+      period: TrialPeriod(
+        startDate: ControlFixture.start, endDate: ControlFixture.start.addingTimeInterval(86_400)))
+  }
+
+  @Test func import_OfAFileWithABadLine_NamesFileAndLineAndWritesNothing() throws {
+    let lines = [ExportRecord(trial(subject: "acme-1")).jsonLine, "", #"{"trial":{"id":"zz"}}"#]
+    let (status, opened, errors, file) = try importOfABadFile(Array(lines.joined(separator: "\n").utf8))
     #expect(status == StoreCommands.ExitStatus.problems)
     #expect(!opened)
     #expect(errors.first?.hasPrefix("cannot import \(file): line 3: trial.") == true, "\(errors)")
@@ -253,26 +265,11 @@ import TrialTesting
   /// An export is JSON, so UTF-8: a line in another encoding (a subject in Latin-1) is refused,
   /// naming its line and byte, rather than read with the byte replaced and the subject changed.
   @Test func import_OfALineThatIsNotUTF8_NamesLineAndByteAndWritesNothing() throws {
-    let scratch = try TemporaryDirectory("import")
-    let file = scratch.appending("latin1.jsonl")
-    let trial = Trial(
-      id: TrialID(1), subject: "caf\u{E9}",
-      period: TrialPeriod(
-        startDate: ControlFixture.start, endDate: ControlFixture.start.addingTimeInterval(86_400)))
-    let line = Array(ExportRecord(trial).jsonLine.utf8)
+    let line = Array(ExportRecord(trial(subject: "caf\u{E9}")).jsonLine.utf8)
     let accent = try #require(line.firstIndex(of: 0xC3))
     // The subject as Latin-1 writes it: é is the one byte 0xE9.
     let latin1 = line[..<accent] + [0xE9] + line[(accent + 2)...]
-    try Data(Array("  \n".utf8) + latin1).write(to: URL(fileURLWithPath: file))
-    var errors: [String] = []
-    var opened = false
-    let commands = StoreCommands(output: { _ in }, errors: { errors.append($0) })
-    let status = commands.importTrials(
-      from: file,
-      open: {
-        opened = true
-        return OpenedStore(InMemoryTrialRepository())
-      })
+    let (status, opened, errors, file) = try importOfABadFile(Array("  \n".utf8) + latin1)
     #expect(status == StoreCommands.ExitStatus.problems)
     #expect(!opened)
     #expect(
