@@ -112,6 +112,8 @@ import TrialCore
     (#"{}"#, ["subject"], "is required"),
     (#"{"subject":"a","reminders":["1d",7]}"#, ["reminders", "1"], "expected a string, got a number"),
     (#"{"subject":"a","reminders":"1d"}"#, ["reminders"], "expected an array, got a string"),
+    (#"{"subject":"a","labels":"x"}"#, ["labels"], "expected an object, got a string"),
+    (#"{"subject":"a","labels":{"k":null}}"#, ["labels", "k"], "expected a string, got null"),
     (#"{"subject":"a","endsAt":"2025-13-01T00:00:00Z"}"#, ["endsAt"], "month 13 out of range"),
     (#"{"subject":"a","duration":"5 parsecs"}"#, ["duration"], "unknown unit"),
     (
