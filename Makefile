@@ -56,8 +56,8 @@
 SWIFT ?= swift
 # Debian packages the build needs (C libraries with their pkg-config files).
 # mandoc: `mandoc -T lint` checks the man pages (make install-check and the Swift tests).
-# binutils: nm, for make lint-binaries. tzdata: the zones trialwatchctl shows dates in, read by its
-# tests.
+# binutils: nm, for make lint-binaries and the fuzz build's check of AddressSanitizer.
+# tzdata: the zones trialwatchctl shows dates in, read by its tests.
 # The peers of make bench-peers: postgresql, redis-server, at, sqlite3, and Debian's python3
 # with python3-psycopg2 and python3-redis for the harness (their system services are not used).
 # librsvg2-bin (rsvg-convert) renders the chart of trialwatchctl stats --svg in its test.

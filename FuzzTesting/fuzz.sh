@@ -13,9 +13,12 @@ targets=${FUZZ_TARGETS:-"control configuration store-records store-file text"}
 scratch=.build/corpora
 
 # The coverage is named: with -O, -sanitize=fuzzer alone leaves the code uninstrumented (Swift
-# 6.3 on Linux), and libFuzzer then fuzzes blind.
+# 6.3 on Linux), and libFuzzer then fuzzes blind. Both sanitizers are named again, in one flag:
+# SwiftPM passes its two -sanitize= flags to swiftc in no fixed order, and swiftc keeps only the
+# last, so a build came out with AddressSanitizer or without it (check-asan.sh tells which).
 $SWIFT build -c release --sanitize=fuzzer --sanitize=address \
-  -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp
+  -Xswiftc -sanitize=fuzzer,address -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp
+./check-asan.sh
 # The Swift runtime's backtracer, under AddressSanitizer, reports a crash of its own instead.
 export SWIFT_BACKTRACE=enable=no
 
