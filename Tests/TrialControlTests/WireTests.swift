@@ -176,6 +176,15 @@ import TrialCore
     #expect(parameters.labels == ["tier": "ent\u{E9}\u{1F600}"])
   }
 
+  @Test func extendTrial_WithALabelOfNull_RemovesItAndKeepsTheOthers() throws {
+    let call = try Self.decode(
+      #"{"method":"io.trialwatch.Trials.ExtendTrial","parameters":{"id":"2a","by":"1d","labels":{"gone":null,"tier":"pro"}}}"#
+    )
+    let parameters = try #require(try call.parameters?.get() as? ExtendTrialParameters)
+    #expect(parameters.labels == ["gone": String?.none, "tier": "pro"])
+    #expect(parameters.labels?.keys.contains("gone") == true)
+  }
+
   /// The other side of FuzzTesting/Regressions/control/extension-by-a-span-finer-than-a-millisecond:
   /// the parameters read are written as they were read.
   @Test func extendTrial_ByASpanFinerThanAMillisecond_IsWrittenAsRead() throws {
