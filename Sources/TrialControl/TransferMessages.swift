@@ -87,18 +87,13 @@ public struct ExportRecord: Codable, Hashable, Sendable {
   /// The record one line of JSON holds, checked; a line that is not JSON is refused naming the
   /// byte where it stops being JSON (bytes that are not UTF-8 included).
   public static func read(line: some Collection<UInt8>) throws(WireProblem) -> TrialTransfer.Record {
-    if let problem = JSONSyntax.encodingProblem(in: line) {
-      throw WireProblem(path: [], problem: "malformed JSON: \(problem)")
-    }
+    try WireCoding.checkEncoding(line)
     let data = Data(line)
     let record: ExportRecord
     do {
       record = try WireCoding.makeDecoder().decode(ExportRecord.self, from: data)
-    } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
-      throw WireProblem(
-        path: [], problem: "malformed JSON: \(JSONSyntax.problem(in: data) ?? context.debugDescription)")
     } catch let error as DecodingError {
-      throw WireProblem(error)
+      throw WireCoding.syntaxProblem(error, data: data) ?? WireProblem(error)
     } catch {
       throw WireProblem(path: [], problem: "not JSON: \(error)")
     }

@@ -82,9 +82,7 @@ public struct IncomingCall: Decodable, Sendable {
   public static func decode(_ bytes: some Collection<UInt8>, with decoder: JSONDecoder) throws(WireProblem)
     -> IncomingCall
   {
-    if let problem = JSONSyntax.encodingProblem(in: bytes) {
-      throw WireProblem(path: [], problem: "malformed JSON: \(problem)")
-    }
+    try WireCoding.checkEncoding(bytes)
     let data = Data(bytes)
     do {
       return try decoder.decode(IncomingCall.self, from: data)
@@ -218,6 +216,22 @@ public struct VarlinkReply: Sendable {
 
 extension WireCoding {
   /// A value of a type whose fields are all optional, from an absent or empty object.
+  /// Refuses, before decoding, bytes no JSON text may hold as they are: a control character or
+  /// bytes that are not UTF-8 (`JSONSyntax.encodingProblem`).
+  static func checkEncoding(_ bytes: some Collection<UInt8>) throws(WireProblem) {
+    if let problem = JSONSyntax.encodingProblem(in: bytes) {
+      throw WireProblem(path: [], problem: "malformed JSON: \(problem)")
+    }
+  }
+
+  /// A failure to decode `data` because it is not JSON at all, in words naming the byte where it
+  /// stops being JSON; nil for any other failure.
+  static func syntaxProblem(_ error: DecodingError, data: Data) -> WireProblem? {
+    guard case .dataCorrupted(let context) = error, context.codingPath.isEmpty else { return nil }
+    return WireProblem(
+      path: [], problem: "malformed JSON: \(JSONSyntax.problem(in: data) ?? context.debugDescription)")
+  }
+
   static func decodeEmpty<P: Decodable>(_ type: P.Type) throws -> P {
     try makeDecoder().decode(P.self, from: Data("{}".utf8))
   }
@@ -225,10 +239,7 @@ extension WireCoding {
   /// What is wrong with a whole message, in words: not JSON at all (what and at which byte),
   /// not an object, or a field of the envelope that is wrong.
   static func messageProblem(_ error: DecodingError, data: Data, what: String) -> WireProblem {
-    if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
-      let detail = JSONSyntax.problem(in: data) ?? context.debugDescription
-      return WireProblem(path: [], problem: "malformed JSON: \(detail)")
-    }
+    if let malformed = syntaxProblem(error, data: data) { return malformed }
     let problem = WireProblem(error)
     if problem.path.isEmpty, case .typeMismatch = error {
       return WireProblem(
