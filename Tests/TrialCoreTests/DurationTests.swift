@@ -49,6 +49,35 @@ import TrialTesting
     #expect(Duration.nanoseconds(-1_500).roundedMicroseconds == -2)
   }
 
+  /// The conversions read the standard library's attosecond count; checked against the span
+  /// rebuilt from its public components, for spans of either sign down to the attosecond.
+  @Test func conversions_RandomSpans_AgreeWithTheComponents() {
+    var generator = SeededGenerator(seed: 0x6174_746f_7365_636f)
+    let perSecond: Int128 = 1_000_000_000_000_000_000
+    func rounded(_ total: Int128, _ unit: Int128) -> Int64 {
+      let (quotient, rest) = total.quotientAndRemainder(dividingBy: unit)
+      let away = 2 * rest.magnitude >= unit.magnitude ? (total < 0 ? -1 : 1) : 0
+      return Int64(clamping: quotient + Int128(away))
+    }
+    for round in 0..<4_000 {
+      let seconds = Int64.random(in: -4_000_000_000_000...4_000_000_000_000, using: &generator)
+      // Whole microseconds (every span read or stored), then any attosecond count.
+      let attoseconds =
+        round.isMultiple(of: 2)
+        ? Int64.random(in: -999_999...999_999, using: &generator) * 1_000_000_000_000
+        : Int64.random(in: -999_999_999_999_999_999...999_999_999_999_999_999, using: &generator)
+      let span = Duration(secondsComponent: seconds, attosecondsComponent: attoseconds)
+      let (whole, rest) = span.components
+      let total = Int128(whole) * perSecond + Int128(rest)
+      #expect(span.roundedMilliseconds == rounded(total, 1_000_000_000_000_000), "\(span)")
+      #expect(span.roundedMicroseconds == rounded(total, 1_000_000_000_000), "\(span)")
+      let expected =
+        total.isMultiple(of: 1_000_000_000_000)
+        ? Double(total / 1_000_000_000_000) / 1e6 : Double(total) / 1e18
+      #expect(span.timeInterval == expected, "\(span)")
+    }
+  }
+
   @Test func units_DaysHoursMinutes_AreWholeSeconds() {
     #expect(Duration.days(2) == .seconds(172_800))
     #expect(Duration.hours(3) == .seconds(10_800))

@@ -13,24 +13,24 @@ public struct TrialAttributes: Hashable, Sendable {
   /// The plan the trial was started with (`pro`), as named by the plan file it came from.
   public var plan: String? {
     get { rest?.plan }
-    set { rest = Rest(plan: newValue, labels: labels, unknown: unknown) }
+    set { rest = Rest.make(plan: newValue, labels: labels, unknown: unknown) }
   }
   public var labels: TrialLabels {
     get { rest?.labels ?? .none }
-    set { rest = Rest(plan: plan, labels: newValue, unknown: unknown) }
+    set { rest = Rest.make(plan: plan, labels: newValue, unknown: unknown) }
   }
   /// Stored attributes this version does not know (a newer one wrote them), kept as they were
   /// read, so that rewriting the record keeps them.
   public var unknown: [String: String] {
     get { rest?.unknown ?? [:] }
-    set { rest = Rest(plan: plan, labels: labels, unknown: newValue) }
+    set { rest = Rest.make(plan: plan, labels: labels, unknown: newValue) }
   }
 
   public init(
     subject: String, plan: String? = nil, labels: TrialLabels = .none, unknown: [String: String] = [:]
   ) {
     self.subject = subject
-    self.rest = Rest(plan: plan, labels: labels, unknown: unknown)
+    self.rest = Rest.make(plan: plan, labels: labels, unknown: unknown)
   }
 
   public static func == (left: Self, right: Self) -> Bool {
@@ -52,9 +52,14 @@ public struct TrialAttributes: Hashable, Sendable {
     let labels: TrialLabels
     let unknown: [String: String]
 
-    /// nil when there is nothing but the subject.
-    init?(plan: String?, labels: TrialLabels, unknown: [String: String]) {
+    /// nil when there is nothing but the subject; decided before any box is allocated (a
+    /// failable initializer would allocate one and free it again, once per trial read back).
+    static func make(plan: String?, labels: TrialLabels, unknown: [String: String]) -> Rest? {
       guard plan != nil || !labels.isEmpty || !unknown.isEmpty else { return nil }
+      return Rest(plan: plan, labels: labels, unknown: unknown)
+    }
+
+    private init(plan: String?, labels: TrialLabels, unknown: [String: String]) {
       self.plan = plan
       self.labels = labels
       self.unknown = unknown

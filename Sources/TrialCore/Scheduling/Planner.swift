@@ -213,9 +213,10 @@ public struct Planner: Sendable {
   /// the horizon (and after twice the lookahead from `now`, when known).
   private mutating func schedule(_ trial: Trial, from first: Int, now: Date?) {
     pendingEventCount -= far.remove(trial.id.rawValue)
+    let schedule = intern(trial.reminders)
     let end = trial.period.endDate.timeIntervalSinceReferenceDate
-    let offsets = trial.reminders.offsets
-    let firstDue = first < offsets.count ? end - offsets[first].timeInterval : end
+    let offsets = scheduleSeconds[Int(schedule)]
+    let firstDue = first < offsets.count ? end - offsets[first] : end
     if isFar(firstDue, now: now?.timeIntervalSinceReferenceDate) {
       if let existing = slot(of: trial.id.rawValue) { unplan(existing) }
       far.insert(trial.id.rawValue, due: firstDue, events: offsets.count + 1 - first)
@@ -223,7 +224,6 @@ public struct Planner: Sendable {
       tidy()
       return
     }
-    let schedule = intern(trial.reminders)
     if lastPlan >= planLimit { compact() }
     lastPlan += 1
     let new = Slot(

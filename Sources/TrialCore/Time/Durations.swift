@@ -70,19 +70,21 @@ extension Duration {
     return Int64(clamping: (total + (total < 0 ? -half : half)) / unit)
   }
 
-  /// The whole span in attoseconds (10⁻¹⁸ s).
-  var attosecondCount: Int128 {
-    Int128(components.seconds) * Self.attosecondsPerSecond + Int128(components.attoseconds)
-  }
+  /// The whole span in attoseconds (10⁻¹⁸ s): the standard library's own count, read as it is
+  /// stored (`components` divides it by 10¹⁸ and the sum multiplies it back, both in software).
+  var attosecondCount: Int128 { attoseconds }
 
   /// The span of `attoseconds`, clamped to `Int64.max` seconds either way.
   init(attosecondCount attoseconds: Int128) {
-    let (seconds, rest) = attoseconds.quotientAndRemainder(dividingBy: Self.attosecondsPerSecond)
-    guard let whole = Int64(exactly: seconds) else {
-      self = .seconds(seconds < 0 ? Int64.min : Int64.max)
-      return
+    let largest = Int128(Int64.max) * Self.attosecondsPerSecond + (Self.attosecondsPerSecond - 1)
+    let smallest = Int128(Int64.min) * Self.attosecondsPerSecond - (Self.attosecondsPerSecond - 1)
+    if attoseconds > largest {
+      self = .seconds(Int64.max)
+    } else if attoseconds < smallest {
+      self = .seconds(Int64.min)
+    } else {
+      self = Duration(attoseconds: attoseconds)
     }
-    self = Duration(secondsComponent: whole, attosecondsComponent: Int64(rest))
   }
 
   static let attosecondsPerSecond: Int128 = 1_000_000_000_000_000_000
