@@ -215,7 +215,6 @@ public struct VarlinkReply: Sendable {
 }
 
 extension WireCoding {
-  /// A value of a type whose fields are all optional, from an absent or empty object.
   /// Refuses, before decoding, bytes no JSON text may hold as they are: a control character or
   /// bytes that are not UTF-8 (`JSONSyntax.encodingProblem`).
   static func checkEncoding(_ bytes: some Collection<UInt8>) throws(WireProblem) {
@@ -232,6 +231,7 @@ extension WireCoding {
       path: [], problem: "malformed JSON: \(JSONSyntax.problem(in: data) ?? context.debugDescription)")
   }
 
+  /// A value of a type whose fields are all optional, from an absent or empty object.
   static func decodeEmpty<P: Decodable>(_ type: P.Type) throws -> P {
     try makeDecoder().decode(P.self, from: Data("{}".utf8))
   }

@@ -227,7 +227,7 @@ public struct Planner: Sendable {
     if lastPlan >= planLimit { compact() }
     lastPlan += 1
     let new = Slot(
-      trial: trial.id.rawValue, end: trial.period.endDate.timeIntervalSinceReferenceDate, plan: lastPlan,
+      trial: trial.id.rawValue, end: end, plan: lastPlan,
       revision: trial.revision, schedule: schedule, next: UInt8(first))
     let position: UInt32
     if let existing = slot(of: trial.id.rawValue) {
