@@ -4,9 +4,9 @@
 // with __typeof__ from the declarations, so a call through the table is checked as a direct
 // call is.
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <unicase.h>
 #include <uninorm.h>
 
@@ -19,28 +19,24 @@ typedef struct {
 // The library's name as its package installs it (Debian: libunistring2).
 #define TW_UNISTRING_SONAME "libunistring.so.2"
 
-// Opens libunistring and returns its table, which lives as long as the process; or NULL with
-// the reason in `error`. Call it once.
-static inline const TWUnistring *_Nullable tw_unistring_open(char *_Nonnull error, size_t size) {
+// Opens libunistring and fills `table` with its functions, which stay mapped as long as the
+// process runs; or returns false with the reason in `error`. Nothing is allocated: the caller
+// owns the table it passes. Call it once.
+static inline bool tw_unistring_open(TWUnistring *_Nonnull table, char *_Nonnull error, size_t size) {
   void *library = dlopen(TW_UNISTRING_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (library == NULL) {
     const char *reason = dlerror();
     snprintf(error, size, "%s", reason ? reason : TW_UNISTRING_SONAME ": cannot be opened");
-    return NULL;
+    return false;
   }
-  TWUnistring *table = calloc(1, sizeof *table);
-  if (table == NULL) {
-    snprintf(error, size, "out of memory");
-    dlclose(library);
-    return NULL;
-  }
-  table->u8_casefold = (__typeof__(&u8_casefold))dlsym(library, "u8_casefold");
-  table->nfkc = (uninorm_t)dlsym(library, "uninorm_nfkc");
-  if (table->u8_casefold == NULL || table->nfkc == NULL) {
+  void *casefold = dlsym(library, "u8_casefold");
+  void *nfkc = dlsym(library, "uninorm_nfkc");
+  if (casefold == NULL || nfkc == NULL) {
     snprintf(error, size, "%s has no u8_casefold or uninorm_nfkc", TW_UNISTRING_SONAME);
-    free(table);
     dlclose(library);
-    return NULL;
+    return false;
   }
-  return table;
+  table->u8_casefold = (__typeof__(&u8_casefold))casefold;
+  table->nfkc = (uninorm_t)nfkc;
+  return true;
 }

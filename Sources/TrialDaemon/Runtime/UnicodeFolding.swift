@@ -55,11 +55,14 @@ private enum Unistring {
 
   nonisolated(unsafe) static let library: Result<TWUnistring, Unavailable> = {
     // nonisolated(unsafe): set once, then only read; the table holds the library's functions.
+    // The table is filled in place and kept by value here: nothing is allocated for it.
     var reason = [CChar](repeating: 0, count: 512)
-    guard let table = tw_unistring_open(&reason, reason.count) else {
-      return .failure(
-        Unavailable(reason: reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }))
+    return withUnsafeTemporaryAllocation(of: TWUnistring.self, capacity: 1) { table in
+      guard tw_unistring_open(table.baseAddress!, &reason, reason.count) else {
+        return .failure(
+          Unavailable(reason: reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }))
+      }
+      return .success(table[0])
     }
-    return .success(table.pointee)
   }()
 }
