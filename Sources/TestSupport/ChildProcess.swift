@@ -310,7 +310,7 @@ public final class ChildProcess {
 
   /// Waits at most `timeout` seconds for the child to end; how it ended, or nil if it still runs.
   @discardableResult
-  public func wait(timeout: TimeInterval = 30) -> Status? {
+  public func wait(timeout: TimeInterval = patience) -> Status? {
     guard exited.wait(timeout: .now() + max(timeout, 0)) == .success else { return nil }
     return status
   }

@@ -102,7 +102,7 @@ public final class UnixDatagramSocket: @unchecked Sendable {
 
   /// Reads datagrams as text until one satisfies `match`, for at most `timeout` seconds;
   /// returns it (nil if none did) and every one read, itself included.
-  public func waitFor(timeout: TimeInterval = 30, _ match: (String) -> Bool) -> (
+  public func waitFor(timeout: TimeInterval = patience, _ match: (String) -> Bool) -> (
     found: String?, seen: [String]
   ) {
     let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(timeout, 0) * 1e9)

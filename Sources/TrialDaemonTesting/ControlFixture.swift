@@ -95,7 +95,7 @@ public final class ControlFixture {
   public var callsReceived: Int { calls.received.load(ordering: .relaxed) }
 
   /// Waits, at most `timeout` seconds, until handlers have taken `count` calls.
-  public func waitUntilReceived(_ count: Int, timeout: Double = 10) -> Bool {
+  public func waitUntilReceived(_ count: Int, timeout: Double = patience) -> Bool {
     let deadline = DispatchTime.now() + timeout
     while calls.taken.load(ordering: .relaxed) < count {
       if calls.arrivals.wait(timeout: deadline) == .timedOut {
@@ -110,7 +110,7 @@ public final class ControlFixture {
 
   public func client() throws -> VarlinkClient {
     let client = try VarlinkClient(path: socketPath)
-    client.setReceiveTimeout(seconds: 10)
+    client.setReceiveTimeout(seconds: patience)
     return client
   }
 
@@ -279,7 +279,7 @@ public final class CapturedLogs: @unchecked Sendable {
   }
 
   /// Waits until a record satisfies `match`, at most `timeout` seconds.
-  public func waitFor(timeout: TimeInterval = 10, _ match: (Record) -> Bool) -> Record? {
+  public func waitFor(timeout: TimeInterval = patience, _ match: (Record) -> Bool) -> Record? {
     let deadline = Date(timeIntervalSinceNow: timeout)
     condition.lock()
     defer { condition.unlock() }

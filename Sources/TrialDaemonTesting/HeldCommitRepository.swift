@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TestSupport
 import TrialCore
 import TrialTesting
 
@@ -19,13 +20,15 @@ public final class HeldCommitRepository: TrialRepository, Sendable {
   /// The next write will stop until `releaseWrite()`.
   public func holdNextWrite() { writes.arm() }
   /// Waits until the held write has begun; false when it did not within `timeout` seconds.
-  public func waitUntilWriteHeld(timeout: Double = 10) -> Bool { writes.waitUntilHeld(timeout: timeout) }
+  public func waitUntilWriteHeld(timeout: Double = patience) -> Bool {
+    writes.waitUntilHeld(timeout: timeout)
+  }
   public func releaseWrite() { writes.release() }
 
   /// The next read that scans the trials will stop until `releaseScan()`.
   public func holdNextScan() { scans.arm() }
   /// Waits until the held scan has begun; false when it did not within `timeout` seconds.
-  public func waitUntilScanHeld(timeout: Double = 10) -> Bool { scans.waitUntilHeld(timeout: timeout) }
+  public func waitUntilScanHeld(timeout: Double = patience) -> Bool { scans.waitUntilHeld(timeout: timeout) }
   public func releaseScan() { scans.release() }
 
   public func read<R>(_ body: (any TrialReadTransaction) throws -> R) throws -> R {

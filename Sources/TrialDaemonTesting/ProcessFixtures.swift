@@ -66,7 +66,7 @@ public final class DaemonProcess {
 
   /// Waits for the process to exit (bounded) and returns its exit status (128 plus the
   /// signal if one ended it), or nil if it did not exit.
-  public func waitForExit(timeout: TimeInterval = 30) -> Int32? {
+  public func waitForExit(timeout: TimeInterval = patience) -> Int32? {
     child?.wait(timeout: timeout)?.code
   }
 

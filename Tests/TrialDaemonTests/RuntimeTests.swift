@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 import TrialCore
 import TrialDaemonTesting
@@ -23,7 +24,7 @@ final class Collector<T>: @unchecked Sendable {
   }
 
   /// Waits until `count` items arrived or `timeout` seconds passed; returns what arrived.
-  func wait(for count: Int, timeout: TimeInterval = 5) -> [T] {
+  func wait(for count: Int, timeout: TimeInterval = patience) -> [T] {
     var deadline = DispatchTime.now() + timeout
     while lock.withLock({ items.count }) < count {
       if signal.wait(timeout: deadline) == .timedOut { break }

@@ -37,7 +37,7 @@ import TrialStoreTesting
         defer { done.signal() }
         do {
           let client = try VarlinkClient(path: socket)
-          client.setReceiveTimeout(seconds: 10)
+          client.setReceiveTimeout(seconds: patience)
           var count = 0
           while !stopping.load(ordering: .relaxed) {
             count += 1
@@ -58,7 +58,7 @@ import TrialStoreTesting
     var count: Int { acknowledged.withLock { $0.count } }
 
     /// Waits, at most `timeout` seconds, until `count` trials are acknowledged.
-    func waitUntil(count wanted: Int, timeout: Double = 30) -> Bool {
+    func waitUntil(count wanted: Int, timeout: Double = patience) -> Bool {
       let deadline = DispatchTime.now() + timeout
       while count < wanted {
         if progress.wait(timeout: deadline) == .timedOut { return count >= wanted }
@@ -84,7 +84,7 @@ import TrialStoreTesting
     try #require(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
     // A watcher sees events as they are taken: the test waits for some to fire.
     let watcher = try VarlinkClient(path: daemon.socketPath)
-    watcher.setReceiveTimeout(seconds: 10)
+    watcher.setReceiveTimeout(seconds: patience)
     try watcher.sendBytes(message("io.trialwatch.Trials.Watch", more: true))
     _ = try watcher.receive()
     let load = Load(socket: daemon.socketPath)

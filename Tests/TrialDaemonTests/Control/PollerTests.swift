@@ -46,7 +46,7 @@ import TrialDaemonTesting
       Thread {
         defer { done.signal() }
         guard let client = try? VarlinkClient(path: path) else { return failed(failures) }
-        client.setReceiveTimeout(seconds: 10)
+        client.setReceiveTimeout(seconds: patience)
         for _ in 0..<400 {
           guard (try? client.getTrial(GetTrialParameters(id: id)))?.subject == "s\(index)" else {
             return failed(failures)

@@ -206,7 +206,7 @@ import TrialDaemonTesting
     DispatchQueue.concurrentPerform(iterations: clientCount) { index in
       let result = Result { () throws(VarlinkClientError) -> [TrialID] in
         let client = try VarlinkClient(path: path)
-        client.setReceiveTimeout(seconds: 10)
+        client.setReceiveTimeout(seconds: patience)
         var ids: [TrialID] = []
         for number in 0..<perClient {
           ids.append(

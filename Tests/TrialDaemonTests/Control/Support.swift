@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import TestSupport
 import TrialControl
 import TrialDaemonTesting
 
@@ -9,7 +10,7 @@ import TrialDaemonTesting
 
 /// Waits until `condition` holds, checking again every 2 ms, for at most `timeout` seconds.
 /// For conditions the server reaches on its own queue.
-func eventually(timeout: TimeInterval = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+func eventually(timeout: TimeInterval = patience, _ condition: () throws -> Bool) rethrows -> Bool {
   let deadline = DispatchTime.now() + timeout
   while DispatchTime.now() < deadline {
     if try condition() { return true }
@@ -19,13 +20,13 @@ func eventually(timeout: TimeInterval = 10, _ condition: () throws -> Bool) reth
 }
 
 /// Waits until the descriptor is readable or at end of stream (poll), at most `timeout`.
-func waitReadable(_ fd: Int32, timeout: TimeInterval = 10) -> Bool {
+func waitReadable(_ fd: Int32, timeout: TimeInterval = patience) -> Bool {
   var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
   return poll(&entry, 1, Int32(timeout * 1000)) == 1
 }
 
 /// Reads until end of stream; returns what arrived, or nil if the stream did not end in time.
-func readToEnd(_ fd: Int32, timeout: TimeInterval = 10) -> [UInt8]? {
+func readToEnd(_ fd: Int32, timeout: TimeInterval = patience) -> [UInt8]? {
   var collected: [UInt8] = []
   var buffer = [UInt8](repeating: 0, count: 65_536)
   while true {
