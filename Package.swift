@@ -1,9 +1,9 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Targets point one way: executables → daemon → core. TrialCore has no I/O and no C; each
-// C library (CLMDB, CPostgres, CSystemd, CTimerFD, CEpoll, CUnistring) is imported by exactly one
-// Swift file.
+// Targets point one way: executables → daemon → engine, control server → core. TrialCore has no
+// I/O and no C; each C library (CLMDB, CPostgres, CSystemd, CTimerFD, CEpoll, CUnistring) is
+// imported by exactly one Swift file. Each target's comment below states what it may import.
 // The stores sit beside the daemon, not under it: TrialCore defines what a store is (the
 // repository contract, `StoreServices`, `FleetServices`), TrialStore (LMDB) and TrialPostgres
 // implement it, and the executable trialwatchd chooses between them (`StoreBackends`).
@@ -86,12 +86,29 @@ let package = Package(
         .embedInCode("org.varlink.service.varlink"), .embedInCode("io.systemd.Metrics.varlink"),
       ]
     ),
-    // The daemon's wiring: scheduling engine, control server, configuration, signals; the
-    // store comes from the executable, through the contract of TrialCore.
+    // The scheduling engine: the planner, the one wake, the commit lane, delivery to sinks, and
+    // the timer-driven duties beside them. Import rule: TrialCore, Logging and Dispatch only (no
+    // store, no socket, no systemd, no configuration): it sees stores through TrialCore's
+    // contract and its host through `EngineObserver` and `EventSink`.
+    .target(
+      name: "TrialEngine",
+      dependencies: ["TrialCore", .product(name: "Logging", package: "swift-log")]
+    ),
+    // The Varlink server: sockets, the poller thread, connections as state machines, the router.
+    // Import rule: TrialControl, CEpoll, Logging and Dispatch only: it knows routes, not trials
+    // (what a method does is the daemon's handler for it), and never the engine.
+    .target(
+      name: "TrialControlServer",
+      dependencies: ["TrialControl", "CEpoll", .product(name: "Logging", package: "swift-log")]
+    ),
+    // The daemon's wiring: the service, configuration, the journal and the runtime (signals,
+    // clock steps, memory), joining the engine to the control server and to systemd; the store
+    // comes from the executable, through the contract of TrialCore.
     .target(
       name: "TrialDaemon",
       dependencies: [
-        "TrialCore", "TrialStore", "TrialControl", "Systemd", "CTimerFD", "CEpoll", "CUnistring",
+        "TrialCore", "TrialEngine", "TrialControlServer", "TrialStore", "TrialControl", "Systemd",
+        "CTimerFD", "CUnistring",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
@@ -101,8 +118,9 @@ let package = Package(
     .target(
       name: "TrialDaemonTesting",
       dependencies: [
-        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialStore",
-        "TrialPostgresTesting", .product(name: "Logging", package: "swift-log"),
+        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialEngine",
+        "TrialControlServer", "TrialStore", "TrialPostgresTesting",
+        .product(name: "Logging", package: "swift-log"),
       ]
     ),
     // trialwatchctl's commands and presenter. FoundationEssentials only, no Foundation (and so
@@ -143,7 +161,7 @@ let package = Package(
       name: "TrialFuzzTargets",
       dependencies: [
         "TrialCore", "TrialTesting", "TrialStore", "TrialStoreTesting", "TrialControl", "TrialDaemon",
-        "TrialCtl", .product(name: "Logging", package: "swift-log"),
+        "TrialEngine", "TrialControlServer", "TrialCtl", .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
@@ -156,7 +174,8 @@ let package = Package(
     .executableTarget(
       name: "trialwatch-bench",
       dependencies: [
-        "TestSupport", "TrialCore", "TrialStore", "TrialControl", "TrialDaemon", "TrialTesting",
+        "TestSupport", "TrialCore", "TrialStore", "TrialControl", "TrialDaemon", "TrialEngine",
+        "TrialTesting",
         .product(name: "Histogram", package: "hdrhistogram-swift"),
       ]
     ),
@@ -193,7 +212,8 @@ let package = Package(
     .testTarget(
       name: "TrialDaemonTests",
       dependencies: [
-        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialDaemonTesting",
+        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialEngine",
+        "TrialControlServer", "TrialDaemonTesting",
         "TrialStore", "TrialStoreTesting", "TrialPostgres", "TrialPostgresTesting", "Systemd",
         "SystemdTesting",
         .product(name: "Logging", package: "swift-log"),
@@ -202,7 +222,7 @@ let package = Package(
     .testTarget(
       name: "TrialCtlTests",
       dependencies: [
-        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialCtl", "TrialDaemon",
+        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialCtl", "TrialDaemon", "TrialEngine",
         "TrialDaemonTesting", .product(name: "Logging", package: "swift-log"),
       ]
     ),

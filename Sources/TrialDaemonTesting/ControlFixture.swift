@@ -5,8 +5,10 @@ import Synchronization
 import TestSupport
 import Testing
 import TrialControl
+import TrialControlServer
 import TrialCore
 import TrialDaemon
+import TrialEngine
 import TrialPostgresTesting
 import TrialStore
 import TrialTesting
@@ -27,6 +29,8 @@ public final class ControlFixture {
   public let logs = CapturedLogs()
   public let server: ControlServer
   public let engine: EngineParts
+  /// With `holdingWrites`: the store, whose next commit the test may hold (`holdNextWrite`).
+  public let writes: HeldCommitRepository?
   private let calls = CallCounts()
 
   /// Calls that reached a handler, and calls handlers have taken (a change is then queued).
@@ -40,7 +44,8 @@ public final class ControlFixture {
     store: StoreKind = .memory, options: ControlServer.Options = ControlServer.Options(),
     group: UInt32? = nil,
     authorizer: ControlAuthorizer? = nil, ids: [UInt64] = [], start: Date = ControlFixture.start,
-    repository given: (any TrialRepository)? = nil, fleetStatus: (@Sendable () -> FleetStatus?)? = nil
+    repository given: (any TrialRepository)? = nil, fleetStatus: (@Sendable () -> FleetStatus?)? = nil,
+    holdingWrites: Bool = false
   ) throws {
     scratch = try TemporaryDirectory("control")
     socketPath = scratch.appending("io.trialwatch")
@@ -51,7 +56,9 @@ public final class ControlFixture {
     case (nil, .lmdb): repository = try LMDBTrialRepository(directory: scratch.appending("store"))
     case (nil, .postgres): repository = try PostgresTestStore().repository
     }
-    engine = try EngineParts(repository: repository, ids: ids, start: start, fleetStatus: fleetStatus)
+    writes = holdingWrites ? HeldCommitRepository(repository) : nil
+    engine = try EngineParts(
+      repository: writes ?? repository, ids: ids, start: start, fleetStatus: fleetStatus)
     var options = options
     options.version = "1.2.3-test"
     let calls = self.calls
@@ -153,8 +160,14 @@ public final class EngineParts: @unchecked Sendable {
     let scheduler = TestScheduler(now: start)
     self.scheduler = scheduler
     self.repository = repository
+    // The daemon's lane: writes on a queue of their own, those that wait behind one in progress
+    // committed together. Its timing is real time; the engine's is virtual.
+    let lane = DispatchCommitLane(
+      repository: repository, engineQueue: queue,
+      monotonicNow: { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 })
     engine = makeEngine(
-      repository: repository, scheduler: QueueRunScheduler(scheduler, queue: queue), ids: ids, sinks: [taken])
+      repository: repository, scheduler: QueueRunScheduler(scheduler, queue: queue), ids: ids, sinks: [taken],
+      commits: lane)
     _ = try queue.sync { [engine] in try engine.start() }
     let services = repository as? any StoreServices
     handlers = TrialsHandlers(
@@ -169,16 +182,25 @@ public final class EngineParts: @unchecked Sendable {
 
   /// Moves virtual time on the engine's queue: due events fire, are committed and delivered.
   public func advance(by interval: TimeInterval) {
-    queue.sync { scheduler.advance(by: interval) }
+    queue.sync {
+      scheduler.advance(by: interval)
+      engine.commits.drain()
+    }
   }
 
   public func jump(by interval: TimeInterval) {
-    queue.sync { scheduler.jump(by: interval) }
+    queue.sync {
+      scheduler.jump(by: interval)
+      engine.commits.drain()
+    }
   }
 
   /// Runs what is due now; returns the events delivered since the last call.
   public func fireDue() -> [EventObject] {
-    queue.sync { scheduler.advance(by: 0) }
+    queue.sync {
+      scheduler.advance(by: 0)
+      engine.commits.drain()
+    }
     return taken.drain()
   }
 
@@ -193,9 +215,9 @@ public final class EngineParts: @unchecked Sendable {
     held.signal()
   }
 
-  /// The group commits the engine has run: each is one write transaction.
+  /// The transactions the commit lane has run.
   public var commits: Int {
-    queue.sync { scheduler.log.filter { $0.label == "commit" }.count }
+    queue.sync { Int(engine.commits.durations.current.count) }
   }
 
   /// Every trial in the store, in id order.
@@ -247,8 +269,8 @@ private final class QueueRunScheduler: ForwardingWakeScheduler, @unchecked Senda
 private final class TakenEvents: EventSink, Sendable {
   private let events = Mutex<[EventObject]>([])
 
-  func deliver(_ entry: LedgerEntry, trial: Trial) throws {
-    events.withLock { $0.append(EventObject(entry, attributes: trial.attributes)) }
+  func deliver(_ event: LoggedEvent, trial: Trial?) throws {
+    events.withLock { $0.append(EventObject(event.entry, attributes: event.attributes)) }
   }
 
   func drain() -> [EventObject] {

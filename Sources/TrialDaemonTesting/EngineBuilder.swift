@@ -1,6 +1,7 @@
 import Logging
 import TrialCore
 import TrialDaemon
+import TrialEngine
 import TrialTesting
 
 /// The one way tests build an `Engine`. Unless told otherwise: an in-memory store, the

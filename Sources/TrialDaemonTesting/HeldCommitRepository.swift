@@ -9,13 +9,16 @@ import TrialTesting
 /// transaction until `releaseWrite()`: a commit in progress (an `fdatasync` that takes its
 /// time), for tests that show what does not wait for it. Its next scan of the trials, once
 /// `holdNextScan()` is called, stops the same way until `releaseScan()`: a long read (a scan
-/// of a large store). Otherwise an `InMemoryTrialRepository`.
-public final class HeldCommitRepository: TrialRepository, Sendable {
-  private let inner = InMemoryTrialRepository()
+/// of a large store). Otherwise the repository it wraps (in memory unless given).
+public final class HeldCommitRepository: TrialRepository, @unchecked Sendable {
+  // @unchecked: the repository wrapped is safe to use from any thread, as every store is.
+  private let inner: any TrialRepository
   private let writes = Hold()
   private let scans = Hold()
 
-  public init() {}
+  public init(_ inner: any TrialRepository = InMemoryTrialRepository()) {
+    self.inner = inner
+  }
 
   /// The next write will stop until `releaseWrite()`.
   public func holdNextWrite() { writes.arm() }
@@ -101,6 +104,6 @@ private final class Hold: Sendable {
     guard armed.exchange(false, ordering: .sequentiallyConsistent) else { return }
     entered.signal()
     // A test that fails before releasing must not hang the suite.
-    _ = released.wait(timeout: .now() + 30)
+    _ = released.wait(timeout: .now() + patience)
   }
 }

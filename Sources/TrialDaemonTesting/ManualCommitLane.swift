@@ -1,6 +1,7 @@
 import Foundation
 import TrialCore
 import TrialDaemon
+import TrialEngine
 
 /// A commit lane for tests in virtual time: writes wait, as they would behind a slow commit,
 /// until the test carries them out (`commitWaiting`) or fails them (`failWaiting`). Waiting

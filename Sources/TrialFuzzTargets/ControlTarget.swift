@@ -2,8 +2,10 @@ import Dispatch
 import FoundationEssentials
 import Logging
 import TrialControl
+@_spi(Fuzzing) import TrialControlServer
 import TrialCore
-@_spi(Fuzzing) import TrialDaemon
+import TrialDaemon
+import TrialEngine
 import TrialTesting
 
 /// The bytes one client sends on the control socket, through the connection's machine and the

@@ -3,6 +3,7 @@ import Glibc
 import Logging
 import TrialCore
 import TrialDaemon
+import TrialEngine
 @_spi(StoreTesting) import TrialStore
 import TrialStoreTesting
 import TrialTesting

@@ -13,6 +13,11 @@ import TrialCore
 final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransaction {
   let shards: ShardMap
   let node: String
+
+  /// The changes of trials' states written (`TrialWriteTransaction.transitions`).
+  private(set) var transitions: [TrialTransition] = []
+
+  func noteTransition(_ transition: TrialTransition) { transitions.append(transition) }
   var trialWrites: [TrialID: Trial] = [:]
   var trialOrder: [TrialID] = []
   /// Trials read from the database, kept for this transaction (nil: none of that id).

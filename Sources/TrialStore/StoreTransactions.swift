@@ -200,6 +200,11 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
   /// Events were appended: `logLast` is written by `finish`.
   var logLastChanged = false
 
+  /// The changes of trials' states written (`TrialWriteTransaction.transitions`).
+  private(set) var transitions: [TrialTransition] = []
+
+  func noteTransition(_ transition: TrialTransition) { transitions.append(transition) }
+
   /// Changes to the conversion figures, written by `finish` (`CohortRecords`).
   var cohortDeltas: [CohortKey: CohortCounts] = [:]
 

@@ -74,6 +74,11 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
   private final class Transaction: TrialWriteTransaction {
     var state: State
 
+    /// The changes of trials' states written (`TrialWriteTransaction.transitions`).
+    private(set) var transitions: [TrialTransition] = []
+
+    func noteTransition(_ transition: TrialTransition) { transitions.append(transition) }
+
     init(state: State) {
       self.state = state
     }

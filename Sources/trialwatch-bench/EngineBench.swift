@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import TrialCore
 import TrialDaemon
+import TrialEngine
 import TrialStore
 
 /// Records when each event is delivered (after its commit) and signals when all are in.
@@ -19,8 +20,8 @@ private final class LatenessSink: EventSink, @unchecked Sendable {
     self.expected = expected
   }
 
-  func deliver(_ entry: LedgerEntry, trial: Trial) throws {
-    record(due: entry.event.due)
+  func deliver(_ event: LoggedEvent, trial: Trial?) throws {
+    record(due: event.entry.event.due)
   }
 
   /// Notes an action for something due at `due` taken now; signals once `expected` are in.

@@ -4,6 +4,7 @@ import TrialControl
 import TrialCore
 import TrialDaemon
 import TrialDaemonTesting
+import TrialEngine
 import TrialTesting
 
 @testable import TrialCtl

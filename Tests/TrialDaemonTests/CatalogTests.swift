@@ -80,7 +80,8 @@ enum RepositoryFile {
     ]
     var fields: [String: Set<String>] = [:]
     for (sample, trial) in samples.map({ ($0, trial) }) + pauses {
-      let names = EventJournalEntry.fields(for: sample, trial: trial).map(\.name)
+      let names = EventJournalEntry.fields(for: sample, attributes: trial.attributes, trial: trial).map(
+        \.name)
       let id = EventJournalEntry.messageID(for: sample).rawValue
       // A placeholder must be present in every entry of its id: intersect.
       fields[id] = fields[id].map { $0.intersection(names) } ?? Set(names)

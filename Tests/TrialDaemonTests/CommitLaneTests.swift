@@ -6,6 +6,7 @@ import TrialDaemonTesting
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// The engine with its writes on a lane the test carries out (`ManualCommitLane`): a commit
 /// in progress, for as long as the test likes, in virtual time.
@@ -60,7 +61,7 @@ private struct LaneHarness {
     #expect(h.lane.waitingCount == 3, "each wake handed its events to the lane at once")
     #expect(h.sink.delivered.isEmpty, "nothing is delivered before its commit")
     h.lane.commitWaiting()
-    #expect(h.sink.delivered.map(\.trial.subject) == ["a", "b", "c"])
+    #expect(h.sink.delivered.map(\.attributes.subject) == ["a", "b", "c"])
     let ledger = try h.ledger()
     #expect(ledger.count == 3)
     #expect(ledger.allSatisfy { $0.takenAt == $0.event.due && $0.lateness == .zero })
@@ -85,7 +86,7 @@ private struct LaneHarness {
     h.lane.commitWaiting()
     #expect(h.lane.transactions == before + 2, "the start of a, then one transaction for the rest")
     #expect(answers == ["b", "c"])
-    #expect(h.sink.delivered.map(\.trial.subject) == ["a"])
+    #expect(h.sink.delivered.map(\.attributes.subject) == ["a"])
     h.engine.stop()
   }
 

@@ -8,6 +8,7 @@ import TrialDaemonTesting
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 extension RecordingJournal {
   /// The events sent, by id, in order.

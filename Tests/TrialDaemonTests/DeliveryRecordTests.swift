@@ -4,6 +4,7 @@ import TrialCore
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// Firing costs one durable commit: deliveries are recorded by the engine's next write when
 /// the next wake is due within 5 ms, else at once after the wake; a crash before that

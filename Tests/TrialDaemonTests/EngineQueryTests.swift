@@ -4,17 +4,18 @@ import TrialCore
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 @Suite struct EngineQueryTests {
   @Test func trialWithLedger_ReturnsTakenEvents_AndNamesAMissingTrial() throws {
     let h = try Harness.started(ids: [0x1])
     let trial = try h.start("acme", days: 2)
     h.scheduler.advance(by: 1 * day)
-    let (found, ledger) = try h.engine.trialWithLedger(id: trial.id)
+    let (found, ledger) = try h.engine.queries.trialWithLedger(id: trial.id)
     #expect(found.id == trial.id)
     #expect(ledger.map(\.outcome) == [.skipped(.alreadyDueAtStart), .fired])
     #expect(throws: TrialError.notFound(id: TrialID(0xff))) {
-      try h.engine.trialWithLedger(id: TrialID(0xff))
+      try h.engine.queries.trialWithLedger(id: TrialID(0xff))
     }
     h.engine.stop()
   }
@@ -25,16 +26,16 @@ import TrialTesting
       try h.start(subject, days: Double(index + 1), reminders: [])
     }
     let all: (Trial) -> Bool = { _ in true }
-    let first = try h.engine.listTrials(limit: 2, after: nil, where: all)
+    let first = try h.engine.queries.listTrials(limit: 2, after: nil, where: all)
     #expect(first.trials.map(\.subject) == ["a", "b"])
-    let second = try h.engine.listTrials(limit: 2, after: first.next, where: all)
+    let second = try h.engine.queries.listTrials(limit: 2, after: first.next, where: all)
     #expect(second.trials.map(\.subject) == ["c", "d"])
-    let last = try h.engine.listTrials(limit: 2, after: second.next, where: all)
+    let last = try h.engine.queries.listTrials(limit: 2, after: second.next, where: all)
     #expect(last.trials.map(\.subject) == ["e"] && last.next == nil)
-    let soon = try h.engine.listTrials(limit: 10, after: nil) { $0.period.endDate <= epoch + 2 * day }
+    let soon = try h.engine.queries.listTrials(limit: 10, after: nil) { $0.period.endDate <= epoch + 2 * day }
     #expect(soon.trials.map(\.subject) == ["a", "b"])
     h.scheduler.advance(by: 1 * day)
-    let expired = try h.engine.listTrials(limit: 10, after: nil) { $0.state == .expired }
+    let expired = try h.engine.queries.listTrials(limit: 10, after: nil) { $0.state == .expired }
     #expect(expired.trials.map(\.subject) == ["a"])
     h.engine.stop()
   }

@@ -5,9 +5,10 @@ import TrialDaemonTesting
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 final class SpySink: EventSink {
-  var delivered: [(entry: LedgerEntry, trial: Trial, at: Date)] = []
+  var delivered: [(entry: LedgerEntry, attributes: TrialAttributes, trial: Trial?, at: Date)] = []
   var failuresLeft = 0
   let clock: any WallClock
 
@@ -17,12 +18,12 @@ final class SpySink: EventSink {
 
   struct Refused: Error {}
 
-  func deliver(_ entry: LedgerEntry, trial: Trial) throws {
+  func deliver(_ event: LoggedEvent, trial: Trial?) throws {
     if failuresLeft > 0 {
       failuresLeft -= 1
       throw Refused()
     }
-    delivered.append((entry, trial, clock.now()))
+    delivered.append((event.entry, event.attributes, trial, clock.now()))
   }
 
   var ids: [EventID] { delivered.map(\.entry.id) }
@@ -256,25 +257,34 @@ struct Harness {
     h.scheduler.expectNoPendingActions()
   }
 
-  @Test func submittedCommands_AreCommittedTogether() throws {
-    let h = try Harness.started(ids: [0x20, 0x21, 0x22])
-    let before = h.repository.commitCount
+  /// Commands submitted while the lane is busy wait there, and go in its next transaction
+  /// together; each is answered alone, once durable.
+  @Test func submittedCommands_WaitingInTheLane_AreCommittedTogether() throws {
+    let scheduler = TestScheduler(now: epoch)
+    let repository = InMemoryTrialRepository()
+    let lane = ManualCommitLane(repository: repository, monotonicNow: { scheduler.monotonicNow })
+    let engine = makeEngine(
+      repository: repository, scheduler: scheduler, ids: [0x20, 0x21, 0x22], commits: lane)
+    _ = try engine.start()
+    let before = repository.commitCount
     var results: [Result<CommandResult, any Error>] = []
     for subject in ["a", "b", "a"] {
-      h.engine.submit(try .start(subject: subject)) {
+      engine.submit(try .start(subject: subject)) {
         results.append($0)
       }
     }
+    scheduler.advance(by: 0)
     #expect(results.isEmpty, "answered only once durable")
-    h.scheduler.advance(by: 0)
-    #expect(h.repository.commitCount == before + 1)
+    #expect(lane.waitingCount == 3)
+    lane.commitWaiting()
+    #expect(repository.commitCount == before + 1)
     #expect(results.count == 3)
     #expect((try? results[0].get())?.trial.period.length == Days.defaultTrialLength)
     #expect((try? results[1].get()) != nil)
     #expect(throws: TrialError(.subjectAlreadyActive(subject: "a", existing: TrialID(0x20)))) {
       try results[2].get()
     }
-    h.engine.stop()
+    engine.stop()
   }
 
   @Test func startWithReminderAlreadyDue_RecordsItSkipped() throws {

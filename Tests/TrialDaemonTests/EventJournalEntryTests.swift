@@ -42,7 +42,7 @@ private func fields(
   @Test func entry_ForAnExpiryOnTime_HasItsFields() {
     let entry = Fixture.entry(Fixture.expiry, after: 0.2)
     #expect(
-      EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+      EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
         == fields(
           [
             "MESSAGE": "Trial acme-42 (id 7f3a0c2d9e114b58) expired at 2026-11-27 14:00:00 UTC",
@@ -60,7 +60,9 @@ private func fields(
   @Test func entry_OfALabelledTrial_CarriesEachLabelAfterTheSubject() {
     var trial = Fixture.trial
     trial.labels = try! TrialLabels(["tier": "pro", "customer_id": "c-991"])
-    let names = EventJournalEntry.fields(for: Fixture.entry(Fixture.expiry, after: 0.2), trial: trial).map {
+    let names = EventJournalEntry.fields(
+      for: Fixture.entry(Fixture.expiry, after: 0.2), attributes: trial.attributes, trial: trial
+    ).map {
       "\($0.name)=\($0.value)"
     }
     let subject = names.firstIndex(of: "TRIAL_SUBJECT=acme-42")
@@ -74,7 +76,7 @@ private func fields(
   @Test func entry_ForAReminderOnTime_HasItsFields() {
     let entry = Fixture.entry(Fixture.threeDays, after: 0)
     #expect(
-      EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+      EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
         == fields(
           [
             "MESSAGE": "Trial acme-42 (id 7f3a0c2d9e114b58): 3 days left, ends 2026-11-27 14:00:00 UTC",
@@ -93,7 +95,7 @@ private func fields(
   @Test func entry_ForAnExpiryFiredLate_SaysHowLate() {
     let entry = Fixture.entry(Fixture.expiry, after: 2 * 3600 + 13 * 60 + 5, late: true)
     #expect(
-      EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+      EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
         == fields(
           [
             "MESSAGE":
@@ -112,7 +114,7 @@ private func fields(
   @Test func entry_ForAReminderFiredLate_SaysHowLate() {
     let entry = Fixture.entry(Fixture.oneDay, after: 1800, late: true)
     #expect(
-      EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+      EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
         == fields(
           [
             "MESSAGE":
@@ -133,7 +135,9 @@ private func fields(
   @Test func entry_ForAReminderFiredAfterTheEnd_SaysTheTrialEnded() {
     // Under LateReminders=all, a reminder can fire after the trial already ended.
     let entry = Fixture.entry(Fixture.oneDay, after: 86_400 + 2 * 3600, late: true)
-    let message = EventJournalEntry.fields(for: entry, trial: Fixture.trial).first
+    let message = EventJournalEntry.fields(
+      for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial
+    ).first
     #expect(
       message
         == JournalField(
@@ -146,7 +150,7 @@ private func fields(
     let reason = SkipReason.beyondGrace(lateness: .hours(5), grace: .hours(1))
     let entry = Fixture.entry(Fixture.threeDays, after: 5 * 3600, late: true, outcome: .skipped(reason))
     #expect(
-      EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+      EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
         == fields(
           [
             "MESSAGE":
@@ -168,7 +172,7 @@ private func fields(
   @Test func entry_ForASupersededReminder_IsANotice() {
     let entry = Fixture.entry(
       Fixture.oneDay, after: 86_400, late: true, outcome: .skipped(.supersededByExpiry))
-    let all = EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+    let all = EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
     #expect(
       all.first?.value
         == "Trial acme-42 (id 7f3a0c2d9e114b58): reminder 1d before the end skipped, superseded by the "
@@ -179,7 +183,7 @@ private func fields(
 
   @Test func entry_ForAnEventSkippedAtStart_CarriesItsReason() {
     let entry = Fixture.entry(Fixture.threeDays, after: 3600, outcome: .skipped(.alreadyDueAtStart))
-    let all = EventJournalEntry.fields(for: entry, trial: Fixture.trial)
+    let all = EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
     #expect(all.first { $0.name == "MESSAGE_ID" }?.value == EventJournalEntry.MessageID.skipped.rawValue)
     #expect(all.first { $0.name == "PRIORITY" }?.value == "5")
     #expect(all.last == JournalField(name: "SKIP_REASON", value: "already-due-at-start"))
@@ -190,7 +194,7 @@ private func fields(
     var extended = Fixture.trial
     extended.reschedule(endDate: Fixture.end.addingTimeInterval(2 * 86_400))
     let entry = Fixture.entry(Fixture.threeDays, after: 0)
-    let all = EventJournalEntry.fields(for: entry, trial: extended)
+    let all = EventJournalEntry.fields(for: entry, attributes: extended.attributes, trial: extended)
     #expect(all.first { $0.name == "TRIAL_END" }?.value == "2026-11-27T14:00:00Z")
     #expect(all.first { $0.name == "TRIAL_REVISION" }?.value == "3")
     #expect(all.first?.value.hasSuffix("ends 2026-11-27 14:00:00 UTC") == true)
@@ -202,11 +206,12 @@ private func fields(
       period: TrialPeriod(startDate: Fixture.end.addingTimeInterval(-3600), endDate: Fixture.end),
       reminders: try ReminderSchedule([.milliseconds(1_500), .minutes(10)]))
     let tenMinutes = Fixture.entry(trial.event(at: 0), after: 0)
-    let all = EventJournalEntry.fields(for: tenMinutes, trial: trial)
+    let all = EventJournalEntry.fields(for: tenMinutes, attributes: trial.attributes, trial: trial)
     #expect(
       all.first?.value == "Trial seat 9 (id 0000000000000001): 10min left, ends 2026-11-27 14:00:00 UTC")
     #expect(all.last == JournalField(name: "REMINDER_OFFSET_SEC", value: "600"))
-    let shortest = EventJournalEntry.fields(for: Fixture.entry(trial.event(at: 1), after: 0), trial: trial)
+    let shortest = EventJournalEntry.fields(
+      for: Fixture.entry(trial.event(at: 1), after: 0), attributes: trial.attributes, trial: trial)
     #expect(shortest.last == JournalField(name: "REMINDER_OFFSET_SEC", value: "1.5"))
     #expect(shortest.first?.value.contains(": 2s left,") == true, "rounded up")
   }
@@ -262,7 +267,10 @@ private func fields(
       Fixture.entry(Fixture.expiry, after: 0),
       Fixture.entry(Fixture.threeDays, after: 9000, late: true, outcome: .skipped(.supersededByExpiry)),
     ]
-    var names = entries.flatMap { EventJournalEntry.fields(for: $0, trial: Fixture.trial).map(\.name) }
+    var names = entries.flatMap {
+      EventJournalEntry.fields(for: $0, attributes: Fixture.trial.attributes, trial: Fixture.trial).map(
+        \.name)
+    }
     names += EventJournalEntry.clockStep(from: Fixture.end, to: Fixture.end).map(\.name)
     for name in names {
       #expect(JournalField.problem(withName: name) == nil)

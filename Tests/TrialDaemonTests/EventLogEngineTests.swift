@@ -4,6 +4,7 @@ import TrialCore
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// Records what the engine hands its log observers.
 final class SpyLogObserver: EventLogObserver {
@@ -28,7 +29,7 @@ final class SpyLogObserver: EventLogObserver {
     return (h, spy)
   }
 
-  private func count(_ h: Harness) throws -> Int { try h.engine.eventLogBounds().count }
+  private func count(_ h: Harness) throws -> Int { try h.engine.queries.eventLogBounds().count }
 
   @Test func takenEvents_FiredOrSkipped_AreLoggedOnceInOrder() throws {
     let (h, spy) = harness(ids: [1, 2])
@@ -42,7 +43,7 @@ final class SpyLogObserver: EventLogObserver {
     #expect(events.map(\.fired) == [false, true, true, true])
     #expect(events.map(\.subject) == ["a", "a", "a", "b"])
     #expect(events[3].trialEnd == epoch.addingTimeInterval(3 * day))
-    #expect(try h.engine.eventLogBounds() == EventLogBounds(last: EventCursor(4), count: 4))
+    #expect(try h.engine.queries.eventLogBounds() == EventLogBounds(last: EventCursor(4), count: 4))
     #expect(h.engine.publishedThrough == EventCursor(4))
   }
 
@@ -63,12 +64,12 @@ final class SpyLogObserver: EventLogObserver {
     // Ten days after the first was taken it goes; the second stays four more days.
     h.scheduler.advance(by: 5 * day)
     #expect(try count(h) == 1)
-    #expect(try h.engine.eventLogBounds().prunedThrough == EventCursor(1))
+    #expect(try h.engine.queries.eventLogBounds().prunedThrough == EventCursor(1))
     h.scheduler.advance(by: 4 * day)
     #expect(try count(h) == 1)
     h.scheduler.advance(by: day)
     #expect(try count(h) == 0)
-    #expect(try h.engine.eventLogBounds().last == EventCursor(2))
+    #expect(try h.engine.queries.eventLogBounds().last == EventCursor(2))
     // Nothing left to prune: nothing armed for it.
     #expect(!h.scheduler.pending.contains { $0.label == "prune" })
   }
@@ -119,18 +120,18 @@ final class SpyLogObserver: EventLogObserver {
     // Three days after it was taken, the first goes though the consumer never acknowledged it.
     h.scheduler.advance(by: 2 * day)
     #expect(try count(h) == 1)
-    let (consumer, _) = try h.engine.consumer(named: "slow")
+    let (consumer, _) = try h.engine.queries.consumer(named: "slow")
     #expect(consumer.acknowledged == EventCursor(1) && consumer.lost == 1)
     #expect(consumer.lostAt == epoch.addingTimeInterval(4 * day))
     h.scheduler.advance(by: day)
     #expect(try count(h) == 0)
-    #expect(try h.engine.consumer(named: "slow").0.lost == 2)
+    #expect(try h.engine.queries.consumer(named: "slow").0.lost == 2)
   }
 
   @Test func consumers_AreCheckedByName_AndCursor() throws {
     let (h, _) = harness(ids: [1])
     _ = try h.engine.start()
-    #expect(throws: TrialError(.consumerNotFound(name: "x"))) { try h.engine.consumer(named: "x") }
+    #expect(throws: TrialError(.consumerNotFound(name: "x"))) { try h.engine.queries.consumer(named: "x") }
     #expect(throws: TrialError.self) { try h.engine.createConsumer(named: "-bad", after: nil) }
     #expect(throws: TrialError(.cursorAhead(cursor: EventCursor(5), last: .origin))) {
       try h.engine.createConsumer(named: "ahead", after: EventCursor(5))

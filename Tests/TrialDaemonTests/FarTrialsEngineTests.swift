@@ -5,6 +5,7 @@ import TrialControl
 import TrialCore
 import TrialDaemon
 import TrialDaemonTesting
+import TrialEngine
 import TrialStore
 
 /// Far trials on the daemon's engine over LMDB, in virtual time: trials whose events fall due

@@ -39,7 +39,9 @@ import TrialTesting
       period: TrialPeriod(startDate: Self.now, endDate: Self.now.addingTimeInterval(86_400)), reminders: .none
     )
     let entry = LedgerEntry(event: trial.events[0], outcome: .fired, takenAt: Self.now, isLate: false)
-    let names = EventJournalEntry.fields(for: entry, trial: trial).map { "\($0.name)=\($0.value)" }
+    let names = EventJournalEntry.fields(for: entry, attributes: trial.attributes, trial: trial).map {
+      "\($0.name)=\($0.value)"
+    }
     let subject = try #require(names.firstIndex(of: "TRIAL_SUBJECT=acme-42"))
     #expect(names[subject + 1] == "TRIAL_PLAN=pro")
     #expect(names[subject + 2] == "TRIAL_LABEL_CUSTOMER=c-991")

@@ -5,6 +5,7 @@ import TrialControl
 import TrialCore
 import TrialDaemon
 import TrialDaemonTesting
+import TrialEngine
 import TrialStore
 
 @Suite struct RestoreEngineTests {

@@ -7,6 +7,7 @@ import TrialDaemonTesting
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 #if canImport(Glibc)
   import Glibc

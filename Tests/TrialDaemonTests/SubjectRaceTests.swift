@@ -7,6 +7,7 @@ import TrialPostgresTesting
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// A repository whose first write runs `race` after its body and before its commit: another
 /// node committing in between, after the body read what it needed.
@@ -56,7 +57,9 @@ private final class RacedRepository: TrialRepository {
       ).trial
     }
     let scheduler = TestScheduler(now: epoch)
-    let engine = makeEngine(repository: repository, scheduler: scheduler)
+    // The fifty starts wait in the lane, as behind a commit in progress: one transaction.
+    let lane = ManualCommitLane(repository: repository, monotonicNow: { scheduler.monotonicNow })
+    let engine = makeEngine(repository: repository, scheduler: scheduler, commits: lane)
     _ = try engine.start()
     var results: [Int: Result<CommandResult, any Error>] = [:]
     for i in 0..<50 {
@@ -64,7 +67,7 @@ private final class RacedRepository: TrialRepository {
         results[i] = $0
       }
     }
-    scheduler.advance(by: 0)
+    lane.commitWaiting()
     #expect(repository.bodyRuns == 2)
     let existing = try #require(theirs).id
     #expect(results.count == 50)

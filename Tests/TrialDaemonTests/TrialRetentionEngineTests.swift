@@ -4,6 +4,7 @@ import TrialCore
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// `[Trials] Retention=` in the engine, in virtual time: ended trials removed once they have
 /// been ended that long, in steps, with nothing armed while nothing can come of age.

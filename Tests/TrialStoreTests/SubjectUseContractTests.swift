@@ -165,10 +165,11 @@ import TrialTesting
           trial: ended.id))
     }
     let now = origin.addingTimeInterval(40 * day)
-    let step = try store.repository.write {
-      try TrialRetention.step(now: now, retention: .days(30), after: nil, limit: 10, in: $0)
+    let (step, transitions) = try store.repository.write {
+      (try TrialRetention.step(now: now, retention: .days(30), after: nil, limit: 10, in: $0), $0.transitions)
     }
-    #expect(step.removed == 1 && step.removedByState == [.expired: 1] && step.next == nil)
+    #expect(step.removed == 1 && step.next == nil)
+    #expect(transitions.map { [$0.from, $0.to] } == [[.expired, nil]])
     #expect(step.earliestEnd == origin.addingTimeInterval(20 * day))
     let report = try store.reopen()
     #expect(report?.isClean ?? true, "\(report?.problems ?? [])")

@@ -170,3 +170,20 @@ public struct SubjectFolding: Sendable {
     self.fold = fold
   }
 }
+
+extension SubjectFolding {
+  /// Folds ASCII text and refuses any other: the folding of an engine given none (tests). The
+  /// daemon gives the system's Unicode folding, which folds ASCII text the same way.
+  public static let ascii = SubjectFolding { text throws(TrialError) in
+    guard let folded = foldingASCII(text) else {
+      throw .invalid(.subject, "cannot be case folded: it is not ASCII, and no Unicode folding is given")
+    }
+    return folded
+  }
+
+  /// `text` with its capitals made small, when it is ASCII; nil otherwise.
+  public static func foldingASCII(_ text: String) -> String? {
+    guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
+    return String(decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+  }
+}

@@ -206,10 +206,14 @@ public enum TrialBook {
   }
 
   /// Writes `trial` over `before` (nil: a new trial), with the change to its cohort's figures
-  /// (`TrialStats`): every change of a trial's state goes through here.
+  /// (`TrialStats`) and the transition noted in the transaction: every change of a trial's
+  /// state goes through here.
   public static func write(_ trial: Trial, was before: Trial?, in txn: any TrialWriteTransaction) throws {
     try txn.putTrial(trial)
     if let (key, delta) = TrialStats.change(from: before, to: trial) { try txn.addToCohort(key, delta) }
+    if before?.state != trial.state {
+      txn.noteTransition(TrialTransition(plan: trial.plan, from: before?.state, to: trial.state))
+    }
   }
 
   /// `labels` with `changes` made, or the refusal naming the label.

@@ -75,6 +75,12 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
   /// passed over. The default reads each entry and puts it back; a store across a network
   /// may send the marks unread, to be applied by the database with the commit.
   func markDelivered(_ deliveries: [(id: EventID, at: Date)]) throws
+  /// Notes a change of a trial's state this transaction writes (`TrialBook.write`,
+  /// `TrialRetention`), for `transitions`.
+  func noteTransition(_ transition: TrialTransition)
+  /// The changes of trials' states this transaction wrote, in the order written: what a commit
+  /// changes in the counts of trials by state and by plan (the engine's `TrialFigures`).
+  var transitions: [TrialTransition] { get }
 }
 
 extension TrialWriteTransaction {

@@ -7,10 +7,8 @@ import FoundationEssentials
 public enum TrialRetention {
   /// One step of a pass.
   public struct Step: Hashable, Sendable {
-    /// How many trials of each state were removed.
-    public var removedByState: [TrialState: Int] = [:]
-    /// Trials removed.
-    public var removed: Int { removedByState.values.reduce(0, +) }
+    /// Trials removed (each noted in the transaction as a transition to nothing).
+    public var removed = 0
     /// Where the pass goes on: the last trial examined, when more may follow; nil when the
     /// step reached the last trial.
     public var next: TrialID?
@@ -49,7 +47,8 @@ public enum TrialRetention {
     }
     for trial in old {
       try txn.removeTrial(trial.id)
-      step.removedByState[trial.state, default: 0] += 1
+      txn.noteTransition(TrialTransition(plan: trial.plan, from: trial.state, to: nil))
+      step.removed += 1
     }
     return step
   }

@@ -50,18 +50,26 @@ public enum EventJournalEntry {
     }
   }
 
-  /// The fields of the entry for one taken event of `trial`, in the order they are sent.
-  public static func fields(for entry: LedgerEntry, trial: Trial) -> [JournalField] {
+  /// The fields of the entry for one taken event, in the order they are sent: `attributes` as
+  /// the event log holds them (its trial's when it was taken); `trial` as it is now, for the
+  /// end and the pause of the event's revision when it is still the current one (nil: removed).
+  public static func fields(for entry: LedgerEntry, attributes: TrialAttributes, trial: Trial?)
+    -> [JournalField]
+  {
     let event = entry.event
-    let end = endDate(of: event, trial: trial)
+    // The trial as it is now speaks for the event only while the revision is the event's.
+    let current = trial.flatMap { $0.id == event.trialID && $0.revision == event.revision ? $0 : nil }
+    let end = current?.period.endDate ?? event.trialEnd
     var fields = [
-      JournalField(name: "MESSAGE", value: message(for: entry, trial: trial, end: end)),
+      JournalField(
+        name: "MESSAGE",
+        value: message(for: entry, subject: attributes.subject, resumes: current?.pause?.until, end: end)),
       JournalField(name: "MESSAGE_ID", value: messageID(for: entry).rawValue),
       JournalField(name: "PRIORITY", value: String(priority(for: entry).rawValue)),
       JournalField(name: "TRIAL_ID", value: event.trialID.description),
     ]
     // TRIAL_SUBJECT, then each label as TRIAL_LABEL_<KEY> (the names: TrialAttributes).
-    fields += trial.attributes.variables.map { JournalField(name: $0.name, value: $0.value) }
+    fields += attributes.variables.map { JournalField(name: $0.name, value: $0.value) }
     fields += [
       JournalField(name: "TRIAL_REVISION", value: String(event.revision)),
       JournalField(name: "TRIAL_END", value: RFC3339.format(end)),
@@ -77,7 +85,7 @@ public enum EventJournalEntry {
     if let left = event.kind.timeLeft {
       fields.append(JournalField(name: "TIME_LEFT_SEC", value: JournalTime.seconds(left)))
     }
-    if case .paused = event.kind, let until = trial.pause?.until, trial.revision == event.revision {
+    if case .paused = event.kind, let until = current?.pause?.until {
       fields.append(
         JournalField(name: "RESUME_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(until))))
     }
@@ -121,16 +129,9 @@ public enum EventJournalEntry {
     }
   }
 
-  /// The end date of the event's revision: the trial's, when the entry is of its current
-  /// revision; computed from the event's due time otherwise.
-  private static func endDate(of event: TrialEvent, trial: Trial) -> Date {
-    if trial.revision == event.revision, trial.id == event.trialID { return trial.period.endDate }
-    return event.trialEnd
-  }
-
-  private static func message(for entry: LedgerEntry, trial: Trial, end: Date) -> String {
+  private static func message(for entry: LedgerEntry, subject: String, resumes: Date?, end: Date) -> String {
     let event = entry.event
-    let who = "Trial \(trial.subject) (id \(event.trialID))"
+    let who = "Trial \(subject) (id \(event.trialID))"
     let endText = CivilTime(end).readable
     let late = entry.isLate ? ", fired \(TimeSpan.format(entry.lateness, style: .brief)) late" : ""
     switch (entry.outcome, event.kind) {
@@ -148,8 +149,8 @@ public enum EventJournalEntry {
     case (.skipped(let reason), .reminder(let offset)):
       return "\(who): reminder \(TimeSpan.format(offset)) before the end skipped, \(reason); ends \(endText)"
     case (_, .paused(let left)):
-      let resumes = trial.pause?.until.map { ", resumes by itself at \(CivilTime($0).readable)" } ?? ""
-      return "\(who) paused with \(TimeSpan.format(left, style: .timeLeft)) left\(resumes)"
+      let itself = resumes.map { ", resumes by itself at \(CivilTime($0).readable)" } ?? ""
+      return "\(who) paused with \(TimeSpan.format(left, style: .timeLeft)) left\(itself)"
     case (_, .resumed(let left)):
       let late =
         entry.isLate ? ", \(TimeSpan.format(entry.lateness, style: .brief)) after its pause ran out" : ""

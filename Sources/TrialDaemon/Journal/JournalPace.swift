@@ -1,5 +1,6 @@
 import FoundationEssentials
 import TrialCore
+import TrialEngine
 
 /// Keeps event entries under journald's rate limit: at most `burst` entries in any window of
 /// `interval` of monotonic time, a sliding window.

@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import TrialCore
+import TrialEngine
 
 #if canImport(Glibc)
   import Glibc

@@ -13,9 +13,7 @@ extension SubjectFolding {
   /// ASCII text is folded here: it needs only its capitals made small. Without the library
   /// (Debian: libunistring2), a subject that is not ASCII is refused, naming it.
   public static let unicode = SubjectFolding { text throws(TrialError) in
-    if text.utf8.allSatisfy({ $0 < 0x80 }) {
-      return String(decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
-    }
+    if let folded = SubjectFolding.foldingASCII(text) { return folded }
     let library: TWUnistring
     switch Unistring.library {
     case .success(let opened): library = opened

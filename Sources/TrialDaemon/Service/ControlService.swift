@@ -3,7 +3,9 @@ import FoundationEssentials
 import Logging
 import Systemd
 import TrialControl
+import TrialControlServer
 import TrialCore
+import TrialEngine
 
 #if canImport(Glibc)
   import Glibc

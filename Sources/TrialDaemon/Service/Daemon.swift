@@ -3,6 +3,7 @@ import FoundationEssentials
 import Logging
 import Systemd
 import TrialCore
+import TrialEngine
 
 #if canImport(Glibc)
   import Glibc

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Logging
 import Systemd
 import TrialCore
+import TrialEngine
 
 /// Delivers each taken event as one structured journal entry (`EventJournalEntry`), or,
 /// when the daemon logs to a terminal, as one readable log line.
@@ -51,12 +52,13 @@ public final class JournalEventSink: EventSink {
   /// Paced on journald's clock, so that the windows are journald's windows: a suspend, which
   /// stops that clock and not the engine's, never makes a window look over that journald still
   /// counts. The time to wait is handed to the engine on its own clock.
-  public func deliver(_ entry: LedgerEntry, trial: Trial) throws {
+  public func deliver(_ event: LoggedEvent, trial: Trial?) throws {
+    let entry = event.entry
     let now = journalNow()
     if let next = pace.nextSlot(at: now), let limit = pace.limit {
       throw DeliveryDeferred(until: monotonicNow() + (next - now), reason: "at most \(limit) to the journal")
     }
-    let fields = EventJournalEntry.fields(for: entry, trial: trial)
+    let fields = EventJournalEntry.fields(for: entry, attributes: event.attributes, trial: trial)
     switch destination {
     case .journal:
       try journal.send(fields)

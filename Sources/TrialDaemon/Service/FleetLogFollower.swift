@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Logging
 import TrialCore
+import TrialEngine
 
 /// Reads a fleet's shared event log as it grows, on a queue of its own, and hands what it
 /// reads to the engine's log observers on the engine's queue: the Watches of every node see

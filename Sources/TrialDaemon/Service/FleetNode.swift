@@ -3,6 +3,7 @@ import FoundationEssentials
 import Logging
 import TrialControl
 import TrialCore
+import TrialEngine
 
 /// The daemon as one node of a fleet: the fleet's services (`FleetServices`: the shared
 /// store, ownership, liveness), and the engine told of what changes. Membership events arrive

@@ -1,5 +1,6 @@
 import TrialControl
 import TrialCore
+import TrialEngine
 
 /// What a fleet node knows of its fleet, as its last lease round read it: the fleet as the
 /// wire carries it (`FleetObject`, for `GetFleet`, `trialwatchctl fleet`), and the fleet's

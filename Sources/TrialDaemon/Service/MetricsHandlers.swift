@@ -1,7 +1,9 @@
 import Dispatch
 import FoundationEssentials
 import TrialControl
+import TrialControlServer
 import TrialCore
+import TrialEngine
 
 /// Where the metrics come from: what the daemon keeps as it works (the engine's snapshot, the
 /// servers' counters, the commit lane's durations), and the few records read at each call

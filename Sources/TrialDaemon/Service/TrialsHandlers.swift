@@ -2,7 +2,9 @@ import Dispatch
 import FoundationEssentials
 import Synchronization
 import TrialControl
+import TrialControlServer
 import TrialCore
+import TrialEngine
 
 /// The handlers of `io.trialwatch.Trials`. Changes go through the engine's group commit, on
 /// its queue, so each is durable before it is answered. Reads are answered on the caller's
@@ -175,28 +177,27 @@ public final class TrialsHandlers: @unchecked Sendable {
         }
       },
       Route(Trials.createConsumer) { p, done in
-        self.write(done) { engine in
-          let (consumer, last) = try engine.createConsumer(named: p.name, after: p.after)
-          return ConsumerReply(consumer: ConsumerObject(consumer, last: last))
+        self.write(done, { ConsumerReply(consumer: ConsumerObject($0.0, last: $0.1)) }) {
+          engine, completion in
+          engine.createConsumer(named: p.name, after: p.after, completion: completion)
         }
       },
       Route(Trials.acknowledgeEvent) { p, done in
-        self.write(done) { engine in
-          let (consumer, last) = try engine.acknowledge(consumer: p.consumer, through: p.cursor)
-          return ConsumerReply(consumer: ConsumerObject(consumer, last: last))
+        self.write(done, { ConsumerReply(consumer: ConsumerObject($0.0, last: $0.1)) }) {
+          engine, completion in
+          engine.acknowledge(consumer: p.consumer, through: p.cursor, completion: completion)
         }
       },
       Route(Trials.removeConsumer) { p, done in
-        self.write(done) { engine in
-          try engine.removeConsumer(named: p.name)
-          return EmptyReply()
+        self.write(done, { EmptyReply() }) { engine, completion in
+          engine.removeConsumer(named: p.name, completion: completion)
         }
       },
       Route(Trials.grantAgain) { p, caller, done in
-        self.write(done) { engine in
-          let used = try engine.grantAgain(
-            subject: p.subject, plan: p.plan, caller: ControlSocket.metadata(of: caller))
-          return GrantAgainReply(used: used.map(SubjectUseObject.init))
+        self.write(done, { GrantAgainReply(used: $0.map(SubjectUseObject.init)) }) { engine, completion in
+          engine.grantAgain(
+            subject: p.subject, plan: p.plan, caller: ControlSocket.metadata(of: caller),
+            completion: completion)
         }
       },
     ]
@@ -221,10 +222,16 @@ public final class TrialsHandlers: @unchecked Sendable {
     done(Self.result { try body(queries) })
   }
 
-  /// A change outside the trials' group commit (consumers), on the engine's queue.
-  private func write<R>(_ done: @escaping Completion<R>, _ body: @escaping (Engine) throws -> R) {
+  /// A change other than a command (consumers, grants), handed to the engine on its queue;
+  /// answered once durable, its result made a reply by `reply`.
+  private func write<V, R>(
+    _ done: @escaping Completion<R>, _ reply: @escaping @Sendable (V) -> R,
+    _ body: @escaping (Engine, @escaping (Result<V, any Error>) -> Void) -> Void
+  ) {
     let bound = Bound(value: (engine, body))
-    queue.async { done(Self.result { try bound.value.1(bound.value.0) }) }
+    queue.async {
+      bound.value.1(bound.value.0) { result in done(Self.result { reply(try result.get()) }) }
+    }
   }
 
   /// Hands a command made of a call's parameters to the engine; one whose values were refused

@@ -2,7 +2,9 @@ import Dispatch
 import FoundationEssentials
 import Synchronization
 import TrialControl
+import TrialControlServer
 import TrialCore
+import TrialEngine
 
 /// The running Watches, fed from the event log. The engine hands it every event it logs, in
 /// cursor order; each Watch takes them live while its client keeps up, and reads them from

@@ -1,6 +1,7 @@
 import Testing
 import TrialControl
 
+@testable import TrialControlServer
 @testable import TrialDaemon
 
 /// The connection's state machine alone: no sockets, no queues, time given with each input.

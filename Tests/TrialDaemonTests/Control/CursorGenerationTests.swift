@@ -8,7 +8,9 @@ import TrialPostgres
 import TrialPostgresTesting
 import TrialStore
 
+@testable import TrialControlServer
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// Cursors after `trialwatchd --restore` and `--import`: the log's generation is carried in
 /// every cursor handed out after, and a cursor of another generation is refused, naming both

@@ -9,6 +9,7 @@ import TrialStore
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// A fleet node as GetStatus and GetFleet show it, and a store moved to another through
 /// Export and trialwatchd --import.

@@ -5,6 +5,7 @@ import TrialControl
 import TrialCore
 import TrialDaemonTesting
 
+@testable import TrialControlServer
 @testable import TrialDaemon
 
 /// Connection limits under hostile local users: clients run as other users (with setpriv), in

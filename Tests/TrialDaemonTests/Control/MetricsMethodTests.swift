@@ -8,6 +8,7 @@ import TrialStore
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// `io.systemd.Metrics` through a real socket, on every store, in virtual time: what the
 /// metrics say equals what the test did (trials started, paused and ended, events fired on

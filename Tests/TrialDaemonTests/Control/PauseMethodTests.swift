@@ -6,6 +6,7 @@ import TrialCore
 import TrialDaemonTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// PauseTrial and ResumeTrial through a real socket, on every store, in virtual time: the
 /// replies, the events delivered (as the journal gets them), the refusals, and a pause that runs

@@ -7,7 +7,9 @@ import TrialControl
 import TrialCore
 import TrialDaemonTesting
 
+@testable import TrialControlServer
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// The Varlink protocol over a real socket, against the daemon's handlers and a real engine:
 /// introspection, oneway, pipelining, streaming, and bad input.
@@ -129,9 +131,15 @@ import TrialDaemonTesting
 
   @Test(arguments: StoreKind.allCases)
   func pipelinedChanges_WithAReadAfterThem_RunTogetherAndRepliesKeepTheirOrder(store: StoreKind) throws {
-    let fixture = try ControlFixture(store: store, ids: [1, 2, 3, 4])
+    let fixture = try ControlFixture(store: store, ids: [1, 2, 3, 4, 5], holdingWrites: true)
+    let writes = try #require(fixture.writes)
     let raw = try fixture.client()
-    fixture.holdEngine()
+    let before = fixture.engine.commits
+    // A commit in progress: what comes meanwhile waits for the next.
+    writes.holdNextWrite()
+    let first = try fixture.client()
+    try first.sendBytes(message("io.trialwatch.Trials.StartTrial", #"{"subject":"first"}"#))
+    try #require(writes.waitUntilWriteHeld(), "the first commit began")
     var bytes: [UInt8] = []
     for subject in ["a", "b", "a"] {
       bytes += message("io.trialwatch.Trials.StartTrial", #"{"subject":"\#(subject)"}"#)
@@ -139,18 +147,20 @@ import TrialDaemonTesting
     bytes += message("io.trialwatch.Trials.GetTrial", #"{"subject":"b"}"#)
     bytes += message("org.varlink.service.GetInfo")
     try raw.sendBytes(bytes)
-    // The three changes reach the engine together; the read waits for them.
-    #expect(fixture.waitUntilReceived(3))
-    #expect(fixture.callsReceived == 3)
-    fixture.releaseEngine()
+    // The three changes reach the engine together, and wait in the lane; the read waits for them.
+    #expect(fixture.waitUntilReceived(4))
+    #expect(fixture.callsReceived == 4)
+    fixture.engine.queue.sync {}
+    writes.releaseWrite()
+    #expect(try first.receive().parameters(as: TrialReply.self).trial.subject == "first")
     #expect(try raw.receive().parameters(as: TrialReply.self).trial.subject == "a")
     #expect(try raw.receive().parameters(as: TrialReply.self).trial.subject == "b")
     #expect(try raw.receive().error == "io.trialwatch.SubjectAlreadyActive")
     #expect(
       try raw.receive().parameters(as: TrialReply.self).trial.subject == "b", "the read sees the changes")
     #expect(try raw.receive().parameters(as: GetInfoReply.self).product == "trialwatchd")
-    #expect(fixture.callsReceived == 4)
-    #expect(fixture.engine.commits == 1, "the three changes are one transaction")
+    #expect(fixture.callsReceived == 5)
+    #expect(fixture.engine.commits == before + 2, "the three changes are one transaction")
   }
 
   @Test(arguments: StoreKind.allCases)
@@ -166,21 +176,28 @@ import TrialDaemonTesting
     #expect(try slow.receive().parameters(as: TrialReply.self).trial.subject == "held")
   }
 
-  /// Group commit: changes from many clients that reach the engine while it is busy are
-  /// committed together, in one transaction, and each client gets its own answer.
+  /// Group commit: changes from many clients that reach the lane while a commit is in progress
+  /// are committed together, in the next transaction, and each client gets its own answer.
   @Test(arguments: StoreKind.allCases)
-  func changesFromManyClients_ReachingABusyEngine_AreCommittedTogether(store: StoreKind) throws {
-    let fixture = try ControlFixture(store: store, ids: Array(1...8))
+  func changesFromManyClients_ReachingABusyLane_AreCommittedTogether(store: StoreKind) throws {
+    let fixture = try ControlFixture(store: store, ids: Array(1...9), holdingWrites: true)
+    let writes = try #require(fixture.writes)
     let clients = try (0..<8).map { _ in try fixture.client() }
-    fixture.holdEngine()
+    let before = fixture.engine.commits
+    writes.holdNextWrite()
+    let first = try fixture.client()
+    try first.sendBytes(message("io.trialwatch.Trials.StartTrial", #"{"subject":"first"}"#))
+    try #require(writes.waitUntilWriteHeld(), "the first commit began")
     // The last client asks for a subject the first one also asks for.
     for (index, client) in clients.enumerated() {
       try client.sendBytes(message("io.trialwatch.Trials.StartTrial", #"{"subject":"s\#(index % 7)"}"#))
     }
-    #expect(fixture.waitUntilReceived(8))
-    fixture.releaseEngine()
+    #expect(fixture.waitUntilReceived(9))
+    fixture.engine.queue.sync {}
+    writes.releaseWrite()
+    let firstTrial = try first.receive().parameters(as: TrialReply.self).trial
     let replies = try clients.map { try $0.receive() }
-    #expect(fixture.engine.commits == 1)
+    #expect(fixture.engine.commits == before + 2)
 
     let started = try replies.filter { $0.error == nil }.map { try $0.parameters(as: TrialReply.self).trial }
     let refused = replies.filter { $0.error != nil }
@@ -191,7 +208,7 @@ import TrialDaemonTesting
     let winner = started.first { $0.subject == "s0" }
     #expect(refused.first?.errorParameters.id == winner?.id.description)
     let stored = try fixture.engine.storedTrials()
-    #expect(stored.map(\.id) == started.map(\.id).sorted())
+    #expect(stored.map(\.id) == ([firstTrial] + started).map(\.id).sorted())
     #expect(stored.allSatisfy { $0.state == .active && $0.revision == 1 })
   }
 

@@ -6,6 +6,7 @@ import TrialCore
 import TrialDaemonTesting
 import TrialTesting
 
+@testable import TrialControlServer
 @testable import TrialDaemon
 
 /// Setting up the socket (binding, stale sockets, socket activation) and who may change trials.

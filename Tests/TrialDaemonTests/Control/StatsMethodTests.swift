@@ -6,6 +6,7 @@ import TrialCore
 import TrialDaemonTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// GetStats through a real socket, on every store: 1,000 trials over ten weeks in virtual time,
 /// started, converted, cancelled, paused, resumed and expired at random, and figures that equal

@@ -8,6 +8,7 @@ import TrialStore
 import TrialTesting
 
 @testable import TrialDaemon
+@testable import TrialEngine
 
 /// The records of subjects granted a trial once travel with an export: after the trials, a
 /// page at a time, into a fleet's store and back; an import keeps a record the store has.

@@ -7,6 +7,7 @@ import TrialControl
 import TrialCore
 import TrialDaemonTesting
 
+@testable import TrialControlServer
 @testable import TrialDaemon
 
 extension ControlServer.Options {

@@ -16,7 +16,14 @@ struct DeliveryBacklog {
     case storeFailed
   }
 
-  private var ids: [EventID] = []
+  /// An event held: its id, and its cursor in the event log when known (an event taken before
+  /// a restart is found in the log by its id, when the log still holds it).
+  struct Held: Hashable {
+    var id: EventID
+    var cursor: EventCursor?
+  }
+
+  private var ids: [Held] = []
   private var head = 0
   /// The one wake that resumes delivery; nil when nothing is held.
   var wake: (any ScheduledWake)?
@@ -29,15 +36,15 @@ struct DeliveryBacklog {
   var isHolding: Bool { heldSince != nil }
   var count: Int { ids.count - head }
 
-  func contains(_ id: EventID) -> Bool { ids[head...].contains(id) }
+  func contains(_ id: EventID) -> Bool { ids[head...].contains { $0.id == id } }
 
   /// Puts events at the end.
-  mutating func append<S: Sequence>(_ newIDs: S) where S.Element == EventID {
+  mutating func append<S: Sequence>(_ newIDs: S) where S.Element == Held {
     ids.append(contentsOf: newIDs)
   }
 
   /// Up to `limit` waiting events after the oldest `offset`, without taking them.
-  func slice(from offset: Int, limit: Int) -> [EventID] {
+  func slice(from offset: Int, limit: Int) -> [Held] {
     let start = head + offset
     return Array(ids[start..<min(ids.count, start + limit)])
   }

@@ -43,37 +43,36 @@ public final class EngineSnapshots: Sendable {
 extension Engine {
   /// The engine's snapshots, published after every change from now on. On the engine's queue.
   public func snapshots() -> EngineSnapshots {
-    if let snapshotCell { return snapshotCell }
-    let cell = EngineSnapshots(makeSnapshot(previous: nil))
-    snapshotCell = cell
+    if let cell = duties.status.snapshots { return cell }
+    let cell = EngineSnapshots(duties.status.makeSnapshot(previous: nil))
+    duties.status.snapshots = cell
     return cell
   }
 
-  /// Publishes the snapshot, when anyone asked for it. `publishStatus` calls this first.
-  func publishSnapshot() {
-    guard let snapshotCell else { return }
-    snapshotCell.publish(makeSnapshot(previous: snapshotCell.current))
+  /// The engine's view of itself, on its queue (`systemctl status` reads the line).
+  public func status() -> EngineStatus {
+    var snapshot = duties.status.makeSnapshot(previous: nil)
+    if let next = snapshot.nextEvent, snapshot.nextAttributes == nil {
+      snapshot.nextAttributes = (try? repository.read { try $0.trial(next.trialID) })??.attributes
+    }
+    return EngineStatus(snapshot: snapshot, line: duties.status.line())
   }
 
-  /// The snapshot of now; the next event's trial's attributes are read from the store only when the next
-  /// event belongs to another trial than in `previous`, and never in a fleet, where that read
-  /// crosses the network (`GetStatus` reads it when asked).
-  private func makeSnapshot(previous: EngineSnapshot?) -> EngineSnapshot {
-    let pending = nextPendingEvent()
-    let next = pending?.event
-    var attributes: TrialAttributes? = pending?.trial?.attributes
-    if let next, attributes == nil {
-      if let previous, previous.nextEvent?.trialID == next.trialID, let known = previous.nextAttributes {
-        attributes = known
-      } else if fleet == nil {
-        attributes = (try? repository.read { try $0.trial(next.trialID) })??.attributes
-      }
-    }
-    return EngineSnapshot(
-      counts: counts, pendingEvents: planner.pendingEventCount, nextEvent: next, nextAttributes: attributes,
-      settings: settings, tally: tally, openByPlan: openByPlan, heldEvents: delivery.heldCount,
-      heldReason: delivery.heldReason)
-  }
+  /// The status line (see `EngineStatus.line`).
+  public func statusLine() -> String { duties.status.line() }
+}
+
+/// The engine's view of itself: its snapshot, with the next event's attributes read even in a
+/// fleet, and the status line.
+public struct EngineStatus: Hashable, Sendable {
+  public var snapshot: EngineSnapshot
+  /// `3 active trials; next: acme-42 expires in 2h 13min`.
+  public var line: String
+
+  public var counts: [TrialState: Int] { snapshot.counts }
+  public var pendingEvents: Int { snapshot.pendingEvents }
+  public var nextEvent: TrialEvent? { snapshot.nextEvent }
+  public var nextAttributes: TrialAttributes? { snapshot.nextAttributes }
 }
 
 /// How many Watches are running, from any thread: in a fleet, the shared log is read for them
@@ -96,7 +95,7 @@ public final class LogDemand: Sendable {
     state.withLock { $0.onWanted = action }
   }
 
-  func watchStarted() {
+  public func watchStarted() {
     let action = state.withLock { state -> (@Sendable () -> Void)? in
       state.watches += 1
       return state.watches == 1 ? state.onWanted : nil
@@ -104,7 +103,7 @@ public final class LogDemand: Sendable {
     action?()
   }
 
-  func watchEnded() {
+  public func watchEnded() {
     state.withLock { $0.watches -= 1 }
   }
 }

@@ -102,21 +102,32 @@ final class DeliveryQueue {
     }
   }
 
-  /// Delivers `entries` (of `trials`, as the commit that took them left them), in order, or
+  /// Delivers `events` (each with its trial as the commit that took it left it), in order, or
   /// puts them behind the events already held. `nextDue`: when the engine wakes next to take
   /// events (see `addMarks`).
-  func deliver(_ entries: [LedgerEntry], trials: [Trial?], retryDelay: Duration, nextDue: Date?) {
+  func deliver(_ events: [LoggedEvent], trials: [Trial?], retryDelay: Duration, nextDue: Date?) {
     self.retryDelay = retryDelay
-    guard !entries.isEmpty, !stopped else { return }
+    guard !events.isEmpty, !stopped else { return }
     guard !backlog.isHolding else {
-      backlog.append(entries.lazy.map(\.id))
+      backlog.append(events.lazy.map { DeliveryBacklog.Held(id: $0.id, cursor: $0.cursor) })
       return
     }
-    let run = offer(entries, trials)
+    let run = offer(events, trials)
     addMarks(run.delivered, nextDue: nextDue)
     guard let stop = run.stop else { return }
-    backlog.append(entries[stop.index...].lazy.map(\.id))
+    backlog.append(events[stop.index...].lazy.map { DeliveryBacklog.Held(id: $0.id, cursor: $0.cursor) })
     hold(stop.cause)
+  }
+
+  /// Delivers again entries taken but not delivered before (the outbox, at start or when a fleet
+  /// node gains shards), as the event log holds them: with the attributes their trials had when
+  /// taken, in the order taken. An entry whose event the log no longer holds goes last, with its
+  /// trial's attributes now.
+  func redeliver(_ entries: [LedgerEntry], retryDelay: Duration) throws {
+    let (events, trials) = try repository.read { txn in
+      try Self.loggedEvents(entries.map { (id: $0.id, cursor: nil) }, in: txn)
+    }
+    deliver(events, trials: trials, retryDelay: retryDelay, nextDue: nil)
   }
 
   // MARK: Delivery marks
@@ -234,18 +245,17 @@ final class DeliveryQueue {
     var stop: Stop?
     do {
       while stop == nil, consumed < backlog.count {
-        let ids = backlog.slice(from: consumed, limit: Self.chunk)
-        let (entries, trials) = try repository.read { txn in
-          let entries = try ids.compactMap { try txn.ledgerEntry($0) }.filter { !$0.isDelivered }
-          return (entries, try entries.map { try txn.trial($0.event.trialID) })
+        let held = backlog.slice(from: consumed, limit: Self.chunk)
+        let (events, trials) = try repository.read { txn in
+          try Self.loggedEvents(held.map { ($0.id, $0.cursor) }, in: txn)
         }
-        let run = offer(entries, trials)
+        let run = offer(events, trials)
         delivered += run.delivered
         if let stopped = run.stop {
-          consumed += ids.firstIndex(of: entries[stopped.index].id)!
+          consumed += held.firstIndex { $0.id == events[stopped.index].id }!
           stop = stopped.cause
         } else {
-          consumed += ids.count
+          consumed += held.count
         }
       }
       addMarks(delivered)
@@ -265,19 +275,16 @@ final class DeliveryQueue {
       metadata: ["count": "\(count)", "held_for": "\(TimeSpan.format(.seconds(heldFor), style: .brief))"])
   }
 
-  /// Offers each entry to every sink until one stops; entries of trials no longer in the store
-  /// count as delivered.
-  private func offer(_ entries: [LedgerEntry], _ trials: [Trial?]) -> (
+  /// Offers each event to every sink until one stops.
+  private func offer(_ events: [LoggedEvent], _ trials: [Trial?]) -> (
     delivered: [EventID], stop: (index: Int, cause: Stop)?
   ) {
     var delivered: [EventID] = []
-    delivered.reserveCapacity(entries.count)
-    for (index, (entry, trial)) in zip(entries, trials).enumerated() {
+    delivered.reserveCapacity(events.count)
+    for (index, (event, trial)) in zip(events, trials).enumerated() {
       do {
-        if let trial {
-          for sink in sinks { try sink.deliver(entry, trial: trial) }
-        }
-        delivered.append(entry.id)
+        for sink in sinks { try sink.deliver(event, trial: trial) }
+        delivered.append(event.id)
       } catch let deferral as DeliveryDeferred {
         return (delivered, (index, .deferred(deferral)))
       } catch {

@@ -13,8 +13,9 @@ import TrialCore
 /// carried out together, in one transaction (a group commit), each body in turn.
 ///
 /// Every transaction of the lane first runs `prelude` (the engine records the deliveries made
-/// since the last write there), whose result is handed to `committed` on the engine's context
-/// before the completions of the transaction's writes.
+/// since the last write there), whose result is handed to `committed` on the engine's context,
+/// with the transitions of trials the transaction wrote, before the completions of the
+/// transaction's writes; `settled` runs after them.
 public protocol CommitLane: AnyObject {
   /// Runs `body` in a write transaction after every write submitted before it; then, on the
   /// engine's context, `completion` with its result. A body throws only for a failure of the
@@ -23,8 +24,8 @@ public protocol CommitLane: AnyObject {
     _ body: @escaping (any TrialWriteTransaction) throws -> Any,
     completion: @escaping (Result<Any, any Error>) -> Void)
   /// Runs `body` in a transaction of its own after every write submitted before it, and
-  /// returns its result; called on the engine's context, which waits. For writes whose body
-  /// may throw a caller's error (a consumer that does not exist), and which are rare.
+  /// returns its result; called on the engine's context, which waits: only for the engine's
+  /// last write, at stop.
   func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R
   /// Waits until every write submitted so far is done, and runs their completions now; on
   /// the engine's context.
@@ -52,12 +53,23 @@ public final class CommitDurations: Sendable {
   }
 }
 
+/// What a transaction of the lane made durable, beside its writes' own results.
+public struct CommitRecord {
+  /// The deliveries the prelude recorded.
+  public var deliveries: [EventID] = []
+  /// The changes of trials' states the transaction wrote (`TrialWriteTransaction.transitions`).
+  public var transitions: [TrialTransition] = []
+}
+
 /// What the engine does in every transaction of its lane (see `CommitLane`).
 public struct CommitHooks {
   /// Runs first in every transaction of the lane; returns the deliveries it recorded.
   public let prelude: (any TrialWriteTransaction) throws -> [EventID]
-  /// On the engine's context, once those deliveries are durable.
-  public let committed: ([EventID]) -> Void
+  /// On the engine's context, once a transaction is durable, before its writes' completions.
+  public let committed: (CommitRecord) -> Void
+  /// On the engine's context, after the completions of a transaction's writes (or their
+  /// failure).
+  public let settled: () -> Void
 }
 
 /// Writes a lane carries out together, in one transaction, and what came of them: the lanes
@@ -69,7 +81,7 @@ public struct CommitBatch {
   private(set) var bodies: [Body] = []
   private(set) var completions: [Completion] = []
   private var result: Result<[Any], any Error> = .success([])
-  private var recorded: [EventID] = []
+  private var record = CommitRecord()
 
   public init() {}
 
@@ -83,15 +95,17 @@ public struct CommitBatch {
 
   /// Runs the hooks' prelude, then every body in turn, in one write transaction.
   public mutating func commit(to repository: any TrialRepository, hooks: CommitHooks?) {
-    var recorded: [EventID] = []
+    var record = CommitRecord()
     let bodies = self.bodies
     result = Result {
       try repository.write { txn in
-        recorded = try hooks?.prelude(txn) ?? []
-        return try bodies.map { try $0(txn) }
+        record.deliveries = try hooks?.prelude(txn) ?? []
+        let values = try bodies.map { try $0(txn) }
+        record.transitions = txn.transitions
+        return values
       }
     }
-    self.recorded = recorded
+    self.record = record
   }
 
   /// Fails every write without running it (nothing is written).
@@ -104,26 +118,29 @@ public struct CommitBatch {
   public func complete(hooks: CommitHooks?) {
     switch result {
     case .success(let values):
-      hooks?.committed(recorded)
+      hooks?.committed(record)
       for (completion, value) in zip(completions, values) { completion(.success(value)) }
     case .failure(let error):
       for completion in completions { completion(.failure(error)) }
     }
+    hooks?.settled()
   }
 }
 
 extension CommitHooks {
-  /// A write of its own, the prelude first: its result, and the deliveries it recorded (for
+  /// A write of its own, the prelude first: its result, and what it made durable (for
   /// `committed`, on the engine's context). A lane's `perform`.
   public func write<R>(_ body: (any TrialWriteTransaction) throws -> R, on repository: any TrialRepository)
-    throws -> (result: R, recorded: [EventID])
+    throws -> (result: R, record: CommitRecord)
   {
-    var recorded: [EventID] = []
+    var record = CommitRecord()
     let result = try repository.write { txn in
-      recorded = try prelude(txn)
-      return try body(txn)
+      record.deliveries = try prelude(txn)
+      let result = try body(txn)
+      record.transitions = txn.transitions
+      return result
     }
-    return (result, recorded)
+    return (result, record)
   }
 }
 
@@ -160,8 +177,8 @@ public final class ImmediateCommitLane: CommitLane {
 
   public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
     guard let hooks else { return try repository.write(body) }
-    let (result, recorded) = try hooks.write(body, on: repository)
-    hooks.committed(recorded)
+    let (result, record) = try hooks.write(body, on: repository)
+    hooks.committed(record)
     return result
   }
 
@@ -260,8 +277,8 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
   public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
     // Behind the writes submitted before: the lane's queue runs them first.
     guard let hooks else { return try queue.sync { try repository.write(body) } }
-    let (result, recorded) = try queue.sync { try hooks.write(body, on: repository) }
-    hooks.committed(recorded)
+    let (result, record) = try queue.sync { try hooks.write(body, on: repository) }
+    hooks.committed(record)
     return result
   }
 

@@ -7,7 +7,9 @@ import TrialCore
 /// throws `DeliveryDeferred` is asked again at the time it names; any other error, after
 /// `EngineSettings.retryDelay`.
 public protocol EventSink: AnyObject {
-  func deliver(_ entry: LedgerEntry, trial: Trial) throws
+  /// `event` as the event log holds it (its trial's attributes as they were when it was
+  /// taken, delivered again or not); `trial` as it is now, nil when retention removed it.
+  func deliver(_ event: LoggedEvent, trial: Trial?) throws
 }
 
 /// Told of every event the engine logs (fired or skipped), once committed, in cursor order

@@ -38,25 +38,24 @@ extension Engine {
       try load(&planner)
       let entries = try outbox().filter { !delivery.isPending($0.id) }
       if !entries.isEmpty {
-        let trials = try repository.read { txn in try entries.map { try txn.trial($0.event.trialID) } }
         logger.notice(
           "delivering events another node took but did not deliver", metadata: ["count": "\(entries.count)"])
-        deliver(entries, trials: trials)
+        try delivery.redeliver(entries, retryDelay: settings.retryDelay)
       }
     } catch {
       logger.error("could not load the shards this node now owns", metadata: ["error": "\(error)"])
     }
     wakeUp()
-    publishStatus()
+    duties.status.publish()
   }
 
   /// The fleet's trial counts, read from the shared store: the engine of a node counts only
   /// the changes it makes, so a fleet node sets them from time to time.
   public func setCounts(_ counts: [TrialState: Int], byPlan: OpenTrialsByPlan? = nil) {
-    guard counts != self.counts || (byPlan != nil && byPlan != openByPlan) else { return }
-    self.counts = counts
-    if let byPlan { openByPlan = byPlan }
-    publishStatus()
+    let read = TrialStateCounts(byState: counts, openByPlan: byPlan ?? trials.openByPlan)
+    guard read != trials else { return }
+    trials = read
+    duties.status.publish()
   }
 
   /// Another node changed these trials: re-plans those this node fires from the store.

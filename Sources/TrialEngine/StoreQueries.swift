@@ -8,17 +8,6 @@ public struct TrialPage: Hashable, Sendable {
   public var next: TrialID?
 }
 
-/// The engine's view of itself, for `GetStatus` and `systemctl status`.
-public struct EngineStatus: Hashable, Sendable {
-  public var counts: [TrialState: Int]
-  public var pendingEvents: Int
-  public var nextEvent: TrialEvent?
-  public var nextAttributes: TrialAttributes?
-  public var fired: Int
-  public var skipped: Int
-  public var line: String
-}
-
 /// The reads of trials, the ledger, the event log and consumers, each in one read
 /// transaction of the store: answered on any thread, beside the engine (a store's reads run
 /// alongside its writes), never waiting for a commit.
@@ -124,46 +113,4 @@ extension Engine {
 
   /// Deliveries made but not yet recorded in the store (see `DeliveryQueue`).
   public var unrecordedDeliveries: UnrecordedDeliveries { delivery.unrecorded }
-
-  public func trial(id: TrialID) throws -> Trial { try queries.trial(id: id) }
-
-  /// The subject's active trial, else its most recent one.
-  public func trial(subject: String) throws -> Trial { try queries.trial(subject: subject) }
-
-  /// Trials in id order after `after` that satisfy `include`, at most `limit`.
-  public func listTrials(limit: Int, after: TrialID?, where include: (Trial) -> Bool) throws -> TrialPage {
-    try queries.listTrials(limit: limit, after: after, where: include)
-  }
-
-  /// A trial and every ledger entry it has, over all revisions, read together.
-  public func trialWithLedger(id: TrialID) throws -> (trial: Trial, ledger: [LedgerEntry]) {
-    try queries.trialWithLedger(id: id)
-  }
-
-  /// The attributes (subject, labels) of the given trials, read in one transaction.
-  public func attributes(of ids: [TrialID]) throws -> [TrialID: TrialAttributes] {
-    try queries.attributes(of: ids)
-  }
-
-  /// What would fire from now until `date`, changing nothing.
-  public func simulate(through date: Date) throws -> [DueEvent] {
-    // Far trials are not held in full: the planner a restarted engine would build is asked.
-    guard !planner.holdsFarTrials(dueThrough: date) else {
-      return try queries.simulate(now: clock.now(), through: date, policy: planner.policy)
-    }
-    return planner.simulate(now: clock.now(), through: date)
-  }
-
-  public func status() -> EngineStatus {
-    let pending = nextPendingEvent()
-    let next = pending?.event
-    let attributes =
-      pending?.trial?.attributes
-      ?? next.flatMap { event in
-        (try? repository.read { try $0.trial(event.trialID) })??.attributes
-      }
-    return EngineStatus(
-      counts: counts, pendingEvents: planner.pendingEventCount, nextEvent: next, nextAttributes: attributes,
-      fired: firedCount, skipped: skippedCount, line: statusLine())
-  }
 }

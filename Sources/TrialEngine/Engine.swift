@@ -3,11 +3,15 @@ import Logging
 import TrialCore
 
 /// The scheduling engine: owns the planner, fires due events exactly once, delivers them.
+/// Beside it, its duties (`EngineDuties`) keep the log's and the trials' retention, memory, the
+/// status and the far trials' look-ahead, each on timers of its own.
 ///
 /// Every method must be called on the one serial context that also runs the scheduler's
 /// actions (the daemon's queue; in tests, the test itself). The engine never reads the
 /// system time: `now` comes from the scheduler's clock, and the timer it arms is only a
-/// wake-up hint — every wake re-reads the clock and takes whatever is due.
+/// wake-up hint — every wake re-reads the clock and takes whatever is due. Every write goes
+/// through the commit lane, asynchronously (one at stop waits): the engine's context never
+/// waits for a commit.
 public final class Engine {
   public let repository: any TrialRepository
   public private(set) var settings: EngineSettings
@@ -23,69 +27,41 @@ public final class Engine {
   public weak var observer: (any EngineObserver)?
   let logger: Logger
 
+  /// The one timer, armed at the planner's next deadline; and, after a failed commit or read,
+  /// the retry that holds it.
   private var wake: (any ScheduledWake)?
   private var armedDeadline: Date?
-  var watchdogWake: (any ScheduledWake)?
-  /// The watchdog ping is withheld while a write is stuck (see `watchdogTick`).
-  var watchdogWithheld = false
-  var statusWake: (any ScheduledWake)?
-  var lastStatusUptime: TimeInterval?
-  var lastStatus: String?
-  /// The subject of the trial the status line names, read once for each trial it names.
-  var statusSubject: (id: TrialID, subject: String)?
-  /// The far trial whose event comes first, as read from the store, and the planner's
-  /// `nextFarTrialStamp` then (see `nextPendingEvent`).
-  var farNext: (stamp: UInt64, event: TrialEvent, trial: Trial)?
   private var retryWake: (any ScheduledWake)?
-  var flushWake: (any ScheduledWake)?
-  var pendingCommands: [(TrialCommand, (Result<CommandResult, any Error>) -> Void)] = []
+  /// The wall and monotonic times of the last wake, to tell a wall-clock step.
   private var reference: (wall: Date, uptime: TimeInterval)?
-  private(set) var stopped = false
+  public private(set) var stopped = false
   /// Told of every event logged, in cursor order.
   var logObservers: [any EventLogObserver] = []
   /// The newest event handed to the log observers.
   public internal(set) var publishedThrough = EventCursor.origin
-  var pruneWake: (any ScheduledWake)?
-  /// Called on the engine's context once writes have gone quiet (`EngineSettings.memoryQuiet`
-  /// after the last): the daemon lets go of memory they left resident there (the store's
-  /// mapped pages, free heap). Nil: nothing to do, no wake for it.
-  public var releaseMemory: (() -> Void)?
-  var memoryWake: (any ScheduledWake)?
-  /// When the last write was done (the scheduler's monotonic time).
-  var lastWrite: TimeInterval?
-  /// Where the snapshot for reads off the engine's queue is published; nil until asked for
-  /// (`snapshots()`).
-  var snapshotCell: EngineSnapshots?
-  var pruneAt: Date?
-  /// The retention of ended trials (`Engine+Retention`): its wake, when it is armed for, and
-  /// whether a pass is under way.
-  var retireWake: (any ScheduledWake)?
-  var retireAt: Date?
-  var retiring = false
-  /// The earliest end of an ended trial not yet of age that the pass under way knows of.
-  var retireEarliest: Date?
-
   /// In a fleet, this node's part (see `FleetRole`): which trials it fires, how it hears of the
   /// shared log; nil for a daemon of its own, which fires every trial's.
   public var fleet: FleetRole? {
     didSet { delivery.rideWindow = fleet?.deliveryRecordWindow ?? DeliveryQueue.rideWindowAlone }
   }
-
-  /// Trials by state, kept current as trials start, end and expire.
-  public internal(set) var counts: [TrialState: Int] = [:]
-  /// How many events were fired and skipped since start.
-  public private(set) var firedCount = 0
-  public private(set) var skippedCount = 0
+  /// Trials by state and open trials by plan: changed only by the transitions the commits
+  /// report (`TrialWriteTransaction.transitions`), whatever wrote them.
+  public internal(set) var trials = TrialStateCounts()
   /// What the engine logged since start, by kind and outcome, and how late its timer fired
   /// (the metrics; see `EventTally`).
   public internal(set) var tally = EventTally()
-  /// Open trials by plan, as `counts` by state.
-  public internal(set) var openByPlan = OpenTrialsByPlan()
+  /// The answers to changes a transaction carried out, given once the engine has taken in the
+  /// whole transaction (`settled`): a client that reads after its answer sees the change.
+  private var answers: [() -> Void] = []
+  lazy var duties = EngineDuties(
+    status: StatusDuty(engine: self), pruning: PruningDuty(engine: self),
+    retention: RetentionDuty(engine: self), memory: MemoryDuty(engine: self),
+    lookahead: LookaheadDuty(engine: self))
 
   public init(
     repository: any TrialRepository, scheduler: any WakeScheduler,
     settings: EngineSettings = EngineSettings(), ids: any TrialIDGenerator = RandomTrialIDGenerator(),
-    folding: SubjectFolding = .unicode, sinks: [any EventSink] = [], commits: (any CommitLane)? = nil,
+    folding: SubjectFolding = .ascii, sinks: [any EventSink] = [], commits: (any CommitLane)? = nil,
     logger: Logger = Logger(label: "trialwatch.engine")
   ) {
     self.repository = repository
@@ -100,12 +76,15 @@ public final class Engine {
     let delivery = self.delivery
     self.commits.hooks = CommitHooks(
       prelude: { txn in try delivery.recordMarks(in: txn) },
-      committed: { [weak self] in
-        delivery.marksRecorded($0)
-        self?.wrote()
-      })
-    delivery.commitMarks = { [weak self] completion in self?.commitMarks(completion) }
-    delivery.holdChanged = { [weak self] in self?.publishStatus() }
+      committed: { [weak self] record in
+        delivery.marksRecorded(record.deliveries)
+        self?.committed(record.transitions)
+      },
+      settled: { [weak self] in self?.settled() })
+    delivery.commitMarks = { [weak self] completion in
+      self?.commits.submit({ _ in () }, completion: completion)
+    }
+    delivery.holdChanged = { [weak self] in self?.duties.status.publish() }
   }
 
   public var clock: any WallClock { scheduler.clock }
@@ -113,6 +92,11 @@ public final class Engine {
   public func addSink(_ sink: any EventSink) {
     delivery.add(sink)
   }
+
+  /// Trials by state.
+  public var counts: [TrialState: Int] { trials.byState }
+  /// Open trials by plan.
+  public var openByPlan: OpenTrialsByPlan { trials.openByPlan }
 
   // MARK: Life cycle
 
@@ -153,19 +137,20 @@ public final class Engine {
       observer?.engineDetectedClockStep(from: lastSeen, to: now)
     }
     planner = Planner(policy: settings.policy)
-    farNext = nil
+    duties.lookahead.reset()
     if fleet == nil, let lookahead = settings.lookahead { planner.holdFar(lookahead: lookahead, now: now) }
     let summary = try repository.restore(into: &planner, progress: progress)
-    counts = summary.byState
-    openByPlan = OpenTrialsByPlan(cohorts: try repository.read { try $0.cohorts(from: .min, through: .max) })
+    trials = TrialStateCounts(
+      byState: summary.byState,
+      openByPlan: OpenTrialsByPlan(cohorts: try repository.read { try $0.cohorts(from: .min, through: .max) })
+    )
     report.trials = summary.trials
     let outbox = try repository.outbox()
     report.redelivered = outbox.count
     if !outbox.isEmpty {
       beforeRedelivery()
       logger.notice("delivering events taken before the last stop", metadata: ["count": "\(outbox.count)"])
-      let trials = try repository.read { txn in try outbox.map { try txn.trial($0.event.trialID) } }
-      deliver(outbox, trials: trials)
+      try delivery.redeliver(outbox, retryDelay: settings.retryDelay)
     }
     let log = try repository.read { try $0.eventLogBounds() }
     publishedThrough = log.last
@@ -174,45 +159,67 @@ public final class Engine {
     commits.drain()
     report.activeTrials = counts[.active, default: 0]
     reference = (now, scheduler.monotonicNow)
-    scheduleWatchdog()
-    if log.count > 0 { schedulePrune(at: now) }
-    if settings.trialRetention != nil { scheduleRetire(at: now.adding(settings.trialRetentionStartDelay)) }
-    publishStatus(force: true)
+    for duty in duties.all { duty.configure(settings, was: nil) }
+    if log.count > 0 { duties.pruning.schedule(at: now) }
     return report
   }
 
   /// Applies new settings (after a reload). The catch-up policy and defaults apply from now on.
   public func reload(_ newSettings: EngineSettings) {
-    let watchdogChanged = newSettings.watchdogInterval != settings.watchdogInterval
-    let retentionChanged = newSettings.retention != settings.retention
-    let trialRetentionChanged = newSettings.trialRetention != settings.trialRetention
+    let old = settings
     settings = newSettings
     planner.policy = newSettings.policy
-    if watchdogChanged { scheduleWatchdog() }
-    if retentionChanged { schedulePrune(at: clock.now()) }
-    if trialRetentionChanged { restartRetention(newSettings.trialRetention) }
-    publishStatus(force: true)
+    for duty in duties.all { duty.configure(newSettings, was: old) }
   }
 
-  /// Commits the commands queued and waits for every write in progress (their events are
-  /// delivered); then stops arming timers and records the wall time last seen.
+  /// Waits for every write in progress (their events are delivered); then stops arming timers
+  /// and records, in the one write the engine waits for, the wall time last seen and the
+  /// deliveries made.
   public func stop() {
     guard !stopped else { return }
-    flushCommands()
     commits.drain()
     stopped = true
-    for item in [wake, watchdogWake, statusWake, retryWake, flushWake, pruneWake, memoryWake, retireWake] {
-      item?.cancel()
-    }
-    delivery.stop()
+    for item in [wake, retryWake] { item?.cancel() }
     wake = nil
+    for duty in duties.all { duty.stop() }
+    delivery.stop()
     do {
-      try write { try $0.setLastSeenWallTime(clock.now()) }
+      let now = clock.now()
+      try commits.perform { try $0.setLastSeenWallTime(now) }
     } catch {
       logger.error(
         "could not record the deliveries made; they will be delivered again at start",
         metadata: ["error": "\(error)", "count": "\(delivery.unrecordedCount)"])
     }
+  }
+
+  // MARK: Commits
+
+  /// A transaction of the lane is durable: the changes of trials' states it wrote count now,
+  /// before its writes' completions run.
+  private func committed(_ transitions: [TrialTransition]) {
+    duties.memory.wrote()
+    guard !transitions.isEmpty else { return }
+    trials.apply(transitions)
+    if transitions.contains(where: { $0.to?.isEnded == true }) {
+      duties.retention.trialEnded(at: clock.now())
+    }
+  }
+
+  /// A transaction's completions have run: the timer follows the planner, the status and the
+  /// snapshot the change; then the changes are answered.
+  private func settled() {
+    arm()
+    duties.status.publish()
+    guard !answers.isEmpty else { return }
+    var given: [() -> Void] = []
+    swap(&given, &answers)
+    for answer in given { answer() }
+  }
+
+  /// Gives `answer` once the transaction under way has settled (see `answers`).
+  func answerWhenSettled(_ answer: @escaping () -> Void) {
+    answers.append(answer)
   }
 
   // MARK: Firing
@@ -251,7 +258,7 @@ public final class Engine {
   /// next ones. Returns how many were taken.
   @discardableResult
   private func fireDue(at now: Date) -> Int {
-    holdAhead(at: now)
+    if !duties.lookahead.holdAhead(at: now) { scheduleRetry() }
     let due = planner.takeDue(at: now)
     if !due.isEmpty {
       commits.submit({ txn in try TrialBook.take(in: txn, due, now: now) }) { [weak self] result in
@@ -284,29 +291,16 @@ public final class Engine {
     if taken.count - skippedAtResume < due.count { replanRefused(due, taken: taken) }
     let delivering = skippedAtResume == 0 ? taken : taken.filter { !Self.isSkippedAtResume($0.logged.entry) }
     tally.taken(delivering.lazy.map(\.logged.entry))
-    for (entry, trial) in taken.lazy.map({ ($0.logged.entry, $0.trial) }) {
-      if entry.fired { firedCount += 1 } else { skippedCount += 1 }
-      guard entry.fired else { continue }
-      switch entry.event.kind {
-      case .expiry:
-        counts[.active, default: 0] -= 1
-        counts[.expired, default: 0] += 1
-        openByPlan.move(trial.plan, from: .active, to: nil)
-        trialEnded(at: entry.takenAt)
-      case .resumed:
-        // A pause ran out: the trial is planned again from the moment it resumed.
-        counts[.paused, default: 0] -= 1
-        counts[.active, default: 0] += 1
-        openByPlan.move(trial.plan, from: .paused, to: .active)
+    for (entry, trial) in taken.lazy.map({ ($0.logged.entry, $0.trial) }) where entry.fired {
+      // A pause ran out: the trial is planned again from the moment it resumed.
+      if case .resumed = entry.event.kind {
         planner.add(trial, now: entry.event.due, reason: .alreadyDueAtResume)
-      case .reminder, .paused:
-        break
       }
     }
     published(taken.map(\.logged))
-    deliver(delivering.map(\.logged.entry), trials: delivering.map(\.trial))
-    publishStatus()
-    arm()
+    delivery.deliver(
+      delivering.map(\.logged), trials: delivering.map(\.trial), retryDelay: settings.retryDelay,
+      nextDue: planner.nextEventDue)
   }
 
   private static func isSkippedAtResume(_ entry: LedgerEntry) -> Bool {
@@ -336,46 +330,6 @@ public final class Engine {
     }
   }
 
-  /// Reads back from the store, and holds in full, the far trials whose events come within the
-  /// planner's lookahead (see `Planner+Far.swift`). When the store cannot be read, they stay
-  /// far and the engine tries again after the retry delay.
-  private func holdAhead(at now: Date) {
-    let ids = planner.farTrialsToHold(at: now)
-    guard !ids.isEmpty else {
-      planner.moveHorizon(at: now, lettingGo: [])
-      return
-    }
-    do {
-      let read = try repository.read { txn in
-        try ids.compactMap { id in try txn.trial(id).map { ($0, try txn.ledgerEntries(trial: id)) } }
-      }
-      planner.moveHorizon(at: now, lettingGo: ids)
-      for (trial, ledger) in read { planner.restore(trial, ledger: ledger) }
-    } catch {
-      logger.error(
-        "could not read the trials falling due soon; will retry",
-        metadata: ["error": "\(error)", "count": "\(ids.count)"])
-      scheduleRetry()
-    }
-  }
-
-  /// Hands taken entries to the sinks, in order, behind any held back (see `DeliveryQueue`).
-  func deliver(_ entries: [LedgerEntry], trials: [Trial?]) {
-    delivery.deliver(entries, trials: trials, retryDelay: settings.retryDelay, nextDue: planner.nextEventDue)
-  }
-
-  /// A write transaction of its own, behind the writes in progress, waited for; it also
-  /// records the deliveries made since the last write (see `CommitLane`).
-  func write<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
-    try commits.perform(body)
-  }
-
-  /// Records the deliveries made since the last write, in a commit of their own (when no
-  /// other write comes soon enough to carry them; see `DeliveryQueue`).
-  func commitMarks(_ completion: @escaping (Result<Void, any Error>) -> Void) {
-    commits.submit({ _ in () }, completion: completion)
-  }
-
   /// Delivers held events now, without waiting for their wake (the pace changed).
   public func resumeDelivery() {
     delivery.resumeNow()
@@ -383,6 +337,9 @@ public final class Engine {
 
   /// Events taken but waiting for the sinks: journald's rate limit, or a failing sink.
   public var heldEvents: Int { delivery.heldCount }
+
+  /// Events held back from the sinks (journald's rate limit, a failing sink), from any thread.
+  public var heldGauge: SharedCount { delivery.held }
 
   private func scheduleRetry() {
     guard retryWake == nil, !stopped else { return }
@@ -413,4 +370,18 @@ public final class Engine {
 
   /// When the timer is armed for; nil when nothing is pending.
   public var nextWake: Date? { wake == nil ? nil : armedDeadline }
+
+  // MARK: Memory
+
+  /// Called on the engine's context once writes have gone quiet (`EngineSettings.memoryQuiet`
+  /// after the last): the daemon lets go of memory they left resident there (the store's
+  /// mapped pages, free heap). Nil: nothing to do, no wake for it.
+  public var releaseMemory: (() -> Void)? {
+    get { duties.memory.release }
+    set { duties.memory.release = newValue }
+  }
+
+  /// Start-up leaves behind what a spell of writes does: counted as a write, so that the memory
+  /// is let go once it has gone quiet.
+  public func wrote() { duties.memory.wrote() }
 }

@@ -36,7 +36,7 @@ public struct PeerCredentials: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// The system calls of the control server. Every socket is non-blocking and close-on-exec.
-enum ControlSocket {
+public enum ControlSocket {
   enum ReadResult {
     case bytes(Int)
     case wouldBlock

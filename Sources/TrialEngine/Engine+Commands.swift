@@ -1,0 +1,111 @@
+import FoundationEssentials
+import Logging
+import TrialCore
+
+/// A command carried out: the trial as it now is, and reminders skipped because already due.
+public struct CommandResult: Hashable, Sendable {
+  public var trial: Trial
+  public var skipped: [DueEvent]
+}
+
+/// Changes: each goes to the commit lane as it comes, where writes that arrive while one is in
+/// progress share its next transaction (the group commit), and is answered on the engine's
+/// context once durable. Nothing here waits for a commit.
+extension Engine {
+  /// Queues a change; `completion` runs on the engine's context once it is durable (or failed).
+  public func submit(
+    _ command: TrialCommand, completion: @escaping (Result<CommandResult, any Error>) -> Void
+  ) {
+    let now = clock.now()
+    let defaults = settings.defaults
+    let ids = self.ids
+    let folding = self.folding
+    change(
+      { txn in try TrialBook.apply(command, in: txn, now: now, defaults: defaults, ids: ids, folding: folding)
+      },
+      taken: { [weak self] done in self?.applied(command, done, now: now) }
+    ) { result in completion(result.map { CommandResult(trial: $0.trial, skipped: $0.skipped) }) }
+  }
+
+  /// Runs `body` in the lane's next transaction, behind every write submitted before it. Once it
+  /// is durable, `taken` runs with its result, on the engine's context, as the transaction's
+  /// writes are taken in; `completion` runs once the whole transaction is (`settled`), so that
+  /// an answer is never ahead of the snapshot reads are answered from. A `TrialError` the body
+  /// throws (always before it writes anything) fails this write alone; any other error is the
+  /// store's, and fails every write of the transaction.
+  func change<R>(
+    _ body: @escaping (any TrialWriteTransaction) throws -> R, taken: @escaping (R) -> Void = { _ in },
+    completion: @escaping (Result<R, any Error>) -> Void
+  ) {
+    guard !stopped else {
+      completion(.failure(TrialError.invalid(.daemon, "the daemon is stopping")))
+      return
+    }
+    commits.submit({ txn -> Result<R, TrialError> in
+      do {
+        return .success(try body(txn))
+      } catch let error as TrialError {
+        return .failure(error)
+      }
+    }) { [weak self] outcome in
+      let result = outcome.flatMap { $0.mapError { $0 as any Error } }
+      if case .success(let value) = result { taken(value) }
+      self?.answerWhenSettled { completion(result) }
+    }
+  }
+
+  /// A command is durable: the planner follows it, and its events are handed on.
+  private func applied(
+    _ command: TrialCommand, _ done: (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]), now: Date
+  ) {
+    // In a fleet, the owner of another shard plans the trial when the commit wakes it.
+    let planned = fleet?.owns(done.trial.id) ?? true
+    switch command.kind {
+    case .start: if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtStart) }
+    case .extend: if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtExtension) }
+    case .end: planner.cancel(done.trial.id)
+    case .pause: if planned { planner.add(done.trial, now: now) }
+    case .resume: if planned { planner.add(done.trial, now: now, reason: .alreadyDueAtResume) }
+    }
+    published(done.logged)
+    // Pauses and resumes go to the journal as fired events do (from the outbox, exactly once);
+    // reminders skipped as trials start, move or resume are recorded delivered.
+    let undelivered = done.logged.filter { $0.entry.event.kind.isPauseOrResume }
+    if !undelivered.isEmpty {
+      delivery.deliver(
+        undelivered, trials: undelivered.map { _ in done.trial }, retryDelay: settings.retryDelay,
+        nextDue: planner.nextEventDue)
+    }
+  }
+
+  /// Removes, durably, the record that `subject` had the trial `plan` grants once: the record
+  /// removed, nil when there was none. The journal records it with `caller` (who asked, as
+  /// journal fields).
+  public func grantAgain(
+    subject: String, plan: String, caller: Logger.Metadata,
+    completion: @escaping (Result<SubjectUse?, any Error>) -> Void
+  ) {
+    let defaults = settings.defaults
+    let folding = self.folding
+    let logger = self.logger
+    change({ txn in
+      try TrialBook.grantAgain(in: txn, subject: subject, plan: plan, defaults: defaults, folding: folding)
+    }) { result in
+      if case .success(let removed) = result {
+        var metadata = caller
+        metadata["subject"] = "\(subject)"
+        metadata["plan"] = "\(plan)"
+        if let removed {
+          metadata["first_trial"] = "\(removed.trial)"
+          metadata["first_started_at"] = "\(RFC3339.format(removed.firstStartedAt))"
+          logger.notice("granted a trial of plan \(plan) again to subject \(subject)", metadata: metadata)
+        } else {
+          logger.notice(
+            "grant-again of plan \(plan) for subject \(subject): it had no trial recorded", metadata: metadata
+          )
+        }
+      }
+      completion(result)
+    }
+  }
+}
