@@ -180,11 +180,12 @@ public final class EngineParts: @unchecked Sendable {
 
   public var now: Date { queue.sync { scheduler.manualClock.now() } }
 
-  /// Moves virtual time on the engine's queue: due events fire, are committed and delivered.
-  public func advance(by interval: TimeInterval) {
+  /// Moves virtual time on the engine's queue: due events fire, are committed and delivered;
+  /// without `waitingForCommits`, the engine takes them and goes on while the lane commits.
+  public func advance(by interval: TimeInterval, waitingForCommits: Bool = true) {
     queue.sync {
       scheduler.advance(by: interval)
-      engine.commits.drain()
+      if waitingForCommits { engine.commits.drain() }
     }
   }
 

@@ -27,6 +27,8 @@ public final class HeldCommitRepository: TrialRepository, @unchecked Sendable {
     writes.waitUntilHeld(timeout: timeout)
   }
   public func releaseWrite() { writes.release() }
+  /// Whether a write is stopped here now (held, and neither released nor given up on).
+  public var isWriteHeld: Bool { writes.isHolding }
 
   /// The next read that scans the trials will stop until `releaseScan()`.
   public func holdNextScan() { scans.arm() }
@@ -90,6 +92,7 @@ private struct HeldScan: TrialReadTransaction {
 /// released.
 private final class Hold: Sendable {
   private let armed = Atomic<Bool>(false)
+  private let holding = Atomic<Bool>(false)
   private let entered = DispatchSemaphore(value: 0)
   private let released = DispatchSemaphore(value: 0)
 
@@ -99,11 +102,15 @@ private final class Hold: Sendable {
 
   func release() { released.signal() }
 
+  var isHolding: Bool { holding.load(ordering: .sequentiallyConsistent) }
+
   /// Stops until released, when armed (once).
   func stopIfArmed() {
     guard armed.exchange(false, ordering: .sequentiallyConsistent) else { return }
+    holding.store(true, ordering: .sequentiallyConsistent)
     entered.signal()
     // A test that fails before releasing must not hang the suite.
     _ = released.wait(timeout: .now() + patience)
+    holding.store(false, ordering: .sequentiallyConsistent)
   }
 }

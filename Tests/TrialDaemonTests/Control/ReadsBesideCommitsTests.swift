@@ -129,3 +129,29 @@ import TrialTesting
     (repository as? any StoreServices)?.close()
   }
 }
+
+/// Nothing the engine does waits for a commit: with an acknowledgement's commit held, the
+/// engine takes a due event at its time, and delivers it once the lane goes on.
+@Suite struct WritesBesideFiringTests {
+  @Test func dueEvent_WhileAnAcknowledgementsCommitIsHeld_IsTakenAtItsTime() throws {
+    let fixture = try ControlFixture(store: .lmdb, ids: [1], holdingWrites: true)
+    let writes = try #require(fixture.writes)
+    let client = try fixture.client()
+    _ = try client.startTrial(
+      StartTrialParameters(subject: "acme", duration: .days(1), reminders: ReminderSchedule.none))
+    _ = try client.call(Trials.createConsumer, CreateConsumerParameters(name: "mail"))
+    writes.holdNextWrite()
+    let acker = try fixture.client()
+    try acker.sendBytes(
+      message("io.trialwatch.Trials.AcknowledgeEvent", #"{"consumer":"mail","cursor":"0000000000000000"}"#))
+    try #require(writes.waitUntilWriteHeld(), "the acknowledgement's commit began")
+    fixture.engine.advance(by: 86_400, waitingForCommits: false)
+    let pending = fixture.engine.queue.sync { fixture.engine.engine.planner.pendingEventCount }
+    #expect(pending == 0, "the expiry was taken")
+    #expect(writes.isWriteHeld, "while the acknowledgement's commit was still held")
+    writes.releaseWrite()
+    #expect(try acker.receive().error == nil)
+    #expect(fixture.fireDue().map(\.kind) == [.expiry])
+    #expect(try client.getStatus().trials.expired == 1)
+  }
+}
