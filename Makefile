@@ -24,7 +24,7 @@
 #                AddressSanitizer, each run FUZZ_SECONDS (default 60) over its corpus; a crash or a
 #                failed check is written to FuzzTesting/Regressions/<target>/ and fails the run.
 #                FUZZ_TARGETS="control text" picks targets (not in make test, which replays the
-#                committed inputs in the Swift tests; docs/testing.md, "Fuzzing")
+#                committed inputs in the Swift tests; docs/fuzzing.md)
 #   make fuzz-check  the same build; each target runs its committed inputs and 2,000 more from a
 #                fixed seed (FUZZ_CHECK_RUNS) with AddressSanitizer and LeakSanitizer; a finding fails
 #                it and is left in FuzzTesting/.build/findings/<target>/ (part of make test; about
@@ -41,7 +41,7 @@
 #                    fish completions (.build-release/completions/)
 #   make hot-functions  release build, then release/hot-functions.txt written again from a run of it
 #                    under valgrind (installed if missing; about a minute), then linked again: the
-#                    functions placed together by make release (docs/architecture.md, "Footprint")
+#                    functions placed together by make release (docs/footprint.md)
 #   make install     release build, then install binaries, units, sysusers.d, catalog, man pages,
 #                    shell completions, the documents (README.md, docs/*.md), the sample
 #                    configuration and the examples (a consumer's configuration, the fleet
@@ -254,7 +254,7 @@ clean:
 # --- Release build and installation -----------------------------------------------------------
 #
 # One program with the Swift runtime linked statically, trialwatchctl a link to it that runs
-# the client (docs/architecture.md, "Footprint"): an installed host needs only glibc (2.36 or
+# the client (docs/footprint.md): an installed host needs only glibc (2.36 or
 # later), libstdc++ and libgcc, libsystemd and liblmdb (Debian: libc6, libstdc++6, libgcc-s1,
 # libsystemd0, liblmdb0); libpq (libpq5) is opened by a fleet node only, and libunistring
 # (libunistring2) at the first subject that is not ASCII folded for a plan granted once. Linked

@@ -153,7 +153,7 @@ let package = Package(
     .executableTarget(
       name: "trialwatchctl", dependencies: ["TrialCtl"],
       swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
-    // The bodies of the fuzz targets (FuzzTesting/, docs/testing.md "Fuzzing"): one function
+    // The bodies of the fuzz targets (FuzzTesting/, docs/fuzzing.md): one function
     // per target feeding its input to the daemon's own parsing code and checking what must hold.
     // FuzzTesting/'s executables call them under libFuzzer; TrialFuzzTargetsTests replay every
     // committed input through them. Never a dependency of trialwatchd or trialwatchctl.

@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// The libFuzzer executables of trialwatch (docs/testing.md, "Fuzzing"): one per target, each
+// The libFuzzer executables of trialwatch (docs/fuzzing.md): one per target, each
 // only the `LLVMFuzzerTestOneInput` entry calling its target in TrialFuzzTargets (the main
 // package, by path). Built by `make fuzz` with `--sanitize=fuzzer --sanitize=address`.
 // `-parse-as-library`, as swift-protobuf's FuzzTesting/ builds its targets: the executables

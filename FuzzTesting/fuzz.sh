@@ -9,7 +9,7 @@
 # committed corpus and regressions and FUZZ_CHECK_RUNS (default 2000) more inputs from a fixed
 # seed, a few seconds each, with AddressSanitizer and LeakSanitizer; a finding fails the run and
 # is written to .build/findings/<target>/, outside the work tree's committed files.
-# docs/testing.md, "Fuzzing".
+# docs/fuzzing.md.
 set -euo pipefail
 cd "$(dirname "$0")"
 SWIFT=${SWIFT:-swift}

@@ -1,7 +1,8 @@
 #!/bin/bash
-# The two ways to install the Swift runtime once, measured side by side (docs/benchmarks.md,
-# "Footprint"): one static multi-call program (trialwatchctl a link to trialwatchd), or a
-# program linked against the runtime's shared libraries, which would be installed beside it.
+# The two ways to install the Swift runtime once, measured side by side (docs/footprint.md,
+# "One program, not a shared runtime"): one static multi-call program (trialwatchctl a link
+# to trialwatchd), or a program linked against the runtime's shared libraries, which would be
+# installed beside it.
 #
 #   bench/footprint.sh [SCRATCH]    builds both in SCRATCH (default .build-footprint), prints
 #                                   `name: value unit` lines: installed bytes (binary stripped,

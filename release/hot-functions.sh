@@ -3,7 +3,7 @@
 # linker to place together (lld's --symbol-ordering-file; make release uses release/hot-functions.txt).
 # The kernel maps a program's code in blocks around each page it touches, so functions that run
 # scattered among ones that never run keep most of the code resident; gathered, they keep a few
-# MB (docs/architecture.md, "Footprint").
+# MB (docs/footprint.md).
 #
 #   release/hot-functions.sh BINARY OUTPUT
 #

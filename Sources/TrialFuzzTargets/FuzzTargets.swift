@@ -1,4 +1,4 @@
-/// The fuzz targets (docs/testing.md, "Fuzzing"): each feeds one input to the daemon's own
+/// The fuzz targets (docs/fuzzing.md): each feeds one input to the daemon's own
 /// parsing code and checks what must hold of the outcome, beyond "no crash". libFuzzer runs
 /// them from the executables of `FuzzTesting/` (a failed check is a crash there); the tests
 /// replay every committed input through them (`FuzzReplayTests`).

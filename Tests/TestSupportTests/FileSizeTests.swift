@@ -4,16 +4,19 @@ import Testing
 
 /// Files short enough to read whole, checked over the repository's files (what git tracks, and
 /// the new files it does not ignore; nothing under a `.build` folder): a Swift file at most 450
-/// lines, a script (`.sh`, `.py`, or any file that starts with `#!`) at most 400.
+/// lines, a script (`.sh`, `.py`, or any file that starts with `#!`) at most 400, a document
+/// (`README.md`, a markdown file under `docs/`) at most 450.
 @Suite struct FileSizeTests {
   enum Kind: Sendable, CustomStringConvertible {
     case swift
     case script
+    case document
 
     var limit: Int {
       switch self {
       case .swift: 450
       case .script: 400
+      case .document: 450
       }
     }
 
@@ -21,6 +24,7 @@ import Testing
       switch self {
       case .swift: "Swift files"
       case .script: "scripts"
+      case .document: "documents"
       }
     }
   }
@@ -37,9 +41,10 @@ import Testing
     .deletingLastPathComponent()
 
   /// What the file at `path` is, by its name or, without a known ending, its first bytes; nil
-  /// for a file that is neither.
+  /// for a file that is none of them.
   static func kind(of path: String, start: some Sequence<UInt8>) -> Kind? {
     if path.hasSuffix(".swift") { return .swift }
+    if path == "README.md" || (path.hasPrefix("docs/") && path.hasSuffix(".md")) { return .document }
     if path.hasSuffix(".sh") || path.hasSuffix(".py") || start.starts(with: "#!".utf8) { return .script }
     return nil
   }
@@ -73,16 +78,20 @@ import Testing
     }
   }
 
-  @Test(arguments: [Kind.swift, .script])
+  @Test(arguments: [Kind.swift, .script, .document])
   func repositoryFiles_OfEachKind_AreWithinTheLimit(kind: Kind) throws {
     let over = Self.overTheLimit(kind, among: try Self.repositoryFiles(), in: Self.root)
     let list = over.map(\.description).joined(separator: "\n")
     #expect(over.isEmpty, "\(kind) over \(kind.limit) lines:\n\(list)")
   }
 
-  @Test func repositoryFiles_Listed_HoldTheSourcesAndTheScripts() throws {
+  @Test func repositoryFiles_Listed_HoldTheSourcesTheScriptsAndTheDocuments() throws {
     let files = try Self.repositoryFiles()
-    for path in ["Package.swift", "Tests/TestSupportTests/FileSizeTests.swift", ".ci/run", "Makefile"] {
+    let paths = [
+      "Package.swift", "Tests/TestSupportTests/FileSizeTests.swift", ".ci/run", "Makefile", "README.md",
+      "docs/testing.md",
+    ]
+    for path in paths {
       #expect(files.contains(path), "\(path)")
     }
     #expect(files.contains { $0.hasSuffix(".sh") } && files.contains { $0.hasSuffix(".py") })
@@ -92,8 +101,9 @@ import Testing
     arguments: [
       ("Package.swift", "// swift-tools-version", .swift), ("Tests/e2e/e2e.sh", "# no shebang", .script),
       ("bench/fleet/poller.py", "import sys", .script), (".ci/run", "#!/usr/bin/env bash", .script),
-      ("debian/rules", "#!/usr/bin/make -f", .script), ("README.md", "# trialwatch", nil),
-      ("etc/trialwatch.conf", "# trialwatch.conf", nil),
+      ("debian/rules", "#!/usr/bin/make -f", .script), ("README.md", "# trialwatch", .document),
+      ("docs/testing.md", "# Testing", .document), ("etc/trialwatch.conf", "# trialwatch.conf", nil),
+      ("Tests/TrialStoreTests/Fixtures/README.md", "# Fixtures", nil),
     ] as [(String, String, Kind?)])
   func kind_OfAFile_IsFoundFromItsNameOrItsFirstLine(path: String, start: String, kind: Kind?) {
     #expect(Self.kind(of: path, start: start.utf8) == kind)
@@ -106,8 +116,11 @@ import Testing
 
   @Test func files_OverTheLimit_AreNamedWithTheirCount() throws {
     let scratch = try TemporaryDirectory("sizes")
+    try FileManager.default.createDirectory(
+      atPath: scratch.appending("docs"), withIntermediateDirectories: true)
     let files = [
       "long.swift": 451, "short.swift": 450, "long.sh": 401, "short.py": 400, "tool": 401, "notes.md": 900,
+      "README.md": 451, "docs/long.md": 451, "docs/short.md": 450,
     ]
     for (name, lines) in files {
       let start = name == "tool" ? "#!/bin/sh\n" : "first\n"
@@ -119,5 +132,7 @@ import Testing
       Self.overTheLimit(.swift, among: paths, in: scratch.url) == [SizedFile(path: "long.swift", lines: 451)])
     let scripts = Self.overTheLimit(.script, among: paths, in: scratch.url)
     #expect(scripts.map(\.description) == ["long.sh: 401 lines", "tool: 401 lines"])
+    let documents = Self.overTheLimit(.document, among: paths, in: scratch.url)
+    #expect(documents.map(\.description) == ["README.md: 451 lines", "docs/long.md: 451 lines"])
   }
 }

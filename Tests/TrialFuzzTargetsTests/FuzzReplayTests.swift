@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TrialFuzzTargets
 
-/// `make test`'s part of the fuzzing (docs/testing.md, "Fuzzing"): every committed input of
+/// `make test`'s part of the fuzzing (docs/fuzzing.md): every committed input of
 /// every fuzz target, the seed corpora and the regressions (the inputs that once crashed a
 /// target), run through the target's checks without a sanitizer build. Serialized: the targets
 /// run one input at a time, as libFuzzer runs them.

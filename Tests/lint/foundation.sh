@@ -1,5 +1,5 @@
 #!/bin/sh
-# What ships carries neither Foundation proper nor ICU (docs/architecture.md, "Footprint").
+# What ships carries neither Foundation proper nor ICU (docs/footprint.md).
 #
 #   Tests/lint/foundation.sh sources     no `import Foundation` in Sources/ outside the folders
 #                                        Tests/lint/foundation-allowed names (test support and
