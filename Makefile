@@ -31,6 +31,8 @@
 #                4 minutes on a fresh clone, most of it the build)
 #   make run     run trialwatchd from the checkout, state and socket under ./.trialwatch/
 #   make format      format the Swift sources with swift-format and .swift-format
+#   make locale-table  Sources/TrialCtl/Dates/LocaleTable.swift written again from Foundation's ICU
+#                    by trialwatch-locale-table (the date texts of every supported locale)
 #   make lint        check the formatting and that nothing shipped imports Foundation (part of
 #                    make test)
 #   make lint-binaries  release build, then check it holds no symbol of Foundation or ICU (nm;
@@ -75,7 +77,7 @@ STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 BENCH_FLAGS = -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
 
-.PHONY: all build deps test lint-binaries bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-figures fleet-test soak fuzz fuzz-check run clean format lint release install install-files uninstall install-check e2e \
+.PHONY: all build deps test lint-binaries locale-table bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-figures fleet-test soak fuzz fuzz-check run clean format lint release install install-files uninstall install-check e2e \
   deb e2e-package hot-functions
 
 all: build
@@ -121,6 +123,18 @@ FORMATTED = Package.swift Sources Tests FuzzTesting/Package.swift FuzzTesting/So
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
+
+# TrialCtl's table of date texts, generated from the ICU data of Foundation by
+# Sources/trialwatch-locale-table and formatted (docs/trialwatchctl.md, "Dates"). It reads glibc's
+# list of locales, /usr/share/i18n/SUPPORTED (Debian: locales).
+LOCALE_TABLE = Sources/TrialCtl/Dates/LocaleTable.swift
+locale-table:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES=locales PIP_PACKAGES=
+	$(SWIFT) build $(STRICT) --product trialwatch-locale-table
+	$$($(SWIFT) build --show-bin-path)/trialwatch-locale-table > $(LOCALE_TABLE).new \
+	  || { rm -f $(LOCALE_TABLE).new; exit 1; }
+	mv -f $(LOCALE_TABLE).new $(LOCALE_TABLE)
+	$(SWIFT) format --in-place $(LOCALE_TABLE)
 
 # The formatting, and no `import Foundation` in what ships (Tests/lint/foundation.sh).
 lint:

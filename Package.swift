@@ -168,6 +168,9 @@ let package = Package(
 
     // Release tool: writes the man pages (logic in TrialManual).
     .executableTarget(name: "trialwatch-manual", dependencies: ["TrialManual"]),
+    // Build tool: writes TrialCtl's LocaleTable, the texts of dates in each supported locale, from
+    // Foundation's ICU (`make locale-table`). Never a dependency of trialwatchd or trialwatchctl.
+    .executableTarget(name: "trialwatch-locale-table"),
     // Test tool: the child process the crash test kills (logic in TrialStoreTesting).
     .executableTarget(name: "trialwatch-crashtest", dependencies: ["TrialStoreTesting"]),
     // Benchmarks: `make bench` prints every figure as `name: value unit`.

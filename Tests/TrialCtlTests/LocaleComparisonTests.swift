@@ -117,7 +117,7 @@ import TrialTesting
     #expect(Self.presenter(.utc, ReaderLocale("de_LU")).date(date) == "15.06.2025, 15:06")
     #expect(ReaderLocale("de_LU").identifier == "de_LU")
     let pattern = try #require(DatePattern("h 'o''clock' B, yy-M-d K k a"))
-    let time = LocalTime(year: 2007, month: 3, day: 4, hour: 0, minute: 9)
+    let time = try #require(CivilTime(year: 2007, month: 3, day: 4, hour: 0, minute: 9))
     let periods = (0..<24).map { "p\($0)" } + ["noon"]
     #expect(
       pattern.render(time, months: [], dayPeriods: periods, digits: []) == "12 o'clock p0, 07-3-4 0 24 p0")

@@ -1,3 +1,5 @@
+import TrialCore
+
 /// A date pattern in Unicode's date field syntax (UTS #35), rendered as ICU renders it in the
 /// Gregorian calendar: the fields a medium date and a short time use.
 ///
@@ -51,28 +53,11 @@ struct DatePattern: Hashable, Sendable {
     self.pieces = pieces
   }
 
-  /// Whether the pattern names the month by a text (`MMM`, `LLLL`) rather than a number.
-  var hasMonthText: Bool {
-    pieces.contains {
-      if case .field(let letter, let count) = $0 {
-        (letter == "M" || letter == "L") && count >= 3
-      } else {
-        false
-      }
-    }
-  }
-
-  /// The letter of the pattern's day period field (`a` or `B`), if it has one.
-  var dayPeriodLetter: Character? {
-    for case .field(let letter, _) in pieces where letter == "a" || letter == "B" { return letter }
-    return nil
-  }
-
   /// The text of `time`. `months` are the twelve texts of the month field. `dayPeriods` are
   /// AM and PM for `a`; for `B`, the period of each hour from 0 to 23 and then the text of
   /// noon, used at 12:00 exactly (empty: none). `digits` are the locale's ten digits, empty
   /// for 0 to 9. Each is unused when the pattern has no such field.
-  func render(_ time: LocalTime, months: [String], dayPeriods: [String], digits: [Character]) -> String {
+  func render(_ time: CivilTime, months: [String], dayPeriods: [String], digits: [Character]) -> String {
     func number(_ value: Int, _ width: Int) -> String {
       let text = Self.digits(value, width)
       return digits.isEmpty ? text : String(text.map { digits[Int($0.asciiValue! - 48)] })
@@ -112,13 +97,4 @@ struct DatePattern: Hashable, Sendable {
     let text = String(value)
     return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
   }
-}
-
-/// The civil time of an instant in the reader's time zone, to the minute.
-struct LocalTime: Hashable, Sendable {
-  var year: Int
-  var month: Int
-  var day: Int
-  var hour: Int
-  var minute: Int
 }

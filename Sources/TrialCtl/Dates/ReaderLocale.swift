@@ -1,3 +1,5 @@
+import TrialCore
+
 /// The locale trialwatchctl writes dates in: a medium date and a short time, exactly as ICU
 /// wrote them for the locales of `LocaleTable`, without ICU.
 ///
@@ -18,9 +20,11 @@ public struct ReaderLocale: Hashable, Sendable {
 
   /// The locale `name` names (`de_DE`, `de`, `zh_Hant_TW`); nil when the table does not know it.
   public init?(supported name: String) {
-    guard let format = LocaleTable.format(named: name), let pattern = DatePattern(format.pattern) else {
-      return nil
-    }
+    guard
+      let format = LocaleTable.formats[name]
+        ?? LocaleTable.aliases[name].flatMap({ LocaleTable.formats[$0] }),
+      let pattern = DatePattern(format.pattern)
+    else { return nil }
     identifier = name
     self.pattern = pattern
     months = format.months
@@ -44,10 +48,25 @@ public struct ReaderLocale: Hashable, Sendable {
   }
 
   /// Every locale name the table knows.
-  public static var supportedIdentifiers: [String] { LocaleTable.names }
+  public static var supportedIdentifiers: [String] {
+    (Array(LocaleTable.formats.keys) + Array(LocaleTable.aliases.keys)).sorted()
+  }
 
   /// The medium date and short time of `time`.
-  func string(_ time: LocalTime) -> String {
+  func string(_ time: CivilTime) -> String {
     pattern.render(time, months: months, dayPeriods: dayPeriods, digits: digits)
   }
+}
+
+/// One locale's medium date and short time, as ICU writes them (`LocaleTable`, generated from
+/// ICU's data by Sources/trialwatch-locale-table).
+struct LocaleFormat: Sendable {
+  /// The pattern of the date and time together (`DatePattern`).
+  var pattern: String
+  /// The twelve texts of the pattern's month field, when it names months by text.
+  var months: [String] = []
+  /// AM and PM; or for a pattern with `B`, the period of each hour and the text of noon.
+  var dayPeriods: [String] = []
+  /// The locale's ten digits, when they are not 0 to 9.
+  var digits = ""
 }
