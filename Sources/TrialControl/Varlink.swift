@@ -214,6 +214,58 @@ public struct VarlinkReply: Sendable {
   }
 }
 
+/// A reply decoded, once, as a typed call needs it: its parameters as `R`, or the error it
+/// carries, and whether more replies follow.
+struct TypedReply<R: Decodable>: Decodable {
+  var outcome: Result<R, ControlError>
+  var continues: Bool
+
+  private enum Keys: String, CodingKey {
+    case parameters, error, continues
+  }
+
+  init(from decoder: any Decoder) throws {
+    let message = try decoder.container(keyedBy: Keys.self)
+    continues = try message.decodeIfPresent(Bool.self, forKey: .continues) ?? false
+    if let error = try message.decodeIfPresent(String.self, forKey: .error) {
+      let parameters = try? message.decodeIfPresent(ControlError.Parameters.self, forKey: .parameters)
+      outcome = .failure(ControlError(name: error, parameters: parameters ?? .init()))
+    } else {
+      outcome = .success(
+        try message.decodeIfPresent(R.self, forKey: .parameters) ?? WireCoding.decodeEmpty(R.self))
+    }
+  }
+
+  /// The reply in `bytes` (without its NUL); a fault in its parameters is named by their path,
+  /// any other as one of the message.
+  static func decode(_ bytes: [UInt8]) throws(WireProblem) -> Self {
+    let data = Data(bytes)
+    do {
+      return try WireCoding.makeDecoder().decode(Self.self, from: data)
+    } catch let error as DecodingError {
+      if error.codingPath.first?.stringValue == Keys.parameters.stringValue {
+        let problem = WireProblem(error, dropping: 1)
+        throw WireProblem(path: [], problem: "reply parameter \(problem.description)")
+      }
+      throw WireCoding.messageProblem(error, data: data, what: "a reply")
+    } catch {
+      throw WireProblem(path: [], problem: "\(error)")
+    }
+  }
+}
+
+extension DecodingError {
+  /// Where in the message the fault lies.
+  var codingPath: [any CodingKey] {
+    switch self {
+    case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context),
+      .dataCorrupted(let context):
+      context.codingPath
+    @unknown default: []
+    }
+  }
+}
+
 extension WireCoding {
   /// Refuses, before decoding, bytes no JSON text may hold as they are: a control character or
   /// bytes that are not UTF-8 (`JSONSyntax.encodingProblem`).

@@ -136,6 +136,26 @@ public final class VarlinkClient {
   /// another thread writes to) can be read before a whole message has arrived: a wait for a
   /// reply that a stop request can end. What was read of a message stays buffered.
   public func receive(interruptedBy interrupt: Int32?) throws(VarlinkClientError) -> VarlinkReply? {
+    guard let frame = try nextMessage(interruptedBy: interrupt) else { return nil }
+    do {
+      return try VarlinkReply(frame)
+    } catch {
+      throw .protocolViolation(error.description, path: path)
+    }
+  }
+
+  /// The next reply, decoded once as a typed call reads it.
+  private func receive<R: Decodable>(as type: R.Type) throws(VarlinkClientError) -> TypedReply<R> {
+    let frame = try nextMessage(interruptedBy: nil)!
+    do {
+      return try TypedReply<R>.decode(frame)
+    } catch {
+      throw .protocolViolation(error.description, path: path)
+    }
+  }
+
+  /// The bytes of the next message, without its NUL; nil as `receive(interruptedBy:)` says.
+  private func nextMessage(interruptedBy interrupt: Int32?) throws(VarlinkClientError) -> [UInt8]? {
     while true {
       let frame: ArraySlice<UInt8>?
       do {
@@ -143,13 +163,7 @@ public final class VarlinkClient {
       } catch {
         throw .protocolViolation(error.description, path: path)
       }
-      if let frame {
-        do {
-          return try VarlinkReply(Array(frame))
-        } catch {
-          throw .protocolViolation(error.description, path: path)
-        }
-      }
+      if let frame { return Array(frame) }
       guard fd >= 0 else { throw .closedByService(path: path) }
       if let interrupt, !waitReadable(interrupt) { return nil }
       let result = readBuffer.withUnsafeMutableBytes { buffer in
@@ -206,12 +220,20 @@ public final class VarlinkClient {
   }
 
   private func single<R: Decodable>(_ type: R.Type) throws(VarlinkClientError) -> R {
-    let reply = try receive()
-    let value = try decode(reply, as: R.self)
+    let reply = try receive(as: R.self)
+    let value = try value(of: reply)
     guard !reply.continues else {
       throw .protocolViolation("a reply to a call without \"more\" has \"continues\"", path: path)
     }
     return value
+  }
+
+  /// The parameters of a typed reply, or the error it carries, thrown.
+  private func value<R>(of reply: TypedReply<R>) throws(VarlinkClientError) -> R {
+    switch reply.outcome {
+    case .success(let value): return value
+    case .failure(let error): throw .remote(error, path: path)
+    }
   }
 
   /// Calls `method` with `more` and hands each reply to `body` until the service sends its
@@ -221,8 +243,8 @@ public final class VarlinkClient {
   {
     try send(OutgoingCall(method: method.qualifiedName, parameters: parameters, more: true))
     while true {
-      let reply = try receive()
-      guard try body(try decode(reply, as: R.self)) else {
+      let reply = try receive(as: R.self)
+      guard try body(try value(of: reply)) else {
         close()
         return
       }

@@ -109,7 +109,7 @@ final class ControlConnection: @unchecked Sendable {
 
   /// Carries out actions, writes what the machine has queued, and repeats while either
   /// brings more; then brings the sources and the timer in line with what the machine wants.
-  /// Re-entered (a handler that answers at once), it only queues.
+  /// Re-entered (a handler that answers at once, a stream that sends from here), it only queues.
   private func run(_ actions: [ConnectionMachine<PreparedCall>.Action]) {
     pending += actions
     guard !running else { return }
@@ -129,8 +129,10 @@ final class ControlConnection: @unchecked Sendable {
         }
       }
       writeOutput()
+      // A stream's source may send more from here, on this queue (`StreamRelay.sendHere`): what
+      // it queues is written on the next turn of the loop.
       stream?.relay.update(unwritten: machine.unwrittenStreamReplies)
-    } while !pending.isEmpty
+    } while !pending.isEmpty || (machine.pendingOutput > 0 && !writeArmed && !closed)
     guard !closed else { return }
     if machine.stopsReading {
       stopReading()

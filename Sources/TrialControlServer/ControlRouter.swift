@@ -113,6 +113,9 @@ public protocol StreamTarget: Sendable {
   func send(_ encode: @escaping @Sendable (JSONEncoder) -> [UInt8])
   /// Several replies in one hand-off, written together.
   func send(all encodes: [@Sendable (JSONEncoder) -> [UInt8]])
+  /// Several replies, written together at once: only on the stream's queue (in a body of
+  /// `perform` or `whenDrained`), where no hand-off is needed.
+  func sendHere(all encodes: [@Sendable (JSONEncoder) -> [UInt8]])
   /// No more replies (the daemon is stopping).
   func finish()
   /// Ends the stream with an error reply; the connection closes once it is written.
@@ -143,6 +146,13 @@ public struct StreamSink<R: Encodable & Sendable>: Sendable {
   /// Several replies in one hand-off, written together.
   public func send(_ replies: [R]) {
     target.send(
+      all: replies.map { reply in { $0.message(OutgoingReply(parameters: reply, continues: true)) } })
+  }
+
+  /// Replies written at once, from the stream's queue: in a body of `perform` or `whenDrained`
+  /// (a source that runs there crosses no queue to send).
+  public func sendHere(_ replies: [R]) {
+    target.sendHere(
       all: replies.map { reply in { $0.message(OutgoingReply(parameters: reply, continues: true)) } })
   }
 

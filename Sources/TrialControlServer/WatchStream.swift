@@ -4,7 +4,7 @@ import Synchronization
 import TrialControl
 
 /// A stream's end on its connection. `send` costs the sender a counter update and an
-/// asynchronous hand-off, never a wait. A source that keeps `unwritten` under `capacity`
+/// asynchronous hand-off, never a wait; `sendHere`, from the connection's queue, not even that. A source that keeps `unwritten` under `capacity`
 /// (the event feed does, reading on as the socket drains) is never cut off; one that does
 /// not is cut off once `capacity` replies wait for the connection's queue, and further
 /// replies are dropped.
@@ -56,6 +56,21 @@ final class StreamRelay: StreamTarget, Sendable {
         }
         connection?.streamReplies(encodes)
       }
+    }
+  }
+
+  func sendHere(all encodes: [@Sendable (JSONEncoder) -> [UInt8]]) {
+    guard !encodes.isEmpty else { return }
+    let overflow: Bool? = counts.withLock { counts in
+      if counts.stopped { return nil }
+      counts.queued += encodes.count
+      if counts.waiting + counts.queued > capacity { counts.stopped = true }
+      return counts.stopped
+    }
+    switch overflow {
+    case nil: return
+    case true?: connection?.streamOverflowed(backlog: capacity)
+    case false?: connection?.streamReplies(encodes)
     }
   }
 

@@ -87,13 +87,18 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
         ("delta", 5, .default), ("epsilon", 9, .default),
       ].map { try start(txn, $0.0, days: $0.1, $0.2) }
     }
-    _ = try repository.endTrial(TrialID(4), outcome: .cancelled, now: origin.addingTimeInterval(day / 2))
+    _ = try repository.write { txn in
+      try TrialBook.endTrial(
+        in: txn, TrialID(4), outcome: .cancelled, now: origin.addingTimeInterval(day / 2))
+    }
     let taken = origin.addingTimeInterval(2.5 * day)
     let due = [trials[0].events[0], trials[1].events[0], trials[2].events[0]].map {
       DueEvent(event: $0, takenAt: taken, disposition: .fire, isLate: true)
     }
-    let entries = try repository.commit(due, now: taken)
-    try repository.markDelivered(entries.dropFirst().map(\.id), at: taken)
+    let entries = try repository.write { txn in try TrialBook.commit(in: txn, due, now: taken) }
+    try repository.write { txn in
+      try TrialBook.markDelivered(in: txn, entries.dropFirst().map { (id: $0.id, at: taken) })
+    }
     try repository.write { txn in
       _ = try EventFeed.createConsumer(named: "mailer", after: EventCursor(0), now: taken, in: txn)
       _ = try EventFeed.acknowledge(consumer: "mailer", through: EventCursor(1), now: taken, in: txn)

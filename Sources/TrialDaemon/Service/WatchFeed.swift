@@ -134,7 +134,7 @@ final class FeedWatch: @unchecked Sendable {
       }
     }
     started = true
-    sink.send(WatchReply(event: nil))
+    sink.sendHere([WatchReply(event: nil)])
     pump()
   }
 
@@ -160,7 +160,7 @@ final class FeedWatch: @unchecked Sendable {
     let fresh = events.drop { $0.cursor <= position }
     guard let first = fresh.first else { return }
     if first.cursor.sequence == position.next.sequence && sink.unwritten + fresh.count <= sink.capacity {
-      sink.send(Array(replies[fresh.indices]))
+      sink.sendHere(Array(replies[fresh.indices]))
       position = last
     } else {
       pump()
@@ -195,7 +195,7 @@ final class FeedWatch: @unchecked Sendable {
         return fail(error)
       }
       guard let last = events.last else { break }
-      sink.send(events.map { WatchReply(event: EventObject($0)) })
+      sink.sendHere(events.map { WatchReply(event: EventObject($0)) })
       position = last.cursor
       if position > known { known = position }
     }
