@@ -40,7 +40,9 @@ let package = Package(
     // What every test and the benchmarks share, below the project's own modules: the one
     // launcher for processes, the datagram socket, temporary directories, the seeded
     // generator. Never a dependency of trialwatchd or trialwatchctl.
-    .target(name: "TestSupport"),
+    .target(name: "TestSupport", dependencies: ["ErrnoText"]),
+    // The text of an errno value (`strerror_r`), for every target that reports a failed call.
+    .target(name: "ErrnoText"),
 
     // Debian's liblmdb-dev: the key-value file store under TrialStore.
     .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
@@ -63,7 +65,7 @@ let package = Package(
     // sd_notify, watchdog, socket activation, the journal and swift-log backends.
     .target(
       name: "Systemd",
-      dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]
+      dependencies: ["CSystemd", "ErrnoText", .product(name: "Logging", package: "swift-log")]
     ),
     // A journal for tests that records what it is sent.
     .target(name: "SystemdTesting", dependencies: ["Systemd"]),
@@ -80,7 +82,7 @@ let package = Package(
     // shared by the daemon and trialwatchctl.
     .target(
       name: "TrialControl",
-      dependencies: ["TrialCore"],
+      dependencies: ["TrialCore", "ErrnoText"],
       resources: [
         .embedInCode("io.trialwatch.Trials.varlink"), .embedInCode("io.trialwatch.varlink"),
         .embedInCode("org.varlink.service.varlink"), .embedInCode("io.systemd.Metrics.varlink"),

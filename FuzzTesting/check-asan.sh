@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.build/release"
 missing=()
-for module in TrialCore TrialControl TrialDaemon TrialStore TrialFuzzTargets; do
+for module in TrialCore TrialControl TrialControlServer TrialEngine TrialDaemon TrialStore TrialFuzzTargets; do
   for object in "$module".build/*.o; do
     symbols=$(nm -u "$object")
     [[ $symbols == *__asan_init* ]] || missing+=("$object")

@@ -1,6 +1,7 @@
+import CSystemd
 // The one file that imports libsystemd. Everything else in this target calls these wrappers,
 // which turn libsystemd's negative-errno return codes into `SystemdError`s.
-import CSystemd
+import ErrnoText
 
 #if canImport(Glibc)
   import Glibc
@@ -64,12 +65,6 @@ enum LibSystemd {
     throws(SystemdError)
   {
     guard result < 0 else { return }
-    throw SystemdError(code, errno: -result, detail: "\(call): \(describeErrno(-result))")
+    throw SystemdError(code, errno: -result, detail: "\(call): \(errnoText(-result))")
   }
-}
-
-/// The text of an `errno` value, e.g. "No such file or directory".
-func describeErrno(_ code: Int32) -> String {
-  if let text = strerror(code) { return String(cString: text) }
-  return "error \(code)"
 }

@@ -1,3 +1,5 @@
+import ErrnoText
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -12,6 +14,6 @@ public struct TestSupportError: Error, CustomStringConvertible, Sendable {
 
   /// A failed system call: `call` on `subject`, with the text of `code`.
   static func systemCall(_ call: String, _ subject: String, errno code: Int32 = errno) -> TestSupportError {
-    TestSupportError("\(call) \(subject): \(String(cString: strerror(code)))")
+    TestSupportError("\(call) \(subject): \(errnoText(code))")
   }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import ErrnoText
 import Foundation
 
 #if canImport(Glibc)
@@ -141,7 +142,7 @@ public final class UnixDatagramSocket: @unchecked Sendable {
       self.fileDescriptor = fileDescriptor
       self.limit = limit
       var ends: [Int32] = [0, 0]
-      precondition(pipe(&ends) == 0, "pipe: \(String(cString: strerror(errno)))")
+      precondition(pipe(&ends) == 0, "pipe: \(errnoText(errno))")
       for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
       wake = (ends[0], ends[1])
       Thread { [self] in

@@ -1,3 +1,4 @@
+import ErrnoText
 import Glibc
 
 /// Writes all of `bytes` to `fd`, whatever it is (a file, a pipe, a terminal), again after a
@@ -31,7 +32,7 @@ public func startThread(_ body: @escaping @Sendable () -> Void) {
       Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
       return nil
     }, context)
-  precondition(result == 0, "cannot start a thread: \(String(cString: strerror(result)))")
+  precondition(result == 0, "cannot start a thread: \(errnoText(result))")
   pthread_detach(thread)
 }
 

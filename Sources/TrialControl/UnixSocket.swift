@@ -1,3 +1,5 @@
+import ErrnoText
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -17,7 +19,7 @@ public enum UnixSocket {
       self.errno = errno
     }
 
-    public var reason: String { String(cString: strerror(errno)) }
+    public var reason: String { errnoText(errno) }
     public var description: String { "\(operation): \(reason)" }
   }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import ErrnoText
 import FoundationEssentials
 import Logging
 import Synchronization
@@ -162,7 +163,7 @@ final class ControlConnection: @unchecked Sendable {
         }
         return
       case .failed(let error):
-        pending += machine.close(reason: "write failed: \(ControlSocket.describe(errno: error))")
+        pending += machine.close(reason: "write failed: \(errnoText(error))")
       }
     }
     if writeArmed, !closed, let writeSource {
@@ -283,7 +284,7 @@ final class ControlConnection: @unchecked Sendable {
         actions += machine.endOfInput(now: Self.now())
         break reading
       case .failed(let error):
-        actions += machine.close(reason: "read failed: \(ControlSocket.describe(errno: error))")
+        actions += machine.close(reason: "read failed: \(errnoText(error))")
         break reading
       }
     }

@@ -1,3 +1,4 @@
+import ErrnoText
 import Logging
 import TrialControl
 
@@ -10,7 +11,7 @@ public struct ControlServerError: Error, Hashable, Sendable, CustomStringConvert
   public let description: String
 
   static func system(_ what: String, errno: Int32) -> Self {
-    Self(description: "\(what): \(String(cString: strerror(errno)))")
+    Self(description: "\(what): \(errnoText(errno))")
   }
 
   static func inUse(path: String) -> Self {
@@ -141,7 +142,7 @@ public enum ControlSocket {
     var value: Int32 = 0
     var length = socklen_t(MemoryLayout<Int32>.size)
     guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &value, &length) == 0 else {
-      throw .notListening(fd: fd, String(cString: strerror(errno)))
+      throw .notListening(fd: fd, errnoText(errno))
     }
     guard value == Int32(SOCK_STREAM.rawValue) else { throw .notListening(fd: fd, "not a stream socket") }
     length = socklen_t(MemoryLayout<Int32>.size)
@@ -281,6 +282,4 @@ public enum ControlSocket {
   }
 
   static func currentUID() -> UInt32 { geteuid() }
-
-  static func describe(errno: Int32) -> String { String(cString: strerror(errno)) }
 }

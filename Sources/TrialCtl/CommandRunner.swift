@@ -1,4 +1,5 @@
 import Dispatch
+import ErrnoText
 import FoundationEssentials
 import Synchronization
 import TrialControl
@@ -139,7 +140,7 @@ public final class SpawnedCommandRunner: EventCommandRunner, Sendable {
   /// Starts the command with `input` on a pipe as its standard input.
   private func spawn(input: [UInt8], environment: [String: String]) throws(SpawnError) -> pid_t {
     guard let program = arguments.first else { throw SpawnError(reason: "no command given") }
-    guard let ends = closeOnExecPipe() else { throw SpawnError(reason: String(cString: strerror(errno))) }
+    guard let ends = closeOnExecPipe() else { throw SpawnError(reason: errnoText(errno)) }
     let pipe = [ends.read, ends.write]
     // What fits in the pipe now (an event always does) is written before the command starts.
     _ = fcntl(pipe[1], F_SETFL, O_NONBLOCK)
@@ -179,7 +180,7 @@ public final class SpawnedCommandRunner: EventCommandRunner, Sendable {
     close(pipe[0])
     guard result == 0 else {
       close(pipe[1])
-      throw SpawnError(reason: "\(program): \(String(cString: strerror(result)))")
+      throw SpawnError(reason: "\(program): \(errnoText(result))")
     }
     if written < input.count {
       // The rest, blocking, beside the command (Dispatch's threads block SIGPIPE).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ErrnoText
 import FoundationEssentials
 import TrialControl
 import TrialCore
@@ -127,7 +128,7 @@ struct Metrics: ParsableCommand, CtlCommand {
   }
 
   private static func failure(_ what: String) -> CtlFailure {
-    CtlFailure("\(what): \(String(cString: strerror(errno)))", exitCode: .failure)
+    CtlFailure("\(what): \(errnoText(errno))", exitCode: .failure)
   }
 }
 

@@ -1,3 +1,4 @@
+import ErrnoText
 import FoundationEssentials
 import Glibc
 import TrialCore
@@ -18,7 +19,7 @@ final class Scratch: @unchecked Sendable {
     }
     var template = Array("\(base)/trialwatch-fuzz-\(name)-XXXXXX".utf8CString)
     guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-      fatalError("cannot make a scratch directory under \(base): \(String(cString: strerror(errno)))")
+      fatalError("cannot make a scratch directory under \(base): \(errnoText(errno))")
     }
     path = String(cString: made)
     Scratch.made.append(path)
@@ -41,13 +42,13 @@ final class Scratch: @unchecked Sendable {
     let file = path + "/" + name
     makeFolder(of: name)
     let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { fatalError("cannot write \(file): \(String(cString: strerror(errno)))") }
+    guard fd >= 0 else { fatalError("cannot write \(file): \(errnoText(errno))") }
     defer { close(fd) }
     let all = Array(bytes)
     var written = 0
     while written < all.count {
       let count = all.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
-      guard count > 0 else { fatalError("cannot write \(file): \(String(cString: strerror(errno)))") }
+      guard count > 0 else { fatalError("cannot write \(file): \(errnoText(errno))") }
       written += count
     }
   }

@@ -1,5 +1,6 @@
 import CTimerFD
 import Dispatch
+import ErrnoText
 
 #if canImport(Glibc)
   import Glibc
@@ -13,7 +14,7 @@ public final class ClockStepWatcher: @unchecked Sendable {
   public struct SetupError: Error, CustomStringConvertible {
     public var call: String
     public var errno: Int32
-    public var description: String { "\(call) failed: \(String(cString: strerror(errno)))" }
+    public var description: String { "\(call) failed: \(errnoText(errno))" }
   }
 
   private let fd: Int32

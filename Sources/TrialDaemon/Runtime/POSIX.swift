@@ -1,9 +1,10 @@
+import ErrnoText
 import Glibc
 
 /// An `errno` value as its message, e.g. "Permission denied".
 struct SystemError: Error, CustomStringConvertible {
   var code: Int32
-  var description: String { String(cString: strerror(code)) }
+  var description: String { errnoText(code) }
 }
 
 /// The whole content of the file at `path`.
