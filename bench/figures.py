@@ -33,7 +33,8 @@ PEER_METRICS = {
     "lateness_p50": "lateness p50", "lateness_p99": "lateness p99", "lateness_max": "lateness max",
     "rss_100k": "memory, 100,000 pending", "watch_client_pss_100k": "memory of trialwatch's Watch client, apart",
     "disk_100k": "disk, 100,000 pending",
-    "ingest_10k": "ingest of 10,000, durable", "idle_wakeups_per_min": "idle wake-ups per minute",
+    "ingest_10k": "ingest of 10,000, durable", "ingest_10k_16_clients": "ingest of 10,000 from 16 clients",
+    "idle_wakeups_per_min": "idle wake-ups per minute",
     "burst_10k_done": "burst of 10,000 done",
 }
 

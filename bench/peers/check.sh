@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The peers harness on tiny workloads (a few events over a few seconds, 100 pending, the
 # peers in parallel), so that it cannot rot: fails when the harness fails, when a line of its
-# output is malformed, or when a figure is missing (trialwatch's and each peer's eight, unless
+# output is malformed, or when a figure is missing (trialwatch's and each peer's nine, unless
 # the peer printed a SKIP line). `make bench-peers-check` runs it; `make test` too.
 #
 #   check.sh PYTHON TRIALWATCHD SCRATCH
@@ -13,11 +13,11 @@ SCRATCH=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$SCRATCH" || exit 1
 OUT=$SCRATCH/check.out
-METRICS="lateness_p50 lateness_p99 lateness_max rss_100k disk_100k ingest_10k idle_wakeups_per_min burst_10k_done"
+METRICS="lateness_p50 lateness_p99 lateness_max rss_100k disk_100k ingest_10k ingest_10k_16_clients idle_wakeups_per_min burst_10k_done"
 PEERS="at systemd postgres-1s postgres-10s sqlite-1s sqlite-10s redis-1s"
 
 "$PYTHON" "$HERE/peers.py" --daemon "$DAEMON" --scratch "$SCRATCH" --parallel \
-  --events 20 --window 3 --pending 100 --slow-pending 20 --ingest 20 --burst 20 --idle 3 > "$OUT"
+  --events 20 --window 3 --pending 100 --slow-pending 20 --ingest 20 --clients 4 --burst 20 --idle 3 > "$OUT"
 status=$?
 cat "$OUT"
 if [ "$status" -ne 0 ]; then

@@ -4,6 +4,8 @@
 # after the other (in parallel with --parallel, for the quick check only):
 #
 #   ingest      N new timers, one at a time, each durable before the next: how long
+#   ingest 16   the same N from 16 clients at once, each one at a time (a web application's
+#               workers): how long until all are durable
 #   pending     P pending events: memory (PSS summed over the processes; for trialwatch, the
 #               daemon's, its Watch client's apart) and on-disk size, then the wake-ups
 #               (context switches) per minute with nothing due
@@ -29,7 +31,7 @@ from slowpeers import At, Systemd
 
 PEERS = ["at", "systemd", "postgres-1s", "postgres-10s", "sqlite-1s", "sqlite-10s", "redis-1s"]
 UNITS = {"lateness_p50": "ms", "lateness_p99": "ms", "lateness_max": "ms", "rss_100k": "MB", "disk_100k": "MB",
-         "ingest_10k": "s", "idle_wakeups_per_min": "wakeups/min", "burst_10k_done": "s",
+         "ingest_10k": "s", "ingest_10k_16_clients": "s", "idle_wakeups_per_min": "wakeups/min", "burst_10k_done": "s",
          "watch_client_pss_100k": "MB"}
 SLOW = ("at", "systemd")
 output_lock = threading.Lock()
@@ -52,6 +54,8 @@ def arguments():
     parser.add_argument("--slow-pending", type=int, default=int(env("PEERS_SLOW_PENDING", 10000)),
                         help="pending events at and systemd are given; their figures are scaled to --pending")
     parser.add_argument("--ingest", type=int, default=int(env("PEERS_INGEST", 10000)))
+    parser.add_argument("--clients", type=int, default=int(env("PEERS_CLIENTS", 16)),
+                        help="clients of the concurrent ingest")
     parser.add_argument("--burst", type=int, default=int(env("PEERS_BURST", 10000)))
     parser.add_argument("--slow-burst", type=int, default=int(env("PEERS_SLOW_BURST", 2000)),
                         help="events in the burst of at and systemd; the time is scaled to --burst")
@@ -105,6 +109,34 @@ class Run:
         self.rate = measured / seconds
         remark = f"{measured} timers, scaled to {count}" if measured != count else None
         self.figure("ingest_10k", seconds * count / measured, remark)
+        self.peer.clear()
+
+    def ingest_clients(self):
+        """The ingest from `--clients` clients at once, each starting its share one at a time."""
+        count, clients = self.args.ingest, self.args.clients
+        measured = min(count, self.args.slow_pending) if self.peer.name in SLOW else count
+        far = now_ns() + 86400 * 10**9
+        events = [(f"c{k}", ms(far + k * 10**6)) for k in range(measured)]
+        shares = [events[lane::clients] for lane in range(clients)]
+        errors = []
+
+        def client(lane):
+            try:
+                self.peer.schedule_each(shares[lane], lane=str(lane))
+            except Exception as error:  # reported after every client ended
+                errors.append(error)
+
+        threads = [threading.Thread(target=client, args=(lane,)) for lane in range(clients)]
+        start = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        seconds = time.monotonic() - start
+        if errors:
+            raise BenchError(f"{self.peer.name}: ingest from {clients} clients: {errors[0]}")
+        remark = f"{measured} timers, scaled to {count}" if measured != count else None
+        self.figure("ingest_10k_16_clients", seconds * count / measured, remark)
         self.peer.clear()
 
     def pending(self):
@@ -170,6 +202,8 @@ class Run:
     def all(self):
         note(f"{self.peer.name}: ingest")
         self.ingest()
+        note(f"{self.peer.name}: ingest from {self.args.clients} clients")
+        self.ingest_clients()
         note(f"{self.peer.name}: pending and idle")
         self.pending()
         note(f"{self.peer.name}: lateness")

@@ -137,7 +137,7 @@ class Postgres(Peer):
     def store_paths(self):
         return [self.data]
 
-    def schedule_each(self, events):
+    def schedule_each(self, events, lane=""):
         connection = self.connect()
         cursor = connection.cursor()
         for key, due in events:
@@ -192,7 +192,7 @@ class SQLite(Peer):
     def store_paths(self):
         return [self.directory + "/jobs.db", self.directory + "/jobs.db-wal", self.directory + "/jobs.db-shm"]
 
-    def schedule_each(self, events):
+    def schedule_each(self, events, lane=""):
         connection = self.connect()
         for key, due in events:
             connection.execute("INSERT INTO jobs VALUES (?, ?)", (key, due))
@@ -249,7 +249,7 @@ class Redis(Peer):
     def store_paths(self):
         return [self.directory + "/appendonlydir"]
 
-    def schedule_each(self, events):
+    def schedule_each(self, events, lane=""):
         client = self.client()
         for key, due in events:
             client.zadd("jobs", {key: due})
@@ -365,7 +365,7 @@ class Trialwatch(Peer):
     def store_paths(self):
         return [self.state]
 
-    def schedule_each(self, events):
+    def schedule_each(self, events, lane=""):
         self.calls([self.start_call(key, due) for key, due in events], depth=1)
 
     def schedule_bulk(self, events):

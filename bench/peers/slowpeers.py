@@ -95,8 +95,8 @@ class At(Peer):
     def store_paths(self):
         return [self.jobs, self.spool]
 
-    def schedule_each(self, events):
-        lines = os.path.join(self.directory, "schedule")
+    def schedule_each(self, events, lane=""):
+        lines = os.path.join(self.directory, f"schedule{lane}")
         with open(lines, "w") as file:
             for key, due in events:
                 stamp = datetime.datetime.fromtimestamp(self.align(due) / 1e9, datetime.timezone.utc)
@@ -177,15 +177,16 @@ class Systemd(Peer):
     def store_paths(self):
         return [self.root + "/run/systemd/transient"]
 
-    def schedule_each(self, events):
-        with open(self.root + "/var/tmp/schedule.sh", "w") as script:
+    def schedule_each(self, events, lane=""):
+        script_path = f"/var/tmp/schedule{lane}.sh"
+        with open(self.root + script_path, "w") as script:
             script.write("set -e\n")
             for key, due in events:
                 stamp = datetime.datetime.fromtimestamp(due / 1e9, datetime.timezone.utc)
                 script.write(f"systemd-run --quiet --unit=tw-{key} --on-calendar='"
                              f"{stamp.strftime('%Y-%m-%d %H:%M:%S.%f')} UTC' "
                              f"--timer-property=AccuracySec=1us /var/tmp/act.sh {key}\n")
-        self.inside(["bash", "/var/tmp/schedule.sh"], "systemd-run")
+        self.inside(["bash", script_path], "systemd-run")
 
     schedule_bulk = schedule_each
 
