@@ -218,7 +218,7 @@ let package = Package(
       name: "TrialDaemonTests",
       dependencies: [
         "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialEngine",
-        "TrialControlServer", "TrialDaemonTesting",
+        "TrialControlServer", "TrialDaemonTesting", "TrialCtl",
         "TrialStore", "TrialStoreTesting", "TrialPostgres", "TrialPostgresTesting", "Systemd",
         "SystemdTesting",
         .product(name: "Logging", package: "swift-log"),

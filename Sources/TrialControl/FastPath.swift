@@ -172,57 +172,101 @@ public enum FastPath {
   /// `WireCoding.makeEncoder().message(OutgoingReply(parameters: reply))` writes.
   public static func message(_ reply: TrialReply) -> [UInt8] {
     let trial = reply.trial
-    var out: [UInt8] = []
-    out.reserveCapacity(320)
-    out += #"{"parameters":{"trial":{"daysLeft":"#.utf8
+    var object = ObjectWriter(named: trial.named)
+    object.out.reserveCapacity(320)
+    object.out += #"{"parameters":{"trial":{"#.utf8
+    object.key("daysLeft")
     var days = trial.daysLeft.description
     if days.hasSuffix(".0") { days.removeLast(2) }
-    out += days.utf8
-    if let endedAt = trial.endedAt {
-      out += #","endedAt":""#.utf8
-      out += RFC3339.format(endedAt).utf8
-      out.append(UInt8(ascii: "\""))
-    }
-    out += #","endsAt":""#.utf8
-    out += RFC3339.format(trial.endsAt).utf8
-    out += #"","id":""#.utf8
-    out += trial.id.description.utf8
-    out += #"","labels":"#.utf8
+    object.out += days.utf8
+    if let endedAt = trial.endedAt { object.text("endedAt", RFC3339.format(endedAt)) }
+    object.text("endsAt", RFC3339.format(trial.endsAt))
+    object.text("id", trial.id.description)
+    object.key("labels")
     // Keys in the order JSONEncoder's sortedKeys writes them: a label key is ASCII, so byte order.
-    JSONText.appendObject(trial.labels ?? [:], to: &out)
-    if let pausedAt = trial.pausedAt {
-      out += #","pausedAt":""#.utf8
-      out += RFC3339.format(pausedAt).utf8
-      out.append(UInt8(ascii: "\""))
-    }
-    if let plan = trial.plan {
-      out += #","plan":"#.utf8
-      JSONText.appendString(plan, to: &out)
-    }
-    out += #","reminders":["#.utf8
+    JSONText.appendObject(trial.labels ?? [:], to: &object.out)
+    if let pausedAt = trial.pausedAt { object.text("pausedAt", RFC3339.format(pausedAt)) }
+    object.key("reminders")
+    object.out.append(UInt8(ascii: "["))
     for (index, span) in trial.reminders.enumerated() {
-      if index > 0 { out.append(UInt8(ascii: ",")) }
-      JSONText.appendString(span.description, to: &out)
+      if index > 0 { object.out.append(UInt8(ascii: ",")) }
+      JSONText.appendString(span.description, to: &object.out)
     }
-    out.append(UInt8(ascii: "]"))
-    if let resumesAt = trial.resumesAt {
-      out += #","resumesAt":""#.utf8
-      out += RFC3339.format(resumesAt).utf8
+    object.out.append(UInt8(ascii: "]"))
+    if let resumesAt = trial.resumesAt { object.text("resumesAt", RFC3339.format(resumesAt)) }
+    object.key("revision")
+    object.out += String(trial.revision).utf8
+    object.text("startedAt", RFC3339.format(trial.startedAt))
+    object.text("state", trial.state.rawValue)
+    object.key("subject")
+    JSONText.appendString(trial.subject, to: &object.out)
+    if let timeLeft = trial.timeLeft { object.text("timeLeft", timeLeft.description) }
+    object.close()
+    object.out += "}}\0".utf8
+    return object.out
+  }
+
+  /// The rows of `TrialAttributes.named` beside the subject in the order `JSONEncoder`'s sorted
+  /// keys puts their names (ASCII, so byte order), each with its name's bytes.
+  private static let namedInKeyOrder = TrialAttributes.besideSubject.map {
+    (row: $0, key: Array($0.name.utf8))
+  }
+  .sorted { $0.key.lexicographicallyPrecedes($1.key) }
+
+  /// Writes an object's fields in key order, as `JSONEncoder` with sorted keys does: each the
+  /// caller names, in that order, and among them each named attribute present, where its name
+  /// falls (`namedInKeyOrder`).
+  private struct ObjectWriter {
+    var out: [UInt8] = []
+    let named: NamedAttributes
+    private let order = FastPath.namedInKeyOrder
+    /// The next of `order` not yet written or passed.
+    private var next = 0
+    private var isEmpty = true
+
+    init(named: NamedAttributes) {
+      self.named = named
+    }
+
+    /// Opens the field `key` (the named attributes before it written first); its value follows.
+    mutating func key(_ key: StaticString) {
+      key.withUTF8Buffer { key in
+        while next < order.count, order[next].key.lexicographicallyPrecedes(key) {
+          attribute()
+        }
+        open(key)
+      }
+    }
+
+    /// The field `key` with `text`, which needs no escaping (a time, an id, a state), as its value.
+    mutating func text(_ key: StaticString, _ text: String) {
+      self.key(key)
+      out.append(UInt8(ascii: "\""))
+      out += text.utf8
       out.append(UInt8(ascii: "\""))
     }
-    out += #","revision":"#.utf8
-    out += String(trial.revision).utf8
-    out += #","startedAt":""#.utf8
-    out += RFC3339.format(trial.startedAt).utf8
-    out += #"","state":""#.utf8
-    out += trial.state.rawValue.utf8
-    out += #"","subject":"#.utf8
-    JSONText.appendString(trial.subject, to: &out)
-    if let timeLeft = trial.timeLeft {
-      out += #","timeLeft":"#.utf8
-      JSONText.appendString(timeLeft.description, to: &out)
+
+    /// Closes the object, after the named attributes after its last field.
+    mutating func close() {
+      while next < order.count { attribute() }
+      out.append(UInt8(ascii: "}"))
     }
-    out += "}}}\0".utf8
-    return out
+
+    /// Writes the next of `order`, if present, and passes it.
+    private mutating func attribute() {
+      let (row, key) = order[next]
+      next += 1
+      guard let value = named[row] else { return }
+      open(key)
+      JSONText.appendString(value, to: &out)
+    }
+
+    private mutating func open(_ key: some Collection<UInt8>) {
+      if !isEmpty { out.append(UInt8(ascii: ",")) }
+      isEmpty = false
+      out.append(UInt8(ascii: "\""))
+      out += key
+      out += #"":"#.utf8
+    }
   }
 }

@@ -8,8 +8,9 @@ public struct TrialObject: Codable, Hashable, Sendable {
   /// The trial's labels: always sent (an empty object when it has none); nil only in the reply
   /// of a daemon from before labels.
   public var labels: [String: String]?
-  /// The plan the trial was started with; absent for a trial started without one.
-  public var plan: String?
+  /// Its named attributes beside the subject (`TrialAttributes.named`: `plan`, …), each
+  /// present one a field of the object under its name.
+  public var named = NamedAttributes()
   public var state: TrialState
   public var startedAt: Date
   public var endsAt: Date
@@ -50,7 +51,7 @@ public struct TrialObject: Codable, Hashable, Sendable {
     id = trial.id
     subject = trial.subject
     labels = trial.labels.dictionary
-    plan = trial.attributes.plan
+    named = NamedAttributes(trial.attributes)
     state = trial.state
     startedAt = trial.period.startDate
     endsAt = trial.period.endDate
@@ -62,6 +63,47 @@ public struct TrialObject: Codable, Hashable, Sendable {
     timeLeft = trial.state == .paused ? trial.timeLeft.map(Span.init) : nil
     let asOf = trial.state == .paused ? trial.pause?.since ?? now : now
     daysLeft = (trial.period.daysLeft(clock: FixedInstant(asOf)).amount * 1e6).rounded() / 1e6
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case id, subject, labels, state, startedAt, endsAt, endedAt, reminders, revision, daysLeft, pausedAt
+    case resumesAt, timeLeft
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    id = try container.decode(TrialID.self, forKey: .id)
+    subject = try container.decode(String.self, forKey: .subject)
+    labels = try container.decodeIfPresent([String: String].self, forKey: .labels)
+    named = try NamedAttributes(from: decoder)
+    state = try container.decode(TrialState.self, forKey: .state)
+    startedAt = try container.decode(Date.self, forKey: .startedAt)
+    endsAt = try container.decode(Date.self, forKey: .endsAt)
+    endedAt = try container.decodeIfPresent(Date.self, forKey: .endedAt)
+    reminders = try container.decode([Span].self, forKey: .reminders)
+    revision = try container.decode(UInt32.self, forKey: .revision)
+    daysLeft = try container.decode(Double.self, forKey: .daysLeft)
+    pausedAt = try container.decodeIfPresent(Date.self, forKey: .pausedAt)
+    resumesAt = try container.decodeIfPresent(Date.self, forKey: .resumesAt)
+    timeLeft = try container.decodeIfPresent(Span.self, forKey: .timeLeft)
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(id, forKey: .id)
+    try container.encode(subject, forKey: .subject)
+    try container.encodeIfPresent(labels, forKey: .labels)
+    try named.encode(to: encoder)
+    try container.encode(state, forKey: .state)
+    try container.encode(startedAt, forKey: .startedAt)
+    try container.encode(endsAt, forKey: .endsAt)
+    try container.encodeIfPresent(endedAt, forKey: .endedAt)
+    try container.encode(reminders, forKey: .reminders)
+    try container.encode(revision, forKey: .revision)
+    try container.encode(daysLeft, forKey: .daysLeft)
+    try container.encodeIfPresent(pausedAt, forKey: .pausedAt)
+    try container.encodeIfPresent(resumesAt, forKey: .resumesAt)
+    try container.encodeIfPresent(timeLeft, forKey: .timeLeft)
   }
 }
 
@@ -100,8 +142,9 @@ public struct EventObject: Codable, Hashable, Sendable {
   /// The trial's labels as the event was taken (events of the log), or as they are now;
   /// present where the subject is.
   public var labels: [String: String]?
-  /// The trial's plan, where the subject is present and the trial has one.
-  public var plan: String?
+  /// The trial's named attributes beside the subject (`TrialAttributes.named`: `plan`, …),
+  /// where the subject is present, each present one a field of the object under its name.
+  public var named = NamedAttributes()
   public var revision: UInt32
   public var kind: Kind
   /// For a reminder: the span before the end.
@@ -148,14 +191,12 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.cursor = nil
   }
 
-  /// The trial's named attributes the event carries (`TrialAttributes.named`), as
-  /// `(variable, value)` in the table's order: `TRIAL_SUBJECT` and the others present.
+  /// The trial's attributes the event carries as `(variable, value)`, as the journal names
+  /// them (`TrialAttributes.variables`): `TRIAL_SUBJECT` and the other named ones present, in
+  /// the table's order, then `TRIAL_LABEL_<KEY>` for each label, by key.
   public var attributeVariables: [(name: String, value: String)] {
-    let values: [String: String?] = ["subject": subject, "plan": plan]
-    return TrialAttributes.named.compactMap { named in
-      guard let value = values[named.name] ?? nil else { return nil }
-      return (named.variable, value)
-    }
+    let labels = (labels ?? [:]).sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    return TrialAttributes.variables(named: { $0.index == 0 ? subject : named[$0] }, labels: labels)
   }
 
   /// An event of a trial with these attributes, where known.
@@ -167,7 +208,54 @@ public struct EventObject: Codable, Hashable, Sendable {
       id: id, subject: attributes?.subject, labels: attributes?.labels, state: state, due: due,
       reason: reason,
       detail: detail, takenAt: takenAt, lateness: lateness)
-    plan = attributes?.plan
+    named = attributes.map(NamedAttributes.init) ?? NamedAttributes()
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case id, trialId, subject, labels, revision, kind, offset, left, due, state, reason, detail, takenAt
+    case lateness, endsAt, cursor
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    id = try container.decode(EventID.self, forKey: .id)
+    trialId = try container.decode(TrialID.self, forKey: .trialId)
+    subject = try container.decodeIfPresent(String.self, forKey: .subject)
+    labels = try container.decodeIfPresent([String: String].self, forKey: .labels)
+    named = try NamedAttributes(from: decoder)
+    revision = try container.decode(UInt32.self, forKey: .revision)
+    kind = try container.decode(Kind.self, forKey: .kind)
+    offset = try container.decodeIfPresent(Span.self, forKey: .offset)
+    left = try container.decodeIfPresent(Span.self, forKey: .left)
+    due = try container.decode(Date.self, forKey: .due)
+    state = try container.decode(State.self, forKey: .state)
+    reason = try container.decodeIfPresent(String.self, forKey: .reason)
+    detail = try container.decodeIfPresent(String.self, forKey: .detail)
+    takenAt = try container.decodeIfPresent(Date.self, forKey: .takenAt)
+    lateness = try container.decodeIfPresent(Span.self, forKey: .lateness)
+    endsAt = try container.decodeIfPresent(Date.self, forKey: .endsAt)
+    cursor = try container.decodeIfPresent(EventCursor.self, forKey: .cursor)
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(id, forKey: .id)
+    try container.encode(trialId, forKey: .trialId)
+    try container.encodeIfPresent(subject, forKey: .subject)
+    try container.encodeIfPresent(labels, forKey: .labels)
+    try named.encode(to: encoder)
+    try container.encode(revision, forKey: .revision)
+    try container.encode(kind, forKey: .kind)
+    try container.encodeIfPresent(offset, forKey: .offset)
+    try container.encodeIfPresent(left, forKey: .left)
+    try container.encode(due, forKey: .due)
+    try container.encode(state, forKey: .state)
+    try container.encodeIfPresent(reason, forKey: .reason)
+    try container.encodeIfPresent(detail, forKey: .detail)
+    try container.encodeIfPresent(takenAt, forKey: .takenAt)
+    try container.encodeIfPresent(lateness, forKey: .lateness)
+    try container.encodeIfPresent(endsAt, forKey: .endsAt)
+    try container.encodeIfPresent(cursor, forKey: .cursor)
   }
 
   /// An event not yet taken, of a trial with these attributes, where known.

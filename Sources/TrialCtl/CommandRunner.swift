@@ -21,9 +21,10 @@ public enum EventEnvironment {
       "TRIAL_END", "TRIALWATCH_CONSUMER",
     ] + TrialAttributes.named.map(\.variable)
 
-  /// The variables for `event`, run by `consumer` for the `attempt`th time: `names` (the
-  /// trial's attributes under their variables, `TrialAttributes.named`), and
-  /// `TRIAL_LABEL_<KEY>` for each label of the trial as the event was taken.
+  /// The variables for `event`, run by `consumer` for the `attempt`th time: `names`, and the
+  /// trial's attributes as the event was taken under the names the journal gives them
+  /// (`EventObject.attributeVariables`: each named one under its variable,
+  /// `TrialAttributes.named`, and `TRIAL_LABEL_<KEY>` for each label).
   public static func variables(for event: EventObject, consumer: String, attempt: Int) -> [String: String] {
     var variables = Dictionary(uniqueKeysWithValues: names.map { ($0, "") })
     variables["EVENT_ID"] = event.id.description
@@ -48,7 +49,6 @@ public enum EventEnvironment {
     variables["TRIAL_END"] = event.endsAt.map(RFC3339.format) ?? ""
     variables["TRIALWATCH_CONSUMER"] = consumer
     for (name, value) in event.attributeVariables { variables[name] = value }
-    for (key, value) in event.labels ?? [:] { variables[TrialAttributes.labelVariable(key)] = value }
     return variables
   }
 

@@ -248,7 +248,12 @@ public final class TrialPresenter {
     }
     details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders.map(\.duration))))
     details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
-    if let plan = trial.plan { details.append(LabeledValue(label: "Plan", value: plan)) }
+    // Each named attribute beside the subject (`plan`, …), under its name capitalised.
+    for row in TrialAttributes.besideSubject {
+      guard let value = trial.named[row] else { continue }
+      details.append(
+        LabeledValue(label: row.name.prefix(1).uppercased() + row.name.dropFirst(), value: value))
+    }
     if let labels = trial.labels, !labels.isEmpty {
       details.append(LabeledValue(label: "Labels", value: self.labels(labels)))
     }

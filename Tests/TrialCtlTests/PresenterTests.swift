@@ -143,7 +143,7 @@ final class SpyOutput: TrialPresenterOutput {
 
   @Test func trialWithAPlanAndLabels_InItsDetails_ShowsThemAfterTheRevision() throws {
     var trial = Self.trial(ends: Self.now.addingTimeInterval(86_400))
-    trial.plan = "pro"
+    trial.named["plan"] = "pro"
     trial.labels = ["tier": "gold", "customer": "c-991"]
     let spy = SpyOutput()
     presenter(spy).present(trial: trial)

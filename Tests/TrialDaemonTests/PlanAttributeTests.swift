@@ -53,21 +53,21 @@ import TrialTesting
       period: TrialPeriod(startDate: Self.now, endDate: Self.now.addingTimeInterval(86_400)), reminders: .none
     )
     let object = TrialObject(trial, now: Self.now)
-    #expect(object.plan == "pro")
+    #expect(object.named["plan"] == "pro")
     let reply = TrialReply(trial: object)
     #expect(FastPath.message(reply) == WireCoding.makeEncoder().message(OutgoingReply(parameters: reply)))
     var without = object
-    without.plan = nil
+    without.named["plan"] = nil
     let plain = TrialReply(trial: without)
     #expect(FastPath.message(plain) == WireCoding.makeEncoder().message(OutgoingReply(parameters: plain)))
     #expect(!String(decoding: FastPath.message(plain), as: UTF8.self).contains("plan"))
 
     let entry = LedgerEntry(event: trial.events[0], outcome: .fired, takenAt: Self.now, isLate: false)
     let event = EventObject(entry, attributes: trial.attributes)
-    #expect(event.plan == "pro")
+    #expect(event.named["plan"] == "pro")
     #expect(
       event.attributeVariables.map { "\($0.name)=\($0.value)" } == [
-        "TRIAL_SUBJECT=acme-42", "TRIAL_PLAN=pro",
+        "TRIAL_SUBJECT=acme-42", "TRIAL_PLAN=pro", "TRIAL_LABEL_CUSTOMER=c-991",
       ])
   }
 }

@@ -10,81 +10,170 @@ public struct TrialAttributes: Hashable, Sendable {
   /// than the subject, however many attributes there are.
   private var rest: Rest?
 
+  // MARK: The named attributes beside the subject: each its row of `named` and its accessor here
+
   /// The plan the trial was started with (`pro`), as named by the plan file it came from.
   public var plan: String? {
-    get { rest?.plan }
-    set { rest = Rest.make(plan: newValue, labels: labels, unknown: unknown) }
+    get { self["plan"] }
+    set { self["plan"] = newValue }
   }
+
+  // MARK: The table of names
+
+  /// Every named attribute, the subject first, in the order the journal and an environment
+  /// list them. A row: the attribute's name in the stores and on the wire (1 to 64 of a-z,
+  /// 0-9, `_` and `.`, as an import takes them), and its journal field and consume
+  /// environment variable. Every outlet reads this table: a row is all an attribute needs
+  /// there, beside its accessor above.
+  public static let named = Named.table([
+    ("subject", "TRIAL_SUBJECT"),
+    ("plan", "TRIAL_PLAN"),
+  ])
+
+  /// An attribute with a text value, and the names it goes by: its key in the stores and on
+  /// the wire, and its journal field and consume environment variable.
+  public struct Named: Hashable, Sendable {
+    /// Its place in `named`: 0 for the subject.
+    public let index: Int
+    public let name: String
+    public let variable: String
+
+    static func table(_ rows: [(name: String, variable: String)]) -> [Named] {
+      rows.enumerated().map { Named(index: $0.offset, name: $0.element.name, variable: $0.element.variable) }
+    }
+  }
+
+  /// The rows of `named` but the subject's, which the stores and the wire keep apart.
+  public static var besideSubject: ArraySlice<Named> { named.dropFirst() }
+
+  /// The row of `named` called `name`, if any.
+  public static func row(_ name: String) -> Named? {
+    named.first { $0.name == name }
+  }
+
+  /// The value of the named attribute `row`: the subject, or one beside it, nil when absent.
+  /// The subject is never absent: setting it to nil is a programming error.
+  public subscript(row: Named) -> String? {
+    get { row.index == 0 ? subject : rest?[row.index] }
+    set {
+      guard row.index != 0 else {
+        guard let newValue else { preconditionFailure("a trial's subject is never absent") }
+        subject = newValue
+        return
+      }
+      let old = rest
+      rest = Rest.make(labels: labels, unknown: unknown) { $0 == row.index ? newValue : old?[$0] }
+    }
+  }
+
+  /// The value of the named attribute `name`, for the accessors: a name not in `named` is a
+  /// programming error.
+  private subscript(name: String) -> String? {
+    get { rest.flatMap { $0[Self.index(of: name)] } }
+    set { self[Self.named[Self.index(of: name)]] = newValue }
+  }
+
+  private static func index(of name: String) -> Int {
+    guard let index = besideSubject.firstIndex(where: { $0.name == name }) else {
+      preconditionFailure("\(name) is no row of TrialAttributes.named")
+    }
+    return index
+  }
+
+  // MARK: Labels and unknown attributes
+
   public var labels: TrialLabels {
     get { rest?.labels ?? .none }
-    set { rest = Rest.make(plan: plan, labels: newValue, unknown: unknown) }
+    set {
+      let old = rest
+      rest = Rest.make(labels: newValue, unknown: unknown) { old?[$0] }
+    }
   }
+
   /// Stored attributes this version does not know (a newer one wrote them), kept as they were
   /// read, so that rewriting the record keeps them.
   public var unknown: [String: String] {
     get { rest?.unknown ?? [:] }
-    set { rest = Rest.make(plan: plan, labels: labels, unknown: newValue) }
+    set {
+      let old = rest
+      rest = Rest.make(labels: labels, unknown: newValue) { old?[$0] }
+    }
   }
 
   public init(
     subject: String, plan: String? = nil, labels: TrialLabels = .none, unknown: [String: String] = [:]
   ) {
     self.subject = subject
-    self.rest = Rest.make(plan: plan, labels: labels, unknown: unknown)
+    let plan = plan.map { (index: Self.index(of: "plan"), value: $0) }
+    self.rest = Rest.make(labels: labels, unknown: unknown) { $0 == plan?.index ? plan?.value : nil }
   }
 
   public static func == (left: Self, right: Self) -> Bool {
-    left.subject == right.subject
-      && (left.rest === right.rest
-        || (left.plan == right.plan && left.labels == right.labels && left.unknown == right.unknown))
+    guard left.subject == right.subject else { return false }
+    if left.rest?.box === right.rest?.box { return true }
+    return left.labels == right.labels && left.unknown == right.unknown
+      && besideSubject.allSatisfy { left.rest?[$0.index] == right.rest?[$0.index] }
   }
 
   public func hash(into hasher: inout Hasher) {
     hasher.combine(subject)
-    hasher.combine(plan)
+    for row in Self.besideSubject { hasher.combine(rest?[row.index]) }
     hasher.combine(labels)
     hasher.combine(unknown)
   }
 
-  /// The attributes beside the subject; never all empty (that is `rest == nil`).
-  private final class Rest: Sendable {
-    let plan: String?
-    let labels: TrialLabels
-    let unknown: [String: String]
+  /// The attributes beside the subject, in one allocation: the labels and the unknown ones at
+  /// its head, then the value of each row of `named` but the subject. Never all empty (that is
+  /// `rest == nil`); never changed once made, which is what makes it safe to share between
+  /// threads (a `ManagedBuffer` cannot say so itself).
+  private struct Rest: @unchecked Sendable {
+    let box: Box
+
+    /// How many values follow the head: one a row of `named` but the subject.
+    static var count: Int { TrialAttributes.named.count - 1 }
 
     /// nil when there is nothing but the subject; decided before any box is allocated (a
-    /// failable initializer would allocate one and free it again, once per trial read back).
-    static func make(plan: String?, labels: TrialLabels, unknown: [String: String]) -> Rest? {
-      guard plan != nil || !labels.isEmpty || !unknown.isEmpty else { return nil }
-      return Rest(plan: plan, labels: labels, unknown: unknown)
+    /// box made and freed again would cost an allocation per trial read back). `value` gives
+    /// the value of the row at each index of `named` but 0.
+    static func make(labels: TrialLabels, unknown: [String: String], value: (Int) -> String?) -> Rest? {
+      guard
+        !labels.isEmpty || !unknown.isEmpty
+          || TrialAttributes.besideSubject.contains(where: { value($0.index) != nil })
+      else { return nil }
+      let made = Box.create(minimumCapacity: count) { _ in Head(labels: labels, unknown: unknown) }
+      let box = unsafeDowncast(made, to: Box.self)
+      box.withUnsafeMutablePointerToElements { values in
+        for slot in 0..<count { (values + slot).initialize(to: value(slot + 1)) }
+      }
+      return Rest(box: box)
     }
 
-    private init(plan: String?, labels: TrialLabels, unknown: [String: String]) {
-      self.plan = plan
-      self.labels = labels
-      self.unknown = unknown
+    var labels: TrialLabels { box.header.labels }
+    var unknown: [String: String] { box.header.unknown }
+
+    /// The value of the row at `index` of `named` (1 or more).
+    subscript(index: Int) -> String? {
+      box.withUnsafeMutablePointerToElements { $0[index - 1] }
     }
 
     /// Whether the labels are all there is: no named attribute but the subject, none unknown.
-    var onlyLabels: Bool { plan == nil && unknown.isEmpty }
+    var onlyLabels: Bool {
+      unknown.isEmpty && TrialAttributes.besideSubject.allSatisfy { self[$0.index] == nil }
+    }
+
+    struct Head {
+      let labels: TrialLabels
+      let unknown: [String: String]
+    }
+
+    final class Box: ManagedBuffer<Head, String?> {
+      deinit {
+        _ = withUnsafeMutablePointerToElements { $0.deinitialize(count: Rest.count) }
+      }
+    }
   }
 
-  // MARK: The table of names
-
-  /// An attribute with a text value, and the names it goes by: its key in the stores and on
-  /// the wire, and its journal field and consume environment variable.
-  public struct Named: Sendable {
-    public let name: String
-    public let variable: String
-    let value: @Sendable (TrialAttributes) -> String?
-    let assign: @Sendable (inout TrialAttributes, String) -> Void
-  }
-
-  /// Every named attribute, in the order the journal and an environment list them.
-  public static let named: [Named] = [
-    Named(name: "subject", variable: "TRIAL_SUBJECT", value: { $0.subject }, assign: { $0.subject = $1 }),
-    Named(name: "plan", variable: "TRIAL_PLAN", value: { $0.plan }, assign: { $0.plan = $1 }),
-  ]
+  // MARK: Labels' names
 
   /// The prefix of a label's stored name (`label.customer`).
   public static let labelPrefix = "label."
@@ -105,18 +194,27 @@ public struct TrialAttributes: Hashable, Sendable {
     labelVariablePrefix + key.uppercased()
   }
 
+  // MARK: The journal's fields and consume's environment
+
+  /// Every attribute as `(variable, value)`: each named one present, in the table's order,
+  /// then each label, in the order `labels` gives them. The journal's fields and consume's
+  /// environment both come from here; `value` gives the value of a row of `named`.
+  public static func variables(
+    named value: (Named) -> String?, labels: some Sequence<(key: String, value: String)>
+  ) -> [(name: String, value: String)] {
+    named.compactMap { row in value(row).map { (row.variable, $0) } }
+      + labels.map { (labelVariable($0.key), $0.value) }
+  }
+
   /// Every attribute as `(variable, value)`: the named ones present, then the labels, by key.
   public var variables: [(name: String, value: String)] {
-    Self.named.compactMap { named in named.value(self).map { (named.variable, $0) } }
-      + labels.map { (Self.labelVariable($0.key), $0.value) }
+    Self.variables(named: { self[$0] }, labels: labels)
   }
 
   // MARK: The stored form
 
   /// Whether the labels are all there is beside the subject (then `storedFields` is the
   /// labels, in their order, each as `label.KEY`).
-  /// Kept beside the attributes themselves (`Rest`): the test of the attributes checks it
-  /// against `named`, so an attribute added to the table cannot be missed here.
   public var hasOnlyLabels: Bool { rest?.onlyLabels ?? true }
 
   /// Every attribute but the subject (which the stores keep apart, indexed) as named text:
@@ -124,8 +222,8 @@ public struct TrialAttributes: Hashable, Sendable {
   /// by name. Empty for a trial with nothing but a subject.
   public var storedFields: [(name: String, value: String)] {
     var fields: [(name: String, value: String)] = []
-    for named in Self.named where named.name != "subject" {
-      if let value = named.value(self) { fields.append((named.name, value)) }
+    for row in Self.besideSubject {
+      if let value = self[row] { fields.append((row.name, value)) }
     }
     fields += labels.map { (Self.labelPrefix + $0.key, $0.value) }
     fields += unknown.map { ($0.key, $0.value) }
@@ -136,17 +234,21 @@ public struct TrialAttributes: Hashable, Sendable {
   public init(subject: String, storedFields fields: some Sequence<(name: String, value: String)>)
     throws(TrialLabels.Invalid)
   {
-    self.init(subject: subject)
+    self.subject = subject
+    var values: [String?] = []
     var labels: [String: String] = [:]
+    var unknown: [String: String] = [:]
     for (name, value) in fields {
       if let key = Self.labelKey(storedName: name) {
         labels[key] = value
-      } else if let named = Self.named.first(where: { $0.name == name && $0.name != "subject" }) {
-        named.assign(&self, value)
+      } else if let row = Self.besideSubject.first(where: { $0.name == name }) {
+        if values.isEmpty { values = Array(repeating: nil, count: Self.named.count) }
+        values[row.index] = value
       } else {
         unknown[name] = value
       }
     }
-    self.labels = try TrialLabels(labels)
+    let checked = try TrialLabels(labels)
+    self.rest = Rest.make(labels: checked, unknown: unknown) { values.isEmpty ? nil : values[$0] }
   }
 }
