@@ -23,7 +23,7 @@ public struct EngineSnapshot: Hashable, Sendable {
 }
 
 /// Where the engine publishes its snapshot: written on the engine's queue after every change
-/// (from `publishStatus`, which the engine calls after each), read from any thread without
+/// (from `StatusDuty.publish`, which the engine calls after each), read from any thread without
 /// waiting for the engine.
 public final class EngineSnapshots: Sendable {
   private let latest: Mutex<EngineSnapshot>
