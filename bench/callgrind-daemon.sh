@@ -1,7 +1,8 @@
 # Sourced by bench/start-instructions.sh and bench/fire-instructions.sh: a trialwatchd under
 # valgrind's callgrind, with its instrumentation off until the caller turns it on
-# (`callgrind_control -i on "$pid"`). Sourcing it makes the folder scratch, removed on exit
-# with the daemon stopped.
+# (`callgrind_control -i on "$pid"`). Sourcing it (release/hot-functions.sh does too, for a run
+# of its own) checks for valgrind and makes the folder scratch, removed on exit with the daemon
+# whose process is in pid stopped.
 
 command -v valgrind > /dev/null || { echo "error: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 scratch=$(mktemp -d)

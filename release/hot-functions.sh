@@ -15,16 +15,12 @@
 # the listed ones, as if the list were older. Needs valgrind; about 30 seconds.
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 BINARY OUTPUT" >&2; exit 2; }
-command -v valgrind > /dev/null || { echo "error: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 BINARY=$(readlink -f "$1")
 OUTPUT=$2
-WORK=$(mktemp -d)
-DAEMON_PID=
-cleanup() {
-  [ -z "$DAEMON_PID" ] || kill "$DAEMON_PID" 2> /dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# The scratch folder and the daemon's pid, both cleaned up on exit.
+# shellcheck source=bench/callgrind-daemon.sh
+. "$(dirname "$0")/../bench/callgrind-daemon.sh"
+WORK=$scratch
 
 cp "$BINARY" "$WORK/trialwatchd"
 ln -s trialwatchd "$WORK/trialwatchctl"
@@ -36,14 +32,14 @@ ctl() { "$WORK/trialwatchctl" "$@" > /dev/null; }
 
 "${CALLGRIND[@]}" --callgrind-out-file="$WORK/daemon.out" "$WORK/trialwatchd" --config "$WORK/trialwatch.conf" \
   --state-dir "$WORK/state" --socket "$TRIALWATCH_SOCKET" > "$WORK/daemon.log" 2>&1 &
-DAEMON_PID=$!
+pid=$!
 # The socket answers once the daemon is ready; under valgrind that takes a second or two.
 for _ in $(seq 600); do
   ctl daemon-status 2> /dev/null && break
-  kill -0 "$DAEMON_PID" 2> /dev/null || { cat "$WORK/daemon.log" >&2; exit 1; }
+  kill -0 "$pid" 2> /dev/null || { cat "$WORK/daemon.log" >&2; exit 1; }
   sleep 0.1
 done
-callgrind_control -d ready "$DAEMON_PID" > /dev/null 2>&1
+callgrind_control -d ready "$pid" > /dev/null 2>&1
 
 ctl start acme-1 --duration 14d --reminders 3d,1d
 ctl start acme-2 --duration 1d
@@ -57,10 +53,10 @@ ctl export 2> /dev/null
 ctl daemon-status
 # The engine gives its store pages and freed heap back 1 s after the last write.
 sleep 2
-callgrind_control -d served "$DAEMON_PID" > /dev/null 2>&1
-kill -TERM "$DAEMON_PID"
-wait "$DAEMON_PID" || true
-DAEMON_PID=
+callgrind_control -d served "$pid" > /dev/null 2>&1
+kill -TERM "$pid"
+wait "$pid" || true
+pid=
 
 "${CALLGRIND[@]}" --callgrind-out-file="$WORK/ctl-status.out" "$WORK/trialwatchctl" status acme-1 > /dev/null 2>&1 || true
 "${CALLGRIND[@]}" --callgrind-out-file="$WORK/ctl-list.out" "$WORK/trialwatchctl" list > /dev/null 2>&1 || true

@@ -39,7 +39,7 @@ public func syslogPriority(of level: Logger.Level) -> Int {
 /// `CODE_FUNC`, `ERROR` (when the event carries one) and each metadata key as an upper-case
 /// field (`trial-id` becomes `TRIAL_ID`; a key clashing with one of the fields above gets a
 /// `META_` prefix). When the journal cannot be written, the line goes to standard error.
-public struct JournalLogHandler: LogHandler {
+public struct JournalLogHandler: LevelledLogHandler {
   public static let ownFields: Set<String> = [
     "MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER", "LOGGER", "CODE_FILE", "CODE_LINE", "CODE_FUNC",
     "ERROR",
@@ -50,7 +50,7 @@ public struct JournalLogHandler: LogHandler {
   public var metadata: Logger.Metadata = [:]
   public var metadataProvider: Logger.MetadataProvider?
   private let sink: any JournalSink
-  private var level: LevelSource
+  var level: LevelSource
 
   /// - Parameters:
   ///   - identifier: `SYSLOG_IDENTIFIER`, normally the program's name.
@@ -75,18 +75,7 @@ public struct JournalLogHandler: LogHandler {
     self.metadataProvider = metadataProvider
   }
 
-  public var logLevel: Logger.Level {
-    get { level.current }
-    set { level = .fixed(newValue) }
-  }
-
-  public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-    get { metadata[key] }
-    set { metadata[key] = newValue }
-  }
-
-  public func log(event: LogEvent) {
-    let merged = mergedMetadata(metadata, metadataProvider, event.metadata)
+  func write(_ event: LogEvent, metadata merged: Logger.Metadata) {
     let fields = Self.fields(for: event, label: label, identifier: identifier, metadata: merged)
     do {
       try sink.send(fields)
@@ -131,12 +120,12 @@ public struct JournalLogHandler: LogHandler {
 /// The level padded to a column, the logger's label, the message, then the metadata as
 /// `key=value` (sorted; values with spaces or quotes are quoted). Control characters in the
 /// message are escaped, so every message is exactly one line.
-public struct StderrLogHandler: LogHandler {
+public struct StderrLogHandler: LevelledLogHandler {
   public let label: String
   public var metadata: Logger.Metadata = [:]
   public var metadataProvider: Logger.MetadataProvider?
   private let fileDescriptor: Int32
-  private var level: LevelSource
+  var level: LevelSource
 
   public init(
     label: String, fileDescriptor: Int32 = STDERR_FILENO, level: Logger.Level = .info,
@@ -157,18 +146,7 @@ public struct StderrLogHandler: LogHandler {
     self.metadataProvider = metadataProvider
   }
 
-  public var logLevel: Logger.Level {
-    get { level.current }
-    set { level = .fixed(newValue) }
-  }
-
-  public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-    get { metadata[key] }
-    set { metadata[key] = newValue }
-  }
-
-  public func log(event: LogEvent) {
-    let merged = mergedMetadata(metadata, metadataProvider, event.metadata)
+  func write(_ event: LogEvent, metadata merged: Logger.Metadata) {
     let line = Self.format(
       level: event.level, label: label, message: event.message.description, metadata: merged,
       error: event.error)
@@ -216,7 +194,7 @@ public struct StderrLogHandler: LogHandler {
       value.isEmpty
       || value.unicodeScalars.contains { $0 == " " || $0 == "\"" || $0 == "=" || isControl($0) }
     guard needsQuotes else { return value }
-    return "\"" + escaped(value).replacingAll("\"", with: "\\\"") + "\""
+    return "\"" + escaped(value).replacing("\"", with: "\\\"") + "\""
   }
 
   /// Unicode's control characters (general category Cc): C0, DEL and C1, a fixed set, so no
@@ -280,6 +258,30 @@ enum LevelSource: Sendable {
   }
 }
 
+/// What the journal's handler and the terminal's share: a level that follows the shared one
+/// until a logger sets its own, the metadata, and how an event's metadata is merged into it.
+protocol LevelledLogHandler: LogHandler {
+  var level: LevelSource { get set }
+  /// Writes one event, with its metadata merged (`mergedMetadata`).
+  func write(_ event: LogEvent, metadata merged: Logger.Metadata)
+}
+
+extension LevelledLogHandler {
+  public var logLevel: Logger.Level {
+    get { level.current }
+    set { level = .fixed(newValue) }
+  }
+
+  public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    get { metadata[key] }
+    set { metadata[key] = newValue }
+  }
+
+  public func log(event: LogEvent) {
+    write(event, metadata: mergedMetadata(metadata, metadataProvider, event.metadata))
+  }
+}
+
 /// The handler's metadata, then the provider's, then the event's; later ones win.
 private func mergedMetadata(
   _ handler: Logger.Metadata, _ provider: Logger.MetadataProvider?, _ event: Logger.Metadata?
@@ -308,15 +310,5 @@ private func writeLine(_ line: String, to fd: Int32) {
       }
       offset += written
     }
-  }
-}
-
-extension String {
-  fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
-    var out = ""
-    for character in self {
-      if character == target { out += replacement } else { out.append(character) }
-    }
-    return out
   }
 }

@@ -3,72 +3,6 @@ import FoundationEssentials
 import TrialControl
 import TrialCore
 
-/// A subcommand, run with an injected environment.
-protocol CtlCommand {
-  func run(in environment: CtlEnvironment) throws
-}
-
-/// The options every subcommand takes.
-struct GlobalOptions: ParsableArguments {
-  @Option(
-    name: .long,
-    help: ArgumentHelp(
-      "The daemon's socket (default: $TRIALWATCH_SOCKET, else \(VarlinkInterfaces.defaultSocketPath)).",
-      valueName: "path"),
-    completion: .file())
-  var socket: String?
-
-  @Flag(name: .long, help: "Print the daemon's replies as JSON, one object per line.")
-  var json = false
-}
-
-/// One connection to the daemon, with the presenter for human output.
-struct Session {
-  let environment: CtlEnvironment
-  let json: Bool
-  let client: VarlinkClient
-  let presenter: TrialPresenter
-
-  init(_ options: GlobalOptions, _ environment: CtlEnvironment) throws {
-    self.environment = environment
-    self.json = options.json
-    do {
-      client = try VarlinkClient(path: environment.socketPath(options.socket))
-    } catch {
-      throw CtlFailure(error)
-    }
-    let view = TerminalView(output: environment.output, notices: environment.errors)
-    presenter = TrialPresenter(
-      output: view, clock: environment.clock, timeZone: environment.timeZone, locale: environment.locale)
-  }
-
-  /// Calls a method; with `--json`, prints the reply.
-  func call<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P) throws -> R {
-    let reply = try quietly(method, parameters)
-    if json { environment.output.write(line: WireCoding.text(reply)) }
-    return reply
-  }
-
-  /// The trial a command names (see `TrialArgument`): an id as given, else the subject's
-  /// trial (its active one, else its most recent), looked up without printing the reply.
-  func trialID(_ argument: TrialArgument) throws -> TrialID {
-    switch try argument.target() {
-    case .id(let id): return id
-    case .subject(let subject):
-      return try quietly(Trials.getTrial, GetTrialParameters(subject: subject)).trial.id
-    }
-  }
-
-  /// Calls a method without printing its reply, even with `--json`.
-  func quietly<P, R>(_ method: VarlinkMethod<P, R>, _ parameters: P) throws -> R {
-    do {
-      return try client.call(method, parameters)
-    } catch {
-      throw CtlFailure(error)
-    }
-  }
-}
-
 /// The trial a command acts on. One rule for every command: 16 hexadecimal digits (the form
 /// ids are printed in) name a trial by id; anything else names a subject, meaning its active
 /// trial, else its most recent one. `--id` reads the argument as an id (shorter forms
@@ -181,7 +115,7 @@ enum Arguments {
 
 // MARK: Commands
 
-struct Start: ParsableCommand, CtlCommand {
+struct Start: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Start a trial for a subject.",
     discussion: """
@@ -222,14 +156,12 @@ struct Start: ParsableCommand, CtlCommand {
       plan: try PlanOption.checked(plan))
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
-    let reply = try session.call(Trials.startTrial, try parameters())
-    if !session.json { session.presenter.present(trial: reply.trial) }
+  func run(_ session: Session) throws {
+    try session.showTrial(Trials.startTrial, try parameters())
   }
 }
 
-struct Status: ParsableCommand, CtlCommand {
+struct Status: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Show one trial, by subject (its active trial, else its most recent) or by id.",
     discussion: "Example: trialwatchctl status acme-42")
@@ -237,19 +169,17 @@ struct Status: ParsableCommand, CtlCommand {
   @OptionGroup var global: GlobalOptions
   @OptionGroup var trial: TrialArgument
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     let parameters: GetTrialParameters =
       switch try trial.target() {
       case .id(let id): GetTrialParameters(id: id)
       case .subject(let subject): GetTrialParameters(subject: subject)
       }
-    let reply = try session.call(Trials.getTrial, parameters)
-    if !session.json { session.presenter.present(trial: reply.trial) }
+    try session.showTrial(Trials.getTrial, parameters)
   }
 }
 
-struct List: ParsableCommand, CtlCommand {
+struct List: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "List trials, a page at a time.",
     discussion: "Example: trialwatchctl list --state active --expiring-within 3d")
@@ -300,8 +230,7 @@ struct List: ParsableCommand, CtlCommand {
       }, plan: try PlanOption.checked(plan))
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     var parameters = try parameters()
     var trials: [TrialObject] = []
     var next: TrialID?
@@ -315,7 +244,7 @@ struct List: ParsableCommand, CtlCommand {
   }
 }
 
-struct Extend: ParsableCommand, CtlCommand {
+struct Extend: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Move an active trial's end: later by a span, or to a new time.",
     discussion: "Example: trialwatchctl extend acme-42 --by 7d")
@@ -341,16 +270,14 @@ struct Extend: ParsableCommand, CtlCommand {
     }
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     let parameters = ExtendTrialParameters(
       id: try session.trialID(trial), change: try change(), labels: try labels.changes())
-    let reply = try session.call(Trials.extendTrial, parameters)
-    if !session.json { session.presenter.present(trial: reply.trial) }
+    try session.showTrial(Trials.extendTrial, parameters)
   }
 }
 
-struct End: ParsableCommand, CtlCommand {
+struct End: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "End an active trial early; its pending events never fire.",
     discussion: "Example: trialwatchctl end acme-42 --outcome converted")
@@ -375,16 +302,14 @@ struct End: ParsableCommand, CtlCommand {
     return value
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     let parameters = EndTrialParameters(
       id: try session.trialID(trial), outcome: try trialOutcome(), labels: try labels.changes())
-    let reply = try session.call(Trials.endTrial, parameters)
-    if !session.json { session.presenter.present(trial: reply.trial) }
+    try session.showTrial(Trials.endTrial, parameters)
   }
 }
 
-struct Plan: ParsableCommand, CtlCommand {
+struct Plan: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Show every event of a trial, past and future, with its state.",
     discussion: "Example: trialwatchctl plan acme-42")
@@ -392,15 +317,13 @@ struct Plan: ParsableCommand, CtlCommand {
   @OptionGroup var global: GlobalOptions
   @OptionGroup var trial: TrialArgument
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     let id = try session.trialID(trial)
-    let reply = try session.call(Trials.getPlan, GetPlanParameters(id: id))
-    if !session.json { session.presenter.present(plan: reply.events, of: id) }
+    try session.show(Trials.getPlan, GetPlanParameters(id: id)) { $0.present(plan: $1.events, of: id) }
   }
 }
 
-struct Simulate: ParsableCommand, CtlCommand {
+struct Simulate: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Show what would fire between now and a time, changing nothing.",
     discussion: "Example: trialwatchctl simulate +7d")
@@ -420,26 +343,22 @@ struct Simulate: ParsableCommand, CtlCommand {
     }
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     let target = try target()
-    let reply = try session.call(Trials.simulate, SimulateParameters(at: target))
-    if !session.json {
-      session.presenter.present(simulation: reply.events, until: target.resolve(now: environment.clock.now()))
+    try session.show(Trials.simulate, SimulateParameters(at: target)) {
+      $0.present(simulation: $1.events, until: target.resolve(now: session.environment.clock.now()))
     }
   }
 }
 
-struct DaemonStatus: ParsableCommand, CtlCommand {
+struct DaemonStatus: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     commandName: "daemon-status",
     abstract: "Show the daemon's version, uptime, trial counts, next event and events held back.")
 
   @OptionGroup var global: GlobalOptions
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
-    let reply = try session.call(Trials.getStatus, NoParameters())
-    if !session.json { session.presenter.present(status: reply) }
+  func run(_ session: Session) throws {
+    try session.show(Trials.getStatus, NoParameters()) { $0.present(status: $1) }
   }
 }

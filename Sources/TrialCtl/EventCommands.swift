@@ -5,7 +5,7 @@ import TrialCore
 
 // The event log and its consumers: watch (with --after), event-log, consumers and consumer.
 
-struct Watch: ParsableCommand, CtlCommand {
+struct Watch: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Print events as they are taken, until interrupted.",
     discussion: """
@@ -34,9 +34,8 @@ struct Watch: ParsableCommand, CtlCommand {
     WatchParameters(after: try after.map { try Arguments.cursor($0, "--after") })
   }
 
-  func run(in environment: CtlEnvironment) throws {
+  func run(_ session: Session) throws {
     let parameters = try parameters()
-    let session = try Session(global, environment)
     do {
       try session.client.stream(Trials.watch, parameters) { reply in
         guard let event = reply.event else {
@@ -44,7 +43,7 @@ struct Watch: ParsableCommand, CtlCommand {
           return true
         }
         if session.json {
-          environment.output.write(line: WireCoding.text(reply))
+          session.environment.output.write(line: WireCoding.text(reply))
         } else {
           session.presenter.present(watchedEvent: event)
         }
@@ -56,7 +55,7 @@ struct Watch: ParsableCommand, CtlCommand {
   }
 }
 
-struct EventLog: ParsableCommand, CtlCommand {
+struct EventLog: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     commandName: "event-log",
     abstract: "Show where the event log stands: newest and oldest cursor, events kept, retention.",
@@ -70,14 +69,12 @@ struct EventLog: ParsableCommand, CtlCommand {
 
   @OptionGroup var global: GlobalOptions
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
-    let reply = try session.call(Trials.getEventLog, NoParameters())
-    if !session.json { session.presenter.present(eventLog: reply.log) }
+  func run(_ session: Session) throws {
+    try session.show(Trials.getEventLog, NoParameters()) { $0.present(eventLog: $1.log) }
   }
 }
 
-struct Consumers: ParsableCommand, CtlCommand {
+struct Consumers: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "List the consumers: position, lag, events lost and last acknowledgement.",
     discussion: """
@@ -90,10 +87,8 @@ struct Consumers: ParsableCommand, CtlCommand {
 
   @OptionGroup var global: GlobalOptions
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
-    let reply = try session.call(Trials.listConsumers, NoParameters())
-    if !session.json { session.presenter.present(consumers: reply.consumers) }
+  func run(_ session: Session) throws {
+    try session.show(Trials.listConsumers, NoParameters()) { $0.present(consumers: $1.consumers) }
   }
 }
 
@@ -119,7 +114,7 @@ struct ConsumerCommand: ParsableCommand {
     subcommands: [ConsumerCreate.self, ConsumerShow.self, ConsumerRemove.self, ConsumerAcknowledge.self])
 }
 
-struct ConsumerCreate: ParsableCommand, CtlCommand {
+struct ConsumerCreate: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     commandName: "create",
     abstract: "Create a consumer of the event log.",
@@ -147,16 +142,14 @@ struct ConsumerCreate: ParsableCommand, CtlCommand {
     try Arguments.consumerStart(after: after, fromOldest: fromOldest)
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     let after = try start().cursor { try session.quietly(Trials.getEventLog, NoParameters()).log.start }
-    let reply = try session.call(
+    try session.showConsumer(
       Trials.createConsumer, CreateConsumerParameters(name: consumer.name, after: after))
-    if !session.json { session.presenter.present(consumer: reply.consumer) }
   }
 }
 
-struct ConsumerShow: ParsableCommand, CtlCommand {
+struct ConsumerShow: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     commandName: "show",
     abstract: "Show one consumer: position, lag, events lost, last acknowledgement.",
@@ -165,14 +158,12 @@ struct ConsumerShow: ParsableCommand, CtlCommand {
   @OptionGroup var global: GlobalOptions
   @OptionGroup var consumer: ConsumerName
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
-    let reply = try session.call(Trials.getConsumer, ConsumerNameParameters(name: consumer.name))
-    if !session.json { session.presenter.present(consumer: reply.consumer) }
+  func run(_ session: Session) throws {
+    try session.showConsumer(Trials.getConsumer, ConsumerNameParameters(name: consumer.name))
   }
 }
 
-struct ConsumerRemove: ParsableCommand, CtlCommand {
+struct ConsumerRemove: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     commandName: "remove",
     abstract: "Remove a consumer; the log no longer keeps events for it.",
@@ -186,14 +177,14 @@ struct ConsumerRemove: ParsableCommand, CtlCommand {
   @OptionGroup var global: GlobalOptions
   @OptionGroup var consumer: ConsumerName
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
-    _ = try session.call(Trials.removeConsumer, ConsumerNameParameters(name: consumer.name))
-    if !session.json { session.presenter.presentRemoved(consumer: consumer.name) }
+  func run(_ session: Session) throws {
+    try session.show(Trials.removeConsumer, ConsumerNameParameters(name: consumer.name)) { presenter, _ in
+      presenter.presentRemoved(consumer: consumer.name)
+    }
   }
 }
 
-struct ConsumerAcknowledge: ParsableCommand, CtlCommand {
+struct ConsumerAcknowledge: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     commandName: "ack",
     abstract: "Acknowledge an event for a consumer: move its position to the event's cursor.",
@@ -212,11 +203,9 @@ struct ConsumerAcknowledge: ParsableCommand, CtlCommand {
     _ = try Arguments.cursor(cursor, "CURSOR")
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     let parameters = AcknowledgeEventParameters(
       consumer: consumer.name, cursor: try Arguments.cursor(cursor, "CURSOR"))
-    let reply = try session.call(Trials.acknowledgeEvent, parameters)
-    if !session.json { session.presenter.present(consumer: reply.consumer) }
+    try session.showConsumer(Trials.acknowledgeEvent, parameters)
   }
 }

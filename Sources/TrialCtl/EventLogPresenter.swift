@@ -2,29 +2,6 @@ import FoundationEssentials
 import TrialControl
 import TrialCore
 
-/// A headline and labelled values: the event log, one consumer.
-public struct DetailsViewModel: Hashable, Sendable {
-  public var headline: String
-  public var details: [LabeledValue]
-
-  public init(headline: String, details: [LabeledValue]) {
-    self.headline = headline
-    self.details = details
-  }
-}
-
-/// A table, or the message shown when it has no rows: consumers, plans.
-public struct ListViewModel: Hashable, Sendable {
-  public var table: TableViewModel
-  /// Shown when the table has no rows.
-  public var emptyMessage: String
-
-  public init(table: TableViewModel, emptyMessage: String) {
-    self.table = table
-    self.emptyMessage = emptyMessage
-  }
-}
-
 // The event log and its consumers, as the reader sees them.
 extension TrialPresenter {
   public func present(eventLog log: EventLogObject) {

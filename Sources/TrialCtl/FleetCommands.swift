@@ -3,18 +3,6 @@ import FoundationEssentials
 import TrialControl
 import TrialCore
 
-/// A fleet's nodes: a headline and a table.
-public struct FleetViewModel: Hashable, Sendable {
-  /// `Fleet of 3 nodes (2 alive), 16 shards; answered by node-a`
-  public var headline: String
-  public var table: TableViewModel
-
-  public init(headline: String, table: TableViewModel) {
-    self.headline = headline
-    self.table = table
-  }
-}
-
 // A fleet as the reader sees it.
 extension TrialPresenter {
   public func present(fleet: FleetObject) {
@@ -26,9 +14,10 @@ extension TrialPresenter {
         node.lag.map { brief($0.duration) } ?? "-", node.version ?? "-",
       ]
     }
-    output.showFleet(
-      FleetViewModel(
-        headline:
+    // `Fleet of 3 nodes (2 alive), 16 shards; answered by node-a`, then every node.
+    output.showList(
+      ListViewModel(
+        title:
           "Fleet of \(count(fleet.nodes.count, "node")) (\(alive) alive), \(count(fleet.shardCount, "shard")); "
           + "answered by \(fleet.node)",
         table: TableViewModel(
@@ -61,7 +50,7 @@ extension TrialPresenter {
   }
 }
 
-struct Fleet: ParsableCommand, CtlCommand {
+struct Fleet: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "List the nodes of the daemon's fleet: state, shards, lease age, lag and version.",
     discussion: """
@@ -74,8 +63,7 @@ struct Fleet: ParsableCommand, CtlCommand {
 
   @OptionGroup var global: GlobalOptions
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     let reply = try session.call(Trials.getFleet, NoParameters())
     guard let fleet = reply.fleet else {
       throw CtlFailure(
@@ -85,7 +73,7 @@ struct Fleet: ParsableCommand, CtlCommand {
   }
 }
 
-struct Export: ParsableCommand, CtlCommand {
+struct Export: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Write every trial with its ledger to standard output, as JSON Lines.",
     discussion: """
@@ -112,15 +100,14 @@ struct Export: ParsableCommand, CtlCommand {
     }
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     var parameters = ExportParameters(limit: limit)
     var trials = 0
     var entries = 0
     repeat {
       let page = try session.quietly(Trials.export, parameters)
       for record in page.records {
-        environment.output.write(line: record.jsonLine)
+        session.environment.output.write(line: record.jsonLine)
         if record.trial != nil { trials += 1 } else if record.event != nil { entries += 1 }
       }
       parameters.after = page.next
@@ -130,7 +117,7 @@ struct Export: ParsableCommand, CtlCommand {
     repeat {
       let page = try session.quietly(Trials.export, usesPage)
       for record in page.records {
-        environment.output.write(line: record.jsonLine)
+        session.environment.output.write(line: record.jsonLine)
         uses += 1
       }
       usesPage.afterUse = page.nextUse

@@ -8,7 +8,7 @@ import TrialCore
   import Glibc
 #endif
 
-struct Metrics: ParsableCommand, CtlCommand {
+struct Metrics: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Show the daemon's metrics (io.systemd.Metrics), or write them for Prometheus.",
     discussion: """
@@ -55,8 +55,7 @@ struct Metrics: ParsableCommand, CtlCommand {
         ? nil : names.map { $0.hasPrefix(SystemdMetrics.prefix) ? $0 : SystemdMetrics.prefix + $0 })
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     let families = try replies(SystemdMetrics.describe, session)
     var text = ""
     if describe {
@@ -77,7 +76,7 @@ struct Metrics: ParsableCommand, CtlCommand {
     }
     guard let output else {
       for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {
-        environment.output.write(line: String(line))
+        session.environment.output.write(line: String(line))
       }
       return
     }

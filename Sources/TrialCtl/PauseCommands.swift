@@ -2,7 +2,7 @@ import ArgumentParser
 import TrialControl
 import TrialCore
 
-struct Pause: ParsableCommand, CtlCommand {
+struct Pause: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Pause an active trial: nothing fires, and its time left is frozen until it resumes.",
     discussion: """
@@ -14,12 +14,12 @@ struct Pause: ParsableCommand, CtlCommand {
   @OptionGroup var global: GlobalOptions
   @OptionGroup var trial: TrialArgument
 
-  func run(in environment: CtlEnvironment) throws {
-    try trial.change(Trials.pauseTrial, global, environment)
+  func run(_ session: Session) throws {
+    try trial.change(Trials.pauseTrial, session)
   }
 }
 
-struct Resume: ParsableCommand, CtlCommand {
+struct Resume: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Resume a paused trial: it ends its time left after now.",
     discussion: """
@@ -31,25 +31,20 @@ struct Resume: ParsableCommand, CtlCommand {
   @OptionGroup var global: GlobalOptions
   @OptionGroup var trial: TrialArgument
 
-  func run(in environment: CtlEnvironment) throws {
-    try trial.change(Trials.resumeTrial, global, environment)
+  func run(_ session: Session) throws {
+    try trial.change(Trials.resumeTrial, session)
   }
 }
 
 extension TrialArgument {
   /// Calls `method` (PauseTrial, ResumeTrial) for the trial named, by id or by subject (found by
   /// the daemon, in the command's own transaction), and shows the trial it replies with.
-  func change(
-    _ method: VarlinkMethod<TrialTargetParameters, TrialReply>, _ global: GlobalOptions,
-    _ environment: CtlEnvironment
-  ) throws {
-    let session = try Session(global, environment)
+  func change(_ method: VarlinkMethod<TrialTargetParameters, TrialReply>, _ session: Session) throws {
     let target: TrialTarget =
       switch try target() {
       case .id(let id): .id(id)
       case .subject(let subject): .subject(subject)
       }
-    let reply = try session.call(method, TrialTargetParameters(target))
-    if !session.json { session.presenter.present(trial: reply.trial) }
+    try session.showTrial(method, TrialTargetParameters(target))
   }
 }

@@ -3,7 +3,7 @@ import FoundationEssentials
 import TrialControl
 import TrialCore
 
-struct Plans: ParsableCommand, CtlCommand {
+struct Plans: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "List the plans: length, reminders, labels and active trials of each.",
     discussion: """
@@ -16,14 +16,12 @@ struct Plans: ParsableCommand, CtlCommand {
 
   @OptionGroup var global: GlobalOptions
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
-    let reply = try session.call(Trials.listPlans, ListPlansParameters())
-    if !session.json { session.presenter.present(plans: reply.plans) }
+  func run(_ session: Session) throws {
+    try session.show(Trials.listPlans, ListPlansParameters()) { $0.present(plans: $1.plans) }
   }
 }
 
-struct GrantAgain: ParsableCommand, CtlCommand {
+struct GrantAgain: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     commandName: "grant-again",
     abstract: "Let a subject start the trial of a plan granted once (Once=) again.",
@@ -45,10 +43,10 @@ struct GrantAgain: ParsableCommand, CtlCommand {
     _ = try PlanOption.checked(plan)
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
-    let reply = try session.call(Trials.grantAgain, GrantAgainParameters(subject: subject, plan: plan))
-    if !session.json { session.presenter.presentGrantAgain(reply, subject: subject, plan: plan) }
+  func run(_ session: Session) throws {
+    try session.show(Trials.grantAgain, GrantAgainParameters(subject: subject, plan: plan)) {
+      $0.presentGrantAgain($1, subject: subject, plan: plan)
+    }
   }
 }
 

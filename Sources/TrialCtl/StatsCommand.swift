@@ -3,7 +3,7 @@ import FoundationEssentials
 import TrialControl
 import TrialCore
 
-struct Stats: ParsableCommand, CtlCommand {
+struct Stats: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Show conversion figures: the trials of each cohort of start date, and what became of them.",
     discussion: """
@@ -60,10 +60,9 @@ struct Stats: ParsableCommand, CtlCommand {
     return parameters
   }
 
-  func run(in environment: CtlEnvironment) throws {
-    let session = try Session(global, environment)
+  func run(_ session: Session) throws {
     let reply = try session.call(
-      Trials.getStats, try parameters(today: CalendarDay(environment.clock.now())))
+      Trials.getStats, try parameters(today: CalendarDay(session.environment.clock.now())))
     if let svg {
       let chart = StatsChart(reply).svg
       do {

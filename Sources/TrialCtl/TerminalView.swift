@@ -57,23 +57,8 @@ public final class TerminalView: TrialPresenterOutput {
     writeDetails(viewModel.details)
   }
 
-  public func showTrialList(_ viewModel: TrialListViewModel) {
-    writeTable(viewModel.table, orIfEmpty: viewModel.emptyMessage)
-    if let continuation = viewModel.continuation { notices.write(line: continuation) }
-  }
-
-  public func showEvents(_ viewModel: EventListViewModel) {
-    output.write(line: viewModel.title)
-    writeTable(viewModel.table, orIfEmpty: viewModel.emptyMessage)
-  }
-
   public func showEventLine(_ viewModel: EventLineViewModel) {
     output.write(line: viewModel.line)
-  }
-
-  public func showStatus(_ viewModel: StatusViewModel) {
-    output.write(line: viewModel.headline)
-    writeDetails(viewModel.details)
   }
 
   public func showDetails(_ viewModel: DetailsViewModel) {
@@ -82,12 +67,13 @@ public final class TerminalView: TrialPresenterOutput {
   }
 
   public func showList(_ viewModel: ListViewModel) {
-    writeTable(viewModel.table, orIfEmpty: viewModel.emptyMessage)
-  }
-
-  public func showFleet(_ viewModel: FleetViewModel) {
-    output.write(line: viewModel.headline)
-    writeTable(viewModel.table)
+    if let title = viewModel.title { output.write(line: title) }
+    if let message = viewModel.emptyMessage, viewModel.table.rows.isEmpty {
+      output.write(line: message)
+    } else {
+      writeTable(viewModel.table)
+    }
+    if let continuation = viewModel.continuation { notices.write(line: continuation) }
   }
 
   public func showMessage(_ text: String) {
@@ -102,15 +88,6 @@ public final class TerminalView: TrialPresenterOutput {
     let width = details.map(\.label.count).max() ?? 0
     for detail in details {
       output.write(line: "  " + pad(detail.label, to: width) + "  " + detail.value)
-    }
-  }
-
-  /// The table, or the message when it has no rows.
-  private func writeTable(_ table: TableViewModel, orIfEmpty message: String) {
-    if table.rows.isEmpty {
-      output.write(line: message)
-    } else {
-      writeTable(table)
     }
   }
 

@@ -49,24 +49,25 @@ public struct LabeledValue: Hashable, Sendable {
   }
 }
 
-public struct TrialListViewModel: Hashable, Sendable {
+/// A table and what goes with it: a title above it, the message shown instead when it has no
+/// rows, how to get the next page. Trials, events, consumers, plans, cohorts, a fleet's nodes.
+public struct ListViewModel: Hashable, Sendable {
+  /// Above the table: `Events of trial 00000000000004d2:`.
+  public var title: String?
   public var table: TableViewModel
-  /// Shown when there are no trials.
-  public var emptyMessage: String
-  /// How to get the next page, when there is one.
+  /// Shown instead of the table when it has no rows; nil: the headings alone.
+  public var emptyMessage: String?
+  /// How to get the next page, when there is one (on standard error).
   public var continuation: String?
 
-  public init(table: TableViewModel, emptyMessage: String, continuation: String?) {
+  public init(
+    title: String? = nil, table: TableViewModel, emptyMessage: String? = nil, continuation: String? = nil
+  ) {
+    self.title = title
     self.table = table
     self.emptyMessage = emptyMessage
     self.continuation = continuation
   }
-}
-
-public struct EventListViewModel: Hashable, Sendable {
-  public var title: String
-  public var table: TableViewModel
-  public var emptyMessage: String
 }
 
 /// One event as a watcher prints it.
@@ -78,7 +79,8 @@ public struct EventLineViewModel: Hashable, Sendable {
   }
 }
 
-public struct StatusViewModel: Hashable, Sendable {
+/// A headline and labelled values: the daemon's status, the event log, one consumer.
+public struct DetailsViewModel: Hashable, Sendable {
   public var headline: String
   public var details: [LabeledValue]
 
@@ -91,15 +93,11 @@ public struct StatusViewModel: Hashable, Sendable {
 /// Where the presenter sends its view models: the terminal view, or a spy in tests.
 public protocol TrialPresenterOutput: AnyObject {
   func showTrial(_ viewModel: TrialViewModel)
-  func showTrialList(_ viewModel: TrialListViewModel)
-  func showEvents(_ viewModel: EventListViewModel)
   func showEventLine(_ viewModel: EventLineViewModel)
-  func showStatus(_ viewModel: StatusViewModel)
-  /// The event log, or one consumer: a headline and labelled values.
+  /// The daemon's status, the event log, or one consumer: a headline and labelled values.
   func showDetails(_ viewModel: DetailsViewModel)
+  /// Trials, events, consumers, plans, cohorts or a fleet's nodes: a table.
   func showList(_ viewModel: ListViewModel)
-  /// A fleet's nodes.
-  func showFleet(_ viewModel: FleetViewModel)
   /// A line of output that says what a command did, such as "Removed consumer mailer."
   func showMessage(_ text: String)
   /// A short notice for the reader (on standard error), such as "watching for events".
@@ -133,8 +131,8 @@ public final class TrialPresenter {
     let rows = trials.map { trial in
       [trial.id.description, trial.subject, stateWord(trial.state), date(trial.endsAt), timeLeft(trial)]
     }
-    output.showTrialList(
-      TrialListViewModel(
+    output.showList(
+      ListViewModel(
         table: TableViewModel(columns: ["ID", "SUBJECT", "STATE", "ENDS", "LEFT"], rows: rows),
         emptyMessage: "No trials.",
         continuation: next.map { "More trials follow: trialwatchctl list --after \($0) (or --all)" }))
@@ -144,8 +142,8 @@ public final class TrialPresenter {
     let rows = events.map { event in
       [date(event.due), eventName(event), eventState(event), eventNote(event)]
     }
-    output.showEvents(
-      EventListViewModel(
+    output.showList(
+      ListViewModel(
         title: "Events of trial \(id):",
         table: TableViewModel(columns: ["DUE", "EVENT", "STATE", "NOTE"], rows: rows),
         emptyMessage: "The trial has no events."))
@@ -159,8 +157,8 @@ public final class TrialPresenter {
       ]
     }
     let count = events.count == 1 ? "1 event" : "\(events.count) events"
-    output.showEvents(
-      EventListViewModel(
+    output.showList(
+      ListViewModel(
         title: "Between now and \(date(end)): \(count).",
         table: TableViewModel(columns: ["WHEN", "SUBJECT", "EVENT", "OUTCOME"], rows: rows),
         emptyMessage: "Nothing would fire."))
@@ -219,7 +217,8 @@ public final class TrialPresenter {
     }
     if let fleet = status.fleet { details += fleetDetails(fleet) }
     let trials = counts.active == 1 ? "1 active trial" : "\(counts.active) active trials"
-    output.showStatus(StatusViewModel(headline: "trialwatchd \(status.version): \(trials)", details: details))
+    output.showDetails(
+      DetailsViewModel(headline: "trialwatchd \(status.version): \(trials)", details: details))
   }
 
   // MARK: Building view models

@@ -202,7 +202,7 @@ public final class PGConnection: @unchecked Sendable {
     _ escape: (OpaquePointer?, String, Int) -> UnsafeMutablePointer<CChar>?
   ) -> String {
     guard let quoted = escape(connection, s, s.utf8.count) else {
-      return "\(mark)" + s.replacingAll(mark, with: "\(mark)\(mark)") + "\(mark)"
+      return "\(mark)" + s.replacing(String(mark), with: "\(mark)\(mark)") + "\(mark)"
     }
     defer { pq.PQfreemem(quoted) }
     return String(cString: quoted)
@@ -271,13 +271,3 @@ public final class PGConnection: @unchecked Sendable {
 private let diagnosticSQLState = Int32(UInt8(ascii: "C"))
 private let diagnosticPrimary = Int32(UInt8(ascii: "M"))
 private let diagnosticDetail = Int32(UInt8(ascii: "D"))
-
-extension String {
-  fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
-    var replaced = ""
-    for character in self {
-      if character == target { replaced += replacement } else { replaced.append(character) }
-    }
-    return replaced
-  }
-}

@@ -17,27 +17,29 @@ struct ColumnFinder {
     }
     return index
   }
+
+  /// Sets each of `reader`'s properties in `columns` to where the column named beside it is.
+  func find<Reader>(_ columns: KeyValuePairs<WritableKeyPath<Reader, Int>, String>, for reader: inout Reader)
+    throws
+  {
+    for (property, name) in columns { reader[keyPath: property] = try self(name) }
+  }
 }
 
 /// The trials of a result (`PostgresRecords.trialColumns`).
 struct TrialRows {
   let result: PGResult
-  private let id, subject, state, revision, start, end, ended, reminders, attributes, paused, resume: Int
+  private var id = 0, subject = 0, state = 0, revision = 0, start = 0, end = 0, ended = 0, reminders = 0
+  private var attributes = 0, paused = 0, resume = 0
 
   init(_ result: PGResult) throws {
     self.result = result
-    let column = ColumnFinder(result: result, table: "trialwatch.trial")
-    id = try column("trial_id")
-    subject = try column("subject")
-    state = try column("state")
-    revision = try column("revision")
-    start = try column("start_s")
-    end = try column("end_s")
-    ended = try column("ended_s")
-    reminders = try column("reminders_ms")
-    attributes = try column("attributes")
-    paused = try column("paused_s")
-    resume = try column("resume_s")
+    try ColumnFinder(result: result, table: "trialwatch.trial").find(
+      [
+        \.id: "trial_id", \.subject: "subject", \.state: "state", \.revision: "revision", \.start: "start_s",
+        \.end: "end_s", \.ended: "ended_s", \.reminders: "reminders_ms", \.attributes: "attributes",
+        \.paused: "paused_s", \.resume: "resume_s",
+      ], for: &self)
   }
 
   func trial(_ row: Int) throws -> Trial {
@@ -74,21 +76,18 @@ struct TrialRows {
 /// Where a ledger entry's columns are in a result (`PostgresRecords.entryColumns`); a row of
 /// the event log has no delivery.
 struct EntryColumns {
-  private let trial, revision, offset, outcome, detail, due, taken, late: Int
-  private let delivered: Int?
+  private var trial = 0, revision = 0, offset = 0, outcome = 0, detail = 0, due = 0, taken = 0, late = 0
+  private var delivered: Int?
   private let table: String
 
   init(_ result: PGResult, table: String, delivery: Bool = true) throws {
     self.table = table
     let column = ColumnFinder(result: result, table: table)
-    trial = try column("trial_id")
-    revision = try column("revision")
-    offset = try column("offset_ms")
-    outcome = try column("outcome")
-    detail = try column("skip_detail")
-    due = try column("due_s")
-    taken = try column("taken_s")
-    late = try column("late")
+    try column.find(
+      [
+        \.trial: "trial_id", \.revision: "revision", \.offset: "offset_ms", \.outcome: "outcome",
+        \.detail: "skip_detail", \.due: "due_s", \.taken: "taken_s", \.late: "late",
+      ], for: &self)
     delivered = delivery ? try column("delivered_s") : nil
   }
 
@@ -145,17 +144,15 @@ struct ConsumerRows {
   let result: PGResult
   /// The log's generation, given to every position read.
   var generation: UInt32 = 0
-  private let name, acknowledged, created, acknowledgedAt, lost, lostAt: Int
+  private var name = 0, acknowledged = 0, created = 0, acknowledgedAt = 0, lost = 0, lostAt = 0
 
   init(_ result: PGResult) throws {
     self.result = result
-    let column = ColumnFinder(result: result, table: "trialwatch.consumer")
-    name = try column("name")
-    acknowledged = try column("acknowledged")
-    created = try column("created_s")
-    acknowledgedAt = try column("acknowledged_s")
-    lost = try column("lost")
-    lostAt = try column("lost_s")
+    try ColumnFinder(result: result, table: "trialwatch.consumer").find(
+      [
+        \.name: "name", \.acknowledged: "acknowledged", \.created: "created_s",
+        \.acknowledgedAt: "acknowledged_s", \.lost: "lost", \.lostAt: "lost_s",
+      ], for: &self)
   }
 
   func consumer(_ row: Int) throws -> ConsumerRecord {

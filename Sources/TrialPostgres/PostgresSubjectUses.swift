@@ -11,17 +11,15 @@ extension PostgresRecords {
 /// The rows of a query of `useColumns`, columns found by name.
 struct UseRows {
   let result: PGResult
-  private let scope, key, subject, plan, started, trial: Int
+  private var scope = 0, key = 0, subject = 0, plan = 0, started = 0, trial = 0
 
   init(_ result: PGResult) throws {
     self.result = result
-    let column = ColumnFinder(result: result, table: "trialwatch.subject_use")
-    scope = try column("scope")
-    key = try column("key")
-    subject = try column("subject")
-    plan = try column("plan")
-    started = try column("first_started_s")
-    trial = try column("trial_id")
+    try ColumnFinder(result: result, table: "trialwatch.subject_use").find(
+      [
+        \.scope: "scope", \.key: "key", \.subject: "subject", \.plan: "plan", \.started: "first_started_s",
+        \.trial: "trial_id",
+      ], for: &self)
   }
 
   func use(_ row: Int) throws -> SubjectUse {

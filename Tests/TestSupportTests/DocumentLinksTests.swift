@@ -42,36 +42,27 @@ import Testing
     let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
     let fenced = fencedLines(lines)
     var characters = Array(zip(lines, fenced).map { $1 ? "" : String($0) }.joined(separator: "\n"))
+    /// The first run of backticks at or after `position`: the range it covers.
+    func run(from position: Int) -> Range<Int>? {
+      guard let start = characters[position...].firstIndex(of: "`") else { return nil }
+      let end = characters[start...].firstIndex { $0 != "`" } ?? characters.count
+      return start..<end
+    }
     var index = 0
-    while index < characters.count {
-      guard characters[index] == "`" else {
-        index += 1
-        continue
-      }
-      var run = 0
-      while index + run < characters.count && characters[index + run] == "`" { run += 1 }
+    while let opening = run(from: index) {
       // The closing run: the next run of exactly as many backticks.
-      var end = index + run
-      var close: Int?
-      while end < characters.count {
-        guard characters[end] == "`" else {
-          end += 1
-          continue
-        }
-        var length = 0
-        while end + length < characters.count && characters[end + length] == "`" { length += 1 }
-        if length == run {
-          close = end
-          break
-        }
-        end += length
+      var closing = run(from: opening.upperBound)
+      while let candidate = closing, candidate.count != opening.count {
+        closing = run(from: candidate.upperBound)
       }
-      guard let close else {
-        index += run
+      guard let closing else {
+        index = opening.upperBound
         continue
       }
-      for blank in index..<(close + run) where characters[blank] != "\n" { characters[blank] = " " }
-      index = close + run
+      for blank in opening.lowerBound..<closing.upperBound where characters[blank] != "\n" {
+        characters[blank] = " "
+      }
+      index = closing.upperBound
     }
     return String(characters)
   }

@@ -340,3 +340,28 @@ enum Ctl {
 func decode<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
   try WireCoding.makeDecoder().decode(T.self, from: Data(line.utf8))
 }
+
+extension Run {
+  /// The reply printed with `--json`: one object.
+  func json(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+    try #require(
+      JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "\(errors)",
+      sourceLocation: sourceLocation)
+  }
+
+  /// The trial of a reply printed with `--json`.
+  func trial(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+    try #require(
+      try json(sourceLocation: sourceLocation)["trial"] as? [String: Any], "\(output) \(errors)",
+      sourceLocation: sourceLocation)
+  }
+}
+
+extension DaemonProcess {
+  /// Starts the daemon and waits for READY=1: the environment that points trialwatchctl at it.
+  func startReady(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: String] {
+    try start()
+    #expect(notify.waitFor { $0.contains("READY=1") }.found != nil, sourceLocation: sourceLocation)
+    return ["TRIALWATCH_SOCKET": socketPath]
+  }
+}

@@ -10,15 +10,9 @@ import TrialDaemonTesting
 
 /// trialwatchctl against the real trialwatchd: its LMDB store, its engine and its socket.
 @Suite struct DaemonEndToEndTests {
-  func json(_ run: Run) throws -> [String: Any] {
-    try #require(JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])
-  }
-
   @Test func ctlDrivesTheRealDaemon_AndEventsFireOnce_AcrossARestart() throws {
     let daemon = try DaemonProcess()
-    try daemon.start()
-    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
+    let env = try daemon.startReady()
 
     // Watch from before the start until the expiry of acme-42: its reminder, then its expiry.
     let watch = try Ctl.start(["watch", "--json"], environment: env)
@@ -30,7 +24,7 @@ import TrialDaemonTesting
     let started = try Ctl.run(
       ["start", "acme-42", "--duration", "2s", "--reminders", "1s", "--json"], environment: env)
     #expect(started.status == 0, "\(started.errors)")
-    let trial = try #require(try json(started)["trial"] as? [String: Any])
+    let trial = try started.trial()
     let id = try #require(trial["id"] as? String)
     #expect(trial["state"] as? String == "active")
 
@@ -52,16 +46,16 @@ import TrialDaemonTesting
     #expect(kinds == ["reminder", "expiry"])
 
     let status = try Ctl.run(["status", id, "--json"], environment: env)
-    #expect(try (json(status)["trial"] as? [String: Any])?["state"] as? String == "expired")
+    #expect(try status.trial()["state"] as? String == "expired")
     let plan = try Ctl.run(["plan", id, "--json"], environment: env)
-    let events = try #require(try json(plan)["events"] as? [[String: Any]])
+    let events = try #require(try plan.json()["events"] as? [[String: Any]])
     #expect(events.map { $0["state"] as? String } == ["delivered", "delivered"])
 
     // Stopped around the end of a trial: after the restart its expiry fires exactly once
     // (late if it fell due while stopped; lateness itself is tested in virtual time).
     let short = try Ctl.run(
       ["start", "acme-43", "--duration", "1s", "--reminders", "", "--json"], environment: env)
-    let shortID = try #require((try json(short)["trial"] as? [String: Any])?["id"] as? String)
+    let shortID = try #require(try short.trial()["id"] as? String)
     daemon.signal(SIGTERM)
     #expect(daemon.waitForExit() == 0)
     let stopped = try Ctl.run(["daemon-status"], environment: env)
@@ -78,11 +72,11 @@ import TrialDaemonTesting
       #expect(restarted.notify.waitFor { $0.contains(oneActive) }.found != nil)
     }
     let after = try Ctl.run(["plan", shortID, "--json"], environment: env)
-    let afterEvents = try #require(try json(after)["events"] as? [[String: Any]])
+    let afterEvents = try #require(try after.json()["events"] as? [[String: Any]])
     #expect(afterEvents.count == 1)
     #expect(afterEvents.first?["state"] as? String == "delivered")
     let first = try Ctl.run(["plan", id, "--json"], environment: env)
-    #expect(try (json(first)["events"] as? [[String: Any]])?.count == 2, "nothing fired twice")
+    #expect(try (first.json()["events"] as? [[String: Any]])?.count == 2, "nothing fired twice")
     let daemonStatus = try Ctl.run(["daemon-status", "--json"], environment: env)
     #expect(daemonStatus.status == 0)
     restarted.signal(SIGTERM)
@@ -92,10 +86,8 @@ import TrialDaemonTesting
   @Test(.enabled(if: getuid() == 0, "running a client as another user needs root"))
   func anotherUser_MayRead_ButNotChange() throws {
     let daemon = try DaemonProcess()
-    try daemon.start()
-    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let env = try daemon.startReady()
     chmod(daemon.socketPath, 0o666)
-    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
     #expect(try Ctl.run(["start", "mine"], environment: env).status == 0)
     #expect(try Ctl.run(["list"], environment: env, asNobody: true).status == 0)
     #expect(try Ctl.run(["status", "mine"], environment: env, asNobody: true).status == 0)

@@ -67,7 +67,7 @@ import TrialTesting
       Self.consumer("mailer", at: 5, last: 8, acknowledgedAt: PresenterTests.now.addingTimeInterval(-60)),
       Self.consumer("webhook", at: 8, last: 8, lost: 2),
     ])
-    let list = try #require(spy.tableLists.first)
+    let list = try #require(spy.lists.first)
     #expect(list.table.columns == ["NAME", "POSITION", "LAG", "LOST", "LAST ACKNOWLEDGED"])
     #expect(
       list.table.rows == [
@@ -75,8 +75,8 @@ import TrialTesting
         ["webhook", "0000000000000008", "0", "2", "never"],
       ])
     presenter.present(consumers: [])
-    #expect(spy.tableLists.last?.table.rows.isEmpty == true)
-    #expect(spy.tableLists.last?.emptyMessage == "No consumers.")
+    #expect(spy.lists.last?.table.rows.isEmpty == true)
+    #expect(spy.lists.last?.emptyMessage == "No consumers.")
   }
 
   @Test func consumer_InDetail_SaysHowFarBehindItIs() throws {

@@ -86,9 +86,9 @@ import TrialTesting
         FleetNodeObject(name: "b", alive: true, shards: 3, version: "0.1.0"),
       ])
     presenter.present(fleet: fleet)
-    #expect(spy.fleets.first?.headline == "Fleet of 2 nodes (2 alive), 4 shards; answered by b")
+    #expect(spy.lists.first?.title == "Fleet of 2 nodes (2 alive), 4 shards; answered by b")
     #expect(
-      spy.fleets.first?.table.rows == [
+      spy.lists.first?.table.rows == [
         ["a", "alive", "1", "1s", "1min 15s", "-"], ["b", "alive", "3", "-", "-", "0.1.0"],
       ])
     #expect(

@@ -10,16 +10,9 @@ import TrialDaemonTesting
 
 /// Labels with trialwatchctl against the real trialwatchd.
 @Suite struct LabelCommandLineTests {
-  private func trial(_ run: Run) throws -> [String: Any] {
-    let object = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]
-    return try #require(object?["trial"] as? [String: Any], "\(run.output) \(run.errors)")
-  }
-
   @Test func labels_StartedShownFilteredChangedAndRemoved() throws {
     let daemon = try DaemonProcess()
-    try daemon.start()
-    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
+    let env = try daemon.startReady()
 
     let started = try Ctl.run(
       ["start", "acme-42", "--duration", "30d", "--label", "customer=c-991", "--label", "tier=pro"],
@@ -29,18 +22,18 @@ import TrialDaemonTesting
     _ = try Ctl.run(["start", "other", "--duration", "30d", "--label", "tier=free"], environment: env)
 
     let status = try Ctl.run(["status", "acme-42", "--json"], environment: env)
-    #expect(try trial(status)["labels"] as? [String: String] == ["customer": "c-991", "tier": "pro"])
+    #expect(try status.trial()["labels"] as? [String: String] == ["customer": "c-991", "tier": "pro"])
     let listed = try Ctl.run(["list", "--label", "tier=pro"], environment: env)
     #expect(listed.status == 0 && listed.output.contains("acme-42") && !listed.output.contains("other"))
 
     let extended = try Ctl.run(
       ["extend", "acme-42", "--by", "1d", "--label", "tier=max", "--remove-label", "customer", "--json"],
       environment: env)
-    #expect(try trial(extended)["labels"] as? [String: String] == ["tier": "max"])
+    #expect(try extended.trial()["labels"] as? [String: String] == ["tier": "max"])
     let ended = try Ctl.run(
       ["end", "acme-42", "--outcome", "converted", "--label", "converted_by=sales", "--json"],
       environment: env)
-    #expect(try trial(ended)["labels"] as? [String: String] == ["tier": "max", "converted_by": "sales"])
+    #expect(try ended.trial()["labels"] as? [String: String] == ["tier": "max", "converted_by": "sales"])
 
     daemon.signal(SIGTERM)
     #expect(daemon.waitForExit() == 0)

@@ -19,9 +19,7 @@ import TrialDaemonTesting
     let report = try TemporaryDirectory("report")
     let reportPath = report.appending("io.trialwatch")
     let daemon = try DaemonProcess(config: "[Daemon]\nMetricsSocket=\(reportPath)\n")
-    try daemon.start()
-    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
+    let env = try daemon.startReady()
     #expect(try Ctl.run(["start", "acme-1", "--duration", "10d"], environment: env).status == 0)
     #expect(try Ctl.run(["start", "acme-1", "--duration", "10d"], environment: env).status == 1)
 

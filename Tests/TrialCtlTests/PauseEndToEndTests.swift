@@ -10,19 +10,10 @@ import TrialDaemonTesting
 /// trialwatchctl pause and resume against the real daemon, killed in between: the pause is kept
 /// by the store, its event delivered once, and the resume moves the end by the time left.
 @Suite struct PauseEndToEndTests {
-  func trial(_ run: Run) throws -> [String: Any] {
-    let object = try #require(
-      try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any], "\(run.errors)")
-    return try #require(object["trial"] as? [String: Any])
-  }
-
   @Test func pausedTrial_KilledDaemon_StaysPausedAndResumesOnce() throws {
     let daemon = try DaemonProcess()
-    try daemon.start()
-    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
-    let started = try trial(
-      try Ctl.run(["start", "acme-1", "--duration", "10d", "--json"], environment: env))
+    let env = try daemon.startReady()
+    let started = try Ctl.run(["start", "acme-1", "--duration", "10d", "--json"], environment: env).trial()
     let id = try #require(started["id"] as? String)
 
     let paused = try Ctl.run(["pause", "acme-1"], environment: env)
@@ -33,10 +24,8 @@ import TrialDaemonTesting
     _ = daemon.waitForExit()
 
     let again = try DaemonProcess(directory: daemon.directory)
-    try again.start()
-    #expect(again.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    let env2 = ["TRIALWATCH_SOCKET": again.socketPath]
-    let kept = try trial(try Ctl.run(["status", id, "--json"], environment: env2))
+    let env2 = try again.startReady()
+    let kept = try Ctl.run(["status", id, "--json"], environment: env2).trial()
     #expect(kept["state"] as? String == "paused" && kept["timeLeft"] as? String != nil)
     #expect(kept["pausedAt"] as? String != nil && kept["resumesAt"] == nil)
     let listed = try Ctl.run(["list", "--state", "paused"], environment: env2)
@@ -44,7 +33,7 @@ import TrialDaemonTesting
     let extend = try Ctl.run(["extend", "acme-1", "--by", "1d"], environment: env2)
     #expect(extend.status == 1 && extend.errors.contains("is not active (it is paused)"), "\(extend.errors)")
 
-    let resumed = try trial(try Ctl.run(["resume", "acme-1", "--json"], environment: env2))
+    let resumed = try Ctl.run(["resume", "acme-1", "--json"], environment: env2).trial()
     #expect(resumed["state"] as? String == "active" && resumed["revision"] as? Int == 2)
     let notPaused = try Ctl.run(["resume", "acme-1"], environment: env2)
     #expect(

@@ -10,14 +10,6 @@ import TrialDaemonTesting
 /// Plans through trialwatchctl and the real daemon: plan files beside its configuration, read
 /// at start and at reload.
 @Suite struct PlanEndToEndTests {
-  func json(_ run: Run) throws -> [String: Any] {
-    try #require(JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any], "\(run.errors)")
-  }
-
-  func trial(_ run: Run) throws -> [String: Any] {
-    try #require(try json(run)["trial"] as? [String: Any])
-  }
-
   func length(_ trial: [String: Any]) throws -> TimeInterval {
     let start = try RFC3339.parse(try #require(trial["startedAt"] as? String))
     let end = try RFC3339.parse(try #require(trial["endsAt"] as? String))
@@ -36,18 +28,18 @@ import TrialDaemonTesting
       daemon, "pro",
       "[Plan]\nDescription=Pro, two weeks\nLength=14d\nReminders=7d, 1d\nLabels=tier=pro region=eu\n")
     try writePlan(daemon, "basic", "[Plan]\n")
-    try daemon.start()
-    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
+    let env = try daemon.startReady()
 
-    let first = try trial(
-      try Ctl.run(["start", "acme-1", "--plan", "pro", "--label", "tier=gold", "--json"], environment: env))
+    let first = try Ctl.run(
+      ["start", "acme-1", "--plan", "pro", "--label", "tier=gold", "--json"], environment: env
+    ).trial()
     #expect(first["plan"] as? String == "pro")
     #expect(try length(first) == 14 * 86_400)
     #expect(first["reminders"] as? [String] == ["1w", "1d"])
     #expect(first["labels"] as? [String: String] == ["tier": "gold", "region": "eu"])
-    let explicit = try trial(
-      try Ctl.run(["start", "acme-2", "--plan", "pro", "--duration", "3d", "--json"], environment: env))
+    let explicit = try Ctl.run(
+      ["start", "acme-2", "--plan", "pro", "--duration", "3d", "--json"], environment: env
+    ).trial()
     #expect(try length(explicit) == 3 * 86_400)
     #expect(try Ctl.run(["start", "acme-3"], environment: env).status == 0)
 
@@ -67,11 +59,11 @@ import TrialDaemonTesting
     #expect(lines.first?.hasPrefix("NAME") == true)
     #expect(lines.contains { $0.hasPrefix("pro ") && $0.contains("2w") && $0.contains("Pro, two weeks") })
     let listed = try #require(
-      try json(try Ctl.run(["plans", "--json"], environment: env))["plans"] as? [[String: Any]])
+      try Ctl.run(["plans", "--json"], environment: env).json()["plans"] as? [[String: Any]])
     #expect(listed.map { $0["name"] as? String } == ["basic", "pro"])
     #expect(listed.map { $0["activeTrials"] as? Int } == [0, 2])
 
-    let ofPro = try json(try Ctl.run(["list", "--plan", "pro", "--json"], environment: env))
+    let ofPro = try Ctl.run(["list", "--plan", "pro", "--json"], environment: env).json()
     #expect(
       (ofPro["trials"] as? [[String: Any]])?.compactMap { $0["subject"] as? String }.sorted() == [
         "acme-1", "acme-2",
@@ -87,10 +79,10 @@ import TrialDaemonTesting
     daemon.signal(SIGHUP)
     #expect(daemon.notify.waitFor { $0.contains("RELOADING=1") }.found != nil)
     #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    let later = try trial(try Ctl.run(["start", "acme-5", "--plan", "pro", "--json"], environment: env))
+    let later = try Ctl.run(["start", "acme-5", "--plan", "pro", "--json"], environment: env).trial()
     #expect(try length(later) == 30 * 86_400)
     #expect(later["labels"] as? [String: String] == [:])
-    let kept = try trial(try Ctl.run(["status", "acme-1", "--json"], environment: env))
+    let kept = try Ctl.run(["status", "acme-1", "--json"], environment: env).trial()
     #expect(try length(kept) == 14 * 86_400)
     #expect(kept["reminders"] as? [String] == ["1w", "1d"])
     #expect(kept["labels"] as? [String: String] == ["tier": "gold", "region": "eu"])
@@ -99,7 +91,7 @@ import TrialDaemonTesting
     try writePlan(daemon, "pro", "[Plan]\nLength=never\n")
     daemon.signal(SIGHUP)
     #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    let still = try trial(try Ctl.run(["start", "acme-6", "--plan", "pro", "--json"], environment: env))
+    let still = try Ctl.run(["start", "acme-6", "--plan", "pro", "--json"], environment: env).trial()
     #expect(try length(still) == 30 * 86_400)
     daemon.signal(SIGTERM)
     #expect(daemon.waitForExit() == 0)
@@ -109,12 +101,10 @@ import TrialDaemonTesting
   @Test func planGrantedOnce_RefusesAUsedSubject_UntilGrantedAgain() throws {
     let daemon = try DaemonProcess()
     try writePlan(daemon, "pro", "[Plan]\nLength=14d\nOnce=plan\nSubjectKey=email\n")
-    try daemon.start()
-    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
-    let env = ["TRIALWATCH_SOCKET": daemon.socketPath]
+    let env = try daemon.startReady()
 
-    let first = try trial(
-      try Ctl.run(["start", "Ada+one@Example.com", "--plan", "pro", "--json"], environment: env))
+    let first = try Ctl.run(["start", "Ada+one@Example.com", "--plan", "pro", "--json"], environment: env)
+      .trial()
     let id = try #require(first["id"] as? String)
     #expect(try Ctl.run(["end", id, "--outcome", "cancelled"], environment: env).status == 0)
     let refused = try Ctl.run(["start", "ada@example.com", "--plan", "pro"], environment: env)
@@ -143,7 +133,7 @@ import TrialDaemonTesting
     #expect(
       granted.output.contains("may start a trial of plan pro again (it had trial \(id)"), "\(granted.output)")
     let again = try Ctl.run(["grant-again", "ada@example.com", "--plan", "pro", "--json"], environment: env)
-    #expect(try json(again)["used"] == nil)
+    #expect(try again.json()["used"] == nil)
     #expect(try Ctl.run(["start", "ada@example.com", "--plan", "pro"], environment: env).status == 0)
     let unknown = try Ctl.run(["grant-again", "ada@example.com", "--plan", "team"], environment: env)
     #expect(unknown.status == 3)

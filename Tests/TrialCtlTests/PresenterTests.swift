@@ -13,26 +13,18 @@ func nb(_ text: String) -> String {
 /// Records every view model the presenter hands over.
 final class SpyOutput: TrialPresenterOutput {
   var trials: [TrialViewModel] = []
-  var lists: [TrialListViewModel] = []
-  var eventLists: [EventListViewModel] = []
+  var lists: [ListViewModel] = []
   var eventLines: [EventLineViewModel] = []
-  var statuses: [StatusViewModel] = []
   var notices: [String] = []
   var details: [DetailsViewModel] = []
-  var tableLists: [ListViewModel] = []
   var messages: [String] = []
-  var fleets: [FleetViewModel] = []
 
   func showTrial(_ viewModel: TrialViewModel) { trials.append(viewModel) }
-  func showTrialList(_ viewModel: TrialListViewModel) { lists.append(viewModel) }
-  func showEvents(_ viewModel: EventListViewModel) { eventLists.append(viewModel) }
   func showEventLine(_ viewModel: EventLineViewModel) { eventLines.append(viewModel) }
-  func showStatus(_ viewModel: StatusViewModel) { statuses.append(viewModel) }
   func showNotice(_ text: String) { notices.append(text) }
   func showDetails(_ viewModel: DetailsViewModel) { details.append(viewModel) }
-  func showList(_ viewModel: ListViewModel) { tableLists.append(viewModel) }
+  func showList(_ viewModel: ListViewModel) { lists.append(viewModel) }
   func showMessage(_ text: String) { messages.append(text) }
-  func showFleet(_ viewModel: FleetViewModel) { fleets.append(viewModel) }
 }
 
 @Suite struct PresenterTests {
@@ -202,7 +194,7 @@ final class SpyOutput: TrialPresenterOutput {
           detail: "superseded by the trial's expiry"),
         Self.event(.expiry, state: .pending),
       ], of: TrialID(0xABC))
-    let plan = try #require(spy.eventLists.first)
+    let plan = try #require(spy.lists.first)
     #expect(plan.title == "Events of trial 0000000000000abc:")
     #expect(
       plan.table.rows == [
@@ -220,13 +212,13 @@ final class SpyOutput: TrialPresenterOutput {
     let presenter = presenter(spy)
     presenter.present(
       simulation: [Self.event(.expiry, state: .fired)], until: Self.now.addingTimeInterval(86_400))
-    #expect(spy.eventLists.first?.title == nb("Between now and Jun 16, 2025 at 10:00 AM: 1 event."))
+    #expect(spy.lists.first?.title == nb("Between now and Jun 16, 2025 at 10:00 AM: 1 event."))
     #expect(
-      spy.eventLists.first?.table.rows == [
+      spy.lists.first?.table.rows == [
         [nb("Jun 15, 2025 at 10:00 AM"), "acme-42", "expiry", "would fire"]
       ])
     presenter.present(simulation: [], until: Self.now)
-    #expect(spy.eventLists.last?.title == nb("Between now and Jun 15, 2025 at 10:00 AM: 0 events."))
+    #expect(spy.lists.last?.title == nb("Between now and Jun 15, 2025 at 10:00 AM: 0 events."))
 
     presenter.presentWatchStarted()
     presenter.present(watchedEvent: Self.event(.expiry, state: .fired, lateness: .hours(2)))
@@ -254,7 +246,7 @@ final class SpyOutput: TrialPresenterOutput {
         version: "1.0.0", startedAt: Self.now.addingTimeInterval(-90_000), uptime: .seconds(90_000),
         trials: TrialCounts(active: 1204, expired: 3, converted: 2, cancelled: 1), pendingEvents: 3612,
         nextEvent: next, storeBytes: 5_452_595, connections: 2, watchers: 1))
-    let status = try #require(spy.statuses.first)
+    let status = try #require(spy.details.first)
     #expect(status.headline == "trialwatchd 1.0.0: 1204 active trials")
     #expect(
       status.details.map(\.value) == [
@@ -271,7 +263,7 @@ final class SpyOutput: TrialPresenterOutput {
         version: "1.0.0", startedAt: Self.now, uptime: .seconds(60), trials: TrialCounts(active: 0),
         pendingEvents: 0, connections: 1, watchers: 0,
         held: HeldEvents(events: 1200, reason: "at most 9000 entries per 30s to the journal")))
-    let status = try #require(spy.statuses.first)
+    let status = try #require(spy.details.first)
     #expect(
       status.details.last
         == LabeledValue(
@@ -284,8 +276,8 @@ final class SpyOutput: TrialPresenterOutput {
     let output = BufferOutput()
     let errors = BufferOutput()
     let view = TerminalView(output: output, notices: errors)
-    view.showTrialList(
-      TrialListViewModel(
+    view.showList(
+      ListViewModel(
         table: TableViewModel(
           columns: ["ID", "SUBJECT", "LEFT"],
           rows: [["1", "a-much-longer-name", "3 days left"], ["22", "b", ""]]),
@@ -301,8 +293,8 @@ final class SpyOutput: TrialPresenterOutput {
 
   @Test func details_UnderTheHeadline_AreAligned() {
     let output = BufferOutput()
-    TerminalView(output: output, notices: BufferOutput()).showStatus(
-      StatusViewModel(
+    TerminalView(output: output, notices: BufferOutput()).showDetails(
+      DetailsViewModel(
         headline: "h",
         details: [LabeledValue(label: "A", value: "1"), LabeledValue(label: "Longer", value: "2")]))
     #expect(output.lines == ["h", "  A       1", "  Longer  2"])
@@ -310,9 +302,8 @@ final class SpyOutput: TrialPresenterOutput {
 
   @Test func list_WhenEmpty_SaysSo() {
     let output = BufferOutput()
-    TerminalView(output: output, notices: BufferOutput()).showTrialList(
-      TrialListViewModel(
-        table: TableViewModel(columns: ["ID"], rows: []), emptyMessage: "No trials.", continuation: nil))
+    TerminalView(output: output, notices: BufferOutput()).showList(
+      ListViewModel(table: TableViewModel(columns: ["ID"], rows: []), emptyMessage: "No trials."))
     #expect(output.lines == ["No trials."])
   }
 

@@ -40,7 +40,7 @@ import TrialTesting
     )
     .present(stats: Self.reply())
     #expect(spy.messages == ["Cohorts by week of start (UTC), plan pro:"])
-    let table = spy.tableLists.first?.table
+    let table = spy.lists.first?.table
     #expect(
       table?.columns == [
         "WEEK", "STARTED", "ACTIVE", "PAUSED", "CONVERTED", "CANCELLED", "EXPIRED", "RATE", "MEDIAN",

@@ -299,3 +299,24 @@ container_boot() {
     *) abort "container boots" "is-system-running says: $STATE" ;;
   esac
 }
+
+# --- The metrics timer, in either test ------------------------------------------------------
+
+# The node exporter's textfile folder (Debian's prometheus-node-exporter, in the container's
+# root, makes it) and the file trialwatch-metrics.timer writes there.
+TEXTFILES=/var/lib/prometheus/node-exporter
+PROM=$TEXTFILES/trialwatch.prom
+
+# enable_metrics_timer: systemctl enable --now trialwatch-metrics.timer, as the operator does;
+# sets OUT and RC (its output and status) and ENABLED_NS (when it returned), and succeeds once
+# $PROM holds the metrics, within 15 s. metrics_timer_failure: what went wrong when it did not.
+enable_metrics_timer() {
+  OUT=$(ct systemctl enable --now trialwatch-metrics.timer 2>&1)
+  RC=$?
+  ENABLED_NS=$(date +%s%N)
+  [ $RC -eq 0 ] && poll 15 metrics_written
+}
+metrics_written() { ct grep -q '^trialwatch_build_info{' "$PROM" 2> /dev/null; }
+metrics_timer_failure() {
+  echo "enable: rc $RC $OUT; $(ct journalctl -u trialwatch-metrics.service --no-pager -n 5 2>&1 | tr '\n' ' ')"
+}

@@ -68,9 +68,7 @@ show() { ct systemctl show -P "$1" trialwatch.service; }
 installed_version() { ct dpkg-query -W -f='${Status} ${Version}' trialwatch 2> /dev/null; }
 states() { ct systemctl is-active trialwatch.socket trialwatch-report.socket trialwatch.service | tr '\n' ' '; }
 enabled() { ct systemctl is-enabled trialwatch.socket trialwatch-report.socket trialwatch.service 2>&1 | tr '\n' ' '; }
-# The metrics timer: enabled, running; and the file it writes for the node exporter (whose
-# directory Debian's prometheus-node-exporter, in the container's root, made).
-PROM=/var/lib/prometheus/node-exporter/trialwatch.prom
+# The metrics timer: enabled, running (the file it writes for the node exporter is $PROM).
 timer() { echo "$(ct systemctl is-enabled trialwatch-metrics.timer 2>&1) $(ct systemctl is-active trialwatch-metrics.timer)"; }
 # A trial's id by its subject, asked of the daemon.
 trial_id() { ct trialwatchctl status "$1" --json | python3 "$JOURNAL" get trial.id; }
@@ -262,14 +260,10 @@ fi
 
 # --- The metrics timer, as the operator enables it --------------------------------------------
 
-OUT=$(ct systemctl enable --now trialwatch-metrics.timer 2>&1)
-RC=$?
-written() { ct grep -q '^trialwatch_build_info{' "$PROM" 2> /dev/null; }
-if [ $RC -eq 0 ] && poll 15 written; then
+if enable_metrics_timer; then
   pass "the packaged trialwatch-metrics.timer, enabled, writes $PROM"
 else
-  fail "the packaged trialwatch-metrics.timer, enabled, writes $PROM" \
-    "enable: rc $RC $OUT; $(ct journalctl -u trialwatch-metrics.service --no-pager -n 5 2>&1 | tr '\n' ' ')"
+  fail "the packaged trialwatch-metrics.timer, enabled, writes $PROM" "$(metrics_timer_failure)"
 fi
 
 # --- Remove: stopped, the store and the configuration kept ----------------------------------

@@ -32,32 +32,31 @@ struct ConfigurationKey: Sendable {
 /// Every key trialwatchd reads.
 enum ConfigurationSchema {
   static let keys: [ConfigurationKey] = [
-    ConfigurationKey(
-      section: "Trials", name: "DefaultLength", defaultText: "5d", valueName: "span",
+    key(
+      section: "Trials", name: "DefaultLength", \.defaultLength, defaultText: "5d", valueName: "span",
       meaning:
-        "The length of a trial started without one (neither a duration nor an end time given).",
-      apply: { config, value throws(InvalidValue) in
-        let length = try span(value)
-        guard length > .zero else { throw InvalidValue(reason: "must be longer than 0") }
-        config.defaultLength = length
-      },
-      reset: { $0.defaultLength = $1.defaultLength }),
-    ConfigurationKey(
-      section: "Trials", name: "DefaultReminders", defaultText: "3d, 1d", valueName: "span[, span...]",
+        "The length of a trial started without one (neither a duration nor an end time given)."
+    ) { value throws(InvalidValue) in
+      let length = try span(value)
+      guard length > .zero else { throw InvalidValue(reason: "must be longer than 0") }
+      return length
+    },
+    key(
+      section: "Trials", name: "DefaultReminders", \.defaultReminders, defaultText: "3d, 1d",
+      valueName: "span[, span...]",
       meaning:
         "The reminders of a trial started without its own: time spans before the trial's end, "
         + "separated by commas, or \"none\" for no reminders.",
-      apply: { config, value throws(InvalidValue) in config.defaultReminders = try reminders(value) },
-      reset: { $0.defaultReminders = $1.defaultReminders }),
-    ConfigurationKey(
-      section: "Trials", name: "ComplianceWarnings", defaultText: "yes", valueName: "boolean",
+      parse: reminders),
+    key(
+      section: "Trials", name: "ComplianceWarnings", \.complianceWarnings, defaultText: "yes",
+      valueName: "boolean",
       meaning:
         "Whether a warning says so when trials longer than 7 days get no reminder 7 days or more before "
         + "their end: the rule Visa (since April 2020) and Mastercard apply to free trials that convert "
         + "to paid. It covers DefaultLength= and DefaultReminders= here, and is the default of each plan "
         + "file's own ComplianceWarnings=. Set it to no where trials do not convert to paid.",
-      apply: { config, value throws(InvalidValue) in config.complianceWarnings = try boolean(value) },
-      reset: { $0.complianceWarnings = $1.complianceWarnings }),
+      parse: boolean),
     spanOrInfinityKey(
       section: "Trials", name: "Retention", \.trialRetention, defaultText: "infinity",
       meaning:
@@ -65,44 +64,32 @@ enum ConfigurationSchema {
         + "it, the trial is removed with its ledger, in small steps that never hold up firing; "
         + "\"infinity\" keeps ended trials for ever. The records of subjects granted a trial once "
         + "(Once= in plan files) and the event log's events are kept apart, and outlive the trial."),
-    ConfigurationKey(
-      section: "CatchUp", name: "LateReminders", defaultText: "latest", valueName: "latest|all|skip",
+    choiceKey(
+      section: "CatchUp", name: "LateReminders", \.catchUp.reminders, defaultText: "latest",
+      valueName: "latest|all|skip", expected: "latest, all or skip",
       meaning:
         "Which late reminders fire. \"latest\" fires only the most recent late reminder of each trial"
         + " (none when its expiry fires at the same time) and skips the others; \"all\" fires every "
         + "late reminder; \"skip\" skips the reminders later than ReminderGrace=. An expiry always "
-        + "fires. Skipped reminders are logged to the journal, never silently dropped.",
-      apply: { config, value throws(InvalidValue) in
-        guard let policy = CatchUpPolicy.LateReminders(rawValue: value) else {
-          throw InvalidValue(reason: "expected latest, all or skip")
-        }
-        config.catchUp.reminders = policy
-      },
-      reset: { $0.catchUp.reminders = $1.catchUp.reminders }),
-    ConfigurationKey(
-      section: "CatchUp", name: "ReminderGrace", defaultText: "1h", valueName: "span",
+        + "fires. Skipped reminders are logged to the journal, never silently dropped."),
+    key(
+      section: "CatchUp", name: "ReminderGrace", \.catchUp.grace, defaultText: "1h", valueName: "span",
       meaning:
         "How late a reminder may be and still fire under LateReminders=skip.",
-      apply: { config, value throws(InvalidValue) in config.catchUp.grace = try span(value) },
-      reset: { $0.catchUp.grace = $1.catchUp.grace }),
-    ConfigurationKey(
-      section: "CatchUp", name: "LateThreshold", defaultText: "1s", valueName: "span",
+      parse: span),
+    key(
+      section: "CatchUp", name: "LateThreshold", \.catchUp.lateThreshold, defaultText: "1s",
+      valueName: "span",
       meaning:
         "An event fired more than this after its due time counts as late: its journal entry says so, "
         + "with its lateness.",
-      apply: { config, value throws(InvalidValue) in
-        config.catchUp.lateThreshold = try span(value)
-      },
-      reset: { $0.catchUp.lateThreshold = $1.catchUp.lateThreshold }),
-    ConfigurationKey(
-      section: "Events", name: "Retention", defaultText: "90d", valueName: "span",
+      parse: span),
+    key(
+      section: "Events", name: "Retention", \.retention.age, defaultText: "90d", valueName: "span",
       meaning:
         "How long the event log keeps an event (counted from when it was taken) once every consumer "
-        + "has acknowledged it. Pruning runs in small steps and never holds up firing.",
-      apply: { config, value throws(InvalidValue) in
-        config.retention.age = try positiveSpan(value, infinity: false)
-      },
-      reset: { $0.retention.age = $1.retention.age }),
+        + "has acknowledged it. Pruning runs in small steps and never holds up firing."
+    ) { value throws(InvalidValue) in try positiveSpan(value, infinity: false) },
     spanOrInfinityKey(
       section: "Events", name: "MaxRetention", \.retention.cap, defaultText: "365d",
       meaning:
@@ -110,51 +97,45 @@ enum ConfigurationSchema {
         + "event is pruned anyway: the consumer's position moves past it, and the events it lost are "
         + "logged and counted in its status. \"infinity\" keeps them until every consumer has "
         + "acknowledged them. Never shorter than Retention=."),
-    ConfigurationKey(
-      section: "Daemon", name: "StateDirectory", defaultText: DaemonConfiguration.defaultStateDirectory,
-      valueName: "path",
+    key(
+      section: "Daemon", name: "StateDirectory", \.stateDirectory,
+      defaultText: DaemonConfiguration.defaultStateDirectory, valueName: "path",
       meaning:
         "Where the trial store lives, an absolute path. Without it, the directory systemd creates for"
         + " the unit's StateDirectory= and passes as $STATE_DIRECTORY, else the default.",
-      apply: { config, value throws(InvalidValue) in config.stateDirectory = try absolutePath(value) },
-      reset: { $0.stateDirectory = $1.stateDirectory }),
-    ConfigurationKey(
-      section: "Daemon", name: "Socket", defaultText: DaemonConfiguration.defaultSocketPath,
+      parse: absolutePath),
+    key(
+      section: "Daemon", name: "Socket", \.socketPath, defaultText: DaemonConfiguration.defaultSocketPath,
       valueName: "path",
       meaning:
         "The control socket the daemon binds when it is not socket-activated: an absolute path of at "
         + "most \(maximumSocketPathLength) bytes. With trialwatch.socket, the socket unit's ListenStream= applies instead.",
-      apply: { config, value throws(InvalidValue) in config.socketPath = try socketPath(value) },
-      reset: { $0.socketPath = $1.socketPath }),
-    ConfigurationKey(
-      section: "Daemon", name: "MetricsSocket", defaultText: "", valueName: "path",
+      parse: socketPath),
+    key(
+      section: "Daemon", name: "MetricsSocket", \.metricsSocketPath, defaultText: "", valueName: "path",
       meaning:
         "A second socket the daemon binds when it is not socket-activated, serving only the metrics "
         + "(io.systemd.Metrics), with the control socket's group and mode: an absolute path, or empty for none. "
         + "With trialwatch-report.socket (/run/systemd/report/io.trialwatch, for systemd-report) its "
-        + "ListenStream= applies instead. The control socket serves the metrics too.",
-      apply: { config, value throws(InvalidValue) in
-        config.metricsSocketPath = value.isEmpty ? nil : try socketPath(value)
-      },
-      reset: { $0.metricsSocketPath = $1.metricsSocketPath }),
-    ConfigurationKey(
-      section: "Daemon", name: "SocketGroup", defaultText: DaemonConfiguration.defaultSocketGroup,
+        + "ListenStream= applies instead. The control socket serves the metrics too."
+    ) { value throws(InvalidValue) in value.isEmpty ? nil : try socketPath(value) },
+    key(
+      section: "Daemon", name: "SocketGroup", \.socketGroup,
+      defaultText: DaemonConfiguration.defaultSocketGroup,
       valueName: "group",
       meaning:
         "The group (a name or a numeric id) of the control socket when the daemon binds it itself, "
         + "with mode 0660: its members may connect, and so read. Under socket activation, "
         + "trialwatch.socket's SocketGroup= and SocketMode= apply instead.",
-      apply: { config, value throws(InvalidValue) in config.socketGroup = try groupName(value) },
-      reset: { $0.socketGroup = $1.socketGroup }),
-    ConfigurationKey(
-      section: "Daemon", name: "ControlGroup", defaultText: DaemonConfiguration.defaultControlGroup,
-      valueName: "group",
+      parse: groupName),
+    key(
+      section: "Daemon", name: "ControlGroup", \.controlGroup,
+      defaultText: DaemonConfiguration.defaultControlGroup, valueName: "group",
       meaning:
         "Members of this group (a name or a numeric id), root and the daemon's own user may start, "
         + "extend and end trials through the control socket. Anyone who can reach the socket may read. "
         + "An administrator who is not root joins both groups.",
-      apply: { config, value throws(InvalidValue) in config.controlGroup = try groupName(value) },
-      reset: { $0.controlGroup = $1.controlGroup }),
+      parse: groupName),
     countKey(
       "MaxConnections", \.maxConnections, DaemonConfiguration.defaultMaxConnections, minimum: 1,
       meaning: "Control connections open at the same time, from everyone (1 to 65536). A client beyond a "
@@ -175,83 +156,66 @@ enum ConfigurationSchema {
       meaning:
         "A control connection that sends no request for this long, and watches nothing, is closed. "
         + "\"infinity\" keeps idle connections open."),
-    ConfigurationKey(
-      section: "Daemon", name: "MessageTimeout", defaultText: "10s", valueName: "span",
+    key(
+      section: "Daemon", name: "MessageTimeout", \.messageTimeout, defaultText: "10s", valueName: "span",
       meaning:
         "A client that has begun sending a message must finish it within this time, or it is answered"
-        + " io.trialwatch.InvalidMessage and disconnected.",
-      apply: { config, value throws(InvalidValue) in config.messageTimeout = try positiveSpan(value) },
-      reset: { $0.messageTimeout = $1.messageTimeout }),
-    ConfigurationKey(
-      section: "Daemon", name: "LogLevel", defaultText: "info", valueName: "level",
+        + " io.trialwatch.InvalidMessage and disconnected."
+    ) { value throws(InvalidValue) in try positiveSpan(value) },
+    key(
+      section: "Daemon", name: "LogLevel", \.logLevel, defaultText: "info", valueName: "level",
       meaning:
-        "The least severe messages logged: emerg, alert, crit, err, warning, notice, info or debug.",
-      apply: { config, value throws(InvalidValue) in
-        guard let level = logLevels[value] else {
-          throw InvalidValue(
-            reason: "expected one of emerg, alert, crit, err, warning, notice, info, debug (or trace, "
-              + "error, critical)")
-        }
-        config.logLevel = level
-      },
-      reset: { $0.logLevel = $1.logLevel }),
-    ConfigurationKey(
-      section: "Daemon", name: "LogTarget", defaultText: "auto", valueName: "journal|console|auto",
+        "The least severe messages logged: emerg, alert, crit, err, warning, notice, info or debug."
+    ) { value throws(InvalidValue) in
+      guard let level = logLevels[value] else {
+        throw InvalidValue(
+          reason: "expected one of emerg, alert, crit, err, warning, notice, info, debug (or trace, "
+            + "error, critical)")
+      }
+      return level
+    },
+    choiceKey(
+      section: "Daemon", name: "LogTarget", \.logTarget, defaultText: "auto",
+      valueName: "journal|console|auto",
+      expected: "auto, journal or console",
       meaning:
         "Where logs go: \"journal\" (structured entries), \"console\" (readable lines on standard "
         + "error) or \"auto\" (the journal when standard error is connected to it, as under systemd; "
-        + "standard error otherwise).",
-      apply: { config, value throws(InvalidValue) in
-        guard let target = LogTarget(rawValue: value) else {
-          throw InvalidValue(reason: "expected auto, journal or console")
-        }
-        config.logTarget = target
-      },
-      reset: { $0.logTarget = $1.logTarget }),
-    ConfigurationKey(
-      section: "Journal", name: "RateLimitIntervalSec", defaultText: "30s", valueName: "span",
+        + "standard error otherwise)."),
+    key(
+      section: "Journal", name: "RateLimitIntervalSec", \.journalRateLimitInterval, defaultText: "30s",
+      valueName: "span",
       meaning:
         "The window of RateLimitBurst=: in any span of this length, wherever it begins, the daemon "
         + "sends at most RateLimitBurst= event entries to the journal. 0 turns pacing off.",
-      apply: { config, value throws(InvalidValue) in config.journalRateLimitInterval = try span(value) },
-      reset: { $0.journalRateLimitInterval = $1.journalRateLimitInterval }),
-    ConfigurationKey(
-      section: "Journal", name: "RateLimitBurst",
+      parse: span),
+    key(
+      section: "Journal", name: "RateLimitBurst", \.journalRateLimitBurst,
       defaultText: String(DaemonConfiguration.defaultJournalRateLimitBurst), valueName: "number|infinity",
       meaning:
         "Event entries sent to the journal within RateLimitIntervalSec=, at most; the others wait in "
         + "the store and follow, in order, as the window allows. Keep it under the limit journald "
         + "applies to the unit (trialwatch.service sets LogRateLimitBurst=10000 per 30s), with room for "
         + "the daemon's own log lines. 0 or \"infinity\" turns pacing off (up to "
-        + "\(DaemonConfiguration.maximumJournalRateLimitBurst)).",
-      apply: { config, value throws(InvalidValue) in
-        if value == "infinity" || value == "0" {
-          config.journalRateLimitBurst = nil
-          return
-        }
-        let maximum = DaemonConfiguration.maximumJournalRateLimitBurst
-        guard let burst = Int(value), (1...maximum).contains(burst) else {
-          throw InvalidValue(reason: "expected a whole number from 0 to \(maximum), or infinity")
-        }
-        config.journalRateLimitBurst = burst
-      },
-      reset: { $0.journalRateLimitBurst = $1.journalRateLimitBurst }),
-    ConfigurationKey(
-      section: "Store", name: "Backend", defaultText: StoreBackend.lmdb.rawValue,
-      valueName: "lmdb|postgresql",
+        + "\(DaemonConfiguration.maximumJournalRateLimitBurst))."
+    ) { value throws(InvalidValue) in
+      if value == "infinity" || value == "0" { return nil }
+      let maximum = DaemonConfiguration.maximumJournalRateLimitBurst
+      guard let burst = Int(value), (1...maximum).contains(burst) else {
+        throw InvalidValue(reason: "expected a whole number from 0 to \(maximum), or infinity")
+      }
+      return burst
+    },
+    choiceKey(
+      section: "Store", name: "Backend", \.storeBackend, defaultText: StoreBackend.lmdb.rawValue,
+      valueName: "lmdb|postgresql", expected: "lmdb or postgresql",
       meaning:
         "Where trials are kept. \"lmdb\": an LMDB store in StateDirectory=, on this host only. "
         + "\"postgresql\": a PostgreSQL database shared by several trialwatchd (fleet mode), set in "
-        + "[PostgreSQL]. Read at start only: a reload keeps the running value.",
-      apply: { config, value throws(InvalidValue) in
-        guard let backend = StoreBackend(rawValue: value) else {
-          throw InvalidValue(reason: "expected lmdb or postgresql")
-        }
-        config.storeBackend = backend
-      },
-      reset: { $0.storeBackend = $1.storeBackend }),
-    ConfigurationKey(
-      section: "PostgreSQL", name: "Connection", defaultText: "", valueName: "connection string|URI",
+        + "[PostgreSQL]. Read at start only: a reload keeps the running value."),
+    key(
+      section: "PostgreSQL", name: "Connection", \.postgreSQLKeys.connection, defaultText: "",
+      valueName: "connection string|URI",
       meaning:
         "The database, as libpq takes it: keyword=value pairs separated by spaces (\"host=db1,db2 "
         + "dbname=trialwatch user=trialwatch target_session_attrs=read-write\") or a URI "
@@ -260,39 +224,32 @@ enum ConfigurationSchema {
         + "named by PGPASSFILE, which trialwatch-fleet.conf points at a credential passed with systemd's "
         + "LoadCredential=. Only the form is checked here; libpq checks the rest when it connects. "
         + "libpq (libpq.so.5, Debian package libpq5) is opened then, not before.",
-      apply: { config, value throws(InvalidValue) in
-        config.postgreSQLKeys.connection = try connection(value)
-      },
-      reset: { $0.postgreSQLKeys.connection = $1.postgreSQLKeys.connection },
-      echoesValue: false),
-    ConfigurationKey(
-      section: "PostgreSQL", name: "NodeName", defaultText: "", valueName: "name",
+      echoesValue: false, parse: connection),
+    key(
+      section: "PostgreSQL", name: "NodeName", \.postgreSQLKeys.nodeName, defaultText: "", valueName: "name",
       meaning:
         "This daemon's name in the fleet, unique among the nodes sharing the database: 1 to "
         + "\(PostgreSQLSettings.maximumNodeNameLength) ASCII letters, digits, \"-\", \"_\" or \".\", "
         + "starting with a letter or digit.",
-      apply: { config, value throws(InvalidValue) in
-        guard PostgreSQLSettings.isValidNodeName(value) else { throw InvalidValue(reason: nodeNameRule) }
-        config.postgreSQLKeys.nodeName = value
-      },
-      reset: { $0.postgreSQLKeys.nodeName = $1.postgreSQLKeys.nodeName },
-      defaultDescription: "the host name (\"localhost\" when there is none)"),
-    ConfigurationKey(
-      section: "PostgreSQL", name: "Shards", defaultText: String(PostgreSQLSettings.defaultShards),
-      valueName: "number",
+      defaultDescription: "the host name (\"localhost\" when there is none)"
+    ) { value throws(InvalidValue) in
+      guard PostgreSQLSettings.isValidNodeName(value) else { throw InvalidValue(reason: nodeNameRule) }
+      return value
+    },
+    key(
+      section: "PostgreSQL", name: "Shards", \.postgreSQLKeys.shards,
+      defaultText: String(PostgreSQLSettings.defaultShards), valueName: "number",
       meaning:
         "How many shards the fleet spreads its trials over (\(PostgreSQLSettings.shardRange.lowerBound) to "
         + "\(PostgreSQLSettings.shardRange.upperBound)). Fixed when the first node creates the schema: a "
-        + "node configured with another number refuses to start against it.",
-      apply: { config, value throws(InvalidValue) in
-        let range = PostgreSQLSettings.shardRange
-        guard let shards = Int(value), range.contains(shards) else {
-          throw InvalidValue(
-            reason: "expected a whole number from \(range.lowerBound) to \(range.upperBound)")
-        }
-        config.postgreSQLKeys.shards = shards
-      },
-      reset: { $0.postgreSQLKeys.shards = $1.postgreSQLKeys.shards }),
+        + "node configured with another number refuses to start against it."
+    ) { value throws(InvalidValue) in
+      let range = PostgreSQLSettings.shardRange
+      guard let shards = Int(value), range.contains(shards) else {
+        throw InvalidValue(reason: "expected a whole number from \(range.lowerBound) to \(range.upperBound)")
+      }
+      return shards
+    },
   ]
 
   static let sections: [String] = {
@@ -341,20 +298,48 @@ enum ConfigurationSchema {
     "debug": .debug, "trace": .trace,
   ]
 
+  /// A key whose value `parse` reads into `field`; an empty assignment restores the field's
+  /// default.
+  private static func key<Value>(
+    section: String, name: String, _ field: WritableKeyPath<DaemonConfiguration, Value> & Sendable,
+    defaultText: String, valueName: String, meaning: String, defaultDescription: String? = nil,
+    echoesValue: Bool = true, parse: @escaping @Sendable (String) throws(InvalidValue) -> Value
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      section: section, name: name, defaultText: defaultText, valueName: valueName, meaning: meaning,
+      apply: { config, value throws(InvalidValue) in config[keyPath: field] = try parse(value) },
+      reset: { $0[keyPath: field] = $1[keyPath: field] }, defaultDescription: defaultDescription,
+      echoesValue: echoesValue)
+  }
+
+  /// A key naming one of `Value`'s cases by its raw value; any other value is refused, saying
+  /// what was `expected`.
+  private static func choiceKey<Value: RawRepresentable<String> & Sendable>(
+    section: String, name: String, _ field: WritableKeyPath<DaemonConfiguration, Value> & Sendable,
+    defaultText: String, valueName: String, expected: String, meaning: String
+  ) -> ConfigurationKey {
+    key(section: section, name: name, field, defaultText: defaultText, valueName: valueName, meaning: meaning)
+    {
+      value throws(InvalidValue) in
+      guard let choice = Value(rawValue: value) else { throw InvalidValue(reason: "expected \(expected)") }
+      return choice
+    }
+  }
+
   /// A `[Daemon]` key holding a whole number from `minimum` to 65536.
   private static func countKey(
     _ name: String, _ field: WritableKeyPath<DaemonConfiguration, Int> & Sendable, _ defaultValue: Int,
     minimum: Int, meaning: String
   ) -> ConfigurationKey {
-    ConfigurationKey(
-      section: "Daemon", name: name, defaultText: String(defaultValue), valueName: "number", meaning: meaning,
-      apply: { config, value throws(InvalidValue) in
-        guard let count = Int(value), (minimum...65_536).contains(count) else {
-          throw InvalidValue(reason: "expected a whole number from \(minimum) to 65536")
-        }
-        config[keyPath: field] = count
-      },
-      reset: { $0[keyPath: field] = $1[keyPath: field] })
+    key(
+      section: "Daemon", name: name, field, defaultText: String(defaultValue), valueName: "number",
+      meaning: meaning
+    ) { value throws(InvalidValue) in
+      guard let count = Int(value), (minimum...65_536).contains(count) else {
+        throw InvalidValue(reason: "expected a whole number from \(minimum) to 65536")
+      }
+      return count
+    }
   }
 
   /// A key holding a span longer than 0, or "infinity" for none.
@@ -362,11 +347,11 @@ enum ConfigurationSchema {
     section: String, name: String, _ field: WritableKeyPath<DaemonConfiguration, Duration?> & Sendable,
     defaultText: String, meaning: String
   ) -> ConfigurationKey {
-    ConfigurationKey(
-      section: section, name: name, defaultText: defaultText, valueName: "span|infinity", meaning: meaning,
-      apply: { config, value throws(InvalidValue) in
-        config[keyPath: field] = value == "infinity" ? nil : try positiveSpan(value, infinity: true)
-      },
-      reset: { $0[keyPath: field] = $1[keyPath: field] })
+    key(
+      section: section, name: name, field, defaultText: defaultText, valueName: "span|infinity",
+      meaning: meaning
+    ) {
+      value throws(InvalidValue) in value == "infinity" ? nil : try positiveSpan(value, infinity: true)
+    }
   }
 }

@@ -145,7 +145,7 @@ import TrialStore
     try startTrials(try source.client(), ["moved"])
     let file = scratch.appending("trials.jsonl")
     let records = try StoreQueries(source.engine.repository).export(after: nil, limit: 100).records
-    try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+    try writeJSONLines(records, to: file)
     var output: [String] = []
     let commands = StoreCommands(output: { output.append($0) }, errors: { output.append($0) })
 

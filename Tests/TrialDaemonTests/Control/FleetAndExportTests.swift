@@ -86,10 +86,6 @@ import TrialTesting
   }
 
   /// Writes records as an export file: one JSON object a line.
-  private func writeJSONLines(_ records: [ExportRecord], to path: String) throws {
-    try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: path))
-  }
-
   /// A fixture on LMDB with `populate`'s trials, its whole export, and that export written to
   /// a file in a scratch directory.
   private func exported(_ label: String) throws -> (
@@ -141,14 +137,10 @@ import TrialTesting
       ])
 
     let scratch = try TemporaryDirectory("import")
-    let file = scratch.appending("trials.jsonl")
-    try writeJSONLines(records, to: file)
     var output: [String] = []
     var errors: [String] = []
     let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })
-    let directory = scratch.appending("store")
-    let status = commands.importTrials(
-      from: file, open: { try LMDBTrialRepository.open(directory: directory) })
+    let (status, directory) = try commands.importIntoNewFileStore(records, in: scratch)
     #expect(status == 0, "\(errors)")
     let entries = records.count - 7
     #expect(output.first == "imported 7 trials and \(entries) ledger entries, skipped 0 already present")
@@ -197,13 +189,8 @@ import TrialTesting
     // And back to one host, from the fleet's export.
     let back = try StoreQueries(fleet.repository).export(after: nil, limit: 1_000).records
     #expect(back == records)
-    let returned = scratch.appending("back.jsonl")
-    try writeJSONLines(back, to: returned)
-    let directory = scratch.appending("store")
-    #expect(
-      commands.importTrials(from: returned, open: { try LMDBTrialRepository.open(directory: directory) })
-        == 0,
-      "\(errors)")
+    let (status, directory) = try commands.importIntoNewFileStore(back, in: scratch)
+    #expect(status == 0, "\(errors)")
     let host = try LMDBTrialRepository(directory: directory)
     defer { host.close() }
     #expect(try contents(of: host) == contents(of: fixture.engine.repository))

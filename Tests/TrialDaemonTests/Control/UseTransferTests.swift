@@ -60,7 +60,7 @@ import TrialTesting
     #expect(try ExportRecord.read(line: records[3].jsonLine.utf8) == .use(exported[3]))
 
     let file = scratch.appending("uses.jsonl")
-    try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+    try writeJSONLines(records, to: file)
     var output: [String] = []
     var errors: [String] = []
     let commands = StoreCommands(output: { output.append($0) }, errors: { errors.append($0) })
@@ -79,13 +79,8 @@ import TrialTesting
     #expect(back.count == 5)
 
     // Into a fresh store on one host, from the fleet's export.
-    let returned = scratch.appending("back.jsonl")
-    try Data(back.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: returned))
-    let directory = scratch.appending("store")
-    #expect(
-      commands.importTrials(from: returned, open: { try LMDBTrialRepository.open(directory: directory) })
-        == 0,
-      "\(errors)")
+    let (status, directory) = try commands.importIntoNewFileStore(back, in: scratch)
+    #expect(status == 0, "\(errors)")
     let host = try LMDBTrialRepository(directory: directory)
     defer { host.close() }
     #expect(try storedUses(host) == (try storedUses(fleet.repository)))

@@ -7,8 +7,6 @@
 
 METRICS=$REPO/Tests/e2e/metrics.py
 REPORT=/run/systemd/report/io.trialwatch
-TEXTFILES=/var/lib/prometheus/node-exporter
-PROM=$TEXTFILES/trialwatch.prom
 
 # --- The report socket, as systemd-report reads it ------------------------------------------
 
@@ -61,11 +59,7 @@ else
     "is-enabled: $ENABLED; $(ct ls -la "$TEXTFILES" 2>&1 | tr '\n' ' ')"
 fi
 
-OUT=$(ct systemctl enable --now trialwatch-metrics.timer 2>&1)
-RC=$?
-ENABLED_NS=$(date +%s%N)
-written() { ct grep -q '^trialwatch_build_info{' "$PROM" 2> /dev/null; }
-if [ $RC -eq 0 ] && poll 15 written; then
+if enable_metrics_timer; then
   TOOK_MS=$((($(date +%s%N) - ENABLED_NS) / 1000000))
   FILE=$(ct stat -c '%a %U:%G' "$PROM")
   FILES=$(ct ls -A "$TEXTFILES" | tr '\n' ' ')
@@ -76,8 +70,7 @@ if [ $RC -eq 0 ] && poll 15 written; then
       "mode and owner: $FILE (expected 644 root:root); in $TEXTFILES: $FILES"
   fi
 else
-  fail "systemctl enable --now trialwatch-metrics.timer: $PROM written within 15 s" \
-    "enable: rc $RC $OUT; $(ct journalctl -u trialwatch-metrics.service --no-pager -n 5 2>&1 | tr '\n' ' ')"
+  fail "systemctl enable --now trialwatch-metrics.timer: $PROM written within 15 s" "$(metrics_timer_failure)"
 fi
 
 # Written again every 15 s: a trial started now is counted in the file within a run or two.
