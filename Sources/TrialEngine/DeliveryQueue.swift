@@ -298,31 +298,24 @@ final class DeliveryQueue {
   /// or changes cause.
   private func hold(_ stop: Stop) {
     let now = scheduler.monotonicNow
+    // What is logged: at `level` when the hold is news, with `detail` added to the metadata. A
+    // deferral names its time; a failure is tried again after the retry delay.
     let until: TimeInterval
     let cause: DeliveryBacklog.Cause
-    // What is logged: at `level` when the hold is news, with `detail` added to the metadata.
     let level: Logger.Level
     let message: Logger.Message
     let detail: (key: String, value: String)
     switch stop {
     case .deferred(let deferral):
-      until = deferral.until
-      cause = .deferred(deferral.reason)
-      level = .notice
-      message = "holding events back from the journal"
-      detail = ("reason", "\(deferral.reason)")
-    case .sinkFailed(let error):
-      until = now + retryDelay.timeInterval
-      cause = .sinkFailed
-      level = .error
-      message = "could not deliver events; keeping them in the outbox"
-      detail = ("error", "\(error)")
-    case .storeFailed(let error):
-      until = now + retryDelay.timeInterval
-      cause = .storeFailed
-      level = .error
-      message = "could not read or record deliveries; will deliver again"
-      detail = ("error", "\(error)")
+      (until, cause, level) = (deferral.until, .deferred(deferral.reason), .notice)
+      (message, detail) = ("holding events back from the journal", ("reason", deferral.reason))
+    case .sinkFailed(let error), .storeFailed(let error):
+      (until, level, detail) = (now + retryDelay.timeInterval, .error, ("error", "\(error)"))
+      if case .sinkFailed = stop {
+        (cause, message) = (.sinkFailed, "could not deliver events; keeping them in the outbox")
+      } else {
+        (cause, message) = (.storeFailed, "could not read or record deliveries; will deliver again")
+      }
     }
     // Never sooner than a millisecond: a sink that keeps naming the past cannot spin.
     let delay = max(until - now, 0.001)

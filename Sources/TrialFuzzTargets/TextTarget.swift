@@ -44,12 +44,7 @@ enum TextTarget {
   static func rfc3339(_ text: String) throws(FuzzFailure) {
     guard let date = try? RFC3339.parse(text) else { return }
     let written = RFC3339.format(date)
-    let again: Date
-    do {
-      again = try RFC3339.parse(written)
-    } catch {
-      throw FuzzFailure("RFC 3339: \"\(text)\" was read, but its form \"\(written)\" is refused: \(error)")
-    }
+    let again = try readBack("RFC 3339", text, written) { try RFC3339.parse($0) }
     try require(again == date, "RFC 3339: \"\(text)\" reads as \(date), its form \"\(written)\" as \(again)")
     try require(
       RFC3339.format(again) == written, "RFC 3339: \"\(written)\" is written otherwise the second time")
@@ -60,12 +55,7 @@ enum TextTarget {
     try require(span >= .zero, "span: \"\(text)\" reads as a negative span \(span)")
     for style in TimeSpan.Style.allCases { _ = TimeSpan.format(span, style: style) }
     let written = TimeSpan.format(span)
-    let again: Duration
-    do {
-      again = try TimeSpan.parse(written)
-    } catch {
-      throw FuzzFailure("span: \"\(text)\" was read, but its form \"\(written)\" is refused: \(error)")
-    }
+    let again = try readBack("span", text, written) { try TimeSpan.parse($0) }
     try require(
       (again - span).roundedMicroseconds.magnitude < 1000,
       "span: \"\(text)\" reads as \(span), its form \"\(written)\" as \(again): more than a millisecond apart"
@@ -78,6 +68,18 @@ enum TextTarget {
     try require(
       read == precise.duration,
       "span: the transfer form \"\(precise.description)\" of \(span) reads as \(String(describing: read))")
+  }
+
+  /// The value `written`, the form of a value read from `text`, reads as; or the failure saying
+  /// that the form is refused (`what`: the kind of text).
+  static func readBack<T>(_ what: String, _ text: String, _ written: String, _ read: (String) throws -> T)
+    throws(FuzzFailure) -> T
+  {
+    do {
+      return try read(written)
+    } catch {
+      throw FuzzFailure("\(what): \"\(text)\" was read, but its form \"\(written)\" is refused: \(error)")
+    }
   }
 
   static func wireText<T: WireText & Hashable>(_ type: T.Type, _ text: String) throws(FuzzFailure) {

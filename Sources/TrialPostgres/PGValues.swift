@@ -62,18 +62,13 @@ public struct PGResult: Sendable {
   }
 }
 
-/// A notification received on a channel the connection listens on.
+/// A notification received on a channel the connection listens on; made here only (its
+/// memberwise initializer is the module's own).
 public struct PGNotification: Hashable, Sendable {
   public var channel: String
   public var payload: String
   /// The server process that sent it.
   public var pid: Int32
-
-  public init(channel: String, payload: String, pid: Int32) {
-    self.channel = channel
-    self.payload = payload
-    self.pid = pid
-  }
 }
 
 /// A failure of a connection or of a statement.

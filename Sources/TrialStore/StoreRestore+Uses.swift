@@ -17,12 +17,7 @@ extension StoreRestore {
     let reader = try LMDBStoreReader(file: dataFile)
     defer { reader.close() }
     return try reader.read { txn in
-      var uses: [SubjectUse] = []
-      try txn.scanSubjectUses(after: nil) {
-        uses.append($0)
-        return true
-      }
-      return (uses, try txn.eventLogBounds().generation)
+      (try collected { try txn.scanSubjectUses(after: nil, $0) }, try txn.eventLogBounds().generation)
     }
   }
 

@@ -57,12 +57,7 @@ public enum StoreCrashWorkload {
         ranOut: [(trial: Trial, at: Date)]
       ) in
       // What earlier batches took is delivered now.
-      var undelivered: [LedgerEntry] = []
-      try txn.scanOutbox {
-        undelivered.append($0)
-        return true
-      }
-      for var entry in undelivered {
+      for var entry in try collected({ try txn.scanOutbox($0) }) {
         entry.deliveredAt = now
         try txn.putLedgerEntry(entry)
       }

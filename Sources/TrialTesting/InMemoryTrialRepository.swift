@@ -225,23 +225,11 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
 extension TrialReadTransaction {
   /// Every record of a subject granted a trial once, in scope and key order (for tests).
   public func allSubjectUses() throws -> [SubjectUse] {
-    var uses: [SubjectUse] = []
-    try scanSubjectUses(after: nil) { use in
-      uses.append(use)
-      return true
-    }
-    return uses
+    try collected { try scanSubjectUses(after: nil, $0) }
   }
 
   /// Every trial in the store, in id order (for tests: the whole store at once).
-  public func allTrials() throws -> [Trial] {
-    var trials: [Trial] = []
-    try scanTrials(after: nil) { trial in
-      trials.append(trial)
-      return true
-    }
-    return trials
-  }
+  public func allTrials() throws -> [Trial] { try collected { try scanTrials(after: nil, $0) } }
 }
 
 /// No file, nothing to say at opening, nothing to let go of.

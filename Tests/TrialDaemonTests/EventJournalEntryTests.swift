@@ -8,6 +8,11 @@ import TrialCore
 
 /// A trial of `acme-42` ending 2026-11-27 14:00:00 UTC, with reminders 3 days and 1 day before.
 private enum Fixture {
+  /// The journal fields of `entry`, an event of `trial`, taken with its attributes now.
+  static func journalFields(_ entry: LedgerEntry, of trial: Trial = Fixture.trial) -> [JournalField] {
+    EventJournalEntry.fields(for: entry, attributes: trial.attributes, trial: trial)
+  }
+
   static let end = Date(timeIntervalSince1970: 1_795_788_000)
   static let id = TrialID(0x7f3a_0c2d_9e11_4b58)
   static let trial = Trial(
@@ -42,7 +47,7 @@ private func fields(
   @Test func entry_ForAnExpiryOnTime_HasItsFields() {
     let entry = Fixture.entry(Fixture.expiry, after: 0.2)
     #expect(
-      EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
+      Fixture.journalFields(entry)
         == fields(
           [
             "MESSAGE": "Trial acme-42 (id 7f3a0c2d9e114b58) expired at 2026-11-27 14:00:00 UTC",
@@ -76,7 +81,7 @@ private func fields(
   @Test func entry_ForAReminderOnTime_HasItsFields() {
     let entry = Fixture.entry(Fixture.threeDays, after: 0)
     #expect(
-      EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
+      Fixture.journalFields(entry)
         == fields(
           [
             "MESSAGE": "Trial acme-42 (id 7f3a0c2d9e114b58): 3 days left, ends 2026-11-27 14:00:00 UTC",
@@ -95,7 +100,7 @@ private func fields(
   @Test func entry_ForAnExpiryFiredLate_SaysHowLate() {
     let entry = Fixture.entry(Fixture.expiry, after: 2 * 3600 + 13 * 60 + 5, late: true)
     #expect(
-      EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
+      Fixture.journalFields(entry)
         == fields(
           [
             "MESSAGE":
@@ -114,7 +119,7 @@ private func fields(
   @Test func entry_ForAReminderFiredLate_SaysHowLate() {
     let entry = Fixture.entry(Fixture.oneDay, after: 1800, late: true)
     #expect(
-      EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
+      Fixture.journalFields(entry)
         == fields(
           [
             "MESSAGE":
@@ -150,7 +155,7 @@ private func fields(
     let reason = SkipReason.beyondGrace(lateness: .hours(5), grace: .hours(1))
     let entry = Fixture.entry(Fixture.threeDays, after: 5 * 3600, late: true, outcome: .skipped(reason))
     #expect(
-      EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
+      Fixture.journalFields(entry)
         == fields(
           [
             "MESSAGE":
@@ -172,7 +177,7 @@ private func fields(
   @Test func entry_ForASupersededReminder_IsANotice() {
     let entry = Fixture.entry(
       Fixture.oneDay, after: 86_400, late: true, outcome: .skipped(.supersededByExpiry))
-    let all = EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
+    let all = Fixture.journalFields(entry)
     #expect(
       all.first?.value
         == "Trial acme-42 (id 7f3a0c2d9e114b58): reminder 1d before the end skipped, superseded by the "
@@ -183,7 +188,7 @@ private func fields(
 
   @Test func entry_ForAnEventSkippedAtStart_CarriesItsReason() {
     let entry = Fixture.entry(Fixture.threeDays, after: 3600, outcome: .skipped(.alreadyDueAtStart))
-    let all = EventJournalEntry.fields(for: entry, attributes: Fixture.trial.attributes, trial: Fixture.trial)
+    let all = Fixture.journalFields(entry)
     #expect(all.first { $0.name == "MESSAGE_ID" }?.value == EventJournalEntry.MessageID.skipped.rawValue)
     #expect(all.first { $0.name == "PRIORITY" }?.value == "5")
     #expect(all.last == JournalField(name: "SKIP_REASON", value: "already-due-at-start"))

@@ -1,7 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
-import TrialPostgres
+
+@testable import TrialPostgres
 
 #if canImport(Glibc)
   import Glibc

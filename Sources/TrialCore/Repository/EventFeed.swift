@@ -89,12 +89,7 @@ public enum EventFeed {
 
   /// Every consumer, by name.
   public static func consumers(in txn: any TrialReadTransaction) throws -> [ConsumerRecord] {
-    var all: [ConsumerRecord] = []
-    try txn.scanConsumers {
-      all.append($0)
-      return true
-    }
-    return all
+    try collected { try txn.scanConsumers($0) }
   }
 
   /// What one pruning step did.

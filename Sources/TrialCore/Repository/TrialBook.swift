@@ -7,14 +7,7 @@ import FoundationEssentials
 extension TrialRepository {
   /// Entries taken but never delivered (the process stopped in between), in id order.
   public func outbox() throws -> [LedgerEntry] {
-    try read { txn in
-      var entries: [LedgerEntry] = []
-      try txn.scanOutbox {
-        entries.append($0)
-        return true
-      }
-      return entries
-    }
+    try read { txn in try collected { try txn.scanOutbox($0) } }
   }
 
   /// Rebuilds a planner from the store: every active trial's events from the first one not

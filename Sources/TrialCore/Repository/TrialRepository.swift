@@ -146,3 +146,14 @@ extension TrialRepository {
     }
   }
 }
+
+/// Everything a scan of a transaction gives, in its order (`txn.scanOutbox`, `scanConsumers`...):
+/// for reads that want a whole set, known to be small, at once.
+public func collected<T>(_ scan: (_ body: (T) throws -> Bool) throws -> Void) rethrows -> [T] {
+  var all: [T] = []
+  try scan {
+    all.append($0)
+    return true
+  }
+  return all
+}

@@ -145,30 +145,25 @@ public struct CivilTime: Hashable, Sendable {
   // MARK: Text
 
   /// `2026-11-27 14:00:00 UTC`: whole seconds, the millisecond field left out.
-  public var readable: String {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(23)
-    appendDate(to: &bytes)
-    bytes.append(UInt8(ascii: " "))
-    appendTime(to: &bytes)
-    bytes.append(contentsOf: " UTC".utf8)
-    return String(decoding: bytes, as: UTF8.self)
-  }
+  public var readable: String { text(between: " ", milliseconds: false, after: " UTC") }
 
   /// RFC 3339 in UTC: `2026-11-27T14:00:00Z`, with the milliseconds when they are not zero
   /// (`2026-11-27T14:00:00.250Z`). Years outside 0000 to 9999, which RFC 3339 cannot write,
   /// get a sign or a fifth digit (`-0001`, `10000`), as ISO 8601's expanded years.
-  public var rfc3339: String {
+  public var rfc3339: String { text(between: "T", milliseconds: true, after: "Z") }
+
+  /// The date, `between`, the time (with the milliseconds when asked for and not zero), `after`.
+  private func text(between: Unicode.Scalar, milliseconds: Bool, after: String) -> String {
     var bytes: [UInt8] = []
     bytes.reserveCapacity(24)
     appendDate(to: &bytes)
-    bytes.append(UInt8(ascii: "T"))
+    bytes.append(UInt8(ascii: between))
     appendTime(to: &bytes)
-    if millisecond != 0 {
+    if milliseconds, millisecond != 0 {
       bytes.append(UInt8(ascii: "."))
       appendDigits(millisecond, width: 3, to: &bytes)
     }
-    bytes.append(UInt8(ascii: "Z"))
+    bytes.append(contentsOf: after.utf8)
     return String(decoding: bytes, as: UTF8.self)
   }
 
