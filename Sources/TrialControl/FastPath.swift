@@ -175,52 +175,87 @@ public enum FastPath {
     var object = ObjectWriter(named: trial.named)
     object.out.reserveCapacity(320)
     object.out += #"{"parameters":{"trial":{"#.utf8
-    object.key("daysLeft")
+    object.key(.daysLeft)
     var days = trial.daysLeft.description
     if days.hasSuffix(".0") { days.removeLast(2) }
     object.out += days.utf8
-    if let endedAt = trial.endedAt { object.text("endedAt", RFC3339.format(endedAt)) }
-    object.text("endsAt", RFC3339.format(trial.endsAt))
-    object.text("id", trial.id.description)
-    object.key("labels")
+    if let endedAt = trial.endedAt { object.text(.endedAt, RFC3339.format(endedAt)) }
+    object.text(.endsAt, RFC3339.format(trial.endsAt))
+    object.text(.id, trial.id.description)
+    object.key(.labels)
     // Keys in the order JSONEncoder's sortedKeys writes them: a label key is ASCII, so byte order.
     JSONText.appendObject(trial.labels ?? [:], to: &object.out)
-    if let pausedAt = trial.pausedAt { object.text("pausedAt", RFC3339.format(pausedAt)) }
-    object.key("reminders")
+    if let pausedAt = trial.pausedAt { object.text(.pausedAt, RFC3339.format(pausedAt)) }
+    object.key(.reminders)
     object.out.append(UInt8(ascii: "["))
     for (index, span) in trial.reminders.enumerated() {
       if index > 0 { object.out.append(UInt8(ascii: ",")) }
       JSONText.appendString(span.description, to: &object.out)
     }
     object.out.append(UInt8(ascii: "]"))
-    if let resumesAt = trial.resumesAt { object.text("resumesAt", RFC3339.format(resumesAt)) }
-    object.key("revision")
+    if let resumesAt = trial.resumesAt { object.text(.resumesAt, RFC3339.format(resumesAt)) }
+    object.key(.revision)
     object.out += String(trial.revision).utf8
-    object.text("startedAt", RFC3339.format(trial.startedAt))
-    object.text("state", trial.state.rawValue)
-    object.key("subject")
+    object.text(.startedAt, RFC3339.format(trial.startedAt))
+    object.text(.state, trial.state.rawValue)
+    object.key(.subject)
     JSONText.appendString(trial.subject, to: &object.out)
-    if let timeLeft = trial.timeLeft { object.text("timeLeft", timeLeft.description) }
+    if let timeLeft = trial.timeLeft { object.text(.timeLeft, timeLeft.description) }
     object.close()
     object.out += "}}\0".utf8
     return object.out
   }
 
-  /// The rows of `TrialAttributes.named` beside the subject in the order `JSONEncoder`'s sorted
-  /// keys puts their names (ASCII, so byte order), each with its name's bytes.
-  private static let namedInKeyOrder = TrialAttributes.besideSubject.map {
-    (row: $0, key: Array($0.name.utf8))
+  /// The fields of a trial's object beside its named attributes, in the order `JSONEncoder`'s
+  /// sorted keys puts their names (ASCII, so byte order).
+  private enum TrialField: Int, CaseIterable {
+    case daysLeft, endedAt, endsAt, id, labels, pausedAt, reminders, resumesAt, revision, startedAt, state
+    case subject, timeLeft
+
+    var name: String {
+      switch self {
+      case .daysLeft: "daysLeft"
+      case .endedAt: "endedAt"
+      case .endsAt: "endsAt"
+      case .id: "id"
+      case .labels: "labels"
+      case .pausedAt: "pausedAt"
+      case .reminders: "reminders"
+      case .resumesAt: "resumesAt"
+      case .revision: "revision"
+      case .startedAt: "startedAt"
+      case .state: "state"
+      case .subject: "subject"
+      case .timeLeft: "timeLeft"
+      }
+    }
   }
-  .sorted { $0.key.lexicographicallyPrecedes($1.key) }
+
+  /// Each field's bytes before its value, the comma first: `,"endsAt":`.
+  private static let prefixes = TrialField.allCases.map { Array(#","\#($0.name)":"#.utf8) }
+
+  /// By field, the rows of `TrialAttributes.named` beside the subject whose names come just
+  /// before the field's (after the field before it), each with its bytes before its value;
+  /// last, those after every field.
+  private static let attributesBefore: [[(row: TrialAttributes.Named, prefix: [UInt8])]] = {
+    var before = Array(
+      repeating: [(row: TrialAttributes.Named, prefix: [UInt8])](), count: TrialField.allCases.count + 1)
+    let fields = TrialField.allCases.map { Array($0.name.utf8) }
+    for row in TrialAttributes.besideSubject {
+      let name = Array(row.name.utf8)
+      let place = fields.firstIndex { name.lexicographicallyPrecedes($0) } ?? fields.count
+      before[place].append((row, Array(#","\#(row.name)":"#.utf8)))
+    }
+    return before.map { $0.sorted { $0.prefix.lexicographicallyPrecedes($1.prefix) } }
+  }()
 
   /// Writes an object's fields in key order, as `JSONEncoder` with sorted keys does: each the
   /// caller names, in that order, and among them each named attribute present, where its name
-  /// falls (`namedInKeyOrder`).
+  /// falls (`attributesBefore`).
   private struct ObjectWriter {
     var out: [UInt8] = []
     let named: NamedAttributes
-    private let order = FastPath.namedInKeyOrder
-    /// The next of `order` not yet written or passed.
+    /// The first field whose named attributes are not written yet (`attributesBefore`).
     private var next = 0
     private var isEmpty = true
 
@@ -228,19 +263,15 @@ public enum FastPath {
       self.named = named
     }
 
-    /// Opens the field `key` (the named attributes before it written first); its value follows.
-    mutating func key(_ key: StaticString) {
-      key.withUTF8Buffer { key in
-        while next < order.count, order[next].key.lexicographicallyPrecedes(key) {
-          attribute()
-        }
-        open(key)
-      }
+    /// Opens `field` (the named attributes before it written first); its value follows.
+    mutating func key(_ field: TrialField) {
+      attributes(through: field.rawValue)
+      open(FastPath.prefixes[field.rawValue])
     }
 
-    /// The field `key` with `text`, which needs no escaping (a time, an id, a state), as its value.
-    mutating func text(_ key: StaticString, _ text: String) {
-      self.key(key)
+    /// `field` with `text`, which needs no escaping (a time, an id, a state), as its value.
+    mutating func text(_ field: TrialField, _ text: String) {
+      key(field)
       out.append(UInt8(ascii: "\""))
       out += text.utf8
       out.append(UInt8(ascii: "\""))
@@ -248,25 +279,31 @@ public enum FastPath {
 
     /// Closes the object, after the named attributes after its last field.
     mutating func close() {
-      while next < order.count { attribute() }
+      attributes(through: TrialField.allCases.count)
       out.append(UInt8(ascii: "}"))
     }
 
-    /// Writes the next of `order`, if present, and passes it.
-    private mutating func attribute() {
-      let (row, key) = order[next]
-      next += 1
-      guard let value = named[row] else { return }
-      open(key)
-      JSONText.appendString(value, to: &out)
+    /// Writes the named attributes present before the field at `place` not written yet.
+    private mutating func attributes(through place: Int) {
+      guard !named.isEmpty else { return }
+      while next <= place {
+        for (row, prefix) in FastPath.attributesBefore[next] {
+          guard let value = named[row] else { continue }
+          open(prefix)
+          JSONText.appendString(value, to: &out)
+        }
+        next += 1
+      }
     }
 
-    private mutating func open(_ key: some Collection<UInt8>) {
-      if !isEmpty { out.append(UInt8(ascii: ",")) }
-      isEmpty = false
-      out.append(UInt8(ascii: "\""))
-      out += key
-      out += #"":"#.utf8
+    /// The bytes before a value (`,"name":`), without the comma when it comes first.
+    private mutating func open(_ prefix: [UInt8]) {
+      if isEmpty {
+        out += prefix.dropFirst()
+        isEmpty = false
+      } else {
+        out += prefix
+      }
     }
   }
 }

@@ -19,6 +19,9 @@ public struct NamedAttributes: Hashable, Sendable {
     }
   }
 
+  /// Whether none is present.
+  public var isEmpty: Bool { values.isEmpty }
+
   /// The value of `row`, a row of `TrialAttributes.named` but the subject's; nil when absent.
   public subscript(row: TrialAttributes.Named) -> String? {
     get { row.index < values.count ? values[row.index] : nil }

@@ -27,21 +27,22 @@ public struct Route: Sendable {
   }
 
   /// A method answered once.
+  @inlinable
   public init<P, R>(
     _ method: VarlinkMethod<P, R>, _ handler: @escaping @Sendable (P, @escaping Completion<R>) -> Void
   ) {
     self.init(method) { parameters, _, done in handler(parameters, done) }
   }
 
-  /// A method answered once, whose handler is told who called (to record it).
+  /// A method answered once, whose handler is told who called (to record it). Inlinable, so
+  /// that the module that routes a method specializes what each call runs for its types (the
+  /// hot path of every call); the rest of the route is `init(answered:…)`'s.
+  @inlinable
   public init<P, R>(
     _ method: VarlinkMethod<P, R>,
     _ handler: @escaping @Sendable (P, PeerCredentials?, @escaping Completion<R>) -> Void
   ) {
     precondition(method.kind != .stream, "\(method.qualifiedName) streams: route it with Route(stream:)")
-    self.method = method.qualifiedName
-    kind = method.kind
-    parameterType = P.self
     // A trial's reply is hand-written (`FastPath`); every other reply goes through Codable.
     let encode: @Sendable (R, JSONEncoder) -> [UInt8]
     if R.self == TrialReply.self {
@@ -49,9 +50,31 @@ public struct Route: Sendable {
     } else {
       encode = { reply, encoder in encoder.message(OutgoingReply(parameters: reply)) }
     }
-    self.handler = .call { parameters, caller, encoder, done in
-      handler(parameters as! P, caller) { result in done(result.map { encode($0, encoder) }) }
+    self.init(answered: method.qualifiedName, kind: method.kind, parameterType: P.self) {
+      parameters, caller, encoder, done in
+      handler(parameters as! P, caller) { result in
+        switch result {
+        case .success(let reply): done(.success(encode(reply, encoder)))
+        case .failure(let error): done(.failure(error))
+        }
+      }
     }
+  }
+
+  /// A method answered once by `call`, which completes with the reply message.
+  @usableFromInline
+  init(
+    answered method: String, kind: MethodKind, parameterType: any VarlinkParameters.Type,
+    call:
+      @escaping @Sendable (
+        any VarlinkParameters, PeerCredentials?, JSONEncoder, @escaping Completion<[UInt8]>
+      )
+      -> Void
+  ) {
+    self.method = method
+    self.kind = kind
+    self.parameterType = parameterType
+    handler = .call(call)
   }
 
   /// A method answered at once with several replies (`MethodKind.replies`): the handler

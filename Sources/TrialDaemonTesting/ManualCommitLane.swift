@@ -29,11 +29,8 @@ public final class ManualCommitLane: CommitLane {
   /// Not timed: the tests assert what is committed, not how long it took.
   public let durations = CommitDurations()
 
-  public func submit(
-    _ body: @escaping (any TrialWriteTransaction) throws -> Any,
-    completion: @escaping (Result<Any, any Error>) -> Void
-  ) {
-    waiting.append(body, completion: completion)
+  public func submit(_ write: any CommitWrite) {
+    waiting.append(write)
     submitted.append(monotonicNow())
   }
 

@@ -17,12 +17,9 @@ import TrialCore
 /// with the transitions of trials the transaction wrote, before the completions of the
 /// transaction's writes; `settled` runs after them.
 public protocol CommitLane: AnyObject {
-  /// Runs `body` in a write transaction after every write submitted before it; then, on the
-  /// engine's context, `completion` with its result. A body throws only for a failure of the
-  /// store, which fails every write of its transaction.
-  func submit(
-    _ body: @escaping (any TrialWriteTransaction) throws -> Any,
-    completion: @escaping (Result<Any, any Error>) -> Void)
+  /// Carries `write` out in a write transaction after every write submitted before it; then,
+  /// on the engine's context, tells it how that went (`CommitWrite`).
+  func submit(_ write: any CommitWrite)
   /// Runs `body` in a transaction of its own after every write submitted before it, and
   /// returns its result; called on the engine's context, which waits: only for the engine's
   /// last write, at stop.
@@ -72,58 +69,102 @@ public struct CommitHooks {
   public let settled: () -> Void
 }
 
+/// A write the lane carries out, and what it does with the outcome: one object a write, which
+/// keeps its own result (no closures, nothing boxed on the way through the lane).
+public protocol CommitWrite: AnyObject {
+  /// In the transaction, on the lane's context. Throws only for a failure of the store, which
+  /// fails every write of the transaction. A store may run a transaction's writes again (a
+  /// conflict retried): what the last run found is what counts.
+  func run(in txn: any TrialWriteTransaction) throws
+  /// On the engine's context, once the transaction is durable (`failure` nil) or failed, after
+  /// the hooks' `committed` and before their `settled`.
+  func done(failure: (any Error)?)
+  /// On the engine's context, after the hooks' `settled`: the engine has taken in the whole
+  /// transaction, so an answer given now is never ahead of the snapshot reads are answered from.
+  func settled()
+}
+
+/// A write whose body and completion are closures: `completion` runs with the body's result
+/// when the transaction is done (`done`).
+final class ClosureWrite<R>: CommitWrite {
+  private let body: (any TrialWriteTransaction) throws -> R
+  private let completion: (Result<R, any Error>) -> Void
+  private var result: R?
+
+  init(
+    _ body: @escaping (any TrialWriteTransaction) throws -> R,
+    completion: @escaping (Result<R, any Error>) -> Void
+  ) {
+    self.body = body
+    self.completion = completion
+  }
+
+  func run(in txn: any TrialWriteTransaction) throws {
+    result = nil
+    result = try body(txn)
+  }
+
+  func done(failure: (any Error)?) {
+    if let failure { return completion(.failure(failure)) }
+    guard let result else { return completion(.failure(CommitLaneError.notRun)) }
+    completion(.success(result))
+  }
+
+  func settled() {}
+}
+
+/// A write's completion ran without its body having run: a lane's fault, never the store's.
+enum CommitLaneError: Error, CustomStringConvertible {
+  case notRun
+
+  var description: String { "the commit lane completed a write it had not carried out" }
+}
+
 /// Writes a lane carries out together, in one transaction, and what came of them: the lanes
 /// share this, so that each runs a transaction and its completions the same way.
 public struct CommitBatch {
-  public typealias Body = (any TrialWriteTransaction) throws -> Any
-  public typealias Completion = (Result<Any, any Error>) -> Void
-
-  private(set) var bodies: [Body] = []
-  private(set) var completions: [Completion] = []
-  private var result: Result<[Any], any Error> = .success([])
+  private(set) var writes: [any CommitWrite] = []
+  private var failure: (any Error)?
   private var record = CommitRecord()
 
   public init() {}
 
-  public var isEmpty: Bool { bodies.isEmpty }
-  public var count: Int { bodies.count }
+  public var isEmpty: Bool { writes.isEmpty }
+  public var count: Int { writes.count }
 
-  public mutating func append(_ body: @escaping Body, completion: @escaping Completion) {
-    bodies.append(body)
-    completions.append(completion)
+  public mutating func append(_ write: any CommitWrite) {
+    writes.append(write)
   }
 
-  /// Runs the hooks' prelude, then every body in turn, in one write transaction.
+  /// Runs the hooks' prelude, then every write in turn, in one write transaction.
   public mutating func commit(to repository: any TrialRepository, hooks: CommitHooks?) {
     var record = CommitRecord()
-    let bodies = self.bodies
-    result = Result {
+    let writes = self.writes
+    do {
       try repository.write { txn in
         record.deliveries = try hooks?.prelude(txn) ?? []
-        let values = try bodies.map { try $0(txn) }
+        for write in writes { try write.run(in: txn) }
         record.transitions = txn.transitions
-        return values
       }
+      failure = nil
+    } catch {
+      failure = error
     }
     self.record = record
   }
 
   /// Fails every write without running it (nothing is written).
   public mutating func fail(_ error: any Error) {
-    result = .failure(error)
+    failure = error
   }
 
   /// On the engine's context, once `commit` (or `fail`) ran: the deliveries the transaction
-  /// recorded, then each write's completion, in order.
+  /// recorded, then each write's `done`, the hooks' `settled`, and each write's `settled`.
   public func complete(hooks: CommitHooks?) {
-    switch result {
-    case .success(let values):
-      hooks?.committed(record)
-      for (completion, value) in zip(completions, values) { completion(.success(value)) }
-    case .failure(let error):
-      for completion in completions { completion(.failure(error)) }
-    }
+    if failure == nil { hooks?.committed(record) }
+    for write in writes { write.done(failure: failure) }
     hooks?.settled()
+    for write in writes { write.settled() }
   }
 }
 
@@ -145,12 +186,13 @@ extension CommitHooks {
 }
 
 extension CommitLane {
-  /// `submit` with the body's result typed.
+  /// Runs `body` in a write transaction after every write submitted before it; then, on the
+  /// engine's context, `completion` with its result.
   func submit<R>(
     _ body: @escaping (any TrialWriteTransaction) throws -> R,
     completion: @escaping (Result<R, any Error>) -> Void
   ) {
-    submit({ try body($0) as Any }, completion: { completion($0.map { $0 as! R }) })
+    submit(ClosureWrite(body, completion: completion))
   }
 }
 
@@ -165,12 +207,9 @@ public final class ImmediateCommitLane: CommitLane {
     self.repository = repository
   }
 
-  public func submit(
-    _ body: @escaping (any TrialWriteTransaction) throws -> Any,
-    completion: @escaping (Result<Any, any Error>) -> Void
-  ) {
+  public func submit(_ write: any CommitWrite) {
     var batch = CommitBatch()
-    batch.append(body, completion: completion)
+    batch.append(write)
     batch.commit(to: repository, hooks: hooks)
     batch.complete(hooks: hooks)
   }
@@ -196,8 +235,8 @@ public final class ImmediateCommitLane: CommitLane {
 public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
   // @unchecked: `hooks` is set before the first write; the rest is guarded by `state`.
 
-  // @unchecked: a batch's closures run on the lane's queue (bodies) and the engine's
-  // (completions), one at a time; the lock only passes them from one to the other.
+  // @unchecked: a batch's writes run on the lane's queue, then complete on the engine's, one
+  // at a time; the lock only passes them from one to the other.
   private struct Batch: @unchecked Sendable {
     var batch = CommitBatch()
   }
@@ -232,13 +271,10 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
 
   public let durations = CommitDurations()
 
-  public func submit(
-    _ body: @escaping (any TrialWriteTransaction) throws -> Any,
-    completion: @escaping (Result<Any, any Error>) -> Void
-  ) {
+  public func submit(_ write: any CommitWrite) {
     let now = monotonicNow()
     let start = state.withLock { state in
-      state.waiting.batch.append(body, completion: completion)
+      state.waiting.batch.append(write)
       state.submitted.append(now)
       defer { state.running = true }
       return !state.running

@@ -50,9 +50,6 @@ public final class Engine {
   /// What the engine logged since start, by kind and outcome, and how late its timer fired
   /// (the metrics; see `EventTally`).
   public internal(set) var tally = EventTally()
-  /// The answers to changes a transaction carried out, given once the engine has taken in the
-  /// whole transaction (`settled`): a client that reads after its answer sees the change.
-  private var answers: [() -> Void] = []
   lazy var duties = EngineDuties(
     status: StatusDuty(engine: self), pruning: PruningDuty(engine: self),
     retention: RetentionDuty(engine: self), memory: MemoryDuty(engine: self),
@@ -206,20 +203,12 @@ public final class Engine {
     }
   }
 
-  /// A transaction's completions have run: the timer follows the planner, the status and the
-  /// snapshot the change; then the changes are answered.
+  /// A transaction's writes are taken in: the timer follows the planner, the status and the
+  /// snapshot the change; then the changes are answered (`CommitWrite.settled`), so that a
+  /// client that reads after its answer sees the change.
   private func settled() {
     arm()
     duties.status.publish()
-    guard !answers.isEmpty else { return }
-    var given: [() -> Void] = []
-    swap(&given, &answers)
-    for answer in given { answer() }
-  }
-
-  /// Gives `answer` once the transaction under way has settled (see `answers`).
-  func answerWhenSettled(_ answer: @escaping () -> Void) {
-    answers.append(answer)
   }
 
   // MARK: Firing

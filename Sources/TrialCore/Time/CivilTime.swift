@@ -153,7 +153,7 @@ public struct CivilTime: Hashable, Sendable {
   public var rfc3339: String { text(between: "T", milliseconds: true, after: "Z") }
 
   /// The date, `between`, the time (with the milliseconds when asked for and not zero), `after`.
-  private func text(between: Unicode.Scalar, milliseconds: Bool, after: String) -> String {
+  private func text(between: Unicode.Scalar, milliseconds: Bool, after: StaticString) -> String {
     var bytes: [UInt8] = []
     bytes.reserveCapacity(24)
     appendDate(to: &bytes)
@@ -163,7 +163,7 @@ public struct CivilTime: Hashable, Sendable {
       bytes.append(UInt8(ascii: "."))
       appendDigits(millisecond, width: 3, to: &bytes)
     }
-    bytes.append(contentsOf: after.utf8)
+    after.withUTF8Buffer { bytes.append(contentsOf: $0) }
     return String(decoding: bytes, as: UTF8.self)
   }
 
