@@ -94,11 +94,12 @@ measure() {
     "$python" -c "$client" "$work/socket" "$work/daemon.log" "$pid" "$count" "$spacing" 20
     callgrind_stop "$work"
     total=$counted
-    # Less the memory release a quiet second after the last write (the engine's closure in
-    # scheduleMemoryRelease, whatever it calls): housekeeping after any write, not the fire
+    # Less the memory release a quiet second after the last write (the wake's closure in
+    # MemoryDuty.arm, or in scheduleMemoryRelease before the engine's duties, whatever it
+    # calls): housekeeping after any write, not the fire
     # path, and under valgrind, whose mappings fill /proc/self/smaps, most of the count.
     release=$(callgrind_annotate --inclusive=yes "$work/callgrind.out" \
-      | awk '/scheduleMemoryRelease.*yycfU_ / {gsub(",", "", $1); if ($1 > m) m = $1} END {print m + 0}')
+      | awk '/(scheduleMemoryRelease|MemoryDutyC3arm).*yycfU_ / {gsub(",", "", $1); if ($1 > m) m = $1} END {print m + 0}')
     echo "fire_instructions_$name$suffix: $(((total - release) / count)) instr"
     [ -z "${FIRE_KEEP:-}" ] || cp "$work/callgrind.out" "$FIRE_KEEP/callgrind.$name$suffix.out"
   done

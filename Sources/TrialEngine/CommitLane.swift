@@ -82,6 +82,13 @@ public protocol CommitWrite: AnyObject {
   /// On the engine's context, after the hooks' `settled`: the engine has taken in the whole
   /// transaction, so an answer given now is never ahead of the snapshot reads are answered from.
   func settled()
+  /// Whether the write is bookkeeping the engine shows nothing of (the deliveries recorded, by
+  /// the prelude): a transaction of such writes alone skips the hooks' `settled`.
+  var isBookkeeping: Bool { get }
+}
+
+extension CommitWrite {
+  public var isBookkeeping: Bool { false }
 }
 
 /// A write whose body and completion are closures: `completion` runs with the body's result
@@ -90,12 +97,14 @@ final class ClosureWrite<R>: CommitWrite {
   private let body: (any TrialWriteTransaction) throws -> R
   private let completion: (Result<R, any Error>) -> Void
   private var result: R?
+  let isBookkeeping: Bool
 
   init(
-    _ body: @escaping (any TrialWriteTransaction) throws -> R,
+    _ body: @escaping (any TrialWriteTransaction) throws -> R, isBookkeeping: Bool = false,
     completion: @escaping (Result<R, any Error>) -> Void
   ) {
     self.body = body
+    self.isBookkeeping = isBookkeeping
     self.completion = completion
   }
 
@@ -159,11 +168,12 @@ public struct CommitBatch {
   }
 
   /// On the engine's context, once `commit` (or `fail`) ran: the deliveries the transaction
-  /// recorded, then each write's `done`, the hooks' `settled`, and each write's `settled`.
+  /// recorded, then each write's `done`, the hooks' `settled` (unless every write was
+  /// bookkeeping), and each write's `settled`.
   public func complete(hooks: CommitHooks?) {
     if failure == nil { hooks?.committed(record) }
     for write in writes { write.done(failure: failure) }
-    hooks?.settled()
+    if writes.contains(where: { !$0.isBookkeeping }) { hooks?.settled() }
     for write in writes { write.settled() }
   }
 }

@@ -79,7 +79,8 @@ public final class Engine {
       },
       settled: { [weak self] in self?.settled() })
     delivery.commitMarks = { [weak self] completion in
-      self?.commits.submit({ _ in () }, completion: completion)
+      // The prelude records them; the engine shows nothing of it.
+      self?.commits.submit(ClosureWrite({ _ in () }, isBookkeeping: true, completion: completion))
     }
     delivery.holdChanged = { [weak self] in self?.duties.status.publish() }
   }

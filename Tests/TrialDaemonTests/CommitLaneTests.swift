@@ -51,6 +51,24 @@ private struct LaneHarness {
 }
 
 @Suite struct CommitLaneTests {
+  @Test func aTransactionOfBookkeepingAlone_SkipsSettled_AnyOtherWriteRunsItOnce() throws {
+    let repository = InMemoryTrialRepository()
+    var settled = 0
+    var answered: [String] = []
+    let hooks = CommitHooks(prelude: { _ in [] }, committed: { _ in }, settled: { settled += 1 })
+    for writes in [[true], [true, false], [false, false]] {
+      var batch = CommitBatch()
+      for isBookkeeping in writes {
+        batch.append(
+          ClosureWrite({ _ in }, isBookkeeping: isBookkeeping) { _ in answered.append("\(isBookkeeping)") })
+      }
+      batch.commit(to: repository, hooks: hooks)
+      batch.complete(hooks: hooks)
+    }
+    #expect(settled == 2, "the deliveries recorded alone change nothing the engine shows")
+    #expect(answered == ["true", "true", "false", "false", "false"], "every write completes")
+  }
+
   @Test func slowCommit_DoesNotHoldUpTheNextWake_EachEventIsTakenAtItsDueTime() throws {
     let h = try LaneHarness(ids: [1, 2, 3])
     for (index, subject) in ["a", "b", "c"].enumerated() {
