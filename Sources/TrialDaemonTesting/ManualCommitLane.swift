@@ -29,10 +29,15 @@ public final class ManualCommitLane: CommitLane {
   /// Not timed: the tests assert what is committed, not how long it took.
   public let durations = CommitDurations()
 
+  private var closed = false
+
   public func submit(_ write: any CommitWrite) {
+    guard !closed else { return CommitBatch.refusing(write).complete(hooks: nil) }
     waiting.append(write)
     submitted.append(monotonicNow())
   }
+
+  public func close() { closed = true }
 
   /// Carries out every waiting write in one transaction, then runs their completions.
   public func commitWaiting() {

@@ -27,6 +27,9 @@ public protocol CommitLane: AnyObject {
   /// Waits until every write submitted so far is done, and runs their completions now; on
   /// the engine's context.
   func drain()
+  /// Refuses the writes submitted from now on, from any thread: each is failed with
+  /// `Engine.stopping`, on the engine's context. `perform` and `drain` go on (the engine's stop).
+  func close()
   /// Since when (the scheduler's monotonic time) the oldest write still in progress was
   /// submitted; nil when none is. The watchdog stays silent while a write is stuck.
   var busySince: TimeInterval? { get }
@@ -167,6 +170,14 @@ public struct CommitBatch {
     failure = error
   }
 
+  /// A write refused by a closed lane: failed with `Engine.stopping`, completed without hooks.
+  public static func refusing(_ write: any CommitWrite) -> CommitBatch {
+    var batch = CommitBatch()
+    batch.append(write)
+    batch.fail(Engine.stopping)
+    return batch
+  }
+
   /// On the engine's context, once `commit` (or `fail`) ran: the deliveries the transaction
   /// recorded, then each write's `done`, the hooks' `settled` (unless every write was
   /// bookkeeping), and each write's `settled`.
@@ -217,12 +228,17 @@ public final class ImmediateCommitLane: CommitLane {
     self.repository = repository
   }
 
+  private var closed = false
+
   public func submit(_ write: any CommitWrite) {
+    guard !closed else { return CommitBatch.refusing(write).complete(hooks: nil) }
     var batch = CommitBatch()
     batch.append(write)
     batch.commit(to: repository, hooks: hooks)
     batch.complete(hooks: hooks)
   }
+
+  public func close() { closed = true }
 
   public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
     guard let hooks else { return try repository.write(body) }
@@ -256,6 +272,7 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
     /// Submission times of the writes not done yet, oldest first.
     var submitted: [TimeInterval] = []
     var running = false
+    var closed = false
     /// Transactions done whose completions have not run yet, in order.
     var done: [Batch] = []
   }
@@ -283,13 +300,24 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
 
   public func submit(_ write: any CommitWrite) {
     let now = monotonicNow()
-    let start = state.withLock { state in
+    let start: Bool? = state.withLock { state in
+      guard !state.closed else { return nil }
       state.waiting.batch.append(write)
       state.submitted.append(now)
       defer { state.running = true }
       return !state.running
     }
-    if start { queue.async { self.run() } }
+    switch start {
+    case true?: queue.async { self.run() }
+    case false?: break
+    case nil:
+      let refused = Batch(batch: .refusing(write))
+      engineQueue.async { refused.batch.complete(hooks: nil) }
+    }
+  }
+
+  public func close() {
+    state.withLock { $0.closed = true }
   }
 
   /// On the lane's queue: carries out the waiting writes, all of them in each transaction,

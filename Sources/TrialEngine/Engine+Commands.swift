@@ -1,11 +1,52 @@
 import FoundationEssentials
 import Logging
+import Synchronization
 import TrialCore
 
 /// A command carried out: the trial as it now is, and reminders skipped because already due.
 public struct CommandResult: Hashable, Sendable {
   public var trial: Trial
   public var skipped: [DueEvent]
+}
+
+/// Where commands enter the engine from any thread: what a command needs of the engine (the
+/// clock, the defaults as last reloaded, the id generator, how subjects fold) is read here, so a
+/// connection's thread hands a command to the commit lane itself, with no hop to the engine's
+/// context on the way in; the command comes back to that context once durable (`CommandWrite`).
+/// The daemon's lane takes writes from any thread; the lanes of tests in virtual time are
+/// called on the engine's context, as everything there is.
+public final class CommandIntake: @unchecked Sendable {
+  // @unchecked: `engine` is touched only by the writes' completions, on the engine's context;
+  // the rest is immutable or behind `defaults`' lock, and the lane's `submit` is thread-safe.
+  unowned let engine: Engine
+  let commits: any CommitLane
+  let clock: any WallClock
+  let ids: any TrialIDGenerator
+  let folding: SubjectFolding
+  private let current: Mutex<TrialDefaults>
+
+  init(engine: Engine, defaults: TrialDefaults) {
+    self.engine = engine
+    commits = engine.commits
+    clock = engine.clock
+    ids = engine.ids
+    folding = engine.folding
+    current = Mutex(defaults)
+  }
+
+  /// The defaults of plans, as last reloaded.
+  var defaults: TrialDefaults {
+    get { current.withLock { $0 } }
+    set { current.withLock { $0 = newValue } }
+  }
+
+  /// Queues a command, from any thread; `completion` runs on the engine's context once it is
+  /// durable (or failed; once the engine stopped, with `Engine.stopping`).
+  public func submit(
+    _ command: TrialCommand, completion: @escaping (Result<CommandResult, any Error>) -> Void
+  ) {
+    commits.submit(CommandWrite(command, intake: self, completion: completion))
+  }
 }
 
 /// Changes: each goes to the commit lane as it comes, where writes that arrive while one is in
@@ -16,8 +57,7 @@ extension Engine {
   public func submit(
     _ command: TrialCommand, completion: @escaping (Result<CommandResult, any Error>) -> Void
   ) {
-    guard !stopped else { return completion(.failure(Self.stopping)) }
-    commits.submit(CommandWrite(command, engine: self, completion: completion))
+    intake.submit(command, completion: completion)
   }
 
   /// Runs `body` in the lane's next transaction, behind every write submitted before it. Once it
@@ -34,7 +74,7 @@ extension Engine {
     commits.submit(ChangeWrite(body, taken: taken, completion: completion))
   }
 
-  static var stopping: TrialError { .invalid(.daemon, "the daemon is stopping") }
+  public static var stopping: TrialError { .invalid(.daemon, "the daemon is stopping") }
 
   /// A command is durable: the planner follows it, and its events are handed on.
   func applied(_ command: TrialCommand, trial: Trial, logged: [LoggedEvent], now: Date) {

@@ -50,6 +50,8 @@ public final class Engine {
   /// What the engine logged since start, by kind and outcome, and how late its timer fired
   /// (the metrics; see `EventTally`).
   public internal(set) var tally = EventTally()
+  /// Where commands enter from any thread (a connection's), straight to the lane.
+  public private(set) lazy var intake = CommandIntake(engine: self, defaults: settings.defaults)
   lazy var duties = EngineDuties(
     status: StatusDuty(engine: self), pruning: PruningDuty(engine: self),
     retention: RetentionDuty(engine: self), memory: MemoryDuty(engine: self),
@@ -83,6 +85,7 @@ public final class Engine {
       self?.commits.submit(ClosureWrite({ _ in () }, isBookkeeping: true, completion: completion))
     }
     delivery.holdChanged = { [weak self] in self?.duties.status.publish() }
+    _ = intake  // made here, on the engine's context: read from other threads from now on
   }
 
   public var clock: any WallClock { scheduler.clock }
@@ -166,15 +169,17 @@ public final class Engine {
   public func reload(_ newSettings: EngineSettings) {
     let old = settings
     settings = newSettings
+    intake.defaults = newSettings.defaults
     planner.policy = newSettings.policy
     for duty in duties.all { duty.configure(newSettings, was: old) }
   }
 
-  /// Waits for every write in progress (their events are delivered); then stops arming timers
-  /// and records, in the one write the engine waits for, the wall time last seen and the
-  /// deliveries made.
+  /// Refuses further writes and waits for every write in progress (their events are
+  /// delivered); then stops arming timers and records, in the one write the engine waits for,
+  /// the wall time last seen and the deliveries made.
   public func stop() {
     guard !stopped else { return }
+    commits.close()
     commits.drain()
     stopped = true
     for item in [wake, retryWake] { item?.cancel() }

@@ -38,8 +38,10 @@ final class ChangeWrite<R>: CommitWrite {
   }
 }
 
-/// A command's write: `Engine.change` for the one change every client makes, in one object
-/// with no generic parameter (a start's path allocates it and nothing else of its own).
+/// A command's write (`CommandIntake.submit`): `Engine.change` for the one change every client
+/// makes, in one object with no generic parameter (a start's path allocates it and nothing
+/// else of its own). Made on the submitting thread, run on the lane's, completed on the
+/// engine's context.
 final class CommandWrite: CommitWrite {
   private let command: TrialCommand
   private let now: Date
@@ -56,14 +58,15 @@ final class CommandWrite: CommitWrite {
   private var failure: any Error = CommitLaneError.notRun
 
   init(
-    _ command: TrialCommand, engine: Engine, completion: @escaping (Result<CommandResult, any Error>) -> Void
+    _ command: TrialCommand, intake: CommandIntake,
+    completion: @escaping (Result<CommandResult, any Error>) -> Void
   ) {
     self.command = command
-    self.now = engine.clock.now()
-    self.defaults = engine.settings.defaults
-    self.ids = engine.ids
-    self.folding = engine.folding
-    self.engine = engine
+    self.now = intake.clock.now()
+    self.defaults = intake.defaults
+    self.ids = intake.ids
+    self.folding = intake.folding
+    self.engine = intake.engine
     self.completion = completion
   }
 

@@ -2,7 +2,7 @@ import Foundation
 import TrialStore
 
 // Benchmarks of trialwatch: each figure is printed as `name: value unit`.
-// TRIALWATCH_BENCH=planner,store,engine,daemon,stats,control,feed,package picks sections (default:
+// TRIALWATCH_BENCH=planner,store,engine,daemon,stats,control,ingest,feed,package picks sections (default:
 // all).
 //
 // The planner bench runs first: it re-runs this executable once per case (a fresh process
@@ -26,6 +26,7 @@ do {
   if selected("daemon") { try runDaemonBench() }
   if selected("stats") { try runStatsBench() }
   if selected("control") { try runControlBench() }
+  if selected("ingest") { try runIngestBench() }
   if selected("feed") { try runFeedBench() }
   if selected("package") { try runPackageBench() }
 } catch {

@@ -150,6 +150,15 @@ private struct LaneHarness {
     #expect(try h.repository.outbox().isEmpty, "the delivery was recorded by the last write")
   }
 
+  @Test func afterStop_ACommandIsRefused_AndNothingIsWritten() throws {
+    let h = try LaneHarness(ids: [1, 2])
+    try h.start("a", endingIn: 60)
+    h.engine.stop()
+    #expect(throws: TrialError.self) { try h.start("late", endingIn: 60) }
+    #expect(try h.repository.read { try $0.activeTrialID(subject: "late") } == nil)
+    #expect(h.lane.waitingCount == 0)
+  }
+
   @Test func watchdog_IsWithheldWhileACommitIsStuck_AndResumesAfter() throws {
     let h = try LaneHarness(settings: EngineSettings(watchdogInterval: .seconds(1)), ids: [1])
     try h.start("a", endingIn: 0.5)
@@ -199,6 +208,52 @@ private struct LaneHarness {
     queue.sync { engine.stop() }
     #expect(lane.busySince == nil)
     #expect(try repository.read { try $0.activeTrialID(subject: "second") } != nil)
+  }
+}
+
+extension DispatchCommitLaneTests {
+  /// Commands go to the lane from any thread (the connections'), each answered on the engine's
+  /// queue once durable, the engine's planner and counts following; one that comes once the
+  /// engine stopped is refused, with nothing written.
+  @Test func commandsFromManyThreads_AreAnsweredOnTheEngineQueueOnceDurable_AndRefusedAfterStop() throws {
+    let queue = DispatchQueue(label: "test.engine")
+    let repository = InMemoryTrialRepository()
+    let scheduler = DispatchWakeScheduler(queue: queue)
+    let lane = DispatchCommitLane(
+      repository: repository, engineQueue: queue, monotonicNow: { scheduler.monotonicNow })
+    let engine = makeEngine(repository: repository, scheduler: scheduler, commits: lane)
+    _ = try queue.sync { try engine.start() }
+    let intake = engine.intake
+    let answers = Answers()
+    let answered = DispatchGroup()
+    DispatchQueue.concurrentPerform(iterations: 8) { thread in
+      for index in 0..<25 {
+        let command = try! TrialCommand.start(subject: "s\(thread)-\(index)", reminders: [])
+        answered.enter()
+        intake.submit(command) { result in
+          dispatchPrecondition(condition: .onQueue(queue))
+          answers.append((try? result.get().trial.subject) ?? "failed")
+          answered.leave()
+        }
+      }
+    }
+    #expect(answered.wait(timeout: .now() + 30) == .success)
+    #expect(Set(answers.values).count == 200)
+    #expect(!answers.values.contains("failed"))
+    queue.sync {
+      #expect(engine.counts[.active] == 200)
+      #expect(engine.planner.trialCount == 200)
+      engine.stop()
+    }
+    let refused = DispatchSemaphore(value: 0)
+    let failure = Answers()
+    intake.submit(try TrialCommand.start(subject: "late", reminders: [])) { result in
+      if case .failure(let error) = result { failure.append("\(error)") }
+      refused.signal()
+    }
+    #expect(refused.wait(timeout: .now() + 10) == .success)
+    #expect(failure.values.first?.contains("stopping") == true)
+    #expect(try repository.read { try $0.activeTrialID(subject: "late") } == nil)
   }
 }
 

@@ -6,8 +6,9 @@ import TrialControlServer
 import TrialCore
 import TrialEngine
 
-/// The handlers of `io.trialwatch.Trials`. Changes go through the engine's group commit, on
-/// its queue, so each is durable before it is answered. Reads are answered on the caller's
+/// The handlers of `io.trialwatch.Trials`. Changes go through the engine's group commit, so
+/// each is durable before it is answered: commands straight from the caller's thread to the
+/// commit lane (`CommandIntake`), other changes by way of the engine's queue. Reads are answered on the caller's
 /// thread (the connection's), never on the engine's queue: trials, the ledger, the event log
 /// and consumers from a read transaction of the store (which runs alongside a commit), and
 /// what only the engine knows (counts, the next event, the catch-up policy) from the snapshot
@@ -16,6 +17,8 @@ public final class TrialsHandlers: @unchecked Sendable {
   // @unchecked: `engine` is only touched on `queue`; the store's reads, the snapshots, the
   // clock, the hub and counters are thread-safe.
   private let engine: Engine
+  /// Commands go in here, from the caller's thread.
+  private let intake: CommandIntake
   private let queue: DispatchQueue
   let queries: StoreQueries
   let snapshots: EngineSnapshots
@@ -34,6 +37,7 @@ public final class TrialsHandlers: @unchecked Sendable {
     storeBytes: @escaping @Sendable () -> Int? = { nil }, fleetStatus: (@Sendable () -> FleetStatus?)? = nil
   ) {
     self.engine = engine
+    self.intake = engine.intake
     self.queue = queue
     self.queries = engine.queries
     self.clock = engine.clock
@@ -242,12 +246,10 @@ public final class TrialsHandlers: @unchecked Sendable {
     case .success(let made): command = made
     case .failure(let error): return done(.failure(ControlError(error)))
     }
-    let engine = Bound(value: engine)
-    queue.async {
-      let clock = engine.value.clock
-      engine.value.submit(command) { result in
-        done(Self.result { TrialReply(trial: TrialObject(try result.get().trial, now: clock.now())) })
-      }
+    // Straight to the lane, from this thread: the engine's context sees the command once durable.
+    let clock = self.clock
+    intake.submit(command) { result in
+      done(Self.result { TrialReply(trial: TrialObject(try result.get().trial, now: clock.now())) })
     }
   }
 
