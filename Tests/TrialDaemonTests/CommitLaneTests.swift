@@ -174,14 +174,22 @@ private struct LaneHarness {
 
 /// The daemon's lane, on real queues: a commit in progress does not hold the engine's queue.
 @Suite struct DispatchCommitLaneTests {
-  @Test func engineQueue_AnswersWhileACommitIsHeld_AndTheCommitsLandInOrder() throws {
+  /// An engine on a queue of its own with the daemon's lane over `repository`, started.
+  static func started(on repository: any TrialRepository) throws -> (
+    DispatchQueue, DispatchCommitLane, Engine
+  ) {
     let queue = DispatchQueue(label: "test.engine")
-    let repository = HeldCommitRepository()
     let scheduler = DispatchWakeScheduler(queue: queue)
     let lane = DispatchCommitLane(
       repository: repository, engineQueue: queue, monotonicNow: { scheduler.monotonicNow })
     let engine = makeEngine(repository: repository, scheduler: scheduler, commits: lane)
     _ = try queue.sync { try engine.start() }
+    return (queue, lane, engine)
+  }
+
+  @Test func engineQueue_AnswersWhileACommitIsHeld_AndTheCommitsLandInOrder() throws {
+    let repository = HeldCommitRepository()
+    let (queue, lane, engine) = try Self.started(on: repository)
     let answered = DispatchSemaphore(value: 0)
     let answers = Answers()
     repository.holdNextWrite()
@@ -216,13 +224,8 @@ extension DispatchCommitLaneTests {
   /// queue once durable, the engine's planner and counts following; one that comes once the
   /// engine stopped is refused, with nothing written.
   @Test func commandsFromManyThreads_AreAnsweredOnTheEngineQueueOnceDurable_AndRefusedAfterStop() throws {
-    let queue = DispatchQueue(label: "test.engine")
     let repository = InMemoryTrialRepository()
-    let scheduler = DispatchWakeScheduler(queue: queue)
-    let lane = DispatchCommitLane(
-      repository: repository, engineQueue: queue, monotonicNow: { scheduler.monotonicNow })
-    let engine = makeEngine(repository: repository, scheduler: scheduler, commits: lane)
-    _ = try queue.sync { try engine.start() }
+    let (queue, _, engine) = try Self.started(on: repository)
     let intake = engine.intake
     let answers = Answers()
     let answered = DispatchGroup()
