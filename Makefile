@@ -64,6 +64,8 @@ SWIFT ?= swift
 # mandoc: `mandoc -T lint` checks the man pages (make install-check and the Swift tests).
 # binutils: nm, for make lint-binaries and the fuzz build's check of AddressSanitizer.
 # tzdata: the zones trialwatchctl shows dates in, read by its tests.
+# libcurl4-openssl-dev, libssl-dev: the declarations of libcurl and libcrypto, which the webhooks
+# open at run time (libcurl4, libssl3); openssl makes the webhook tests' CA and certificate.
 # The peers of make bench-peers: postgresql, redis-server, at, sqlite3, and Debian's python3
 # with python3-psycopg2 and python3-redis for the harness (their system services are not used).
 # librsvg2-bin (rsvg-convert) renders the chart of trialwatchctl stats --svg in its test.
@@ -71,6 +73,7 @@ SWIFT ?= swift
 # tests) and the metrics make e2e writes for the node exporter and reads back from it (its server
 # is not used; the node exporter runs in the container, installed there by debootstrap).
 APT_PACKAGES ?= pkg-config binutils tzdata libsystemd-dev liblmdb-dev libpq-dev libunistring-dev \
+  libcurl4-openssl-dev libssl-dev openssl \
   debhelper lintian mandoc librsvg2-bin \
   postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis prometheus
 STRICT = -Xswiftc -warnings-as-errors
@@ -82,9 +85,10 @@ BENCH_FLAGS = -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
 
 all: build
 
-# Python modules the tests need: the reference Varlink implementation, for interoperability.
+# Python modules the tests need: the reference Varlink implementation, for interoperability;
+# the reference verifiers of Standard Webhooks and of Svix, which check the webhooks' signatures.
 PYTHON ?= python3
-PIP_PACKAGES ?= varlink
+PIP_PACKAGES ?= varlink standardwebhooks svix
 
 # Installs the Debian packages named in APT_PACKAGES and the Python modules named in
 # PIP_PACKAGES that are not installed yet.

@@ -60,6 +60,15 @@ let package = Package(
     // A shared store for tests: a fresh database on the tests' private PostgreSQL.
     .target(name: "TrialPostgresTesting", dependencies: ["TestSupport", "TrialCore", "TrialPostgres"]),
 
+    // libcurl's and OpenSSL libcrypto's declarations (Debian: libcurl4-openssl-dev, libssl-dev).
+    // Not linked: the webhooks' code opens libcurl.so.4 and libcrypto.so.3 at first use (shim.h),
+    // so that trialwatchd and trialwatchctl, the same program, never map them.
+    .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+    .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
+    // Webhooks' input and output: HMAC-SHA256 and random secrets (the only importer of CCrypto),
+    // HTTP (the only importer of CCurl).
+    .target(name: "TrialWebhooks", dependencies: ["TrialCore", "CCurl", "CCrypto"]),
+
     // libsystemd (Debian: libsystemd-dev), imported only by the Systemd target.
     .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
     // sd_notify, watchdog, socket activation, the journal and swift-log backends.
@@ -194,6 +203,7 @@ let package = Package(
       ]
     ),
     .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
+    .testTarget(name: "TrialWebhooksTests", dependencies: ["TestSupport", "TrialCore", "TrialWebhooks"]),
     .testTarget(
       name: "TrialStoreTests",
       dependencies: [

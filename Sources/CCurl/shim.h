@@ -1,0 +1,120 @@
+// libcurl's declarations, and a table of its functions filled by dlopen: only the webhook
+// sender maps libcurl (and the TLS and HTTP/2 libraries it brings); trialwatchd and
+// trialwatchctl, the same program, never do. Nothing here refers to a libcurl symbol at link
+// time: the table's types are taken with __typeof__ from the declarations, so that a call
+// through it is checked as a direct call is. curl_easy_setopt and curl_easy_getinfo take
+// variadic arguments, which Swift cannot pass: the wrappers below pass each type once.
+#define CURL_DISABLE_TYPECHECK 1
+#include <curl/curl.h>
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The functions the sender calls, each once here.
+#define TW_CURL_FUNCTIONS(X) \
+  X(curl_global_init) X(curl_easy_init) X(curl_easy_cleanup) X(curl_easy_reset) \
+  X(curl_easy_setopt) X(curl_easy_perform) X(curl_easy_getinfo) X(curl_easy_strerror) \
+  X(curl_easy_header) X(curl_slist_append) X(curl_slist_free_all) X(curl_version)
+
+#define TW_CURL_FIELD(name) __typeof__(&name) _Nonnull name;
+typedef struct {
+  TW_CURL_FUNCTIONS(TW_CURL_FIELD)
+} TWCurl;
+#undef TW_CURL_FIELD
+
+// The library's name as its package installs it (Debian: libcurl4, with OpenSSL).
+#define TW_CURL_SONAME "libcurl.so.4"
+
+// Opens libcurl, initialises it once for the process, and returns its table, which lives as
+// long as the process; or NULL with the reason in `error`. Call it once, before any thread
+// uses libcurl.
+static inline const TWCurl *_Nullable tw_curl_open(char *_Nonnull error, size_t size) {
+  void *library = dlopen(TW_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (library == NULL) {
+    const char *reason = dlerror();
+    snprintf(error, size, "%s", reason ? reason : TW_CURL_SONAME ": cannot be opened");
+    return NULL;
+  }
+  TWCurl *table = calloc(1, sizeof *table);
+  if (table == NULL) {
+    snprintf(error, size, "out of memory");
+    dlclose(library);
+    return NULL;
+  }
+#define TW_CURL_RESOLVE(name) \
+  table->name = (__typeof__(&name))dlsym(library, #name); \
+  if (table->name == NULL) { \
+    snprintf(error, size, "%s has no function %s (libcurl 7.84 or later is needed)", TW_CURL_SONAME, #name); \
+    free(table); \
+    dlclose(library); \
+    return NULL; \
+  }
+  TW_CURL_FUNCTIONS(TW_CURL_RESOLVE)
+#undef TW_CURL_RESOLVE
+  CURLcode code = table->curl_global_init(CURL_GLOBAL_ALL);
+  if (code != CURLE_OK) {
+    snprintf(error, size, "curl_global_init failed: %s", table->curl_easy_strerror(code));
+    free(table);
+    dlclose(library);
+    return NULL;
+  }
+  return table;
+}
+
+static inline CURLcode tw_curl_setopt_long(const TWCurl *_Nonnull curl, CURL *_Nonnull handle, CURLoption option,
+                                           long value) {
+  return curl->curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode tw_curl_setopt_pointer(const TWCurl *_Nonnull curl, CURL *_Nonnull handle,
+                                              CURLoption option, const void *_Nullable value) {
+  return curl->curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode tw_curl_getinfo_long(const TWCurl *_Nonnull curl, CURL *_Nonnull handle, CURLINFO info,
+                                            long *_Nonnull value) {
+  return curl->curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode tw_curl_getinfo_off(const TWCurl *_Nonnull curl, CURL *_Nonnull handle, CURLINFO info,
+                                           curl_off_t *_Nonnull value) {
+  return curl->curl_easy_getinfo(handle, info, value);
+}
+
+// The start of a response's body, kept for the attempt's record; the rest is read and dropped.
+#define TW_CURL_BODY_KEPT 512
+typedef struct {
+  char bytes[TW_CURL_BODY_KEPT];
+  size_t count;
+} TWCurlBody;
+
+static inline size_t tw_curl_body_write(char *data, size_t size, size_t count, void *target) {
+  TWCurlBody *body = target;
+  size_t length = size * count;
+  size_t room = TW_CURL_BODY_KEPT - body->count;
+  size_t kept = length < room ? length : room;
+  memcpy(body->bytes + body->count, data, kept);
+  body->count += kept;
+  return length;
+}
+
+// Makes `handle` keep the start of the response's body in `body` (emptied first).
+static inline CURLcode tw_curl_keep_body(const TWCurl *_Nonnull curl, CURL *_Nonnull handle,
+                                         TWCurlBody *_Nonnull body) {
+  body->count = 0;
+  CURLcode code = curl->curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, tw_curl_body_write);
+  if (code != CURLE_OK) return code;
+  return curl->curl_easy_setopt(handle, CURLOPT_WRITEDATA, body);
+}
+
+// The value of the response's last header `name`, or NULL when it has none.
+static inline const char *_Nullable tw_curl_header(const TWCurl *_Nonnull curl, CURL *_Nonnull handle,
+                                                   const char *_Nonnull name) {
+  struct curl_header *header = NULL;
+  if (curl->curl_easy_header(handle, name, 0, CURLH_HEADER, -1, &header) != CURLHE_OK || header == NULL) {
+    return NULL;
+  }
+  return header->value;
+}

@@ -1,0 +1,203 @@
+import Foundation
+import TestSupport
+import Testing
+import TrialCore
+import TrialWebhooks
+
+@Suite struct CryptoTests {
+  @Test func hmacSHA256_OfRFC4231sSecondCase_IsThatCasesMAC() throws {
+    let mac = try Crypto.shared().hmacSHA256(
+      key: Array("Jefe".utf8), data: Array("what do ya want for nothing?".utf8))
+    #expect(
+      mac.map { String(format: "%02x", $0) }.joined()
+        == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+  }
+
+  @Test func newSecret_ReadAgain_IsTheSame_AndEachIsNew() throws {
+    let crypto = try Crypto.shared()
+    let first = try crypto.newSecret()
+    let second = try crypto.newSecret()
+    #expect(try WebhookSecret(first.text) == first)
+    #expect(first.key.count == WebhookSecret.newKeyBytes)
+    #expect(first != second)
+    #expect(!first.description.contains(first.text.dropFirst(WebhookSecret.prefix.count)))
+  }
+
+  @Test func equalInConstantTime_TellsEqualFromUnequal() throws {
+    let crypto = try Crypto.shared()
+    #expect(crypto.equalInConstantTime([1, 2, 3], [1, 2, 3]))
+    #expect(!crypto.equalInConstantTime([1, 2, 3], [1, 2, 4]))
+    #expect(!crypto.equalInConstantTime([1, 2, 3], [1, 2]))
+  }
+}
+
+/// A receiver in Python (`Tests/webhooks/receiver.py`) that checks each message with the
+/// reference verifiers of Standard Webhooks and Svix, over http or over https with a CA of the
+/// test's own.
+final class Receiver {
+  static let script = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("webhooks/receiver.py").path
+
+  let scratch: TemporaryDirectory
+  let process: ChildProcess
+  let url: String
+  /// The CA that signed the receiver's certificate, for https.
+  let caFile: String?
+
+  init(secrets: [WebhookSecret], tls: Bool) throws {
+    let check = try ChildProcess.run(
+      .path("/usr/bin/env"), ["python3", "-c", "import standardwebhooks, svix"])
+    try #require(
+      check.status == .exited(0),
+      "the reference verifiers are missing: run `python3 -m pip install standardwebhooks svix` (make test does)"
+    )
+    scratch = try TemporaryDirectory("webhooks")
+    let secretsFile = scratch.appending("secrets")
+    try secrets.map(\.text).joined(separator: "\n").write(
+      toFile: secretsFile, atomically: true, encoding: .utf8)
+    var arguments = ["python3", Self.script, secretsFile]
+    if tls {
+      let (ca, certificate, key) = try Self.makeCertificates(in: scratch)
+      arguments += ["--tls", certificate, key]
+      caFile = ca
+    } else {
+      caFile = nil
+    }
+    process = try ChildProcess(.path("/usr/bin/env"), arguments)
+    let first = try #require(
+      process.readLine(timeout: 60).line, "the receiver did not start: \(process.readRest(.errors))")
+    let port = try #require(try Self.object(first)["listening"] as? Int)
+    url = "\(tls ? "https" : "http")://127.0.0.1:\(port)/hooks/trials"
+  }
+
+  deinit { process.kill() }
+
+  /// A CA, and a certificate for 127.0.0.1 it signed, made with openssl.
+  static func makeCertificates(in scratch: TemporaryDirectory) throws -> (
+    ca: String, certificate: String, key: String
+  ) {
+    let ca = scratch.appending("ca.pem")
+    let caKey = scratch.appending("ca.key")
+    let key = scratch.appending("server.key")
+    let request = scratch.appending("server.csr")
+    let certificate = scratch.appending("server.pem")
+    let extensions = scratch.appending("server.ext")
+    try "subjectAltName=IP:127.0.0.1\n".write(toFile: extensions, atomically: true, encoding: .utf8)
+    for arguments in [
+      [
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+        caKey,
+        "-out", ca, "-days", "2", "-subj", "/CN=trialwatch test CA",
+      ],
+      [
+        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out",
+        request, "-subj", "/CN=127.0.0.1",
+      ],
+      [
+        "x509", "-req", "-in", request, "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-out", certificate,
+        "-days", "2", "-extfile", extensions,
+      ],
+    ] {
+      let made = try ChildProcess.run(.path("/usr/bin/openssl"), arguments)
+      try #require(made.status == .exited(0), "openssl \(arguments[0]): \(made.errors)")
+    }
+    return (ca, certificate, key)
+  }
+
+  static func object(_ line: String) throws -> [String: Any] {
+    try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+  }
+
+  /// What the receiver made of the next request: its checks, by secret and verifier.
+  func nextChecks() throws -> [String: [String: String]] {
+    let line = try #require(process.readLine(timeout: 60).line, "the receiver got nothing")
+    return try #require(try Self.object(line)["checks"] as? [String: [String: String]])
+  }
+}
+
+@Suite(.serialized) struct SignedPostTests {
+  static let id = "msg_2AbCdEfGhIjKlMnOpQrStUvWxYz"
+  static let body = Array(
+    #"{"type":"trial.expiry","timestamp":"2026-12-02T10:00:00Z","data":{"subject":"acme"}}"#.utf8)
+
+  /// Posts `body`, signed with `signing` for `id` at `timestamp` (now, by default).
+  func post(
+    to receiver: Receiver, signing: [WebhookSecret], body: [UInt8] = body, signedBody: [UInt8]? = nil,
+    timestamp: Int64? = nil
+  ) throws -> HTTPOutcome {
+    let crypto = try Crypto.shared()
+    let time = timestamp ?? Int64(SystemWallClock().now().timeIntervalSince1970)
+    let signature = crypto.signatureHeader(
+      secrets: signing, id: Self.id, timestamp: time, body: signedBody ?? body)
+    let request = HTTPRequest(
+      url: receiver.url,
+      headers: [
+        ("Content-Type", "application/json"), ("webhook-id", Self.id), ("webhook-timestamp", "\(time)"),
+        ("webhook-signature", signature),
+      ],
+      body: body, timeout: .seconds(30), userAgent: "trialwatch/test", caFile: receiver.caFile)
+    return try HTTPClient().post(request)
+  }
+
+  func status(_ outcome: HTTPOutcome) -> Int? {
+    if case .answered(let answer) = outcome { return answer.status }
+    return nil
+  }
+
+  /// While a secret is rotated both sign: each verifier accepts the message under each secret.
+  @Test(arguments: [false, true])
+  func messageSignedWithTwoSecrets_IsAcceptedUnderEach_ByBothVerifiers(tls: Bool) throws {
+    let crypto = try Crypto.shared()
+    let secrets = [try crypto.newSecret(), try crypto.newSecret()]
+    let receiver = try Receiver(secrets: secrets, tls: tls)
+    let outcome = try post(to: receiver, signing: secrets)
+    let checks = try receiver.nextChecks()
+    #expect(
+      checks == [
+        "0": ["standardwebhooks": "ok", "svix": "ok"], "1": ["standardwebhooks": "ok", "svix": "ok"],
+      ])
+    #expect(status(outcome) == 204)
+  }
+
+  @Test func tamperedBody_OldTimestamp_AndWrongSecret_AreRefusedByBothVerifiers() throws {
+    let crypto = try Crypto.shared()
+    let secret = try crypto.newSecret()
+    let receiver = try Receiver(secrets: [secret], tls: false)
+    let now = Int64(SystemWallClock().now().timeIntervalSince1970)
+    let cases: [(String, HTTPOutcome)] = [
+      ("tampered body", try post(to: receiver, signing: [secret], signedBody: Array("{}".utf8))),
+      ("ten minutes old", try post(to: receiver, signing: [secret], timestamp: now - 600)),
+      ("wrong secret", try post(to: receiver, signing: [try crypto.newSecret()])),
+    ]
+    for (name, outcome) in cases {
+      let checks = try receiver.nextChecks()
+      #expect(checks["0"]?["standardwebhooks"] != "ok", "\(name): standardwebhooks accepted it")
+      #expect(checks["0"]?["svix"] != "ok", "\(name): svix accepted it")
+      #expect(status(outcome) == 400, "\(name)")
+    }
+  }
+
+  @Test func https_WithACANotTrusted_FailsInTLS() throws {
+    let secret = try Crypto.shared().newSecret()
+    let receiver = try Receiver(secrets: [secret], tls: true)
+    let request = HTTPRequest(
+      url: receiver.url, headers: [], body: Self.body, timeout: .seconds(30), userAgent: "trialwatch/test")
+    guard case .failed(let error, _) = try HTTPClient().post(request) else {
+      Issue.record("a certificate of an unknown CA was accepted")
+      return
+    }
+    #expect(error.contains("certificate"), "\(error)")
+  }
+
+  @Test func portWithNoListener_FailsInLibcurlsWords() throws {
+    let request = HTTPRequest(
+      url: "http://127.0.0.1:1/", headers: [], body: Self.body, timeout: .seconds(30),
+      userAgent: "trialwatch/test")
+    guard case .failed(let error, _) = try HTTPClient().post(request) else {
+      Issue.record("a post to a closed port was answered")
+      return
+    }
+    #expect(error.contains("connect"), "\(error)")
+  }
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""A receiver of webhooks, as an application would run one: every message is checked with the
+reference verifiers of Standard Webhooks (PyPI standardwebhooks) and of Svix (PyPI svix), once
+for each secret given. Answers 204 when each secret's check passes with both, else 400.
+
+    receiver.py SECRETS_FILE [--tls CERT KEY]
+
+Listens on 127.0.0.1, on a port of its choosing, and prints one JSON line per event on stdout:
+{"listening": PORT} first, then for each request {"path", "headers", "body", "checks"}, where
+checks maps each secret's position to {"standardwebhooks": "ok" or the error, "svix": ...}.
+"""
+import http.server
+import json
+import ssl
+import sys
+
+from standardwebhooks.webhooks import Webhook as StandardWebhook
+from svix.webhooks import Webhook as SvixWebhook
+
+
+def check(verifier, secret, body, headers):
+    try:
+        verifier(secret).verify(body, headers)
+        return "ok"
+    except Exception as error:  # each library has its own error type; its words are the result
+        return f"{type(error).__name__}: {error}"
+
+
+def main():
+    secrets = [line.strip() for line in open(sys.argv[1]) if line.strip()]
+    tls = sys.argv[3:5] if len(sys.argv) >= 5 and sys.argv[2] == "--tls" else None
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            checks = {}
+            for index, secret in enumerate(secrets):
+                checks[str(index)] = {
+                    "standardwebhooks": check(StandardWebhook, secret, body, headers),
+                    "svix": check(SvixWebhook, secret, body, headers),
+                }
+            passed = all(v == "ok" for c in checks.values() for v in c.values())
+            self.send_response(204 if passed else 400)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            print(json.dumps({"path": self.path, "headers": headers, "body": body.decode(), "checks": checks}),
+                  flush=True)
+
+        def log_message(self, format, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls[0], tls[1])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    print(json.dumps({"listening": server.server_address[1]}), flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
