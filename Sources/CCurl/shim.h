@@ -16,7 +16,7 @@
 #define TW_CURL_FUNCTIONS(X) \
   X(curl_global_init) X(curl_easy_init) X(curl_easy_cleanup) X(curl_easy_reset) \
   X(curl_easy_setopt) X(curl_easy_perform) X(curl_easy_getinfo) X(curl_easy_strerror) \
-  X(curl_easy_header) X(curl_slist_append) X(curl_slist_free_all) X(curl_version)
+  X(curl_easy_header) X(curl_slist_append) X(curl_slist_free_all) X(curl_version) X(curl_getdate)
 
 #define TW_CURL_FIELD(name) __typeof__(&name) _Nonnull name;
 typedef struct {

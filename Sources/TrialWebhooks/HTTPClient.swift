@@ -37,6 +37,14 @@ public final class HTTPClient {
     text(try library().pointee.curl_version())
   }
 
+  /// An HTTP date (RFC 9110's three forms, and the others libcurl reads) as Unix seconds; nil
+  /// when it is none.
+  public static func date(_ text: String) throws(HTTPClientError) -> Int64? {
+    let curl = try library()
+    let seconds = text.withCString { curl.pointee.curl_getdate($0, nil) }
+    return seconds == -1 ? nil : Int64(seconds)
+  }
+
   private static func library() throws(HTTPClientError) -> UnsafePointer<TWCurl> {
     switch opened {
     case .success(let table): return table.pointer

@@ -201,3 +201,27 @@ final class Receiver {
     #expect(error.contains("connect"), "\(error)")
   }
 }
+
+@Suite struct RetryAfterTests {
+  static let now = Date(timeIntervalSince1970: 1_445_412_420)  // Wed, 21 Oct 2015 07:27:00 GMT
+
+  @Test func seconds_AreTheWait() {
+    #expect(RetryAfter.wait("7", now: Self.now) == .seconds(7))
+    #expect(RetryAfter.wait(" 120 ", now: Self.now) == .seconds(120))
+    #expect(RetryAfter.wait("0", now: Self.now) == .zero)
+  }
+
+  @Test func httpDate_InEachOfItsThreeForms_IsCountedFromNow() {
+    #expect(RetryAfter.wait("Wed, 21 Oct 2015 07:28:00 GMT", now: Self.now) == .seconds(60))
+    #expect(RetryAfter.wait("Wednesday, 21-Oct-15 07:28:00 GMT", now: Self.now) == .seconds(60))
+    #expect(RetryAfter.wait("Wed Oct 21 07:28:00 2015", now: Self.now) == .seconds(60))
+    #expect(
+      RetryAfter.wait("Wed, 21 Oct 2015 07:00:00 GMT", now: Self.now) == .zero, "a date past is no wait")
+  }
+
+  @Test func anythingElse_IsNoWait() {
+    for header in ["", " ", "soon", "-5", "7s", "1.5"] {
+      #expect(RetryAfter.wait(header, now: Self.now) == nil, "\(header)")
+    }
+  }
+}
