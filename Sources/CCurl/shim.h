@@ -6,7 +6,7 @@
 // variadic arguments, which Swift cannot pass: the wrappers below pass each type once.
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
-#include <dlfcn.h>
+#include "../CLibraryTable/library_table.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +18,9 @@
   X(curl_easy_setopt) X(curl_easy_perform) X(curl_easy_getinfo) X(curl_easy_strerror) \
   X(curl_easy_header) X(curl_slist_append) X(curl_slist_free_all) X(curl_version) X(curl_getdate)
 
-#define TW_CURL_FIELD(name) __typeof__(&name) _Nonnull name;
 typedef struct {
-  TW_CURL_FUNCTIONS(TW_CURL_FIELD)
+  TW_CURL_FUNCTIONS(TW_LIBRARY_FIELD)
 } TWCurl;
-#undef TW_CURL_FIELD
 
 // The library's name as its package installs it (Debian: libcurl4, with OpenSSL).
 #define TW_CURL_SONAME "libcurl.so.4"
@@ -31,28 +29,11 @@ typedef struct {
 // long as the process; or NULL with the reason in `error`. Call it once, before any thread
 // uses libcurl.
 static inline const TWCurl *_Nullable tw_curl_open(char *_Nonnull error, size_t size) {
-  void *library = dlopen(TW_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-  if (library == NULL) {
-    const char *reason = dlerror();
-    snprintf(error, size, "%s", reason ? reason : TW_CURL_SONAME ": cannot be opened");
-    return NULL;
-  }
-  TWCurl *table = calloc(1, sizeof *table);
-  if (table == NULL) {
-    snprintf(error, size, "out of memory");
-    dlclose(library);
-    return NULL;
-  }
-#define TW_CURL_RESOLVE(name) \
-  table->name = (__typeof__(&name))dlsym(library, #name); \
-  if (table->name == NULL) { \
-    snprintf(error, size, "%s has no function %s (libcurl 7.84 or later is needed)", TW_CURL_SONAME, #name); \
-    free(table); \
-    dlclose(library); \
-    return NULL; \
-  }
-  TW_CURL_FUNCTIONS(TW_CURL_RESOLVE)
-#undef TW_CURL_RESOLVE
+  void *library = NULL;
+  TWCurl *table = tw_library_open(TW_CURL_SONAME, sizeof *table, &library, error, size);
+  if (table == NULL) return NULL;
+  const char *soname = TW_CURL_SONAME, *requirement = "libcurl 7.84 or later is needed";
+  TW_CURL_FUNCTIONS(TW_LIBRARY_RESOLVE)
   CURLcode code = table->curl_global_init(CURL_GLOBAL_ALL);
   if (code != CURLE_OK) {
     snprintf(error, size, "curl_global_init failed: %s", table->curl_easy_strerror(code));
