@@ -6,26 +6,14 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include "../CLibraryTable/library_table.h"
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 #define TW_CRYPTO_FUNCTIONS(X) X(HMAC) X(EVP_sha256) X(RAND_bytes) X(CRYPTO_memcmp)
 
-typedef struct {
-  TW_CRYPTO_FUNCTIONS(TW_LIBRARY_FIELD)
-} TWCrypto;
+TW_LIBRARY_TABLE(TWCrypto, TW_CRYPTO_FUNCTIONS)
 
 // The library's name as its package installs it (Debian: libssl3).
 #define TW_CRYPTO_SONAME "libcrypto.so.3"
 
 // Opens libcrypto and returns its table, which lives as long as the process; or NULL with the
 // reason in `error`. Call it once.
-static inline const TWCrypto *_Nullable tw_crypto_open(char *_Nonnull error, size_t size) {
-  void *library = NULL;
-  TWCrypto *table = tw_library_open(TW_CRYPTO_SONAME, sizeof *table, &library, error, size);
-  if (table == NULL) return NULL;
-  const char *soname = TW_CRYPTO_SONAME, *requirement = "OpenSSL 3 is needed";
-  TW_CRYPTO_FUNCTIONS(TW_LIBRARY_RESOLVE)
-  return table;
-}
+TW_LIBRARY_OPENER(tw_crypto_open, TWCrypto, TW_CRYPTO_SONAME, TW_CRYPTO_FUNCTIONS, "OpenSSL 3 is needed")

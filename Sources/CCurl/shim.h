@@ -7,9 +7,6 @@
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
 #include "../CLibraryTable/library_table.h"
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 // The functions the sender calls, each once here.
@@ -18,27 +15,22 @@
   X(curl_easy_setopt) X(curl_easy_perform) X(curl_easy_getinfo) X(curl_easy_strerror) \
   X(curl_easy_header) X(curl_slist_append) X(curl_slist_free_all) X(curl_version) X(curl_getdate)
 
-typedef struct {
-  TW_CURL_FUNCTIONS(TW_LIBRARY_FIELD)
-} TWCurl;
+TW_LIBRARY_TABLE(TWCurl, TW_CURL_FUNCTIONS)
 
 // The library's name as its package installs it (Debian: libcurl4, with OpenSSL).
 #define TW_CURL_SONAME "libcurl.so.4"
+
+TW_LIBRARY_OPENER(tw_curl_load, TWCurl, TW_CURL_SONAME, TW_CURL_FUNCTIONS, "libcurl 7.84 or later is needed")
 
 // Opens libcurl, initialises it once for the process, and returns its table, which lives as
 // long as the process; or NULL with the reason in `error`. Call it once, before any thread
 // uses libcurl.
 static inline const TWCurl *_Nullable tw_curl_open(char *_Nonnull error, size_t size) {
-  void *library = NULL;
-  TWCurl *table = tw_library_open(TW_CURL_SONAME, sizeof *table, &library, error, size);
+  const TWCurl *table = tw_curl_load(error, size);
   if (table == NULL) return NULL;
-  const char *soname = TW_CURL_SONAME, *requirement = "libcurl 7.84 or later is needed";
-  TW_CURL_FUNCTIONS(TW_LIBRARY_RESOLVE)
   CURLcode code = table->curl_global_init(CURL_GLOBAL_ALL);
   if (code != CURLE_OK) {
     snprintf(error, size, "curl_global_init failed: %s", table->curl_easy_strerror(code));
-    free(table);
-    dlclose(library);
     return NULL;
   }
   return table;

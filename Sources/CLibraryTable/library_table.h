@@ -43,4 +43,23 @@ static inline void *_Nullable tw_library_open(const char *_Nonnull soname, size_
   }
   return table;
 }
+
+// The table type `Type` of the functions `FUNCTIONS` lists.
+#define TW_LIBRARY_TABLE(Type, FUNCTIONS) \
+  typedef struct { \
+    FUNCTIONS(TW_LIBRARY_FIELD) \
+  } Type;
+
+// `function(error, size)`: opens `SONAME` and returns its table of `Type`, which lives as long as
+// the process; or NULL with the reason in `error` (dlerror's text, or the name of a missing
+// function and `REQUIREMENT`, the version needed). Call it once.
+#define TW_LIBRARY_OPENER(function, Type, SONAME, FUNCTIONS, REQUIREMENT) \
+  static inline const Type *_Nullable function(char *_Nonnull error, size_t size) { \
+    void *library = NULL; \
+    Type *table = tw_library_open(SONAME, sizeof *table, &library, error, size); \
+    if (table == NULL) return NULL; \
+    const char *soname = SONAME, *requirement = REQUIREMENT; \
+    FUNCTIONS(TW_LIBRARY_RESOLVE) \
+    return table; \
+  }
 #endif

@@ -4,9 +4,6 @@
 // __typeof__ from the declarations, so a call through it is checked as a direct call is.
 #include <postgresql/libpq-fe.h>
 #include "../CLibraryTable/library_table.h"
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 // The functions TrialPostgres calls, each once here.
 #define TW_LIBPQ_FUNCTIONS(X) \
@@ -18,20 +15,11 @@
   X(PQresultStatus) X(PQsendQueryParams) X(PQserverVersion) X(PQsetNoticeProcessor) \
   X(PQsocket) X(PQstatus)
 
-typedef struct {
-  TW_LIBPQ_FUNCTIONS(TW_LIBRARY_FIELD)
-} TWLibPQ;
+TW_LIBRARY_TABLE(TWLibPQ, TW_LIBPQ_FUNCTIONS)
 
 // The library's name as its package installs it (Debian: libpq5).
 #define TW_LIBPQ_SONAME "libpq.so.5"
 
 // Opens libpq and returns its table, which lives as long as the process; or NULL with the
 // reason in `error` (dlerror's text, or the name of a missing function). Call it once.
-static inline const TWLibPQ *_Nullable tw_libpq_open(char *_Nonnull error, size_t size) {
-  void *library = NULL;
-  TWLibPQ *table = tw_library_open(TW_LIBPQ_SONAME, sizeof *table, &library, error, size);
-  if (table == NULL) return NULL;
-  const char *soname = TW_LIBPQ_SONAME, *requirement = "libpq 14 or later is needed";
-  TW_LIBPQ_FUNCTIONS(TW_LIBRARY_RESOLVE)
-  return table;
-}
+TW_LIBRARY_OPENER(tw_libpq_open, TWLibPQ, TW_LIBPQ_SONAME, TW_LIBPQ_FUNCTIONS, "libpq 14 or later is needed")
