@@ -12,7 +12,7 @@ private let epoch = Date(timeIntervalSince1970: 1_800_000_000)
     #expect(!secret.description.contains("AAEC"), "a secret's description never shows its key")
   }
 
-  @Test func secret_WithoutPrefix_NotBase64_OrOfAWrongLength_IsRefusedSayingWhy() {
+  @Test func secretText_WithoutPrefixOrBase64OrOfAWrongLength_IsRefusedSayingWhy() {
     #expect(throws: WebhookSecretError.prefix) { try WebhookSecret("AAECAwQFBgcICQoLDA0ODxAREhMUFRYX") }
     #expect(throws: WebhookSecretError.base64) { try WebhookSecret("whsec_not base64!") }
     #expect(throws: WebhookSecretError.length(16)) { try WebhookSecret("whsec_AAECAwQFBgcICQoLDA0ODw==") }
@@ -54,7 +54,7 @@ private let epoch = Date(timeIntervalSince1970: 1_800_000_000)
 }
 
 @Suite struct WebhookAttemptTests {
-  @Test func only2xx_Delivers_ARedirectFails_410IsGone() {
+  @Test func attempt_AnsweredWith2xxDeliversAndWith410IsGone_ARedirectFails() {
     #expect(WebhookAttempt.answered(status: 204, retryAfter: nil).delivered)
     #expect(!WebhookAttempt.answered(status: 301, retryAfter: nil).delivered)
     #expect(!WebhookAttempt.failed("Couldn't connect to server").delivered)
@@ -72,7 +72,7 @@ private let epoch = Date(timeIntervalSince1970: 1_800_000_000)
 @Suite struct WebhookEndpointHealthTests {
   let fiveDays = Duration.days(5)
 
-  @Test func failures_ForLongerThanDisableAfter_DisableTheEndpoint_ADeliveryBeforeClearsThem() {
+  @Test func failures_ForLongerThanDisableAfter_DisableTheEndpointUnlessADeliveryClearedThem() {
     var health = WebhookEndpointHealth()
     var disabled: Bool
     let failure = WebhookAttempt.answered(status: 500, retryAfter: nil)

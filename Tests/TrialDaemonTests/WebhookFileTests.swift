@@ -14,7 +14,7 @@ import TrialCore
     return (endpoints, diagnostics.map(\.description))
   }
 
-  @Test func endpointFile_WithEveryKey_IsTheEndpoint_AndOneWithTheNeededKeysHasTheDefaults() throws {
+  @Test func endpointFile_WithEveryKeyOrOnlyTheNeededOnes_IsTheEndpointWithItsDefaults() throws {
     let fixture = ConfigurationFixture()
     fixture.write(
       "webhooks/billing.conf",
@@ -90,7 +90,7 @@ import TrialCore
 }
 
 @Suite struct WebhookEndpointTests {
-  @Test func url_HTTPSOrHTTPToThisHost_IsTaken_ElseRefusedSayingWhy() {
+  @Test func url_OtherThanHTTPSOrHTTPToThisHost_IsRefusedSayingWhy() {
     for url in [
       "https://app.example.com/hooks", "http://127.0.0.1:8080/", "http://localhost/h", "http://[::1]:9/",
     ] {

@@ -13,7 +13,7 @@ import TrialWebhooks
         == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
   }
 
-  @Test func newSecret_ReadAgain_IsTheSame_AndEachIsNew() throws {
+  @Test func newSecret_ReadAgain_IsTheSameAndDiffersFromTheNext() throws {
     let crypto = try Crypto.shared()
     let first = try crypto.newSecret()
     let second = try crypto.newSecret()
@@ -160,7 +160,7 @@ final class Receiver {
     #expect(status(outcome) == 204)
   }
 
-  @Test func tamperedBody_OldTimestamp_AndWrongSecret_AreRefusedByBothVerifiers() throws {
+  @Test func messageTamperedOldOrWronglySigned_IsRefusedByBothVerifiers() throws {
     let crypto = try Crypto.shared()
     let secret = try crypto.newSecret()
     let receiver = try Receiver(secrets: [secret], tls: false)
