@@ -142,27 +142,20 @@ public final class HTTPClient {
   }
 }
 
-/// A POST to make.
+/// A POST to make: its address and body, then what differs from the defaults.
 public struct HTTPRequest: Sendable {
   public var url: String
-  public var headers: [(String, String)]
   public var body: [UInt8]
+  public var headers: [(String, String)] = []
   /// The whole request's limit: connecting, sending and the answer.
-  public var timeout: Duration
-  public var userAgent: String
+  public var timeout = Duration.seconds(15)
+  public var userAgent = "trialwatch"
   /// A file of CA certificates to check the peer against instead of the system's.
   public var caFile: String?
 
-  public init(
-    url: String, headers: [(String, String)], body: [UInt8], timeout: Duration, userAgent: String,
-    caFile: String? = nil
-  ) {
+  public init(url: String, body: [UInt8]) {
     self.url = url
-    self.headers = headers
     self.body = body
-    self.timeout = timeout
-    self.userAgent = userAgent
-    self.caFile = caFile
   }
 }
 

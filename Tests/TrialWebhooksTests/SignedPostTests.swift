@@ -130,13 +130,15 @@ final class Receiver {
     let time = timestamp ?? Int64(SystemWallClock().now().timeIntervalSince1970)
     let signature = crypto.signatureHeader(
       secrets: signing, id: Self.id, timestamp: time, body: signedBody ?? body)
-    let request = HTTPRequest(
-      url: receiver.url,
-      headers: [
-        ("Content-Type", "application/json"), ("webhook-id", Self.id), ("webhook-timestamp", "\(time)"),
-        ("webhook-signature", signature),
-      ],
-      body: body, timeout: .seconds(30), userAgent: "trialwatch/test", caFile: receiver.caFile)
+    var request = HTTPRequest(url: receiver.url, body: body)
+    request.headers = [
+      ("Content-Type", "application/json"), ("webhook-id", Self.id), ("webhook-timestamp", "\(time)"),
+      ("webhook-signature", signature),
+    ]
+    request.userAgent = "trialwatch/test"
+    request.caFile = receiver.caFile
+    // A wait for the receiver that only something broken reaches.
+    request.timeout = .seconds(patience)
     return try HTTPClient().post(request)
   }
 
@@ -181,8 +183,7 @@ final class Receiver {
   @Test func https_WithACANotTrusted_FailsInTLS() throws {
     let secret = try Crypto.shared().newSecret()
     let receiver = try Receiver(secrets: [secret], tls: true)
-    let request = HTTPRequest(
-      url: receiver.url, headers: [], body: Self.body, timeout: .seconds(30), userAgent: "trialwatch/test")
+    let request = HTTPRequest(url: receiver.url, body: Self.body)
     guard case .failed(let error, _) = try HTTPClient().post(request) else {
       Issue.record("a certificate of an unknown CA was accepted")
       return
@@ -191,9 +192,7 @@ final class Receiver {
   }
 
   @Test func portWithNoListener_FailsInLibcurlsWords() throws {
-    let request = HTTPRequest(
-      url: "http://127.0.0.1:1/", headers: [], body: Self.body, timeout: .seconds(30),
-      userAgent: "trialwatch/test")
+    let request = HTTPRequest(url: "http://127.0.0.1:1/", body: Self.body)
     guard case .failed(let error, _) = try HTTPClient().post(request) else {
       Issue.record("a post to a closed port was answered")
       return
