@@ -114,19 +114,37 @@ extension ConfigurationSchema {
 
   static func reminders(_ value: String) throws(InvalidValue) -> ReminderSchedule {
     if value == "none" { return .none }
-    var offsets: [Duration] = []
-    for item in value.split(separator: ",", omittingEmptySubsequences: false) {
-      let text = ConfigurationSyntax.trimmed(item)
-      guard !text.isEmpty else {
-        throw InvalidValue(reason: "empty reminder offset; expected time spans separated by commas, or none")
-      }
-      offsets.append(try span(text))
-    }
+    let offsets = try spans(value, item: "reminder offset", or: ", or none")
     do {
       return try ReminderSchedule(offsets)
     } catch {
       throw InvalidValue(reason: error.description)
     }
+  }
+
+  /// Time spans separated by commas; `item` names one in the error for an empty one, `or` adds
+  /// what else the value may be.
+  static func spans(_ value: String, item: String, or: String = "") throws(InvalidValue) -> [Duration] {
+    var spans: [Duration] = []
+    for part in value.split(separator: ",", omittingEmptySubsequences: false) {
+      let text = ConfigurationSyntax.trimmed(part)
+      guard !text.isEmpty else {
+        throw InvalidValue(reason: "empty \(item); expected time spans separated by commas\(or)")
+      }
+      spans.append(try span(text))
+    }
+    return spans
+  }
+
+  /// Names separated by spaces (or commas), each taken by `validate` (nil) or refused (its
+  /// problem); at least one.
+  static func names(_ value: String, validate: (String) -> String?) throws(InvalidValue) -> Set<String> {
+    let names = value.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," }).map(String.init)
+    guard !names.isEmpty else { throw InvalidValue(reason: "names at least one") }
+    for name in names {
+      if let problem = validate(name) { throw InvalidValue(reason: "\"\(name)\" \(problem)") }
+    }
+    return Set(names)
   }
 
   /// A boolean as systemd reads one: 1, yes, y, true, t or on; 0, no, n, false, f or off (any case).

@@ -82,27 +82,16 @@ enum PlanFiles {
     diagnostics: inout [ConfigurationDiagnostic], files: inout [String]
   ) -> [String: TrialPlan] {
     var plans: [String: TrialPlan] = [:]
-    for name in ConfigurationText.confFiles(in: directory, what: "plans", into: &diagnostics) {
-      let file = directory + "/" + name
-      // By bytes: "x\u{600}.conf" ends in ".conf", yet its last five characters are "\u{600}.conf".
-      let planName = String(decoding: name.utf8.dropLast(".conf".utf8.count), as: UTF8.self)
-      if let problem = TrialPlan.validateName(planName) {
-        diagnostics.append(
-          .init(.error, file: file, line: nil, "\"\(planName)\" cannot name a plan: it \(problem)"))
-        continue
-      }
-      switch ConfigurationText.read(file, required: true, into: &diagnostics) {
-      case .absent, .unreadable: continue
-      case .masked: files.append(file)
-      case .text(let text):
-        files.append(file)
-        let before = diagnostics.count
-        let plan = read(
-          text, file: file, name: planName, defaults: defaults, complianceWarnings: complianceWarnings,
-          diagnostics: &diagnostics)
-        diagnostics[before...].sort { ($0.line ?? 0) < ($1.line ?? 0) }
-        if let plan { plans[planName] = plan }
-      }
+    SectionFiles.each(
+      in: directory, what: "plans", thing: "a plan", validateName: TrialPlan.validateName,
+      diagnostics: &diagnostics,
+      files: &files
+    ) { planName, file, text, diagnostics in
+      guard let text else { return }
+      let plan = read(
+        text, file: file, name: planName, defaults: defaults, complianceWarnings: complianceWarnings,
+        diagnostics: &diagnostics)
+      if let plan { plans[planName] = plan }
     }
     // Folding subjects that are not ASCII needs libunistring, opened at the first such subject.
     if let reason = SubjectFolding.unicodeUnavailable {
@@ -133,67 +122,31 @@ enum PlanFiles {
     _ text: String, file: String, name: String, defaults: TrialDefaults, complianceWarnings: Bool = true,
     diagnostics: inout [ConfigurationDiagnostic]
   ) -> TrialPlan? {
-    let parsed = ConfigurationSyntax.parse(text, file: file)
-    diagnostics += parsed.diagnostics
-    var valid = !parsed.diagnostics.contains { $0.severity == .error }
-    for (found, line) in parsed.sections where found != section {
-      diagnostics.append(
-        .init(
-          .warning, file: file, line: line,
-          "unknown section [\(found)] in a plan file, its assignments are ignored (a plan file has [\(section)])"
-        ))
-    }
     var plan = TrialPlan(name: name, length: defaults.length, reminders: defaults.reminders)
     var labels: [String: String] = [:]
     var labelsLine: Int?
     var complianceWarnings = complianceWarnings
-    var assigned: [String: Int] = [:]
-    for assignment in parsed.assignments {
-      let line = assignment.line
-      guard let found = assignment.section else {
-        diagnostics.append(
-          .init(
-            .warning, file: file, line: line,
-            "assignment \(assignment.key)= outside of any section, ignored (a plan file has [\(section)])"))
-        continue
-      }
-      guard found == section else { continue }
-      guard keys.contains(assignment.key) else {
-        var message = "unknown key \"\(assignment.key)\" in [\(section)], ignored"
-        if let near = keys.first(where: { $0.lowercased() == assignment.key.lowercased() }) {
-          message += " (did you mean \"\(near)\"?)"
-        }
-        diagnostics.append(.init(.warning, file: file, line: line, message))
-        continue
-      }
-      let value = assignment.value
-      do throws(InvalidValue) {
-        switch assignment.key {
-        case "Description": plan.description = value.isEmpty ? nil : value
-        case "Length":
-          plan.length = value.isEmpty ? defaults.length : try ConfigurationSchema.positiveSpan(value)
-        case "Reminders":
-          plan.reminders = value.isEmpty ? defaults.reminders : try ConfigurationSchema.reminders(value)
-        case "ComplianceWarnings": complianceWarnings = try ConfigurationSchema.boolean(value)
-        case "Once":
-          plan.once = value.isEmpty ? .no : try ConfigurationSchema.choice(value, of: TrialOnce.self)
-        case "SubjectKey":
-          plan.subjectKey =
-            value.isEmpty ? .exact : try ConfigurationSchema.choice(value, of: SubjectKeyRule.self)
-        case "MaxPause":
-          plan.maxPause = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
-        default:
-          if value.isEmpty { labels = [:] }
-          for (key, text) in try labelPairs(value) { labels[key] = text }
-          labelsLine = line
-        }
-        assigned[assignment.key] = line
-      } catch {
-        valid = false
-        diagnostics.append(
-          .init(
-            .error, file: file, line: line,
-            "invalid value \"\(value)\" for \(assignment.key)= in [\(section)]: \(error.reason)"))
+    var (valid, assigned) = SectionFiles.read(
+      text, file: file, section: section, keys: keys, kind: "a plan file", diagnostics: &diagnostics
+    ) { key, value, line throws(InvalidValue) in
+      switch key {
+      case "Description": plan.description = value.isEmpty ? nil : value
+      case "Length":
+        plan.length = value.isEmpty ? defaults.length : try ConfigurationSchema.positiveSpan(value)
+      case "Reminders":
+        plan.reminders = value.isEmpty ? defaults.reminders : try ConfigurationSchema.reminders(value)
+      case "ComplianceWarnings": complianceWarnings = try ConfigurationSchema.boolean(value)
+      case "Once":
+        plan.once = value.isEmpty ? .no : try ConfigurationSchema.choice(value, of: TrialOnce.self)
+      case "SubjectKey":
+        plan.subjectKey =
+          value.isEmpty ? .exact : try ConfigurationSchema.choice(value, of: SubjectKeyRule.self)
+      case "MaxPause":
+        plan.maxPause = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
+      default:
+        if value.isEmpty { labels = [:] }
+        for (key, text) in try labelPairs(value) { labels[key] = text }
+        labelsLine = line
       }
     }
     do {
