@@ -1,9 +1,10 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Targets point one way: executables → daemon → engine, control server → core. TrialCore has no
-// I/O and no C; each C library (CLMDB, CPostgres, CSystemd, CTimerFD, CEpoll, CUnistring) is
-// imported by exactly one Swift file. Each target's comment below states what it may import.
+// Targets point one way: executables → daemon → configuration, engine, control server → core.
+// TrialCore has no I/O and no C; each C library (CLMDB, CPostgres, CSystemd, CTimerFD, CEpoll,
+// CUnistring) is imported by exactly one Swift file. Each target's comment below states what it
+// may import.
 // The stores sit beside the daemon, not under it: TrialCore defines what a store is (the
 // repository contract, `StoreServices`, `FleetServices`), TrialStore (LMDB) and TrialPostgres
 // implement it, and the executable trialwatchd chooses between them (`StoreBackends`).
@@ -112,14 +113,24 @@ let package = Package(
       name: "TrialControlServer",
       dependencies: ["TrialControl", "CEpoll", .product(name: "Logging", package: "swift-log")]
     ),
-    // The daemon's wiring: the service, configuration, the journal and the runtime (signals,
-    // clock steps, memory), joining the engine to the control server and to systemd; the store
-    // comes from the executable, through the contract of TrialCore.
+    // The configuration: trialwatch.conf and its drop-ins, the plan files and the webhook
+    // endpoints' files read into `DaemonConfiguration` with FILE:LINE diagnostics, the schema the
+    // manual documents, and the few file reads they need (Files.swift). Import rule: TrialCore,
+    // ErrnoText, Systemd (`LogTarget`) and Logging (`Logger.Level`) only: no engine, no store, no
+    // socket, so that the daemon, the manual and the fuzz targets read files alike.
+    .target(
+      name: "TrialConfiguration",
+      dependencies: ["TrialCore", "ErrnoText", "Systemd", .product(name: "Logging", package: "swift-log")]
+    ),
+    // The daemon's wiring: the service, the journal and the runtime (signals, clock steps,
+    // memory), joining the engine to the control server and to systemd under the configuration
+    // TrialConfiguration reads; the store comes from the executable, through the contract of
+    // TrialCore.
     .target(
       name: "TrialDaemon",
       dependencies: [
-        "TrialCore", "TrialEngine", "TrialControlServer", "TrialStore", "TrialControl", "Systemd",
-        "CTimerFD", "CUnistring",
+        "TrialCore", "TrialConfiguration", "TrialEngine", "TrialControlServer", "TrialStore", "TrialControl",
+        "Systemd", "CTimerFD", "CUnistring",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
@@ -151,7 +162,7 @@ let package = Package(
     .target(
       name: "TrialManual",
       dependencies: [
-        "TrialControl", "TrialCtl", "TrialDaemon",
+        "TrialConfiguration", "TrialControl", "TrialCtl", "TrialDaemon",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
@@ -171,8 +182,9 @@ let package = Package(
     .target(
       name: "TrialFuzzTargets",
       dependencies: [
-        "TrialCore", "TrialTesting", "TrialStore", "TrialStoreTesting", "TrialControl", "TrialDaemon",
-        "TrialEngine", "TrialControlServer", "TrialCtl", .product(name: "Logging", package: "swift-log"),
+        "TrialCore", "TrialTesting", "TrialStore", "TrialStoreTesting", "TrialControl", "TrialConfiguration",
+        "TrialDaemon", "TrialEngine", "TrialControlServer", "TrialCtl",
+        .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
@@ -227,8 +239,8 @@ let package = Package(
     .testTarget(
       name: "TrialDaemonTests",
       dependencies: [
-        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialDaemon", "TrialEngine",
-        "TrialControlServer", "TrialDaemonTesting", "TrialCtl",
+        "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialConfiguration", "TrialDaemon",
+        "TrialEngine", "TrialControlServer", "TrialDaemonTesting", "TrialCtl",
         "TrialStore", "TrialStoreTesting", "TrialPostgres", "TrialPostgresTesting", "Systemd",
         "SystemdTesting",
         .product(name: "Logging", package: "swift-log"),
@@ -245,7 +257,9 @@ let package = Package(
       name: "TrialFuzzTargetsTests", dependencies: ["TrialFuzzTargets", "TrialCore", "TrialStore"]),
     .testTarget(
       name: "TrialManualTests",
-      dependencies: ["TestSupport", "TrialControl", "TrialCtl", "TrialDaemon", "TrialManual"]
+      dependencies: [
+        "TestSupport", "TrialConfiguration", "TrialControl", "TrialCtl", "TrialDaemon", "TrialManual",
+      ]
     ),
   ]
 )

@@ -1,8 +1,8 @@
 import ArgumentParser
 import FoundationEssentials
+import TrialConfiguration
 import TrialCore
 import TrialCtl
-import TrialDaemon
 
 /// A configuration directory as an operator writes it, read as `trialwatchd --check-config`
 /// reads it (`ConfigurationLoader`), and a consumer's file read as its unit uses it. The input

@@ -1,4 +1,4 @@
-import TrialDaemon
+import TrialConfiguration
 
 /// trialwatch.conf(5): every section and key of the configuration with its value, meaning
 /// and default, read off `ConfigurationDocumentation` (the schema the daemon applies).

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TrialConfiguration
 import TrialControl
 import TrialCtl
 import TrialDaemon

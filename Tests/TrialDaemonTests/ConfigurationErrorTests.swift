@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 import TrialCore
 
+@testable import TrialConfiguration
 @testable import TrialDaemon
 
 /// Every way a configuration can be wrong, each with its exact message.

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import TrialCore
 
-@testable import TrialDaemon
+@testable import TrialConfiguration
 
 /// A scratch `/etc/trialwatch`: the main file and its drop-in directory, on the real file system.
 final class ConfigurationFixture {

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 import TrialCore
 
+@testable import TrialConfiguration
 @testable import TrialDaemon
 
 @Suite struct ConfigurationLoadingTests {

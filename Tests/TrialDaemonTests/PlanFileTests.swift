@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TrialCore
 
-@testable import TrialDaemon
+@testable import TrialConfiguration
 
 /// Plan files, read as the daemon reads them: `plans/NAME.conf` beside the main file.
 @Suite struct PlanFileTests {

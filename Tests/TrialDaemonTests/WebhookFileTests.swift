@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TrialCore
 
-@testable import TrialDaemon
+@testable import TrialConfiguration
 
 /// Webhook endpoint files, `webhooks/NAME.conf` beside the main file, read as the plan files are.
 @Suite struct WebhookFileTests {

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import TrialConfiguration
 @testable import TrialDaemon
 @testable import TrialManual
 

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TrialConfiguration
 import TrialCore
 import TrialEngine
 
@@ -11,20 +12,8 @@ import TrialEngine
 /// begins, holds at most `burst` entries, so journald's does too. Pure: times come from the
 /// caller (the engine's `WakeScheduler.monotonicNow`), to the microsecond, as journald counts.
 public struct JournalPace: Sendable {
-  /// At most `burst` entries in any window of `interval`.
-  public struct Limit: Hashable, Sendable, CustomStringConvertible {
-    public var interval: Duration
-    public var burst: Int
-
-    public init(interval: Duration, burst: Int) {
-      precondition(interval > .zero && burst > 0, "a limit needs a positive interval and burst")
-      self.interval = interval
-      self.burst = burst
-    }
-
-    /// `9000 entries per 30s`.
-    public var description: String { "\(burst) entries per \(TimeSpan.format(interval))" }
-  }
+  /// At most `burst` entries in any window of `interval` (`[Journal]` of the configuration).
+  public typealias Limit = JournalRateLimit
 
   /// Nil: entries go as they come.
   public private(set) var limit: Limit?

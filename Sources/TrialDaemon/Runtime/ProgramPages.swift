@@ -1,4 +1,5 @@
 import Glibc
+import TrialConfiguration
 
 /// The pages of the daemon's program and of its shared libraries that it has in memory: most
 /// of the program's are code and metadata run once, at start-up (loading the configuration and

@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Logging
 import Systemd
+import TrialConfiguration
 import TrialControl
 import TrialControlServer
 import TrialCore

@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Logging
 import Systemd
+import TrialConfiguration
 import TrialCore
 import TrialEngine
 
@@ -25,8 +26,10 @@ public struct DaemonOptions: Hashable, Sendable {
   }
 
   public var loader: ConfigurationLoader {
-    ConfigurationLoader(
+    var loader = ConfigurationLoader(
       mainFile: configPath ?? DaemonConfiguration.defaultPath, mainFileRequired: configPath != nil)
+    loader.unicodeUnavailable = { SubjectFolding.unicodeUnavailable }
+    return loader
   }
 
   /// Loads the configuration and applies the command-line overrides.

@@ -1,3 +1,4 @@
+import TrialConfiguration
 import TrialCore
 
 /// Where the daemon's store comes from, for both backends, chosen by the executable: the

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TrialConfiguration
 import TrialControl
 import TrialCore
 import TrialStore

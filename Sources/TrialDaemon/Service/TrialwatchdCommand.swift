@@ -1,5 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
+import TrialConfiguration
 import TrialCore
 
 #if canImport(Glibc)

@@ -76,10 +76,13 @@ enum PlanFiles {
           + "pauses."),
     ])
 
-  /// The plans of `directory`, by name, each from its file over `defaults`.
+  /// The plans of `directory`, by name, each from its file over `defaults`. `unicodeUnavailable`
+  /// says why subjects that are not ASCII cannot be case folded on this host, if they cannot
+  /// (`ConfigurationLoader.unicodeUnavailable`).
   static func load(
     directory: String, defaults: TrialDefaults, complianceWarnings: Bool = true,
-    diagnostics: inout [ConfigurationDiagnostic], files: inout [String]
+    unicodeUnavailable: () -> String? = { nil }, diagnostics: inout [ConfigurationDiagnostic],
+    files: inout [String]
   ) -> [String: TrialPlan] {
     var plans: [String: TrialPlan] = [:]
     SectionFiles.each(
@@ -94,7 +97,7 @@ enum PlanFiles {
       if let plan { plans[planName] = plan }
     }
     // Folding subjects that are not ASCII needs libunistring, opened at the first such subject.
-    if let reason = SubjectFolding.unicodeUnavailable {
+    if let reason = unicodeUnavailable() {
       for plan in plans.values.sorted(by: { $0.name < $1.name })
       where plan.once != .no && plan.subjectKey != .exact {
         diagnostics.append(

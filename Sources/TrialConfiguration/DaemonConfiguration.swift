@@ -104,9 +104,9 @@ public struct DaemonConfiguration: Hashable, Sendable {
   var postgreSQLKeys = PostgreSQLKeys()
 
   /// The pace of event entries, or nil when either key turns it off.
-  public var journalRateLimit: JournalPace.Limit? {
+  public var journalRateLimit: JournalRateLimit? {
     guard let burst = journalRateLimitBurst, journalRateLimitInterval > .zero else { return nil }
-    return JournalPace.Limit(interval: journalRateLimitInterval, burst: burst)
+    return JournalRateLimit(interval: journalRateLimitInterval, burst: burst)
   }
 
   /// The defaults. `environment` supplies `STATE_DIRECTORY`.
@@ -128,6 +128,22 @@ public struct DaemonConfiguration: Hashable, Sendable {
     if let first, first.utf8.first == UInt8(ascii: "/") { return first }
     return defaultStateDirectory
   }
+}
+
+/// The pace of the journal's event entries (`[Journal]`): at most `burst` entries in any window
+/// of `interval`; the daemon's `JournalPace` keeps to it.
+public struct JournalRateLimit: Hashable, Sendable, CustomStringConvertible {
+  public var interval: Duration
+  public var burst: Int
+
+  public init(interval: Duration, burst: Int) {
+    precondition(interval > .zero && burst > 0, "a limit needs a positive interval and burst")
+    self.interval = interval
+    self.burst = burst
+  }
+
+  /// `9000 entries per 30s`.
+  public var description: String { "\(burst) entries per \(TimeSpan.format(interval))" }
 }
 
 /// Where the daemon keeps trials (`[Store] Backend=`).

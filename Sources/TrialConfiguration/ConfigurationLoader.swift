@@ -47,6 +47,10 @@ public struct ConfigurationLoader: Sendable {
   public var mainFileRequired: Bool
   /// Supplies `STATE_DIRECTORY` for the default state directory.
   public var environment: [String: String]
+  /// Why subjects that are not ASCII cannot be case folded on this host (libunistring cannot be
+  /// opened), or nil when they can: plans that fold subjects are warned about. The daemon's
+  /// `DaemonOptions` sets it; the default knows of no problem.
+  public var unicodeUnavailable: @Sendable () -> String? = { nil }
 
   public init(
     mainFile: String = DaemonConfiguration.defaultPath, dropInDirectory: String? = nil,
@@ -77,8 +81,8 @@ public struct ConfigurationLoader: Sendable {
       directory: planDirectory,
       defaults: TrialDefaults(
         length: state.configuration.defaultLength, reminders: state.configuration.defaultReminders),
-      complianceWarnings: state.configuration.complianceWarnings, diagnostics: &state.diagnostics,
-      files: &state.files)
+      complianceWarnings: state.configuration.complianceWarnings, unicodeUnavailable: unicodeUnavailable,
+      diagnostics: &state.diagnostics, files: &state.files)
     return LoadedConfiguration(
       configuration: state.configuration, diagnostics: state.diagnostics, files: state.files)
   }
