@@ -24,6 +24,8 @@ public struct ConfigurationDocumentation: Hashable, Sendable {
   public var sections: [Section]
   /// The one section of a plan file.
   public var plan: Section = PlanFiles.documentation
+  /// The one section of a webhook endpoint's file.
+  public var webhook: Section = WebhookFiles.documentation
 
   /// Every section and key trialwatchd reads, in the order of the sample configuration.
   public static let current = ConfigurationDocumentation(
@@ -43,4 +45,6 @@ public struct ConfigurationDocumentation: Hashable, Sendable {
   public static let dropInDirectory = DaemonConfiguration.defaultPath + ".d"
   /// The folder of plan files, one a plan: `plans/` beside the main file.
   public static let planDirectory = ConfigurationLoader.planDirectory(beside: mainFile)
+  /// The folder of webhook endpoints' files, one an endpoint: `webhooks/` beside the main file.
+  public static let webhookDirectory = ConfigurationLoader.webhookDirectory(beside: mainFile)
 }

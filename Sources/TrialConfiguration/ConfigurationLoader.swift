@@ -36,13 +36,16 @@ public struct ConfigurationReport: Hashable, Sendable {
 /// file-name order, later assignments overriding earlier ones; an empty assignment
 /// (`Key=`) resets a key to its default. A missing main file or drop-in directory is fine:
 /// the defaults apply (unless `mainFileRequired`, for a file named on the command line).
-/// Unknown sections and keys are warnings; invalid values, bad syntax and unreadable files
-/// are errors.
+/// Then the plan files (`plans/*.conf`) and the webhook endpoints' files (`webhooks/*.conf`)
+/// beside the main file, in file-name order. Unknown sections and keys are warnings; invalid
+/// values, bad syntax and unreadable files are errors.
 public struct ConfigurationLoader: Sendable {
   public var mainFile: String
   public var dropInDirectory: String
   /// Where the plan files are (`PlanFiles`): `plans/` beside the main file.
   public var planDirectory: String
+  /// Where the webhook endpoints' files are (`WebhookFiles`): `webhooks/` beside the main file.
+  public var webhookDirectory: String
   /// When set, a missing main file is an error (for `--config FILE`).
   public var mainFileRequired: Bool
   /// Supplies `STATE_DIRECTORY` for the default state directory.
@@ -60,13 +63,23 @@ public struct ConfigurationLoader: Sendable {
     self.mainFileRequired = mainFileRequired
     self.dropInDirectory = dropInDirectory ?? mainFile + ".d"
     self.planDirectory = Self.planDirectory(beside: mainFile)
+    self.webhookDirectory = Self.webhookDirectory(beside: mainFile)
     self.environment = environment
   }
 
   /// The plan files' folder for the main file `mainFile`: `plans/` in the same folder.
   public static func planDirectory(beside mainFile: String) -> String {
+    directory("plans", beside: mainFile)
+  }
+
+  /// The webhook endpoints' folder for the main file `mainFile`: `webhooks/` in the same folder.
+  public static func webhookDirectory(beside mainFile: String) -> String {
+    directory("webhooks", beside: mainFile)
+  }
+
+  private static func directory(_ name: String, beside mainFile: String) -> String {
     let parent = FilePaths.parent(mainFile)
-    return FilePaths.join(parent.isEmpty ? "." : parent, "plans")
+    return FilePaths.join(parent.isEmpty ? "." : parent, name)
   }
 
   public func load() -> LoadedConfiguration {
@@ -83,6 +96,8 @@ public struct ConfigurationLoader: Sendable {
         length: state.configuration.defaultLength, reminders: state.configuration.defaultReminders),
       complianceWarnings: state.configuration.complianceWarnings, unicodeUnavailable: unicodeUnavailable,
       diagnostics: &state.diagnostics, files: &state.files)
+    state.configuration.webhooks = WebhookFiles.load(
+      directory: webhookDirectory, diagnostics: &state.diagnostics, files: &state.files)
     return LoadedConfiguration(
       configuration: state.configuration, diagnostics: state.diagnostics, files: state.files)
   }

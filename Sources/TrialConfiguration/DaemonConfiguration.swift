@@ -34,6 +34,9 @@ public struct DaemonConfiguration: Hashable, Sendable {
   public var complianceWarnings = true
   /// The plans, by name, from the plan files (`PlanFiles`).
   public var plans: [String: TrialPlan] = [:]
+  /// The webhook endpoints, by name, from their files (`WebhookFiles`). Read and kept, a reload
+  /// replacing them; nothing is delivered to them yet.
+  public var webhooks: [String: WebhookEndpoint] = [:]
   /// `[Trials] Retention=`: how long ended trials are kept; nil (`infinity`, the default): for ever.
   public var trialRetention: Duration?
 

@@ -364,6 +364,7 @@ import TrialCore
   @Test func sample_AsShipped_IsAllDefaults() {
     var loader = ConfigurationLoader(mainFile: Self.sample, dropInDirectory: "/nonexistent", environment: [:])
     loader.planDirectory = "/nonexistent"
+    loader.webhookDirectory = "/nonexistent"
     let loaded = loader.load()
     #expect(loaded.diagnostics == [])
     #expect(loaded.configuration == defaults)

@@ -25,10 +25,11 @@ public struct WebhookEndpoint: Hashable, Sendable {
   public var plans: Set<String>?
   /// Labels a trial must carry, each with this value, for its events to go here.
   public var labels: [String: String] = [:]
-  public var timeout: Duration = .seconds(15)
+  /// How long one attempt may take, from the connection to the end of the answer.
+  public var timeout: Duration = Self.defaultTimeout
   public var retrySchedule: WebhookRetrySchedule = .standard
   /// How long an endpoint may fail, with no attempt delivered, before it is disabled.
-  public var disableAfter: Duration = .days(5)
+  public var disableAfter: Duration = Self.defaultDisableAfter
   public var ordering: Ordering = .none
   /// Allows `http://` to another host: the messages, signed but not encrypted, cross the network
   /// in the clear.
@@ -39,6 +40,11 @@ public struct WebhookEndpoint: Hashable, Sendable {
     self.url = url
     self.secretFile = secretFile
   }
+
+  /// An attempt's time when `Timeout=` does not say.
+  public static let defaultTimeout: Duration = .seconds(15)
+  /// Standard Webhooks' advice: an endpoint that has failed for five days is disabled.
+  public static let defaultDisableAfter: Duration = .days(5)
 
   /// The kinds of events an endpoint may ask for, by `Events=`.
   public static let kinds = ["reminder", "expiry", "paused", "resumed"]

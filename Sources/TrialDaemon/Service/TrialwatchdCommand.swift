@@ -130,7 +130,9 @@ public struct TrialwatchdCommand: ParsableCommand {
       exit(withError: error)
     }
     if command.checkConfig {
-      let loaded = command.options.load()
+      var loaded = command.options.load()
+      // The webhooks' secret files are read here, not at the daemon's start.
+      loaded.checkSecretFiles()
       var report = loaded.checkReport
       // A fleet node's database is checked too: reachable, the password found, the schema
       // one this daemon can use.
