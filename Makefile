@@ -47,7 +47,8 @@
 #   make install     release build, then install binaries, units, sysusers.d, catalog, man pages,
 #                    shell completions, the documents (README.md, docs/*.md), the sample
 #                    configuration and the examples (a consumer's configuration, the fleet
-#                    drop-in, two plans, Prometheus alerting rules) under $(DESTDIR)$(PREFIX) and
+#                    drop-in, two plans, a webhook endpoint, Prometheus alerting rules) under
+#                    $(DESTDIR)$(PREFIX) and
 #                    $(DESTDIR)/etc (PREFIX=/usr); with DESTDIR empty also creates the users and
 #                    reloads systemd (docs/install.md)
 #   make install-files  the same without building (after make release)
@@ -351,8 +352,10 @@ install-files:
 	@for page in $(MAN_PAGES); do test -f $(MAN_SCRATCH)/$$page || \
 	  { echo "error: no $(MAN_SCRATCH)/$$page; run make release (or make install)" >&2; exit 1; }; done
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR)/examples/plans $(DESTDIR)$(DOCDIR)/docs \
+	  $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR)/examples/plans \
+	  $(DESTDIR)$(DOCDIR)/examples/webhooks $(DESTDIR)$(DOCDIR)/docs \
 	  $(DESTDIR)$(CONFDIR)/trialwatch.conf.d $(DESTDIR)$(CONFDIR)/consumers $(DESTDIR)$(CONFDIR)/plans \
+	  $(DESTDIR)$(CONFDIR)/webhooks \
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 	  $(DESTDIR)$(BASHCOMPLETIONDIR) $(DESTDIR)$(ZSHCOMPLETIONDIR) $(DESTDIR)$(FISHCOMPLETIONDIR)
 	$(INSTALL) -m 0755 $(RELEASE_BIN)/trialwatchd $(DESTDIR)$(BINDIR)/
@@ -373,6 +376,9 @@ install-files:
 	# Sample plans, not active as installed: the operator copies one to
 	# $(CONFDIR)/plans/NAME.conf (trialwatch.conf(5)).
 	$(INSTALL) -m 0644 etc/plans/*.conf $(DESTDIR)$(DOCDIR)/examples/plans/
+	# A sample webhook endpoint, not active as installed: the operator copies it to
+	# $(CONFDIR)/webhooks/NAME.conf (trialwatch.conf(5)).
+	$(INSTALL) -m 0644 etc/webhooks/*.conf $(DESTDIR)$(DOCDIR)/examples/webhooks/
 	# Alerting rules on the metrics, for the operator to copy into Prometheus' rule files
 	# (docs/monitoring.md).
 	$(INSTALL) -m 0644 etc/prometheus/trialwatch-alerts.yml $(DESTDIR)$(DOCDIR)/examples/
@@ -434,7 +440,7 @@ uninstall:
 	  echo "keeping $(DESTDIR)$(CONFDIR)/trialwatch.conf: it was changed"; \
 	fi
 	@rmdir $(DESTDIR)$(CONFDIR)/trialwatch.conf.d $(DESTDIR)$(CONFDIR)/consumers $(DESTDIR)$(CONFDIR)/plans \
-	  $(DESTDIR)$(CONFDIR) 2>/dev/null || true
+	  $(DESTDIR)$(CONFDIR)/webhooks $(DESTDIR)$(CONFDIR) 2>/dev/null || true
 	@if [ -z "$(DESTDIR)" ]; then \
 	  journalctl --update-catalog 2>/dev/null || true; \
 	  if [ -d /run/systemd/system ]; then echo "systemctl daemon-reload"; systemctl daemon-reload || true; fi; \

@@ -75,6 +75,21 @@ struct ConfigurationPage {
     }
     page.endItems()
 
+    page.section("WEBHOOK ENDPOINT FILES")
+    let webhooks = ConfigurationDocumentation.webhookDirectory
+    page.paragraph(
+      "Each file \(webhooks)/NAME.conf describes the webhook endpoint NAME, in the same syntax, with one "
+        + "section:")
+    page.item(Roff.bold("[\(documentation.webhook.name)]"))
+    page.paragraph(documentation.webhook.summary, keys: true)
+    page.endItems()
+    for key in documentation.webhook.keys {
+      page.item(Roff.bold(key.name + "=") + Roff.italic(key.valueName))
+      page.paragraph(key.meaning, keys: true)
+      page.paragraph("Default: \(key.defaultDescription ?? key.defaultText).", keys: true)
+    }
+    page.endItems()
+
     page.section("EXAMPLES")
     page.paragraph("A drop-in that fires every late reminder, not only the latest of each trial:")
     page.literal(["# \(dropIns)/50-late.conf", "[CatchUp]", "LateReminders=all"], attached: true)
@@ -98,6 +113,15 @@ struct ConfigurationPage {
         "Labels=tier=pro",
       ], attached: true)
     page.literal(["trialwatchd --check-config && systemctl reload trialwatch"], attached: true)
+    page.paragraph(
+      "A webhook endpoint that wants the reminders and expiries of the pro plan's trials, its secret in a "
+        + "file of its own:")
+    page.literal(
+      [
+        "# \(webhooks)/billing.conf", "[Webhook]", "URL=https://app.example.com/hooks/trialwatch",
+        "SecretFile=\(webhooks)/billing.secret", "Events=reminder expiry", "Plans=pro",
+      ], attached: true)
+    page.literal(["trialwatchd --check-config && systemctl reload trialwatch"], attached: true)
 
     page.section("FILES")
     page.item(Roff.italic(main))
@@ -107,6 +131,10 @@ struct ConfigurationPage {
     page.item(Roff.italic(plans + "/*.conf"))
     page.paragraph(
       "Plan files, one a plan, named after it; samples in /usr/share/doc/trialwatch/examples/plans/.")
+    page.item(Roff.italic(webhooks + "/*.conf"))
+    page.paragraph(
+      "Webhook endpoints' files, one an endpoint, named after it; a sample in "
+        + "/usr/share/doc/trialwatch/examples/webhooks/.")
     page.item(Roff.italic("/usr/share/doc/trialwatch/docs/configuration.md"))
     page.paragraph("The same keys, with how to check a configuration; fleet.md for fleet mode.")
     page.endItems()

@@ -161,6 +161,10 @@ public enum TrialwatchManual {
         ConfigurationDocumentation.planDirectory + "/*.conf",
         "Plan files, one a plan named after its file; see PLAN FILES in trialwatch.conf(5)."),
       .init(
+        ConfigurationDocumentation.webhookDirectory + "/*.conf",
+        "Webhook endpoints' files, one an endpoint named after its file; see WEBHOOK ENDPOINT FILES in "
+          + "trialwatch.conf(5)."),
+      .init(
         DaemonConfiguration.defaultStateDirectory + "/",
         "The trial store (StateDirectory=): LMDB's data.mdb and lock.mdb, and store.lock, held while a "
           + "process has the store open."),

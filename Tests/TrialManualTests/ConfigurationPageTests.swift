@@ -85,6 +85,30 @@ import Testing
     #expect(documentation.sections.flatMap(\.keys).count == ConfigurationSchema.keys.count)
   }
 
+  /// The plan files' and the webhook endpoints' files: each key of their one section, with its
+  /// default, and where the files are.
+  @Test(arguments: [
+    ("PLAN FILES", ConfigurationDocumentation.current.plan, "/etc/trialwatch/plans/*.conf"),
+    ("WEBHOOK ENDPOINT FILES", ConfigurationDocumentation.current.webhook, "/etc/trialwatch/webhooks/*.conf"),
+  ])
+  func configurationPage_FilesOfOneSection_DescribeEveryKeyWithItsDefault(
+    title: String, section: ConfigurationDocumentation.Section, files: String
+  ) throws {
+    let sections = Pages.sections(try Pages.page("trialwatch.conf").source)
+    let items = Pages.items(sections[title] ?? [])
+    #expect(items.first?.tag == "[\(section.name)]")
+    #expect(items.first.map { Pages.text($0.body).contains(String(section.summary.prefix(40))) } == true)
+    #expect(section.keys.count >= 8)
+    for key in section.keys {
+      let item = items.first { $0.tag.hasPrefix(key.name + "=") }
+      let body = item.map { Pages.text($0.body) } ?? ""
+      #expect(body.contains("Default: \(key.defaultDescription ?? key.defaultText)."), "\(key.name): \(body)")
+      #expect(
+        body.contains(key.meaning.split(separator: " ").prefix(4).joined(separator: " ")), "\(key.name)")
+    }
+    #expect(Pages.text(sections["FILES"] ?? []).contains(files))
+  }
+
   @Test func configurationPage_Sections_AreThoseOfAFileFormatsPage() throws {
     let page = try Pages.page("trialwatch.conf")
     let sections = Pages.sections(page.source)

@@ -52,10 +52,12 @@ fi
 
 EXPECTED=$TMP/expected.txt
 {
-  for dir in etc etc/trialwatch etc/trialwatch/trialwatch.conf.d etc/trialwatch/consumers etc/trialwatch/plans usr \
+  for dir in etc etc/trialwatch etc/trialwatch/trialwatch.conf.d etc/trialwatch/consumers etc/trialwatch/plans \
+    etc/trialwatch/webhooks usr \
     usr/bin usr/lib usr/lib/systemd usr/lib/systemd/catalog usr/lib/systemd/system usr/lib/sysusers.d usr/share \
     usr/share/doc usr/share/doc/trialwatch usr/share/doc/trialwatch/docs usr/share/doc/trialwatch/examples \
-    usr/share/doc/trialwatch/examples/plans usr/share/man usr/share/man/man1 usr/share/man/man5 usr/share/man/man8 \
+    usr/share/doc/trialwatch/examples/plans usr/share/doc/trialwatch/examples/webhooks usr/share/man \
+    usr/share/man/man1 usr/share/man/man5 usr/share/man/man8 \
     usr/share/bash-completion usr/share/bash-completion/completions usr/share/zsh \
     usr/share/zsh/vendor-completions usr/share/fish usr/share/fish/vendor_completions.d; do
     echo "755 d $dir"
@@ -81,6 +83,7 @@ EXPECTED=$TMP/expected.txt
   for doc in docs/*.md; do echo "644 f usr/share/doc/trialwatch/$doc"; done
   echo "644 f usr/share/doc/trialwatch/examples/consumer.conf"
   for plan in etc/plans/*.conf; do echo "644 f usr/share/doc/trialwatch/examples/plans/${plan##*/}"; done
+  for hook in etc/webhooks/*.conf; do echo "644 f usr/share/doc/trialwatch/examples/webhooks/${hook##*/}"; done
   echo "644 f usr/share/doc/trialwatch/examples/trialwatch-fleet.conf"
   echo "644 f usr/share/doc/trialwatch/examples/trialwatch-alerts.yml"
 } | sort -k3 > "$EXPECTED"
@@ -91,11 +94,15 @@ else
 fi
 
 same() { cmp -s "$1" "$2"; }
-# The documents are installed as they are: README.md and docs/*.md; so are the sample plans.
+# The documents are installed as they are: README.md and docs/*.md; so are the sample plans and
+# the sample webhook endpoint.
 same_documents() {
   same README.md "$A/usr/share/doc/trialwatch/README.md" || return 1
   for doc in docs/*.md; do same "$doc" "$A/usr/share/doc/trialwatch/$doc" || return 1; done
   for plan in etc/plans/*.conf; do same "$plan" "$A/usr/share/doc/trialwatch/examples/plans/${plan##*/}" || return 1; done
+  for hook in etc/webhooks/*.conf; do
+    same "$hook" "$A/usr/share/doc/trialwatch/examples/webhooks/${hook##*/}" || return 1
+  done
 }
 if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service" \
   && same systemd/trialwatch.socket "$A/usr/lib/systemd/system/trialwatch.socket" \

@@ -149,6 +149,15 @@ else
   fail "install: the sample plans in /usr/share/doc/trialwatch/examples/plans/, /etc/trialwatch/plans empty" \
     "samples: $PLANS; /etc/trialwatch/plans: $(ct ls -A /etc/trialwatch/plans 2>&1 | tr '\n' ' ')"
 fi
+# Likewise the sample webhook endpoint: no endpoint is active as installed.
+HOOKS=$(ct ls -A /usr/share/doc/trialwatch/examples/webhooks 2>&1 | tr '\n' ' ')
+if [ "$HOOKS" = "billing.conf " ] && ct test -d /etc/trialwatch/webhooks \
+  && [ -z "$(ct ls -A /etc/trialwatch/webhooks)" ] && ! grep -q '/webhooks/' <<< "$CONFFILES"; then
+  pass "install: the sample endpoint in /usr/share/doc/trialwatch/examples/webhooks/, /etc/trialwatch/webhooks empty"
+else
+  fail "install: the sample endpoint in /usr/share/doc/trialwatch/examples/webhooks/, /etc/trialwatch/webhooks empty" \
+    "samples: $HOOKS; /etc/trialwatch/webhooks: $(ct ls -A /etc/trialwatch/webhooks 2>&1 | tr '\n' ' ')"
+fi
 
 # --- Upgrade: restarted, every trial and the local configuration kept -----------------------
 
