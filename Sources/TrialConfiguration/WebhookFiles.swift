@@ -176,7 +176,9 @@ enum WebhookFiles {
       let problem = WebhookEndpoint.problem(url: endpoint.url, allowInsecure: endpoint.allowInsecure)
     {
       valid = false
-      diagnostics.append(.init(.error, file: file, line: line, "URL=\(endpoint.url) \(problem)"))
+      // A password is not repeated: the message reaches the journal.
+      let shown = WebhookEndpoint.holdsCredentials(endpoint.url) ? "URL=" : "URL=\(endpoint.url)"
+      diagnostics.append(.init(.error, file: file, line: line, "\(shown) \(problem)"))
     }
     return valid ? endpoint : nil
   }

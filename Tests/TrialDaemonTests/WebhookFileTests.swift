@@ -79,6 +79,8 @@ import TrialCore
     let emptied = fixture.write(
       "webhooks/emptied.conf", "[Webhook]\nURL=https://example.com/\nSecretFile=/s\nURL=\nSecretFile=\n")
     let misnamed = fixture.write("webhooks/Billing Hooks.conf", "[Webhook]\n")
+    let credentials = fixture.write(
+      "webhooks/credentials.conf", "[Webhook]\nSecretFile=/s\nURL=https://hooks:hunter2@example.com/\n")
     let (endpoints, diagnostics) = load(fixture)
     #expect(endpoints.isEmpty)
     let expected = [
@@ -103,6 +105,8 @@ import TrialCore
       "\(empty): error: [Webhook] has no URL=, which an endpoint needs",
       "\(empty): error: [Webhook] has no SecretFile=, which an endpoint needs",
       "\(emptied):4: error: [Webhook] has no URL=, which an endpoint needs",
+      "\(credentials):3: error: URL= holds a user or a password; the endpoint's secret signs each message "
+        + "instead",
       "\(emptied):5: error: [Webhook] has no SecretFile=, which an endpoint needs",
     ]
     #expect(diagnostics.sorted() == expected.sorted())

@@ -65,7 +65,7 @@ public struct WebhookEndpoint: Hashable, Sendable {
     }
     guard scheme == "https" || scheme == "http" else { return "is not an http:// or https:// URL" }
     guard let host = parsed.host(percentEncoded: false), !host.isEmpty else { return "has no host" }
-    if parsed.user != nil || parsed.password != nil {
+    if holdsCredentials(url) {
       return "holds a user or a password; the endpoint's secret signs each message instead"
     }
     if parsed.fragment != nil { return "has a fragment (#...), which is never sent" }
@@ -74,6 +74,13 @@ public struct WebhookEndpoint: Hashable, Sendable {
         + "or AllowInsecure=yes)"
     }
     return nil
+  }
+
+  /// Whether `url` holds a user or a password (`https://user:password@host/`): such a URL is
+  /// refused, and never repeated in a message.
+  public static func holdsCredentials(_ url: String) -> Bool {
+    guard let parsed = URL(string: url) else { return false }
+    return parsed.user != nil || parsed.password != nil
   }
 
   /// 127.0.0.0/8, ::1 and localhost: addresses of this host.
