@@ -86,6 +86,17 @@ private struct HeldScan: TrialReadTransaction {
   func cohorts(from: Int32, through: Int32) throws -> [(key: CohortKey, counts: CohortCounts)] {
     try inner.cohorts(from: from, through: through)
   }
+  func webhookEndpoint(named name: String) throws -> WebhookEndpointState? {
+    try inner.webhookEndpoint(named: name)
+  }
+  func scanWebhookEndpoints(_ body: (WebhookEndpointState) throws -> Bool) throws {
+    try inner.scanWebhookEndpoints(body)
+  }
+  func scanWebhookEvents(endpoint: String, after: EventCursor, _ body: (WebhookPendingEvent) throws -> Bool)
+    throws
+  {
+    try inner.scanWebhookEvents(endpoint: endpoint, after: after, body)
+  }
 }
 
 /// One place where the repository can be made to stop: armed, the next pass stops there until

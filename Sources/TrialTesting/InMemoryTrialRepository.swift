@@ -26,6 +26,9 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
     var uses: [String: SubjectUse] = [:]
     var cohorts: [CohortKey: CohortCounts] = [:]
     var generation = LogGeneration.initial
+    var webhookEndpoints: [String: WebhookEndpointState] = [:]
+    /// Each endpoint's pending events, by sequence.
+    var webhookEvents: [String: [UInt64: WebhookPendingEvent]] = [:]
 
     static func useKey(_ scope: SubjectUse.Scope, _ key: String) -> String { "\(scope)\u{0}\(key)" }
 
@@ -214,6 +217,59 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
       var counts = state.cohorts[key, default: CohortCounts()]
       counts.add(delta)
       state.cohorts[key] = counts.isZero ? nil : counts
+    }
+
+    func webhookEndpoint(named name: String) throws -> WebhookEndpointState? {
+      state.webhookEndpoints[name].map(stamped)
+    }
+
+    func scanWebhookEndpoints(_ body: (WebhookEndpointState) throws -> Bool) throws {
+      for name in state.webhookEndpoints.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        guard try body(stamped(state.webhookEndpoints[name]!)) else { return }
+      }
+    }
+
+    func scanWebhookEvents(
+      endpoint: String, after: EventCursor, _ body: (WebhookPendingEvent) throws -> Bool
+    ) throws {
+      let events = state.webhookEvents[endpoint] ?? [:]
+      for sequence in events.keys.sorted() where sequence > after.sequence {
+        var event = events[sequence]!
+        event.cursor = event.cursor.of(generation: state.generation.number)
+        guard try body(event) else { return }
+      }
+    }
+
+    /// The endpoint's attempts with their cursors in the log's generation.
+    private func stamped(_ endpoint: WebhookEndpointState) -> WebhookEndpointState {
+      var endpoint = endpoint
+      for index in endpoint.attempts.indices {
+        endpoint.attempts[index].cursor = endpoint.attempts[index].cursor?.of(
+          generation: state.generation.number)
+      }
+      return endpoint
+    }
+
+    func putWebhookEndpoint(_ endpoint: WebhookEndpointState) throws {
+      state.webhookEndpoints[endpoint.name] = endpoint
+    }
+
+    func removeWebhookEndpoint(named name: String) throws -> Bool {
+      let state = state.webhookEndpoints.removeValue(forKey: name) != nil
+      let events = self.state.webhookEvents.removeValue(forKey: name).map { !$0.isEmpty } ?? false
+      return state || events
+    }
+
+    func putWebhookEvent(_ event: WebhookPendingEvent) throws {
+      state.webhookEvents[event.endpoint, default: [:]][event.cursor.sequence] = event
+    }
+
+    func removeWebhookEvents(endpoint: String, through: EventCursor) throws -> Int {
+      guard let events = state.webhookEvents[endpoint] else { return 0 }
+      let passed = events.keys.filter { $0 <= through.sequence }
+      for sequence in passed { state.webhookEvents[endpoint]![sequence] = nil }
+      if state.webhookEvents[endpoint]!.isEmpty { state.webhookEvents[endpoint] = nil }
+      return passed.count
     }
 
     func removeSubjectUse(scope: SubjectUse.Scope, key: String) throws -> Bool {

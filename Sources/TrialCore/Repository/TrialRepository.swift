@@ -32,6 +32,13 @@ public protocol TrialReadTransaction {
   /// The figures of the cohorts started from day `from` through day `through` (days since
   /// 1970-01-01, UTC), of every plan, in key order (`TrialStats`).
   func cohorts(from: Int32, through: Int32) throws -> [(key: CohortKey, counts: CohortCounts)]
+  /// What the store keeps of a webhook endpoint (its position is its consumer's).
+  func webhookEndpoint(named name: String) throws -> WebhookEndpointState?
+  /// Every webhook endpoint's state, in name order (bytes), until `body` returns false.
+  func scanWebhookEndpoints(_ body: (WebhookEndpointState) throws -> Bool) throws
+  /// An endpoint's pending events after `after`, in cursor order, until `body` returns false.
+  func scanWebhookEvents(endpoint: String, after: EventCursor, _ body: (WebhookPendingEvent) throws -> Bool)
+    throws
 }
 
 /// Writes inside one transaction: all of them land, or none.
@@ -65,6 +72,17 @@ public protocol TrialWriteTransaction: TrialReadTransaction {
   func putSubjectUse(_ use: SubjectUse) throws
   /// Removes the record of a subject use; false when there was none.
   func removeSubjectUse(scope: SubjectUse.Scope, key: String) throws -> Bool
+  /// Inserts or replaces a webhook endpoint's state.
+  func putWebhookEndpoint(_ state: WebhookEndpointState) throws
+  /// Removes a webhook endpoint's state and every pending event of it; false when there was
+  /// neither.
+  func removeWebhookEndpoint(named name: String) throws -> Bool
+  /// Inserts or replaces an endpoint's pending event (of its endpoint and cursor).
+  func putWebhookEvent(_ event: WebhookPendingEvent) throws
+  /// Removes an endpoint's pending events up to and including `through`: the endpoint's position
+  /// passed them. Returns how many were removed.
+  @discardableResult
+  func removeWebhookEvents(endpoint: String, through: EventCursor) throws -> Int
   /// Of the due events, those this transaction may record (`TrialBook.take` asks first). A
   /// store of one daemon admits them all; a store shared by a fleet admits only events of
   /// shards this node owns at its epoch, due by the store's clock, and holds that ownership
