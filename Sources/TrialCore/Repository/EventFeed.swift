@@ -55,6 +55,11 @@ public enum EventFeed {
     named name: String, after: EventCursor?, now: Date, in txn: any TrialWriteTransaction
   ) throws -> ConsumerRecord {
     if let problem = ConsumerRecord.validateName(name) { throw TrialError.invalid(.consumer, problem) }
+    if name.hasPrefix(WebhookEndpointState.consumerPrefix) {
+      throw TrialError.invalid(
+        .consumer,
+        "names starting with \"\(WebhookEndpointState.consumerPrefix)\" are the webhook endpoints' own")
+    }
     if try txn.consumer(named: name) != nil { throw TrialError(.consumerExists(name: name)) }
     let position: EventCursor
     if let after {
