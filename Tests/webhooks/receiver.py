@@ -5,6 +5,10 @@ for each secret given. Answers 204 when each secret's check passes with both, el
 
     receiver.py SECRETS_FILE [--tls CERT KEY]
 
+A request's query may ask for another answer, after the checks: `status=N` answers N (with
+`Location: /elsewhere` for a 3xx), `retry-after=TEXT` adds that header, and `fail=K` answers so
+only to the first K requests of each webhook-id, then as usual.
+
 Listens on 127.0.0.1, on a port of its choosing, and prints one JSON line per event on stdout:
 {"listening": PORT} first, then for each request {"path", "headers", "body", "checks"}, where
 checks maps each secret's position to {"standardwebhooks": "ok" or the error, "svix": ...}.
@@ -13,6 +17,8 @@ import http.server
 import json
 import ssl
 import sys
+import threading
+import urllib.parse
 
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 from svix.webhooks import Webhook as SvixWebhook
@@ -29,6 +35,8 @@ def check(verifier, secret, body, headers):
 def main():
     secrets = [line.strip() for line in open(sys.argv[1]) if line.strip()]
     tls = sys.argv[3:5] if len(sys.argv) >= 5 and sys.argv[2] == "--tls" else None
+    seen = {}
+    lock = threading.Lock()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
@@ -41,7 +49,20 @@ def main():
                     "svix": check(SvixWebhook, secret, body, headers),
                 }
             passed = all(v == "ok" for c in checks.values() for v in c.values())
-            self.send_response(204 if passed else 400)
+            status = 204 if passed else 400
+            query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+            asked = query.get("status", [None])[0]
+            with lock:
+                count = seen.get(headers.get("webhook-id"), 0) + 1
+                seen[headers.get("webhook-id")] = count
+            if passed and asked and count <= int(query.get("fail", ["1000000000"])[0]):
+                status = int(asked)
+            self.send_response(status)
+            if status != 204 and status != 400:
+                if "retry-after" in query:
+                    self.send_header("Retry-After", query["retry-after"][0])
+                if 300 <= status < 400:
+                    self.send_header("Location", "/elsewhere")
             self.send_header("Content-Length", "0")
             self.end_headers()
             print(json.dumps({"path": self.path, "headers": headers, "body": body.decode(), "checks": checks}),
