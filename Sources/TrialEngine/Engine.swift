@@ -55,7 +55,7 @@ public final class Engine {
   lazy var duties = EngineDuties(
     status: StatusDuty(engine: self), pruning: PruningDuty(engine: self),
     retention: RetentionDuty(engine: self), memory: MemoryDuty(engine: self),
-    lookahead: LookaheadDuty(engine: self))
+    lookahead: LookaheadDuty(engine: self), webhooks: WebhookDuty(engine: self))
 
   public init(
     repository: any TrialRepository, scheduler: any WakeScheduler,

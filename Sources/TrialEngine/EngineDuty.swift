@@ -20,8 +20,9 @@ struct EngineDuties {
   let retention: RetentionDuty
   let memory: MemoryDuty
   let lookahead: LookaheadDuty
+  let webhooks: WebhookDuty
 
-  var all: [any EngineDuty] { [status, pruning, retention, memory, lookahead] }
+  var all: [any EngineDuty] { [status, pruning, retention, memory, lookahead, webhooks] }
 }
 
 /// A wake of a duty's, armed for a wall-clock time: re-armed only to come earlier, unless

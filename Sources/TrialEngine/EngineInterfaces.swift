@@ -89,6 +89,8 @@ public struct EngineSettings: Hashable, Sendable {
   /// later are held by id and due time alone (see `Planner+Far.swift`). Nil: every trial is
   /// held in full. Not in a fleet, whose trials are always held in full.
   public var lookahead: Duration? = .seconds(3600)
+  /// The webhook endpoints, by name (`WebhookDuty`).
+  public var webhooks: [String: WebhookEndpoint] = [:]
 
   public init(
     defaultLength: Duration = TrialDefaults.standard.length,

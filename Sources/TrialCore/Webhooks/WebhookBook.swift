@@ -77,6 +77,20 @@ public enum WebhookBook {
     return consumer || state
   }
 
+  /// Forgets every endpoint the store knows but those of `kept`; returns their names.
+  public static func removeAll(except kept: Set<String>, in txn: any TrialWriteTransaction) throws -> [String]
+  {
+    var names = Set(try collected { try txn.scanWebhookEndpoints($0) }.map(\.name))
+    for consumer in try collected({ try txn.scanConsumers($0) }) {
+      if let name = WebhookEndpointState.endpoint(ofConsumer: consumer.name) { names.insert(name) }
+    }
+    var removed: [String] = []
+    for name in names.subtracting(kept).sorted() where try remove(endpoint: name, in: txn) {
+      removed.append(name)
+    }
+    return removed
+  }
+
   /// Sends an endpoint the events after `after` again, through `until` (the newest when nil):
   /// its position moves back to `after`; events after `until` that it had settled are passed
   /// over again (`WebhookEndpointState.skip`), those it had not go on as before.

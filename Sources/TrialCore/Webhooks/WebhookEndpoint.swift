@@ -50,6 +50,15 @@ public struct WebhookEndpoint: Hashable, Sendable {
   public static let kinds = ["reminder", "expiry", "paused", "resumed"]
 
   /// Whether an event of `kind` of a trial with `plan` and `labels` goes to this endpoint.
+  /// Whether a logged event goes to this endpoint: a fired event (a skipped one is never sent)
+  /// of a kind, plan and labels it asks for.
+  public func wants(_ event: LoggedEvent) -> Bool {
+    guard event.fired else { return false }
+    if let events, !events.contains(event.event.kind.name) { return false }
+    if let plans, !plans.contains(event.attributes.plan ?? "") { return false }
+    return labels.allSatisfy { event.labels[$0.key] == $0.value }
+  }
+
   public func wants(kind: String, plan: String?, labels trialLabels: [String: String]) -> Bool {
     if let events, !events.contains(kind) { return false }
     if let plans, !plans.contains(plan ?? "") { return false }

@@ -1,0 +1,302 @@
+import FoundationEssentials
+import Logging
+import TrialCore
+
+/// An attempt handed to the sender: the event for an endpoint, the attempt's number (1 for the
+/// first), and a token its outcome comes back with.
+public struct WebhookDispatch: Sendable {
+  public var token: UInt64
+  public var endpoint: WebhookEndpoint
+  public var number: Int
+  public var event: LoggedEvent
+}
+
+/// What an attempt came to, as the sender reports it.
+public struct WebhookReport: Sendable {
+  public var token: UInt64
+  public var attempt: WebhookAttempt
+  /// When it was made.
+  public var at: Date
+  public var duration: Duration
+
+  public init(token: UInt64, attempt: WebhookAttempt, at: Date, duration: Duration) {
+    self.token = token
+    self.attempt = attempt
+    self.at = at
+    self.duration = duration
+  }
+}
+
+/// The webhook endpoints' deliveries: each endpoint reads the log after its position
+/// (`WebhookQueue`), hands the sender what is due while one is attached, writes every outcome
+/// through the commit lane (`WebhookBook`), and keeps one wake, at the earliest retry, only
+/// while a sender is attached and something waits.
+public final class WebhookDuty: EngineDuty, EventLogObserver {
+  /// The most attempts of one endpoint out at once.
+  public static let inFlightLimit = 32
+  /// The most events read from the log at once for an endpoint.
+  static let readBatch = 1_000
+
+  private struct Run {
+    var endpoint: WebhookEndpoint
+    var queue: WebhookQueue
+    var state: WebhookEndpointState
+    /// The events the queue holds, by sequence.
+    var events: [UInt64: LoggedEvent] = [:]
+  }
+
+  private unowned let engine: Engine
+  private var runs: [String: Run] = [:]
+  /// Endpoints being opened (their state read on the lane).
+  private var opening: Set<String> = []
+  private var send: (([WebhookDispatch]) -> Void)?
+  private var out: [UInt64: (endpoint: String, cursor: EventCursor, messageID: String)] = [:]
+  private var nextToken: UInt64 = 1
+  private var wake = DutyWake()
+  private var observing = false
+
+  init(engine: Engine) {
+    self.engine = engine
+  }
+
+  func configure(_ settings: EngineSettings, was old: EngineSettings?) {
+    if !observing {
+      observing = true
+      engine.addLogObserver(self)
+    }
+    let gone = Set(runs.keys).union(old?.webhooks.keys ?? [:].keys).subtracting(settings.webhooks.keys)
+    for name in gone.sorted() {
+      returnAll(of: name)
+      runs[name] = nil
+    }
+    if old == nil || !gone.isEmpty { forget(except: Set(settings.webhooks.keys)) }
+    for (name, endpoint) in settings.webhooks {
+      if let run = runs[name], run.endpoint.ordering == endpoint.ordering {
+        runs[name]!.endpoint = endpoint
+      } else {
+        returnAll(of: name)
+        runs[name] = nil
+        open(name)
+      }
+    }
+  }
+
+  func stop() {
+    wake.cancel()
+    send = nil
+  }
+
+  /// Attaches the sender: what is due goes to `send` from now on (on the engine's context),
+  /// until `detach`, which takes back every attempt out.
+  public func attach(_ send: @escaping ([WebhookDispatch]) -> Void) {
+    self.send = send
+    dispatch()
+  }
+
+  public func detach() {
+    send = nil
+    wake.cancel()
+    for name in Array(runs.keys) { returnAll(of: name) }
+    out.removeAll()
+  }
+
+  /// The sender's outcomes: each settles its event or sets its next attempt, all written in one
+  /// commit.
+  public func report(_ reports: [WebhookReport]) {
+    var changes: [String: WebhookQueue.Change] = [:]
+    for report in reports {
+      guard let (name, cursor, messageID) = out.removeValue(forKey: report.token), var run = runs[name] else {
+        continue
+      }
+      let number = (run.queue.attempts(of: cursor) ?? 0) + 1
+      let change: WebhookQueue.Change
+      if report.attempt.delivered {
+        change = run.queue.delivered(cursor)
+        run.events[cursor.sequence] = nil
+      } else {
+        let asked = report.attempt.askedWait
+        change = run.queue.failed(
+          cursor, retryAt: run.endpoint.retrySchedule.attempt(number + 1, after: report.at, asked: asked))
+      }
+      let disabled = run.state.health.record(
+        report.attempt, at: report.at, disableAfter: run.endpoint.disableAfter)
+      run.state.keep(
+        WebhookAttemptRecord(
+          at: report.at, cursor: cursor, messageID: messageID, number: number, outcome: report.attempt,
+          duration: report.duration))
+      runs[name] = run
+      changes[name, default: WebhookQueue.Change()].merge(change)
+      if disabled {
+        engine.logger.warning(
+          "webhook endpoint disabled",
+          metadata: [
+            "endpoint": "\(name)", "reason": "\(run.state.health.disabled!.description)",
+          ])
+      }
+    }
+    record(changes)
+    for name in changes.keys { readAhead(name) }
+    dispatch()
+  }
+
+  // MARK: The log
+
+  public func eventsLogged(_ events: [LoggedEvent]) {
+    guard let first = events.first else { return }
+    for name in Array(runs.keys) {
+      let run = runs[name]!
+      guard run.queue.readThrough.next.sequence == first.cursor.sequence, run.queue.wantsMore else {
+        readAhead(name)
+        continue
+      }
+      take(events, into: name)
+    }
+    dispatch()
+  }
+
+  public func logSkipped(to cursor: EventCursor) {
+    for name in Array(runs.keys) { readAhead(name) }
+  }
+
+  /// Takes `events` (which follow what the endpoint read) into its queue, while it wants more.
+  private func take(_ events: some Collection<LoggedEvent>, into name: String) {
+    guard var run = runs[name] else { return }
+    var change = WebhookQueue.Change()
+    let now = engine.clock.now()
+    for event in events where event.cursor > run.queue.readThrough {
+      guard run.queue.wantsMore else { break }
+      let skipped = run.state.skip?.contains(event.cursor.sequence) ?? false
+      let wanted = !skipped && run.endpoint.wants(event)
+      if wanted { run.events[event.cursor.sequence] = event }
+      change.merge(run.queue.read(cursor: event.cursor, subject: event.subject, wanted: wanted, now: now))
+    }
+    runs[name] = run
+    if !change.isEmpty { record([name: change]) }
+  }
+
+  /// Reads the log after what the endpoint read, while it wants more.
+  private func readAhead(_ name: String) {
+    while let run = runs[name], run.queue.wantsMore {
+      let events: [LoggedEvent]
+      do {
+        events = try engine.repository.loggedEvents(after: run.queue.readThrough, limit: Self.readBatch)
+      } catch {
+        engine.logger.error(
+          "could not read the event log for a webhook endpoint",
+          metadata: ["endpoint": "\(name)", "error": "\(error)"])
+        return
+      }
+      guard !events.isEmpty else { return }
+      take(events, into: name)
+      if events.count < Self.readBatch { return }
+    }
+  }
+
+  // MARK: Handing out
+
+  /// Hands the sender what is due, and arms the wake at the next retry.
+  private func dispatch() {
+    guard let send, !engine.stopped else { return }
+    let now = engine.clock.now()
+    var batch: [WebhookDispatch] = []
+    var next: Date?
+    for name in runs.keys.sorted() {
+      guard var run = runs[name], run.state.health.disabled == nil else { continue }
+      let room = Self.inFlightLimit - run.queue.inFlight
+      for item in run.queue.takeDue(now: now, limit: max(room, 0)) {
+        guard let event = run.events[item.cursor.sequence] else { continue }
+        let token = nextToken
+        nextToken += 1
+        out[token] = (name, item.cursor, event.id.description)
+        batch.append(
+          WebhookDispatch(token: token, endpoint: run.endpoint, number: item.attempts + 1, event: event))
+      }
+      if let due = run.queue.nextDue() { next = min(next ?? due, due) }
+      runs[name] = run
+    }
+    if !batch.isEmpty { send(batch) }
+    if let next {
+      wake.arm(at: next, on: engine.scheduler, label: "webhooks", replacing: true) { [weak self] in
+        self?.wake.fired()
+        self?.dispatch()
+      }
+    } else {
+      wake.cancel()
+    }
+  }
+
+  private func returnAll(of name: String) {
+    guard var run = runs[name] else { return }
+    run.queue.returnAll(now: engine.clock.now())
+    runs[name] = run
+    out = out.filter { $0.value.endpoint != name }
+  }
+
+  // MARK: The store
+
+  private func open(_ name: String) {
+    guard !opening.contains(name) else { return }
+    opening.insert(name)
+    let now = engine.clock.now()
+    engine.commits.submit({ txn in try WebhookBook.open(endpoint: name, now: now, in: txn) }) {
+      [weak self] result in
+      guard let self else { return }
+      opening.remove(name)
+      guard let endpoint = engine.settings.webhooks[name] else { return }
+      switch result {
+      case .success(let opened):
+        let queue = WebhookQueue(
+          endpoint: name, position: opened.position, remembered: opened.pending, ordering: endpoint.ordering)
+        runs[name] = Run(endpoint: endpoint, queue: queue, state: opened.state)
+        readAhead(name)
+        dispatch()
+      case .failure(let error):
+        engine.logger.error(
+          "could not open a webhook endpoint's state; will retry",
+          metadata: ["endpoint": "\(name)", "error": "\(error)"])
+        wake.arm(at: now.adding(engine.settings.retryDelay), on: engine.scheduler, label: "webhooks") {
+          [weak self] in
+          self?.wake.fired()
+          self?.open(name)
+        }
+      }
+    }
+  }
+
+  /// Forgets every endpoint the store knows but `kept`: their files are gone.
+  private func forget(except kept: Set<String>) {
+    engine.commits.submit({ txn in try WebhookBook.removeAll(except: kept, in: txn) }) { [weak self] result in
+      switch result {
+      case .success(let removed):
+        for name in removed {
+          self?.engine.logger.notice(
+            "forgot a webhook endpoint no longer configured: its position and pending events",
+            metadata: ["endpoint": "\(name)"])
+        }
+      case .failure(let error):
+        self?.engine.logger.error("could not forget webhook endpoints", metadata: ["error": "\(error)"])
+      }
+    }
+  }
+
+  /// Writes the queues' changes, with each endpoint's state as it is now. A write that fails is
+  /// logged: its attempts are made again (never lost), as after a restart.
+  private func record(_ changes: [String: WebhookQueue.Change]) {
+    let now = engine.clock.now()
+    let states = changes.keys.compactMap { runs[$0]?.state }
+    engine.commits.submit({ txn in
+      for state in states {
+        try WebhookBook.record(changes[state.name]!, endpoint: state.name, state: state, now: now, in: txn)
+      }
+    }) { [weak self] result in
+      if case .failure(let error) = result {
+        self?.engine.logger.error("could not record webhook deliveries", metadata: ["error": "\(error)"])
+      }
+    }
+  }
+}
+
+extension Engine {
+  /// The webhook endpoints' deliveries.
+  public var webhooks: WebhookDuty { duties.webhooks }
+}
