@@ -45,7 +45,7 @@ import TrialWebhooks
     for _ in 1...4 { #expect(try receiver.nextChecks()["0"] == ["standardwebhooks": "ok", "svix": "ok"]) }
   }
 
-  @Test func answers_410_429_AndARedirect_AreReadForTheRetryRules() throws {
+  @Test func answersGoneThrottledOrRedirected_AreReadForTheRetryRules() throws {
     let secret = try Crypto.shared().newSecret()
     let receiver = try Receiver(secrets: [secret], tls: false)
     let poster = try WebhookPoster(userAgent: "trialwatch/test")

@@ -77,15 +77,20 @@ public enum WebhookBook {
     return consumer || state
   }
 
-  /// Forgets every endpoint the store knows but those of `kept`; returns their names.
-  public static func removeAll(except kept: Set<String>, in txn: any TrialWriteTransaction) throws -> [String]
-  {
+  /// The endpoints the store knows: those with a state or a position.
+  public static func known(in txn: any TrialReadTransaction) throws -> Set<String> {
     var names = Set(try collected { try txn.scanWebhookEndpoints($0) }.map(\.name))
     for consumer in try collected({ try txn.scanConsumers($0) }) {
       if let name = WebhookEndpointState.endpoint(ofConsumer: consumer.name) { names.insert(name) }
     }
+    return names
+  }
+
+  /// Forgets every endpoint the store knows but those of `kept`; returns their names.
+  public static func removeAll(except kept: Set<String>, in txn: any TrialWriteTransaction) throws -> [String]
+  {
     var removed: [String] = []
-    for name in names.subtracting(kept).sorted() where try remove(endpoint: name, in: txn) {
+    for name in try known(in: txn).subtracting(kept).sorted() where try remove(endpoint: name, in: txn) {
       removed.append(name)
     }
     return removed

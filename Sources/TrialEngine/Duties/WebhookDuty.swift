@@ -265,6 +265,10 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
 
   /// Forgets every endpoint the store knows but `kept`: their files are gone.
   private func forget(except kept: Set<String>) {
+    // Read first: a start with nothing to forget writes nothing.
+    guard let known = try? engine.repository.read({ try WebhookBook.known(in: $0) }),
+      !known.subtracting(kept).isEmpty
+    else { return }
     engine.commits.submit({ txn in try WebhookBook.removeAll(except: kept, in: txn) }) { [weak self] result in
       switch result {
       case .success(let removed):
