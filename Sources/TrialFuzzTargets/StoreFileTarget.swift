@@ -17,7 +17,8 @@ import TrialTesting
 /// - `--verify-store` ends with 0 (and lists no problem) or with 2 (and lists them), never
 ///   anything else;
 /// - a store it finds clean opens, reads whole (every trial and its ledger, the outbox, the
-///   event log, the consumers, the uses and the cohorts), and the engine starts on it and catches
+///   event log, the consumers, the uses, the cohorts and the webhook endpoints' state and pending
+///   events), and the engine starts on it and catches
 ///   up; once the engine has written, the store is still clean;
 /// - otherwise, what fails fails with a `StoreError` of a documented kind (damaged, corrupt
 ///   record, newer schema, inconsistent) naming the store file.
@@ -31,6 +32,7 @@ enum StoreFileTarget {
   static let scratch = Scratch("store")
   static let databases = [
     "trials", "subjects", "ledger", "outbox", "meta", "events", "consumers", "uses", "cohorts", "main",
+    "webhooks",
   ]
   /// The fixture as one compacted store file, made once.
   static let template: [UInt8] = makeTemplate()
@@ -131,6 +133,11 @@ enum StoreFileTarget {
       try txn.scanConsumers { _ in true }
       try txn.scanSubjectUses(after: nil) { _ in true }
       _ = try txn.cohorts(from: .min, through: .max)
+      try txn.scanWebhookEndpoints { state in
+        _ = try txn.webhookEndpoint(named: state.name)
+        try txn.scanWebhookEvents(endpoint: state.name, after: .origin) { _ in true }
+        return true
+      }
     }
     _ = try repository.activeTrialsByPlan()
     _ = try repository.statistics()

@@ -1,16 +1,17 @@
 @_spi(Fuzzing) import TrialStore
 
 /// One record of the store as a damaged file or one from elsewhere presents it: the first byte
-/// picks the database (trials, subjects, ledger, outbox, events, consumers, uses, cohorts, meta),
-/// the second the key's length, then the key, then the value; decoded as the store decodes it
-/// (`StoreRecordCoding`). What must hold:
+/// picks the database (trials, subjects, ledger, outbox, events, consumers, uses, cohorts, meta,
+/// webhooks), the second the key's length, then the key, then the value; decoded as the store
+/// decodes it (`StoreRecordCoding`). What must hold:
 ///
 /// - a record that does not decode fails with the store's `RecordProblem` (which a store reading
 ///   it reports as a damaged record, named), never anything else;
 /// - a record that decodes is written again by the store's encoder; that key and value decode
 ///   to the same record, and for a record of the version this store writes they are the same
-///   bytes as read (but for a lateness and a grace, which are read to the microsecond, and
-///   kept so only up to 68 years: beyond, a record need only decode again).
+///   bytes as read (but for a lateness, a grace, a webhook attempt's duration and a Retry-After
+///   wait, which are read to the microsecond, and kept so only up to 68 years: beyond, a record
+///   need only decode again).
 ///
 /// LMDB holds no empty key and none over 511 bytes: such keys are not tried.
 enum StoreRecordTarget {

@@ -54,7 +54,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   /// The schema this version writes and reads. A store with a higher one is refused; one
   /// with a lower one is upgraded when opened for writing (see `upgrade`), and read as it is
   /// by `LMDBStoreReader`.
-  public static let schemaVersion: UInt32 = 7
+  public static let schemaVersion: UInt32 = 8
 
   struct Databases {
     var trials: LMDBDatabase
@@ -69,11 +69,13 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
     var uses: LMDBDatabase?
     /// The conversion figures, by cohort; nil before schema 7.
     var cohorts: LMDBDatabase?
+    /// Webhook endpoints' state and pending events (`WebhookRecords`); nil before schema 8.
+    var webhooks: LMDBDatabase?
     /// The schema of the store as opened.
     var schema: UInt32
 
     static let names = [
-      "trials", "subjects", "ledger", "outbox", "meta", "events", "consumers", "uses", "cohorts",
+      "trials", "subjects", "ledger", "outbox", "meta", "events", "consumers", "uses", "cohorts", "webhooks",
     ]
   }
 
@@ -197,6 +199,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
       }
       if schema >= 5 { databases.uses = try open("uses") }
       if schema >= 7 { databases.cohorts = try open("cohorts") }
+      if schema >= 8 { databases.webhooks = try open("webhooks") }
       return databases
     }
     if let existing { return existing }
@@ -207,7 +210,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
         trials: try create("trials"), subjects: try create("subjects"), ledger: try create("ledger"),
         outbox: try create("outbox"), meta: try create("meta"), events: try create("events"),
         consumers: try create("consumers"), uses: try create("uses"), cohorts: try create("cohorts"),
-        schema: schemaVersion)
+        webhooks: try create("webhooks"), schema: schemaVersion)
       try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.schema, UInt32(schemaVersion))
       try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.logLast, UInt64(0))
       try StoreUpgrade.putMeta(txn, databases.meta, MetaKey.logPrunedThrough, UInt64(0))
@@ -372,7 +375,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   }
 
   /// Runs `body` on the raw records (databases by name: `trials`, `subjects`, `ledger`,
-  /// `outbox`, `meta`, `events`, `consumers`, `uses`, `cohorts`, `main`), outside every rule of
+  /// `outbox`, `meta`, `events`, `consumers`, `uses`, `cohorts`, `webhooks`, `main`), outside every rule of
   /// the repository: for tests that plant damage (`StoreCorruption` in TrialStoreTesting) and the
   /// store's fuzz target.
   @_spi(StoreTesting)

@@ -34,6 +34,7 @@ public struct RawStoreRecords {
       case "consumers": databases.consumers
       case "uses": databases.uses
       case "cohorts": databases.cohorts
+      case "webhooks": databases.webhooks
       case "main": try txn.mainDatabase()
       default: nil
       }

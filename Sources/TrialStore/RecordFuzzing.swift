@@ -15,19 +15,21 @@ public struct DecodedStoreRecord {
   public var key: [UInt8]
   public var value: [UInt8]
   /// The record is of the version this store writes, and holds no span read to the microsecond
-  /// (a lateness and grace, as seconds in a `Double`, are): written again, it is the same bytes.
+  /// (a lateness and grace, a webhook attempt's duration and Retry-After, as seconds in a
+  /// `Double`, are): written again, it is the same bytes.
   public var current: Bool
-  /// Written again, the record reads back the same: not for a lateness or grace over 2^31
-  /// seconds (68 years), which the store's `Double` of seconds keeps to the microsecond only
-  /// below that (`Duration.timeInterval`).
+  /// Written again, the record reads back the same: not for such a span over 2^31 seconds (68
+  /// years), which the store's `Double` of seconds keeps to the microsecond only below that
+  /// (`Duration.timeInterval`).
   public var stable = true
 }
 
 @_spi(Fuzzing)
 public enum StoreRecordCoding {
-  /// Every database whose records are decoded, in the order of their codes.
+  /// Every database whose records are decoded, in the order of their codes (a database added
+  /// later takes the next code, so that the seeds of the others keep theirs).
   public static let databases = [
-    "trials", "subjects", "ledger", "outbox", "events", "consumers", "uses", "cohorts", "meta",
+    "trials", "subjects", "ledger", "outbox", "events", "consumers", "uses", "cohorts", "meta", "webhooks",
   ]
 
   /// The name a problem gives the record (`trials/000000000000002a`, `meta/"schema"`...).
@@ -110,6 +112,8 @@ public enum StoreRecordCoding {
         value: writer.bytes, current: true)
     case "meta":
       return try decodeMeta(key: key, value: value)
+    case "webhooks":
+      return try decodeWebhookRecord(key: key, value: value)
     default:
       throw RecordProblem("no database \"\(database)\"")
     }
@@ -125,6 +129,30 @@ public enum StoreRecordCoding {
     guard case .skipped(.beyondGrace(let lateness, let grace)) = outcome else { return true }
     let limit = Duration.seconds(1 << 31)
     return [lateness, grace].allSatisfy { $0 <= limit && $0 >= .zero - limit }
+  }
+
+  /// An endpoint's state (its spans read to the microsecond, as a lateness is), or a pending event.
+  private static func decodeWebhookRecord(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws
+    -> DecodedStoreRecord
+  {
+    var writer = ByteWriter()
+    switch try WebhookRecords.parse(key) {
+    case .endpoint(let name):
+      let state = try WebhookRecords.decodeState(value, name: name)
+      try WebhookRecords.encode(state, into: &writer)
+      let spans = WebhookRecords.spans(of: state)
+      let limit = Duration.seconds(1 << 31)
+      return DecodedStoreRecord(
+        record: state, key: WebhookRecords.key(.endpoint(name)), value: writer.bytes, current: spans.isEmpty,
+        stable: spans.allSatisfy { $0 <= limit && $0 >= .zero - limit })
+    case .event(let name, let sequence):
+      let event = try WebhookRecords.decodeEvent(value, endpoint: name, sequence: sequence)
+      try WebhookRecords.encode(event, into: &writer)
+      return DecodedStoreRecord(
+        record: event, key: WebhookRecords.key(.event(endpoint: name, sequence: sequence)),
+        value: writer.bytes,
+        current: true)
+    }
   }
 
   /// The meta records: numbers (the schema a u32, the others u64) and the last-seen time, read

@@ -64,28 +64,6 @@ enum StoreKeys {
       revision: UInt32(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt32.self)),
       order: high << 32 | low)
   }
-
-  /// A readable name for any key of `database`, for error messages.
-  static func describe(_ key: UnsafeRawBufferPointer, in database: String) -> String {
-    switch database {
-    case "trials":
-      if let id = try? trialID(key) { return "trials/\(id)" }
-    case "ledger", "outbox":
-      if let parsed = try? ledgerKey(key) { return "\(database)/\(parsed.text)" }
-    case "events":
-      if let cursor = try? eventCursor(key) { return "events/\(cursor)" }
-    case "cohorts":
-      if let cohort = try? CohortRecords.cohort(key) {
-        let day = RFC3339.format(Date(timeIntervalSince1970: Double(cohort.day) * 86_400)).prefix(10)
-        return "cohorts/\(day) \"\(cohort.plan)\""
-      }
-    case "subjects", "meta", "main", "consumers":
-      return "\(database)/\"\(String(decoding: key, as: UTF8.self))\""
-    default:
-      break
-    }
-    return "\(database)/0x" + key.map { zeroPadded($0, width: 2, radix: 16) }.joined()
-  }
 }
 
 /// Appends little-endian numbers to a byte buffer.

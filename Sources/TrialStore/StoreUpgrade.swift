@@ -22,6 +22,9 @@ public struct StoreUpgradeReport: Hashable, Sendable {
 /// (`data.mdb.schema<N>-<UTC time>`); then one write transaction makes every change, so the
 /// store is either upgraded whole or left at its old schema.
 ///
+/// Schema 7 → 8 creates the empty `webhooks` database (webhook endpoints' state and pending
+/// events).
+///
 /// Schema 6 → 7 creates `cohorts`, the conversion figures, counted from the trials the store
 /// holds (those retention removed before are not in them).
 ///
@@ -59,6 +62,7 @@ enum StoreUpgrade {
         upgraded.cohorts = try txn.openDatabase("cohorts", create: true)
         try countCohorts(txn, upgraded, path: environment.dataPath)
       }
+      if from < 8 { upgraded.webhooks = try txn.openDatabase("webhooks", create: true) }
       // Schemas 2 → 3 → 4 and 5 → 6 change no record: an expiry no longer rewrites its trial's
       // record, and a record of schema 2 (expired when its expiry was taken) reads the same;
       // records of version 1 (no attribute section) read as before; schema 6 only adds.

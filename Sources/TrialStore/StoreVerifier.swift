@@ -4,8 +4,8 @@ import TrialCore
 
 /// One thing wrong in a store: where (the database and the key of the record) and what.
 public struct StoreProblem: Hashable, Sendable, CustomStringConvertible {
-  /// `trials`, `subjects`, `ledger`, `outbox`, `events`, `consumers`, `meta`, `main` (the
-  /// databases themselves), or `file` for the store file as a whole.
+  /// `trials`, `subjects`, `ledger`, `outbox`, `events`, `consumers`, `uses`, `cohorts`,
+  /// `webhooks`, `meta`, `main` (the databases themselves), or `file` for the store file as a whole.
   public var database: String
   /// The record's key; empty for a problem of the file as a whole.
   public var key: [UInt8]
@@ -137,6 +137,7 @@ final class StoreVerifier {
       try checkConsumers()
       try checkUses()
       try checkCohorts()
+      try checkWebhooks()
       if storedActive != report.activeTrials {
         report.add(
           "meta", Array(LMDBTrialRepository.MetaKey.activeCount.utf8),
@@ -201,10 +202,13 @@ final class StoreVerifier {
       }
     }
     // A store of an earlier schema holds nothing in the databases of a later one: its upgrade
-    // (`StoreUpgrade`) refuses an event log it did not make, and takes uses and cohorts as found.
+    // (`StoreUpgrade`) refuses an event log it did not make, and takes uses, cohorts and webhooks
+    // as found.
     guard report.schema >= 1 else { return }
-    for (name, since) in [("events", 2), ("consumers", 2), ("uses", 5), ("cohorts", 7)] as [(String, UInt32)]
-    where report.schema < since {
+    let later: [(String, UInt32)] = [
+      ("events", 2), ("consumers", 2), ("uses", 5), ("cohorts", 7), ("webhooks", 8),
+    ]
+    for (name, since) in later where report.schema < since {
       guard let database = try txn.openDatabase(name, create: false), try txn.entryCount(database) > 0 else {
         continue
       }

@@ -17,7 +17,9 @@ import TrialCore
 /// | 5 | `epsilon` | active, nothing taken yet |
 ///
 /// Its event log holds the three reminders fired (cursors 1 to 3, in trial order), and one
-/// consumer, `mailer`, has acknowledged the first.
+/// consumer, `mailer`, has acknowledged the first. One webhook endpoint, `hooks`, has the second
+/// pending: its one attempt failed (a 503 asking for a wait of 30 s), the next is due a minute
+/// later.
 public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvertible {
   case activeTrialMissingFromSubjectIndex
   case subjectIndexNamesMissingTrial
@@ -48,6 +50,9 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
   case unreadableConsumerRecord
   case invalidConsumerName
   case consumerAheadOfLog
+  case unreadableWebhookState
+  case invalidWebhookEndpointName
+  case webhookEventAfterLastCursor
 
   public var description: String { rawValue }
 
@@ -102,6 +107,20 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
     try repository.write { txn in
       _ = try EventFeed.createConsumer(named: "mailer", after: EventCursor(0), now: taken, in: txn)
       _ = try EventFeed.acknowledge(consumer: "mailer", through: EventCursor(1), now: taken, in: txn)
+    }
+    try repository.write { txn in
+      let answer = WebhookAttempt.answered(status: 503, retryAfter: .seconds(30))
+      var hooks = WebhookEndpointState(name: "hooks")
+      hooks.health.record(answer, at: taken, disableAfter: .days(5))
+      hooks.keep(
+        WebhookAttemptRecord(
+          at: taken, cursor: EventCursor(2), messageID: entries[1].id.description, number: 1, outcome: answer,
+          duration: .milliseconds(40)))
+      try txn.putWebhookEndpoint(hooks)
+      try txn.putWebhookEvent(
+        WebhookPendingEvent(
+          endpoint: "hooks", cursor: EventCursor(2), attempts: 1, nextAttemptAt: taken.addingTimeInterval(60))
+      )
     }
     return try repository.read { txn in try (1...5).map { try txn.trial(TrialID($0))! } }
   }
@@ -225,7 +244,7 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
     }
   }
 
-  /// Damage to the event log, its bounds and its consumers.
+  /// Damage to the event log, its bounds, its consumers and the webhook endpoints' records.
   private func plantInLog(in repository: LMDBTrialRepository, epsilon: Trial) throws -> [Expected] {
     func raw(_ body: (RawStoreRecords) throws -> Void) throws {
       try repository.withRawRecords { try body($0) }
@@ -233,6 +252,7 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
     let lastKey = Array("events-last".utf8)
     let prunedKey = Array("events-pruned-through".utf8)
     let mailer = Self.consumerKey("mailer")
+    let hooks = Self.consumerKey("hooks")
     switch self {
     case .unreadableEventRecord:
       try raw { try $0.put("events", Self.eventKey(2), [9, 0, 0, 0]) }
@@ -303,6 +323,27 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
           database: "consumers", key: mailer,
           words: ["0000000000000007", "after the event log's last cursor"])
       ]
+    case .unreadableWebhookState:
+      try raw { try $0.put("webhooks", hooks, [1, 16, 0, 0, 0, 0, 0, 0]) }
+      return [Expected(database: "webhooks", key: hooks, words: ["unreadable", "unknown flags 16"])]
+    case .invalidWebhookEndpointName:
+      let key = Self.webhookEventKey("Hooks", 2)
+      try raw { records in
+        try records.put("webhooks", key, try records.get("webhooks", Self.webhookEventKey("hooks", 2))!)
+      }
+      return [
+        Expected(database: "webhooks", key: key, words: ["invalid webhook endpoint name", "lower-case"])
+      ]
+    case .webhookEventAfterLastCursor:
+      try repository.write { txn in
+        try txn.putWebhookEvent(
+          WebhookPendingEvent(endpoint: "hooks", cursor: EventCursor(9), attempts: 1, nextAttemptAt: nil))
+      }
+      return [
+        Expected(
+          database: "webhooks", key: Self.webhookEventKey("hooks", 9),
+          words: ["0000000000000009", "after the event log's last cursor"])
+      ]
     default:
       preconditionFailure("\(self) is not damage to the event log")
     }
@@ -318,6 +359,11 @@ public enum StoreCorruption: String, CaseIterable, Sendable, CustomStringConvert
   public static func eventKey(_ cursor: UInt64) -> [UInt8] { trialKey(cursor) }
 
   public static func consumerKey(_ name: String) -> [UInt8] { Array(name.utf8) }
+
+  /// A webhook endpoint's pending event: its name, a 0 byte, the cursor.
+  public static func webhookEventKey(_ endpoint: String, _ cursor: UInt64) -> [UInt8] {
+    Array(endpoint.utf8) + [0] + eventKey(cursor)
+  }
 
   /// The cohort of the fixture's trials (started at `origin`, without a plan).
   public static var fixtureCohortKey: [UInt8] {

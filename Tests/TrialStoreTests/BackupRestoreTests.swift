@@ -75,6 +75,8 @@ import TrialTesting
       try RepositorySnapshot(restored).difference(from: expected.restored(as: restore.generation)) == nil)
     #expect(expected.events.map(\.cursor.sequence) == [2, 3])
     #expect(expected.consumers.map(\.name) == ["mailer"])
+    #expect(
+      expected.webhooks.map(\.name) == ["hooks"] && expected.webhookEvents.map(\.cursor) == [EventCursor(2)])
     let next = try fireExpiries(
       restored, at: [StoreCorruption.origin.addingTimeInterval(9 * 86_400)], firstID: 50)
     #expect(next.map(\.cursor) == [EventCursor(4, generation: 1)])

@@ -26,6 +26,9 @@ struct RepositorySnapshot: Equatable {
   var events: [LoggedEvent] = []
   var logBounds = EventLogBounds()
   var consumers: [ConsumerRecord] = []
+  /// The webhook endpoints' state, and their pending events, by endpoint.
+  var webhooks: [WebhookEndpointState] = []
+  var webhookEvents: [WebhookPendingEvent] = []
 
   /// With `fromBatch`, only the trials of the crash workload's batches from that one on,
   /// the whole outbox, and of the log only its bounds.
@@ -65,6 +68,12 @@ struct RepositorySnapshot: Equatable {
       }
     }
     consumers = try EventFeed.consumers(in: txn)
+    webhooks = try collected { try txn.scanWebhookEndpoints($0) }
+    for endpoint in webhooks {
+      webhookEvents += try collected {
+        try txn.scanWebhookEvents(endpoint: endpoint.name, after: .origin, $0)
+      }
+    }
   }
 }
 
@@ -100,6 +109,18 @@ extension RepositorySnapshot {
       consumer.acknowledged = consumer.acknowledged.of(generation: generation.number)
       return consumer
     }
+    copy.webhooks = webhooks.map {
+      var state = $0
+      for index in state.attempts.indices {
+        state.attempts[index].cursor = state.attempts[index].cursor?.of(generation: generation.number)
+      }
+      return state
+    }
+    copy.webhookEvents = webhookEvents.map {
+      var event = $0
+      event.cursor = event.cursor.of(generation: generation.number)
+      return event
+    }
     return copy
   }
 
@@ -113,14 +134,19 @@ extension RepositorySnapshot {
       return "\(name): \(mine.count) ≠ \(theirs.count) items (first extra: "
         + "\(mine.count > theirs.count ? "\(mine[theirs.count])" : "\(theirs[mine.count])"))"
     }
-    return first("trials", trials, other.trials) ?? first("ledger", ledger, other.ledger)
-      ?? first("outbox", outbox, other.outbox)
-      ?? (lastSeen != other.lastSeen
-        ? "last seen: \(String(describing: lastSeen)) ≠ \(String(describing: other.lastSeen))" : nil)
-      ?? (activeByIndex != other.activeByIndex ? "subject index differs" : nil)
-      ?? first("events", events, other.events)
-      ?? (logBounds != other.logBounds ? "log bounds: \(logBounds) ≠ \(other.logBounds)" : nil)
-      ?? first("consumers", consumers, other.consumers)
+    if let found = first("trials", trials, other.trials) ?? first("ledger", ledger, other.ledger) {
+      return found
+    }
+    if let found = first("outbox", outbox, other.outbox) { return found }
+    if lastSeen != other.lastSeen {
+      return "last seen: \(String(describing: lastSeen)) ≠ \(String(describing: other.lastSeen))"
+    }
+    if activeByIndex != other.activeByIndex { return "subject index differs" }
+    if let found = first("events", events, other.events) { return found }
+    if logBounds != other.logBounds { return "log bounds: \(logBounds) ≠ \(other.logBounds)" }
+    if let found = first("consumers", consumers, other.consumers) { return found }
+    if let found = first("webhooks", webhooks, other.webhooks) { return found }
+    return first("webhook events", webhookEvents, other.webhookEvents)
   }
 }
 
