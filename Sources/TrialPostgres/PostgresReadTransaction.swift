@@ -173,6 +173,20 @@ class PostgresReadTransaction: TrialReadTransaction {
     try readSubjectUses(after: after, body)
   }
 
+  func webhookEndpoint(named name: String) throws -> WebhookEndpointState? {
+    try readWebhookEndpoint(named: name)
+  }
+
+  func scanWebhookEndpoints(_ body: (WebhookEndpointState) throws -> Bool) throws {
+    try readWebhookEndpoints(body)
+  }
+
+  func scanWebhookEvents(endpoint: String, after: EventCursor, _ body: (WebhookPendingEvent) throws -> Bool)
+    throws
+  {
+    try readWebhookEvents(endpoint: endpoint, after: after, body)
+  }
+
   func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws {
     let result = try query(
       "SELECT \(PostgresRecords.consumerColumns) FROM trialwatch.consumer ORDER BY name COLLATE \"C\"")

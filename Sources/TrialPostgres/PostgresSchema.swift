@@ -306,9 +306,25 @@ public enum PostgresSchema {
     FROM trialwatch.trial WHERE state = 'converted' GROUP BY 1, 2, 3;
     """
 
+  /// Version 9: webhook endpoints' state, by name (their health, last attempts and a replay's
+  /// skip, as JSON: `WebhookStateJSON`), and their pending events, by endpoint and cursor (the
+  /// attempts made, and when the next is due: none once delivered). New and empty tables.
+  static let upgradeTo9 = """
+    CREATE TABLE trialwatch.webhook_endpoint (name text PRIMARY KEY, state jsonb NOT NULL);
+    CREATE TABLE trialwatch.webhook_event (
+      endpoint text NOT NULL,
+      sequence bigint NOT NULL,
+      attempts integer NOT NULL,
+      next_attempt_s double precision,
+      next_attempt_at timestamptz GENERATED ALWAYS AS (trialwatch.time(next_attempt_s)) STORED,
+      PRIMARY KEY (endpoint, sequence)
+    );
+    """
+
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
   static let steps = [
     createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6, upgradeTo7, upgradeTo8,
+    upgradeTo9,
   ]
 
   /// What `prepare` found or did.

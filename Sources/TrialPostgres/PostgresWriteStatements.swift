@@ -98,6 +98,7 @@ extension PostgresWriteTransaction {
     writeUses(into: &query)
     writeRemovals(into: &query)
     writeCohorts(into: &query)
+    writeWebhooks(into: &query)
     let notifications = notifying(self)
     if !notifications.isEmpty {
       let channels = query.bind(PGArray.literal(notifications.map { Optional($0.channel) }))

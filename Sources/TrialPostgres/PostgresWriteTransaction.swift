@@ -50,6 +50,8 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   var trialRemovals: [TrialID] = []
   /// Changes to the conversion figures, added to their rows with the commit.
   var cohortWrites: [CohortKey: CohortCounts] = [:]
+  /// Webhook endpoints' states and pending events put (`PostgresWebhooks`).
+  var webhookWrites = WebhookWrites()
   var lastSeen: Date?
   /// The epochs the fence confirmed, by shard.
   private(set) var fenced: [Int: Int64] = [:]
@@ -254,6 +256,23 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   override func scanConsumers(_ body: (ConsumerRecord) throws -> Bool) throws {
     try flush()
     try super.scanConsumers(body)
+  }
+
+  override func webhookEndpoint(named name: String) throws -> WebhookEndpointState? {
+    if let written = webhookWrites.endpoints[name] { return try stampedWebhook(written.state) }
+    return try super.webhookEndpoint(named: name)
+  }
+
+  override func scanWebhookEndpoints(_ body: (WebhookEndpointState) throws -> Bool) throws {
+    try flush()
+    try super.scanWebhookEndpoints(body)
+  }
+
+  override func scanWebhookEvents(
+    endpoint: String, after: EventCursor, _ body: (WebhookPendingEvent) throws -> Bool
+  ) throws {
+    try flush()
+    try super.scanWebhookEvents(endpoint: endpoint, after: after, body)
   }
 
   override func subjectUse(scope: SubjectUse.Scope, key: String) throws -> SubjectUse? {

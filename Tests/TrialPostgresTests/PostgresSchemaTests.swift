@@ -242,6 +242,43 @@ import TrialCore
       after.first?.counts == CohortCounts(started: 4, converted: 1, expired: 1, conversionHours: [2: 1]))
   }
 
+  @Test func schemaBeforeWebhooks_IsUpgradedInPlace_KeepingWebhookState() throws {
+    let (conninfo, connection) = try Self.upgraded(from: 8)
+    let repository = try PostgresTrialRepository(
+      conninfo: conninfo, node: "new-node", shards: ShardMap(count: 4), refusesEarlyFires: false)
+    #expect(try repository.read { try $0.webhookEndpoint(named: "hooks") } == nil)
+    var state = WebhookEndpointState(name: "hooks")
+    let gone = WebhookAttempt.answered(status: 410, retryAfter: nil)
+    state.health.record(gone, at: Date(timeIntervalSinceReferenceDate: 60.25), disableAfter: .days(5))
+    state.keep(
+      WebhookAttemptRecord(
+        at: Date(timeIntervalSinceReferenceDate: 60.25), cursor: EventCursor(3), messageID: "msg_1",
+        number: 1,
+        outcome: gone, duration: .microseconds(1_234)))
+    let event = WebhookPendingEvent(
+      endpoint: "hooks", cursor: EventCursor(3), attempts: 1,
+      nextAttemptAt: Date(timeIntervalSinceReferenceDate: 120))
+    try repository.write { txn in
+      try txn.putWebhookEndpoint(state)
+      try txn.putWebhookEvent(event)
+    }
+    #expect(try repository.read { try $0.webhookEndpoint(named: "hooks") } == state)
+    #expect(
+      try repository.read { txn in
+        try collected { try txn.scanWebhookEvents(endpoint: "hooks", after: .origin, $0) }
+      }
+        == [event])
+    // The rows, as people query them.
+    let rows = try connection.execute(
+      """
+      SELECT e.state->'disabled'->>'reason', e.state->'attempts'->0->>'duration_us', w.sequence,
+        w.next_attempt_at = trialwatch.time(120)
+      FROM trialwatch.webhook_endpoint e JOIN trialwatch.webhook_event w ON w.endpoint = e.name
+      """)
+    #expect(rows.string(0, 0) == "gone" && rows.string(0, 1) == "1234")
+    #expect(rows.int64(0, 2) == 3 && rows.bool(0, 3) == true)
+  }
+
   @Test func schema_NewerThanThisDaemon_IsLeftUntouched() throws {
     let connection = try Self.database()
     try PostgresSchema.prepare(on: connection, shards: 4)

@@ -130,6 +130,41 @@ import TrialTesting
     #expect(try pending(subject, "crm").count == 1)
   }
 
+  /// A transaction reads its own writes, and counts an event it put again and removed once
+  /// (PostgreSQL keeps the puts until the commit, and removes rows at once).
+  @Test(arguments: StoreKind.allCases)
+  func writesOfOneTransaction_AreReadByIt_AndCountedOnce(kind: StoreKind) throws {
+    let subject = try Subject(kind)
+    func event(_ sequence: UInt64, attempts: Int = 1) -> WebhookPendingEvent {
+      WebhookPendingEvent(
+        endpoint: "billing", cursor: EventCursor(sequence), attempts: attempts,
+        nextAttemptAt: at(Double(sequence)))
+    }
+    try subject.repository.write { txn in
+      try txn.putWebhookEvent(event(1))
+      try txn.putWebhookEvent(event(2))
+    }
+    let seen = try subject.repository.write { txn in
+      try txn.putWebhookEndpoint(state("billing"))
+      let read = try txn.webhookEndpoint(named: "billing")
+      try txn.putWebhookEvent(event(2, attempts: 2))
+      try txn.putWebhookEvent(event(3))
+      let removed = try txn.removeWebhookEvents(endpoint: "billing", through: EventCursor(2))
+      let left = try collected { try txn.scanWebhookEvents(endpoint: "billing", after: .origin, $0) }
+      try txn.putWebhookEvent(event(4))
+      let gone = try txn.removeWebhookEndpoint(named: "billing")
+      try txn.putWebhookEvent(event(5))
+      return (read, removed, left, gone)
+    }
+    #expect(seen.0 == state("billing"))
+    #expect(seen.1 == 2)
+    #expect(seen.2 == [event(3)])
+    #expect(seen.3)
+    try subject.reopen()
+    #expect(try subject.repository.read { try $0.webhookEndpoint(named: "billing") } == nil)
+    #expect(try pending(subject, "billing") == [event(5)])
+  }
+
   @Test(arguments: StoreKind.allCases)
   func aFailedWrite_LeavesNoWebhookState(kind: StoreKind) throws {
     let subject = try Subject(kind)
