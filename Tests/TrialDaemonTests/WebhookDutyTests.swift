@@ -80,7 +80,7 @@ final class SpySender {
       #expect(handed.map(\.number) == [round])
       ids += handed.map(\.event.id.description)
       times.append(h.scheduler.now)
-      report(h, handed, round < 4 ? .answered(status: 500, retryAfter: nil) : .answered(status: 204, retryAfter: nil))
+      report(h, handed, .answered(status: round < 4 ? 500 : 204, retryAfter: nil))
       if let retry = h.scheduler.pending.first(where: { $0.label == "webhooks" }) {
         h.scheduler.advance(to: retry.deadline)
       }
