@@ -73,12 +73,7 @@ extension PostgresReadTransaction {
   /// The state with its attempts' cursors in the log's generation.
   func stampedWebhook(_ state: WebhookEndpointState) throws -> WebhookEndpointState {
     guard state.attempts.contains(where: { $0.cursor != nil }) else { return state }
-    let generation = try logGeneration().number
-    var state = state
-    for index in state.attempts.indices {
-      state.attempts[index].cursor = state.attempts[index].cursor?.of(generation: generation)
-    }
-    return state
+    return state.inGeneration(try logGeneration().number)
   }
 }
 

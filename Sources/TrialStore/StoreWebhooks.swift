@@ -72,12 +72,7 @@ extension StoreReadTransaction {
   /// The state with its attempts' cursors in the log's generation.
   private func stamped(_ state: WebhookEndpointState) throws -> WebhookEndpointState {
     guard state.attempts.contains(where: { $0.cursor != nil }) else { return state }
-    let generation = try currentLogGeneration().number
-    var state = state
-    for index in state.attempts.indices {
-      state.attempts[index].cursor = state.attempts[index].cursor?.of(generation: generation)
-    }
-    return state
+    return state.inGeneration(try currentLogGeneration().number)
   }
 }
 

@@ -242,12 +242,7 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
 
     /// The endpoint's attempts with their cursors in the log's generation.
     private func stamped(_ endpoint: WebhookEndpointState) -> WebhookEndpointState {
-      var endpoint = endpoint
-      for index in endpoint.attempts.indices {
-        endpoint.attempts[index].cursor = endpoint.attempts[index].cursor?.of(
-          generation: state.generation.number)
-      }
-      return endpoint
+      endpoint.inGeneration(state.generation.number)
     }
 
     func putWebhookEndpoint(_ endpoint: WebhookEndpointState) throws {

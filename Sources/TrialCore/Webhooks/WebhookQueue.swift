@@ -86,7 +86,7 @@ public struct WebhookQueue: Sendable {
 
   /// How many events it holds, unsettled, and how many of them are out for an attempt.
   public var backlog: Int { items.count }
-  public var inFlight: Int { items.values.reduce(0) { $0 + ($1.inFlight ? 1 : 0) } }
+  public private(set) var inFlight = 0
 
   /// The oldest unsettled event's cursor.
   public var oldest: EventCursor? { firstUnsettled.map { EventCursor($0, generation: position.generation) } }
@@ -125,6 +125,7 @@ public struct WebhookQueue: Sendable {
       guard let next = due.min, next.at <= now else { break }
       due.removeMin()
       items[next.sequence]!.inFlight = true
+      inFlight += 1
       taken.append(items[next.sequence]!)
     }
     return taken
@@ -134,6 +135,7 @@ public struct WebhookQueue: Sendable {
   /// is settled too, else the delivery is remembered ahead of it.
   public mutating func delivered(_ cursor: EventCursor) -> Change {
     guard let item = items.removeValue(forKey: cursor.sequence) else { return Change() }
+    if item.inFlight { inFlight -= 1 }
     releaseSubject(of: item)
     var change = advance()
     if cursor > position {
@@ -147,6 +149,7 @@ public struct WebhookQueue: Sendable {
   /// The attempt of `cursor` failed: it waits until `retryAt`, remembered so.
   public mutating func failed(_ cursor: EventCursor, retryAt: Date) -> Change {
     guard var item = items[cursor.sequence] else { return Change() }
+    if item.inFlight { inFlight -= 1 }
     item.attempts += 1
     item.dueAt = retryAt
     item.inFlight = false
@@ -166,6 +169,7 @@ public struct WebhookQueue: Sendable {
   public mutating func returned(_ cursor: EventCursor, now: Date) {
     guard var item = items[cursor.sequence], item.inFlight else { return }
     item.inFlight = false
+    inFlight -= 1
     item.dueAt = min(item.dueAt, now)
     items[cursor.sequence] = item
     due.insert(Waiting(at: item.dueAt, sequence: cursor.sequence))

@@ -26,6 +26,16 @@ public struct WebhookEndpointState: Hashable, Sendable {
     if attempts.count > Self.keptAttempts { attempts.removeFirst(attempts.count - Self.keptAttempts) }
   }
 
+  /// The state with its attempts' cursors in the log's generation `generation`: stores keep
+  /// sequences alone, and read them back in the generation the log is in.
+  public func inGeneration(_ generation: UInt32) -> WebhookEndpointState {
+    var state = self
+    for index in state.attempts.indices {
+      state.attempts[index].cursor = state.attempts[index].cursor?.of(generation: generation)
+    }
+    return state
+  }
+
   /// The consumer that holds the endpoint's position: `webhook:NAME`.
   public static func consumerName(of endpoint: String) -> String { consumerPrefix + endpoint }
 
