@@ -84,6 +84,9 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let consumerExists = "io.trialwatch.ConsumerExists"
     public static let planNotFound = "io.trialwatch.PlanNotFound"
     public static let trialAlreadyUsed = "io.trialwatch.TrialAlreadyUsed"
+    public static let webhookNotFound = "io.trialwatch.WebhookNotFound"
+    public static let webhookSenderUnavailable = "io.trialwatch.WebhookSenderUnavailable"
+    public static let webhookSenderActive = "io.trialwatch.WebhookSenderActive"
   }
 
   public static func interfaceNotFound(_ interface: String) -> Self {
@@ -130,6 +133,14 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
   public static func internalError(_ message: String) -> Self {
     Self(name: Name.internalError, parameters: Parameters(message: message))
   }
+
+  public static func webhookNotFound(_ name: String) -> Self {
+    Self(name: Name.webhookNotFound, parameters: Parameters(name: name))
+  }
+
+  public static func webhookSenderUnavailable() -> Self { Self(name: Name.webhookSenderUnavailable) }
+
+  public static func webhookSenderActive() -> Self { Self(name: Name.webhookSenderActive) }
 
   /// The domain's refusal, as the error a client receives.
   public init(_ error: TrialError) {
@@ -222,6 +233,14 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
         + "of plan \(p.plan ?? "?"), started \(p.firstStartedAt ?? "?")"
     case Name.planNotFound:
       return "no plan named \"\(p.plan ?? "?")\" is configured (trialwatchctl plans lists those that are)"
+    case Name.webhookNotFound:
+      return
+        "no webhook endpoint named \"\(p.name ?? "?")\" is configured (trialwatchctl webhooks lists those "
+        + "that are)"
+    case Name.webhookSenderUnavailable:
+      return "no webhook sender is attached to the daemon (is trialwatch-webhooks.service running?)"
+    case Name.webhookSenderActive:
+      return "a webhook sender is attached to the daemon already; only one may be at a time"
     case Name.noSuchMetric:
       guard let metric = p.name else { return "no metric to list" }
       return "no metric family named \"\(metric)\" (trialwatchctl metrics --describe lists them)"

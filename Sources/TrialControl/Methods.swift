@@ -6,9 +6,18 @@ public enum MethodKind: Hashable, Sendable {
   case read
   case change
   case stream
+  /// A stream that needs the rights of a change (the webhook sender's feed).
+  case changeStream
   /// Answered at once with several replies (a call with `more`), the last without
   /// `continues`; the connection goes on taking calls (`io.systemd.Metrics.List`).
   case replies
+}
+
+extension MethodKind {
+  /// Whether its replies stream (it needs `more` and takes over its connection).
+  public var streams: Bool { self == .stream || self == .changeStream }
+  /// Whether the caller needs the rights of a change.
+  public var needsChangeRights: Bool { self == .change || self == .changeStream }
 }
 
 /// One Varlink method, declared once: its name, the types of its parameters and reply, and
@@ -87,6 +96,19 @@ public enum Trials {
     interface, "AcknowledgeEvent", .change)
   public static let removeConsumer = VarlinkMethod<ConsumerNameParameters, EmptyReply>(
     interface, "RemoveConsumer", .change)
+  public static let listWebhooks = VarlinkMethod<NoParameters, ListWebhooksReply>(interface, "ListWebhooks")
+  public static let getWebhookAttempts = VarlinkMethod<GetWebhookAttemptsParameters, GetWebhookAttemptsReply>(
+    interface, "GetWebhookAttempts")
+  public static let enableWebhook = VarlinkMethod<WebhookNameParameters, WebhookEndpointReply>(
+    interface, "EnableWebhook", .change)
+  public static let replayWebhook = VarlinkMethod<ReplayWebhookParameters, WebhookEndpointReply>(
+    interface, "ReplayWebhook", .change)
+  public static let testWebhook = VarlinkMethod<WebhookNameParameters, TestWebhookReply>(
+    interface, "TestWebhook", .change)
+  public static let serveWebhooks = VarlinkMethod<NoParameters, ServeWebhooksReply>(
+    interface, "ServeWebhooks", .changeStream)
+  public static let reportWebhooks = VarlinkMethod<ReportWebhooksParameters, EmptyReply>(
+    interface, "ReportWebhooks", .change)
 }
 
 /// The interfaces the daemon offers, with their definitions embedded from the `.varlink`

@@ -42,7 +42,7 @@ public struct Route: Sendable {
     _ method: VarlinkMethod<P, R>,
     _ handler: @escaping @Sendable (P, PeerCredentials?, @escaping Completion<R>) -> Void
   ) {
-    precondition(method.kind != .stream, "\(method.qualifiedName) streams: route it with Route(stream:)")
+    precondition(!method.kind.streams, "\(method.qualifiedName) streams: route it with Route(stream:)")
     // A trial's reply is hand-written (`FastPath`); every other reply goes through Codable.
     let encode: @Sendable (R, JSONEncoder) -> [UInt8]
     if R.self == TrialReply.self {
@@ -98,8 +98,9 @@ public struct Route: Sendable {
     stream method: VarlinkMethod<P, R>,
     _ handler: @escaping @Sendable (P, StreamSink<R>) -> @Sendable () -> Void
   ) {
+    precondition(method.kind.streams, "\(method.qualifiedName) does not stream")
     self.method = method.qualifiedName
-    kind = .stream
+    kind = method.kind
     parameterType = P.self
     self.handler = .stream { parameters, target in handler(parameters as! P, StreamSink(target)) }
   }
@@ -271,12 +272,12 @@ struct ControlRouter: Sendable {
       let known = interfaces.contains(call.interface)
       return refuse(known ? .methodNotFound(call.method) : .interfaceNotFound(call.interface))
     }
-    if route.kind == .stream || route.kind == .replies, !call.more || call.oneway {
+    if route.kind.streams || route.kind == .replies, !call.more || call.oneway {
       route.tally.refused()
       return refuse(.expectedMore())
     }
     // Refused callers learn nothing from their parameters being checked.
-    if route.kind == .change && !mayChange {
+    if route.kind.needsChangeRights && !mayChange {
       let error = ControlError.permissionDenied(method: call.method, uid: uid ?? .max)
       refused(error)
       route.tally.refused()
@@ -288,7 +289,7 @@ struct ControlRouter: Sendable {
       return refuse(.invalidParameter(problem))
     case .success(let parameters):
       let prepared = PreparedCall(route: route, parameters: parameters)
-      if route.kind == .stream { return .stream(prepared) }
+      if route.kind.streams { return .stream(prepared) }
       return .call(prepared, change: route.kind == .change, oneway: call.oneway)
     }
   }

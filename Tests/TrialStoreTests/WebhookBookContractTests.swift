@@ -109,4 +109,26 @@ import TrialTesting
     #expect(try subject.repository.read { try $0.consumer(named: "webhook:billing") } == nil)
     #expect(try open(subject).created, "an endpoint removed starts afresh")
   }
+
+  @Test(arguments: StoreKind.allCases)
+  func replay_SendsAgainWhatWasDeliveredAheadInItsRange(kind: StoreKind) throws {
+    let subject = try store(kind, events: 6)
+    _ = try open(subject)
+    var change = WebhookQueue.Change()
+    change.put = [
+      WebhookPendingEvent(endpoint: "billing", cursor: EventCursor(3), attempts: 1, nextAttemptAt: nil),
+      WebhookPendingEvent(endpoint: "billing", cursor: EventCursor(5), attempts: 2, nextAttemptAt: at(20)),
+    ]
+    try subject.repository.write { txn in
+      _ = try WebhookBook.replay(endpoint: "billing", after: EventCursor(1), until: nil, now: at(9), in: txn)
+      try WebhookBook.record(change, endpoint: "billing", state: nil, now: at(9), in: txn)
+    }
+    #expect(try open(subject).pending.map(\.cursor) == [EventCursor(3), EventCursor(5)])
+    try subject.repository.write { txn in
+      _ = try WebhookBook.replay(
+        endpoint: "billing", after: EventCursor(1), until: EventCursor(4), now: at(9), in: txn)
+    }
+    #expect(
+      try open(subject).pending.map(\.cursor) == [EventCursor(5)], "3 goes again; 5, after the end, waits")
+  }
 }

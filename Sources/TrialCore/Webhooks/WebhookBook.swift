@@ -97,8 +97,9 @@ public enum WebhookBook {
   }
 
   /// Sends an endpoint the events after `after` again, through `until` (the newest when nil):
-  /// its position moves back to `after`; events after `until` that it had settled are passed
-  /// over again (`WebhookEndpointState.skip`), those it had not go on as before.
+  /// its position moves back to `after`, and the records of those events go (each is sent as if
+  /// for the first time, delivered ahead or not); events after `until` that it had settled are
+  /// passed over again (`WebhookEndpointState.skip`), those it had not go on as before.
   public static func replay(
     endpoint: String, after: EventCursor, until: EventCursor?, now: Date, in txn: any TrialWriteTransaction
   ) throws -> WebhookEndpointState {
@@ -121,6 +122,7 @@ public enum WebhookBook {
       consumer.acknowledgedAt = now
       try txn.putConsumer(consumer)
     }
+    try txn.removeWebhookEvents(endpoint: endpoint, through: until ?? txn.eventLogBounds().last)
     try txn.putWebhookEndpoint(state)
     return state
   }

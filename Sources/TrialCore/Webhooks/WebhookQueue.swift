@@ -182,6 +182,24 @@ public struct WebhookQueue: Sendable {
     }
   }
 
+  /// Every event that waits for a later attempt due at `now` instead (its endpoint enabled
+  /// again), remembered so.
+  public mutating func dueAll(now: Date) -> Change {
+    var change = Change()
+    for sequence in items.keys.sorted() {
+      guard var item = items[sequence], !item.inFlight, item.dueAt > now else { continue }
+      item.dueAt = now
+      items[sequence] = item
+      if ordering != .subject || bySubject[item.subject]?.first == sequence {
+        due.insert(Waiting(at: now, sequence: sequence))
+      }
+      change.put.append(
+        WebhookPendingEvent(
+          endpoint: endpoint, cursor: item.cursor, attempts: item.attempts, nextAttemptAt: now))
+    }
+    return change
+  }
+
   /// The attempts of `cursor` made so far, if it is held.
   public func attempts(of cursor: EventCursor) -> Int? { items[cursor.sequence]?.attempts }
 

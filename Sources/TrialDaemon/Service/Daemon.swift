@@ -254,10 +254,14 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
 
   private func engineSettings(_ configuration: DaemonConfiguration) -> EngineSettings {
     let watchdog = (try? SystemdNotifier.watchdogInterval())?.map { $0 / 2 }
-    return EngineSettings(
+    var settings = EngineSettings(
       defaultLength: configuration.defaultLength, defaultReminders: configuration.defaultReminders,
       plans: configuration.plans, policy: configuration.catchUp, watchdogInterval: watchdog,
       retention: configuration.retention, trialRetention: configuration.trialRetention)
+    // A fleet's nodes deliver no webhooks: one node must own each endpoint, which is not yet
+    // designed (docs/fleet.md).
+    if configuration.storeBackend != .postgresql { settings.webhooks = configuration.webhooks }
+    return settings
   }
 
   /// The default trial settings clients see (for the control server).

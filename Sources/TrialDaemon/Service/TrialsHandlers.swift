@@ -31,6 +31,8 @@ public final class TrialsHandlers: @unchecked Sendable {
   private let fleetStatus: (@Sendable () -> FleetStatus?)?
   /// Connections and watchers, shared with the control server.
   public let counters = ControlCounters()
+  /// The webhook methods.
+  private let webhooks: WebhookHandlers
 
   public init(
     engine: Engine, queue: DispatchQueue, startedAt: Date, version: String,
@@ -61,10 +63,13 @@ public final class TrialsHandlers: @unchecked Sendable {
       bound.value.addLogObserver(hub)
       return (hub, bound.value.snapshots())
     }
+    webhooks = WebhookHandlers(engine: engine, queue: queue, queries: queries, snapshots: snapshots)
   }
 
   /// Every method of `io.trialwatch.Trials`, with its handler.
-  public var routes: [Route] {
+  public var routes: [Route] { trialRoutes + webhooks.routes }
+
+  private var trialRoutes: [Route] {
     [
       Route(Trials.startTrial) { p, done in
         self.change(Result { () throws(TrialError) in try p.command() }, done)

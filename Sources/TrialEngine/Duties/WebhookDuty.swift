@@ -2,13 +2,20 @@ import FoundationEssentials
 import Logging
 import TrialCore
 
-/// An attempt handed to the sender: the event for an endpoint, the attempt's number (1 for the
-/// first), and a token its outcome comes back with.
+/// An attempt handed to the sender: the message for an endpoint, under its `webhook-id`, the
+/// attempt's number (1 for the first), and a token its outcome comes back with.
 public struct WebhookDispatch: Sendable {
+  public enum Message: Sendable {
+    case event(LoggedEvent)
+    /// `webhooks test`: a `trialwatch.test` message made at this time.
+    case test(at: Date)
+  }
+
   public var token: UInt64
   public var endpoint: WebhookEndpoint
+  public var messageID: String
   public var number: Int
-  public var event: LoggedEvent
+  public var message: Message
 }
 
 /// What an attempt came to, as the sender reports it.
@@ -37,7 +44,7 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
   /// The most events read from the log at once for an endpoint.
   static let readBatch = 1_000
 
-  private struct Run {
+  struct Run {
     var endpoint: WebhookEndpoint
     var queue: WebhookQueue
     var state: WebhookEndpointState
@@ -45,13 +52,20 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
     var events: [UInt64: LoggedEvent] = [:]
   }
 
-  private unowned let engine: Engine
-  private var runs: [String: Run] = [:]
+  unowned let engine: Engine
+  var runs: [String: Run] = [:]
   /// Endpoints being opened (their state read on the lane).
   private var opening: Set<String> = []
-  private var send: (([WebhookDispatch]) -> Void)?
+  var send: (([WebhookDispatch]) -> Void)?
   private var out: [UInt64: (endpoint: String, cursor: EventCursor, messageID: String)] = [:]
-  private var nextToken: UInt64 = 1
+  /// Test messages out (`test`), with who waits for each.
+  var tests:
+    [UInt64: (
+      endpoint: String, messageID: String, done: (Result<WebhookAttemptRecord, WebhookDutyError>) -> Void
+    )] = [:]
+  var nextToken: UInt64 = 1
+  /// Attempts reported, by endpoint and outcome (`WebhookAttempt.outcomeClass`), since the start.
+  public private(set) var outcomes: [String: [String: Int]] = [:]
   private var wake = DutyWake()
   private var observing = false
 
@@ -98,16 +112,27 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
     wake.cancel()
     for name in Array(runs.keys) { returnAll(of: name) }
     out.removeAll()
+    let waiting = tests.values.map(\.done)
+    tests.removeAll()
+    for done in waiting { done(.failure(.senderUnavailable)) }
   }
+
+  /// Whether a sender is attached.
+  public var attached: Bool { send != nil }
 
   /// The sender's outcomes: each settles its event or sets its next attempt, all written in one
   /// commit.
   public func report(_ reports: [WebhookReport]) {
     var changes: [String: WebhookQueue.Change] = [:]
     for report in reports {
+      if let test = tests.removeValue(forKey: report.token) {
+        tested(test, report)
+        continue
+      }
       guard let (name, cursor, messageID) = out.removeValue(forKey: report.token), var run = runs[name] else {
         continue
       }
+      outcomes[name, default: [:]][report.attempt.outcomeClass, default: 0] += 1
       let number = (run.queue.attempts(of: cursor) ?? 0) + 1
       let change: WebhookQueue.Change
       if report.attempt.delivered {
@@ -195,7 +220,7 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
   // MARK: Handing out
 
   /// Hands the sender what is due, and arms the wake at the next retry.
-  private func dispatch() {
+  func dispatch() {
     guard let send, !engine.stopped else { return }
     let now = engine.clock.now()
     var batch: [WebhookDispatch] = []
@@ -209,7 +234,9 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
         nextToken += 1
         out[token] = (name, item.cursor, event.id.description)
         batch.append(
-          WebhookDispatch(token: token, endpoint: run.endpoint, number: item.attempts + 1, event: event))
+          WebhookDispatch(
+            token: token, endpoint: run.endpoint, messageID: event.id.description, number: item.attempts + 1,
+            message: .event(event)))
       }
       if let due = run.queue.nextDue() { next = min(next ?? due, due) }
       runs[name] = run
@@ -225,7 +252,7 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
     }
   }
 
-  private func returnAll(of name: String) {
+  func returnAll(of name: String) {
     guard var run = runs[name] else { return }
     run.queue.returnAll(now: engine.clock.now())
     runs[name] = run
@@ -245,11 +272,7 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
       guard let endpoint = engine.settings.webhooks[name] else { return }
       switch result {
       case .success(let opened):
-        let queue = WebhookQueue(
-          endpoint: name, position: opened.position, remembered: opened.pending, ordering: endpoint.ordering)
-        runs[name] = Run(endpoint: endpoint, queue: queue, state: opened.state)
-        readAhead(name)
-        dispatch()
+        install(opened, endpoint: endpoint)
       case .failure(let error):
         engine.logger.error(
           "could not open a webhook endpoint's state; will retry",
@@ -261,6 +284,16 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
         }
       }
     }
+  }
+
+  /// Runs `endpoint` from where the store has it.
+  func install(_ opened: WebhookBook.Opened, endpoint: WebhookEndpoint) {
+    let queue = WebhookQueue(
+      endpoint: endpoint.name, position: opened.position, remembered: opened.pending,
+      ordering: endpoint.ordering)
+    runs[endpoint.name] = Run(endpoint: endpoint, queue: queue, state: opened.state)
+    readAhead(endpoint.name)
+    dispatch()
   }
 
   /// Forgets every endpoint the store knows but `kept`: their files are gone.
@@ -285,7 +318,9 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
 
   /// Writes the queues' changes, with each endpoint's state as it is now. A write that fails is
   /// logged: its attempts are made again (never lost), as after a restart.
-  private func record(_ changes: [String: WebhookQueue.Change]) {
+  func record(
+    _ changes: [String: WebhookQueue.Change], completion: ((Result<Void, any Error>) -> Void)? = nil
+  ) {
     let now = engine.clock.now()
     let states = changes.keys.compactMap { runs[$0]?.state }
     engine.commits.submit({ txn in
@@ -296,6 +331,7 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
       if case .failure(let error) = result {
         self?.engine.logger.error("could not record webhook deliveries", metadata: ["error": "\(error)"])
       }
+      completion?(result)
     }
   }
 }
