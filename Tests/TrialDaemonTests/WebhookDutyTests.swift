@@ -5,6 +5,14 @@ import TrialTesting
 
 @testable import TrialEngine
 
+extension WebhookDispatch {
+  /// The event an attempt carries (a test's has none).
+  var event: LoggedEvent {
+    guard case .event(let event) = message else { preconditionFailure("a test message carries no event") }
+    return event
+  }
+}
+
 /// A sender as a test plays it: what it was handed, answered by the test.
 final class SpySender {
   var handed: [WebhookDispatch] = []
@@ -19,13 +27,13 @@ final class SpySender {
 /// `WebhookDuty` in virtual time: events to the endpoints that want them, each retried on its
 /// own schedule, durable through the store, and nothing armed while nothing can go.
 @Suite struct WebhookDutyTests {
-  private func endpoint(_ name: String, events: Set<String>? = nil) -> WebhookEndpoint {
+  func endpoint(_ name: String, events: Set<String>? = nil) -> WebhookEndpoint {
     var endpoint = WebhookEndpoint(name: name, url: "https://app.example/\(name)", secretFile: "/s")
     endpoint.events = events
     return endpoint
   }
 
-  private func harness(_ endpoints: [WebhookEndpoint], repository: InMemoryTrialRepository = .init())
+  func harness(_ endpoints: [WebhookEndpoint], repository: InMemoryTrialRepository = .init())
     throws -> (Harness, SpySender)
   {
     var settings = EngineSettings()
@@ -36,14 +44,14 @@ final class SpySender {
     return (h, sender)
   }
 
-  private func report(_ h: Harness, _ dispatches: [WebhookDispatch], _ attempt: WebhookAttempt) {
+  func report(_ h: Harness, _ dispatches: [WebhookDispatch], _ attempt: WebhookAttempt) {
     h.engine.webhooks.report(
       dispatches.map {
         WebhookReport(token: $0.token, attempt: attempt, at: h.scheduler.now, duration: .zero)
       })
   }
 
-  private func position(_ h: Harness, _ endpoint: String) throws -> EventCursor? {
+  func position(_ h: Harness, _ endpoint: String) throws -> EventCursor? {
     try h.repository.read { try $0.consumer(named: "webhook:\(endpoint)")?.acknowledged }
   }
 
