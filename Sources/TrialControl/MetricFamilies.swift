@@ -36,6 +36,11 @@ public enum MetricFamily: String, CaseIterable, Sendable {
   case fleetNodesAlive = "fleet_nodes_alive"
   case fleetRenewals = "fleet_lease_renewals"
   case fleetLosses = "fleet_lease_losses"
+  case webhookDeliveries = "webhook_deliveries"
+  case webhookBacklog = "webhook_backlog_events"
+  case webhookOldestPending = "webhook_oldest_pending_age_seconds"
+  case webhookDisabled = "webhook_endpoint_disabled"
+  case webhookSender = "webhook_sender_attached"
 
   /// `io.trialwatch.trials`.
   public var name: String { SystemdMetrics.prefix + rawValue }
@@ -44,11 +49,12 @@ public enum MetricFamily: String, CaseIterable, Sendable {
     switch self {
     case .buildInfo: .string
     case .startTime, .trials, .trialsByPlan, .pendingEvents, .nextEvent, .journalHeld, .consumerPosition,
-      .consumerLag, .storeFile, .storeFree, .connections, .fleetShards, .fleetNodesAlive:
+      .consumerLag, .storeFile, .storeFree, .connections, .fleetShards, .fleetNodesAlive, .webhookBacklog,
+      .webhookOldestPending, .webhookDisabled, .webhookSender:
       .gauge
     case .eventsFired, .eventsSkipped, .eventsFiredLate, .latenessBucket, .latenessSum, .latenessCount,
       .eventsLogged, .commitBucket, .commitSum, .commitCount, .controlCalls, .controlErrors,
-      .refusedConnections, .fleetRenewals, .fleetLosses:
+      .refusedConnections, .fleetRenewals, .fleetLosses, .webhookDeliveries:
       .counter
     }
   }
@@ -95,6 +101,17 @@ public enum MetricFamily: String, CaseIterable, Sendable {
     case .fleetNodesAlive: "Nodes of the fleet whose lease is current, this one included"
     case .fleetRenewals: "Leases this fleet node renewed since it started"
     case .fleetLosses: "Times since it started this fleet node let go of its shards because its lease ran out"
+    case .webhookDeliveries:
+      "Attempts to deliver events to each webhook endpoint since the daemon started (field endpoint), by "
+        + "outcome: delivered (2xx), rejected (any other status) or unanswered (no connection, a timeout)"
+    case .webhookBacklog: "Events each webhook endpoint holds that wait to be delivered (field endpoint)"
+    case .webhookOldestPending:
+      "How long the oldest event waiting for each webhook endpoint has waited since it was taken, in seconds "
+        + "(field endpoint; absent when none waits)"
+    case .webhookDisabled:
+      "1 for each webhook endpoint disabled (a 410 Gone, or failing for DisableAfter=), else 0 (field endpoint)"
+    case .webhookSender:
+      "1 while a webhook sender (trialwatch-webhooks) is attached, else 0; present when endpoints are configured"
     }
   }
 

@@ -88,6 +88,22 @@ import TrialCore
         AcknowledgeEventParameters(consumer: "mail", cursor: EventCursor(7))
       ),
       (Trials.removeConsumer.qualifiedName, Trials.removeConsumer.kind, ConsumerNameParameters(name: "mail")),
+      (Trials.listWebhooks.qualifiedName, Trials.listWebhooks.kind, NoParameters()),
+      (
+        Trials.getWebhookAttempts.qualifiedName, Trials.getWebhookAttempts.kind,
+        GetWebhookAttemptsParameters(name: "billing", event: "0000000000000007")
+      ),
+      (Trials.enableWebhook.qualifiedName, Trials.enableWebhook.kind, WebhookNameParameters(name: "billing")),
+      (
+        Trials.replayWebhook.qualifiedName, Trials.replayWebhook.kind,
+        ReplayWebhookParameters(name: "billing", after: EventCursor(1), until: EventCursor(7))
+      ),
+      (Trials.testWebhook.qualifiedName, Trials.testWebhook.kind, WebhookNameParameters(name: "billing")),
+      (Trials.serveWebhooks.qualifiedName, Trials.serveWebhooks.kind, NoParameters()),
+      (
+        Trials.reportWebhooks.qualifiedName, Trials.reportWebhooks.kind,
+        ReportWebhooksParameters(outcomes: [])
+      ),
       (
         SystemdMetrics.list.qualifiedName, SystemdMetrics.list.kind,
         MetricsParameters(names: ["io.trialwatch.trials"])
@@ -113,8 +129,9 @@ import TrialCore
         && Trials.endTrial.kind == .change && Trials.grantAgain.kind == .change
         && Trials.pauseTrial.kind == .change && Trials.resumeTrial.kind == .change)
     #expect(Trials.watch.kind == .stream)
+    #expect(Trials.serveWebhooks.kind == .changeStream)
     #expect(SystemdMetrics.list.kind == .replies && SystemdMetrics.describe.kind == .replies)
-    #expect(samples.filter { $0.1 == .change }.count == 9)
+    #expect(samples.filter { $0.1 == .change }.count == 13)
   }
 
   @Test func parameterNames_OfAMethod_AreReadFromItsDeclaration() {
@@ -137,7 +154,8 @@ import TrialCore
       ControlError.Name.internalError,
       ControlError.Name.interfaceNotFound, ControlError.Name.methodNotFound,
       ControlError.Name.invalidParameter,
-      ControlError.Name.expectedMore,
+      ControlError.Name.expectedMore, ControlError.Name.webhookNotFound,
+      ControlError.Name.webhookSenderUnavailable, ControlError.Name.webhookSenderActive,
     ]
     for name in names {
       let dot = try #require(name.lastIndex(of: "."))

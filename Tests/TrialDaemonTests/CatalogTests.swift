@@ -3,6 +3,7 @@ import Systemd
 import TestSupport
 import Testing
 import TrialCore
+import TrialEngine
 
 @testable import TrialDaemon
 
@@ -88,7 +89,15 @@ enum RepositoryFile {
     }
     fields[EventJournalEntry.MessageID.clockStep.rawValue] = Set(
       EventJournalEntry.clockStep(from: end, to: end + 60).map(\.name))
+    let disabled = WebhookDuty.disabledMetadata(
+      endpoint: "billing", disabled: .gone(at: end), last: .answered(status: 410, retryAfter: nil))
+    fields[WebhookDuty.disabledMessageID] = Set(
+      ["MESSAGE", "PRIORITY"] + disabled.keys.map { JournalField.fieldName(forKey: $0) })
     return fields
+  }
+
+  @Test func webhookDisabledEntry_IsTheEnginesMessageID() {
+    #expect(EventJournalEntry.MessageID.webhookDisabled.rawValue == WebhookDuty.disabledMessageID)
   }
 
   @Test func catalog_HasOneEntryPerMessageID() throws {

@@ -29,6 +29,8 @@ public enum EventJournalEntry {
     case paused = "a0b5b86a00fe43d790a37a03a2f947f8"
     /// A paused trial resumed: asked to, or its pause ran out.
     case resumed = "ac0a8c5469ff4fbea738cf5cfb2f368f"
+    /// A webhook endpoint was disabled (logged by the engine: `WebhookDuty.disabledMessageID`).
+    case webhookDisabled = "f75962a2895d4649bb6ea076b97e58b1"
   }
 
   /// syslog priorities used by the entries.

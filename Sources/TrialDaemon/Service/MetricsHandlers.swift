@@ -20,12 +20,14 @@ public struct MetricSources: Sendable {
   public var space: @Sendable () -> StoreSpace?
   /// This node's part of a fleet; nil on a single host.
   public var fleet: (any FleetServices)?
+  /// Where the webhook endpoints stand, asked of the engine.
+  public var webhooks: @Sendable () -> WebhookFigures
 
   public init(
     version: String, startedAt: Date, snapshot: @escaping @Sendable () -> EngineSnapshot,
     consumers: @escaping @Sendable () throws -> ([ConsumerRecord], EventCursor), held: SharedCount,
     commits: CommitDurations, counters: ControlCounters, space: @escaping @Sendable () -> StoreSpace?,
-    fleet: (any FleetServices)?
+    fleet: (any FleetServices)?, webhooks: @escaping @Sendable () -> WebhookFigures = { WebhookFigures() }
   ) {
     self.version = version
     self.startedAt = startedAt
@@ -36,6 +38,7 @@ public struct MetricSources: Sendable {
     self.counters = counters
     self.space = space
     self.fleet = fleet
+    self.webhooks = webhooks
   }
 }
 
@@ -61,7 +64,7 @@ public struct MetricsHandlers: Sendable {
       sources: MetricSources(
         version: handlers.version, startedAt: handlers.startedAt, snapshot: { snapshots.current },
         consumers: { try queries.consumers() }, held: held, commits: commits, counters: handlers.counters,
-        space: space, fleet: fleet))
+        space: space, fleet: fleet, webhooks: { queue.sync { bound.engine.webhooks.figures() } }))
   }
 
   /// The engine, carried to its queue.
@@ -105,6 +108,13 @@ public struct MetricsHandlers: Sendable {
       } catch {
         throw ControlError(answering: error)
       }
+    }
+    var webhooks: WebhookFigures?
+    func figures() -> WebhookFigures {
+      if let webhooks { return webhooks }
+      let read = sources.webhooks()
+      webhooks = read
+      return read
     }
     for family in families {
       func add(_ value: MetricValue, _ fields: [String: String]? = nil) {
@@ -163,6 +173,30 @@ public struct MetricsHandlers: Sendable {
       case .fleetNodesAlive: if let fleet = sources.fleet { add(fleet.members.count(where: \.alive)) }
       case .fleetRenewals: if let fleet = sources.fleet { add(fleet.renewals) }
       case .fleetLosses: if let fleet = sources.fleet { add(fleet.leaseLosses) }
+      case .webhookDeliveries:
+        let figures = figures()
+        for status in figures.statuses {
+          let name = status.endpoint.name
+          for outcome in WebhookAttempt.outcomeClasses {
+            add(figures.outcomes[name]?[outcome] ?? 0, ["endpoint": name, "outcome": outcome])
+          }
+        }
+      case .webhookBacklog:
+        for status in figures().statuses { add(status.backlog, ["endpoint": status.endpoint.name]) }
+      case .webhookOldestPending:
+        let figures = figures()
+        for status in figures.statuses {
+          guard let taken = status.oldestTakenAt else { continue }
+          let age = max(0, figures.now.timeIntervalSince(taken))
+          add(.number((age * 1000).rounded() / 1000), ["endpoint": status.endpoint.name])
+        }
+      case .webhookDisabled:
+        for status in figures().statuses {
+          add(status.state?.health.disabled == nil ? 0 : 1, ["endpoint": status.endpoint.name])
+        }
+      case .webhookSender:
+        let figures = figures()
+        if !figures.statuses.isEmpty { add(figures.attached ? 1 : 0) }
       }
     }
     guard !out.isEmpty else { throw .noSuchMetric(nil) }

@@ -63,7 +63,7 @@ public final class TrialsHandlers: @unchecked Sendable {
       bound.value.addLogObserver(hub)
       return (hub, bound.value.snapshots())
     }
-    webhooks = WebhookHandlers(engine: engine, queue: queue, queries: queries, snapshots: snapshots)
+    webhooks = WebhookHandlers(engine: engine, queue: queue, queries: queries)
   }
 
   /// Every method of `io.trialwatch.Trials`, with its handler.

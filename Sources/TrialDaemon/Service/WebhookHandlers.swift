@@ -11,21 +11,19 @@ import TrialEngine
 /// What the engine's webhook duty holds is asked on the engine's queue; the attempts kept are
 /// read from the store on the caller's thread.
 final class WebhookHandlers: @unchecked Sendable {
-  // @unchecked: `engine` and `sender` are only touched on `queue`; the store's reads and the
-  // snapshots are thread-safe.
+  // @unchecked: `engine` and `sender` are only touched on `queue`; the store's reads are
+  // thread-safe.
   private let engine: Engine
   private let queue: DispatchQueue
   private let queries: StoreQueries
-  private let snapshots: EngineSnapshots
   /// The ServeWebhooks call attached now, by the number it was given.
   private var sender: UInt64?
   private let senders = Atomic<UInt64>(0)
 
-  init(engine: Engine, queue: DispatchQueue, queries: StoreQueries, snapshots: EngineSnapshots) {
+  init(engine: Engine, queue: DispatchQueue, queries: StoreQueries) {
     self.engine = engine
     self.queue = queue
     self.queries = queries
-    self.snapshots = snapshots
   }
 
   var routes: [Route] {
@@ -38,7 +36,13 @@ final class WebhookHandlers: @unchecked Sendable {
         }
       },
       Route(Trials.getWebhookAttempts) { p, done in
-        done(Self.result { try self.attempts(p) })
+        // The engine's copy is ahead of the store's while its last outcomes are being written.
+        self.onQueue(done) { engine in
+          guard let status = engine.webhooks.status(of: p.name) else {
+            throw ControlError.webhookNotFound(p.name)
+          }
+          return try self.attempts(p, kept: status.state)
+        }
       },
       Route(Trials.enableWebhook) { p, done in
         self.onQueue(done) { engine, completion in engine.webhooks.enable(p.name, completion: completion) }
@@ -97,11 +101,11 @@ final class WebhookHandlers: @unchecked Sendable {
     }
   }
 
-  private func attempts(_ p: GetWebhookAttemptsParameters) throws -> GetWebhookAttemptsReply {
-    guard snapshots.current.settings.webhooks[p.name] != nil else {
-      throw ControlError.webhookNotFound(p.name)
-    }
-    let state = try queries.repository.read { try $0.webhookEndpoint(named: p.name) }
+  /// The attempts `kept` in memory, else (the endpoint not yet read) those the store keeps.
+  private func attempts(_ p: GetWebhookAttemptsParameters, kept: WebhookEndpointState?) throws
+    -> GetWebhookAttemptsReply
+  {
+    let state = try kept ?? queries.repository.read { try $0.webhookEndpoint(named: p.name) }
     var records = state?.attempts ?? []
     if let event = p.event {
       let cursor = EventCursor(event)

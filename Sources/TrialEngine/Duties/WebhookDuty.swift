@@ -39,6 +39,26 @@ public struct WebhookReport: Sendable {
 /// through the commit lane (`WebhookBook`), and keeps one wake, at the earliest retry, only
 /// while a sender is attached and something waits.
 public final class WebhookDuty: EngineDuty, EventLogObserver {
+  /// The `MESSAGE_ID` of the journal entry of an endpoint disabled (`systemd/trialwatch.catalog`).
+  public static let disabledMessageID = "f75962a2895d4649bb6ea076b97e58b1"
+
+  /// The fields of that entry beside its message: in the journal, `MESSAGE_ID`,
+  /// `WEBHOOK_ENDPOINT`, `WEBHOOK_DISABLED_REASON` (`gone` or `failing`) and
+  /// `WEBHOOK_LAST_ATTEMPT`.
+  public static func disabledMetadata(
+    endpoint: String, disabled: WebhookEndpointHealth.Disabled, last: WebhookAttempt
+  ) -> Logger.Metadata {
+    let reason =
+      switch disabled {
+      case .gone: "gone"
+      case .failing: "failing"
+      }
+    return [
+      "message-id": "\(disabledMessageID)", "webhook-endpoint": "\(endpoint)",
+      "webhook-disabled-reason": "\(reason)", "webhook-last-attempt": "\(last.summary)",
+    ]
+  }
+
   /// The most attempts of one endpoint out at once.
   public static let inFlightLimit = 32
   /// The most events read from the log at once for an endpoint.
@@ -151,12 +171,10 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
           duration: report.duration))
       runs[name] = run
       changes[name, default: WebhookQueue.Change()].merge(change)
-      if disabled {
+      if disabled, let why = run.state.health.disabled {
         engine.logger.warning(
-          "webhook endpoint disabled",
-          metadata: [
-            "endpoint": "\(name)", "reason": "\(run.state.health.disabled!.description)",
-          ])
+          "Webhook endpoint \(name) disabled: \(why.description)",
+          metadata: Self.disabledMetadata(endpoint: name, disabled: why, last: report.attempt))
       }
     }
     record(changes)

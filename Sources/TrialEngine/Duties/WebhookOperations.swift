@@ -24,12 +24,33 @@ extension WebhookAttempt {
   public static let outcomeClasses = ["delivered", "rejected", "unanswered"]
 }
 
+/// The webhook endpoints' figures for the metrics, as of `now`.
+public struct WebhookFigures: Sendable {
+  public var statuses: [WebhookEndpointStatus] = []
+  /// Attempts reported since the start, by endpoint and outcome class.
+  public var outcomes: [String: [String: Int]] = [:]
+  public var attached = false
+  public var now = Date(timeIntervalSince1970: 0)
+
+  public init() {}
+}
+
 /// What operators ask of the endpoints (`trialwatchctl webhooks`): where each stands, enable,
 /// replay and test. On the engine's context, as the rest of the duty.
 extension WebhookDuty {
   /// Every endpoint configured, by name, as it stands now.
   public func statuses() -> [WebhookEndpointStatus] {
     engine.settings.webhooks.keys.sorted().compactMap(status(of:))
+  }
+
+  /// The figures of every endpoint, for the metrics.
+  public func figures() -> WebhookFigures {
+    var figures = WebhookFigures()
+    figures.statuses = statuses()
+    figures.outcomes = outcomes
+    figures.attached = attached
+    figures.now = engine.clock.now()
+    return figures
   }
 
   /// Where `name` stands; nil when it is not configured.
