@@ -163,6 +163,11 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
         throw DaemonStartError("cannot open the store: \(error)", errno: EIO)
       }
     }
+    if fleet != nil && !configuration.webhooks.isEmpty {
+      logger.warning(
+        "webhook endpoints are configured, but a fleet node delivers no webhooks: their files are ignored",
+        metadata: ["endpoints": "\(configuration.webhooks.keys.sorted().joined(separator: " "))"])
+    }
     let repository = opened.repository
     store = opened.services
     for note in opened.services.openingNotes {
