@@ -81,7 +81,7 @@ STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 BENCH_FLAGS = -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
 
-.PHONY: all build deps test lint-binaries locale-table bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-figures fleet-test soak fuzz fuzz-check run clean format lint release install install-files uninstall install-check e2e \
+.PHONY: all build deps test lint-binaries locale-table bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-webhooks bench-figures fleet-test soak fuzz fuzz-check run clean format lint release install install-files uninstall install-check e2e \
   deb e2e-package hot-functions
 
 all: build
@@ -173,7 +173,7 @@ bench: deps release
 	  && bench/start-instructions.sh $(BENCH_SCRATCH)/release/trialwatch-bench $(RELEASE_BIN)/trialwatchd \
 	    $(TRIALWATCH_BENCH_BASELINE_DAEMON) \
 	  && bench/fire-instructions.sh $(RELEASE_BIN)/trialwatchd $(TRIALWATCH_BENCH_BASELINE_DAEMON) \
-	  && $(FLEET_BENCH); } \
+	  && $(FLEET_BENCH) && $(WEBHOOKS_BENCH); } \
 	  | tee $(BENCH_OUT).tmp
 	mv -f $(BENCH_OUT).tmp $(BENCH_OUT)
 
@@ -217,6 +217,15 @@ FLEET_BENCH_SCRATCH = $(BENCH_SCRATCH)/fleet-bench
 FLEET_BENCH = $(PEERS_PYTHON) bench/fleet/fleet_bench.py --daemon $(RELEASE_BIN)/trialwatchd --scratch $(FLEET_BENCH_SCRATCH)
 bench-fleet: release
 	$(FLEET_BENCH)
+
+# The webhook figures (bench/webhooks/): the release trialwatchd and its sender delivering to a
+# local receiver (throughput from a backlog, due-to-delivery latency, the sender idle), beside a
+# consumer running curl per event in the same run (about a minute). Every figure as
+# `name: value unit`.
+WEBHOOKS_BENCH = $(PEERS_PYTHON) bench/webhooks/webhooks_bench.py --daemon $(RELEASE_BIN)/trialwatchd \
+  --scratch $(BENCH_SCRATCH)/webhooks
+bench-webhooks: release
+	$(WEBHOOKS_BENCH)
 
 # The same on small workloads (under 3 minutes), its output checked: every figure line present
 # and parseable. First the unit tests of its pure parts.
