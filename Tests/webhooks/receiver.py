@@ -7,7 +7,8 @@ for each secret given. Answers 204 when each secret's check passes with both, el
 
 A request's query may ask for another answer, after the checks: `status=N` answers N (with
 `Location: /elsewhere` for a 3xx), `retry-after=TEXT` adds that header, and `fail=K` answers so
-only to the first K requests of each webhook-id, then as usual.
+only to the first K requests of each webhook-id, then as usual; `flaky=P` answers 500 to each
+request with the probability P (a receiver that fails now and then).
 
 Listens on 127.0.0.1, on a port of its choosing, and prints one JSON line per event on stdout:
 {"listening": PORT} first, then for each request {"path", "headers", "body", "checks"}, where
@@ -15,6 +16,7 @@ checks maps each secret's position to {"standardwebhooks": "ok" or the error, "s
 """
 import http.server
 import json
+import random
 import ssl
 import sys
 import threading
@@ -57,6 +59,8 @@ def main():
                 seen[headers.get("webhook-id")] = count
             if passed and asked and count <= int(query.get("fail", ["1000000000"])[0]):
                 status = int(asked)
+            if passed and random.random() < float(query.get("flaky", ["0"])[0]):
+                status = 500
             self.send_response(status)
             if status != 204 and status != 400:
                 if "retry-after" in query:
