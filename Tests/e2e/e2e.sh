@@ -8,7 +8,8 @@
 # catch-up after downtime, the watchdog, socket activation, who may read and who may change
 # trials, a consumer's unit running a command per event, a burst of expiries beyond journald's
 # rate limit (every one in the journal, once), the metrics (systemd-report's socket, the file
-# for Debian's node exporter and what it serves, promtool's checks), and a clean stop.
+# for Debian's node exporter and what it serves, promtool's checks), webhooks delivered by their
+# sender's unit, and a clean stop.
 #
 # This driver boots the container and installs; the checks are the steps in steps/, sourced in
 # the order of their numbers, one after the other in the same container and shell (a step
@@ -28,7 +29,10 @@
 #   11-metrics       io.systemd.Metrics on the report socket and the control socket, who may
 #                    read them; trialwatch-metrics.timer, disabled as installed, writes the
 #                    node exporter's file; the node exporter serves it; promtool checks both
-#   12-stop          a clean stop; over the whole journal no event twice, no error
+#   12-webhooks      trialwatch-webhooks.service delivers a real expiry to an endpoint on
+#                    loopback, signed; its exposure; stopped in a burst and started again,
+#                    nothing lost
+#   13-stop          a clean stop; over the whole journal no event twice, no error
 # The helpers the steps share are in service.sh (the service, its journal, its callers),
 # container.sh (the container) and checks.sh (the checks and their count).
 #
