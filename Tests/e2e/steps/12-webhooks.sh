@@ -66,7 +66,7 @@ fi
 check_exposure "systemd-analyze security trialwatch-webhooks" 2.5 \
   "$(ct systemd-analyze security --no-pager trialwatch-webhooks.service 2>&1)"
 
-HOOKED=$(start_trial e2e-hooked --duration 2s --reminders '')
+HOOKED=$(start_trial e2e-hooked --duration 2s --reminders none)
 hooked() { ct grep -q "^$HOOKED-r1-expiry verified trial.expiry$" "$HOOKS/received" 2> /dev/null; }
 if poll 30 hooked; then
   pass "the endpoint received the expiry of $HOOKED, its signature verified, webhook-id the event's id"
@@ -79,7 +79,7 @@ fi
 # arrives (some may twice, under their one webhook-id).
 BURST=200
 ENDS=$(date -u -d '+4 seconds' +%Y-%m-%dT%H:%M:%SZ)
-ctt 120 sh -c "for i in \$(seq 1 $BURST); do trialwatchctl start hook-\$i --ends-at $ENDS --reminders '' > /dev/null || exit 1; done"
+ctt 120 sh -c "for i in \$(seq 1 $BURST); do trialwatchctl start hook-\$i --ends-at $ENDS --reminders none > /dev/null || exit 1; done"
 verified() { ct sh -c "grep ' verified trial.expiry$' $HOOKS/received | cut -d' ' -f1 | sort -u | wc -l" 2> /dev/null; }
 some_arrived() { [ "$(verified)" -gt 11 ]; }
 poll 30 some_arrived
