@@ -78,11 +78,11 @@ fi
 # A burst of expiries; the sender stopped once some have arrived, then started again: every one
 # arrives (some may twice, under their one webhook-id).
 BURST=200
-ENDS=$(date -u -d '+4 seconds' +%Y-%m-%dT%H:%M:%SZ)
+ENDS=$(date -u -d '+15 seconds' +%Y-%m-%dT%H:%M:%SZ)
 ctt 120 sh -c "for i in \$(seq 1 $BURST); do trialwatchctl start hook-\$i --ends-at $ENDS --reminders none > /dev/null || exit 1; done"
 verified() { ct sh -c "grep ' verified trial.expiry$' $HOOKS/received | cut -d' ' -f1 | sort -u | wc -l" 2> /dev/null; }
 some_arrived() { [ "$(verified)" -gt 11 ]; }
-poll 30 some_arrived
+poll 45 some_arrived
 OUT=$(ctt 60 systemctl stop trialwatch-webhooks.service 2>&1)
 STOPPED="$(sender_show ActiveState) $(sender_show Result)"
 ctt 60 systemctl start trialwatch-webhooks.service
