@@ -54,7 +54,7 @@ import TrialDaemonTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func aPause_ReachesTheSender_AsASignedMessagesBody_AndItsReportSettlesIt(store: StoreKind) throws {
+  func aPause_ReachesTheSenderSigned_AndItsReportSettlesIt(store: StoreKind) throws {
     let fixture = try ControlFixture(store: store, ids: [0x51])
     configure(fixture, ["billing", "crm"])
     let client = try fixture.client()
@@ -125,7 +125,7 @@ import TrialDaemonTesting
     #expect(again.map(\.number) == [1], "the same attempt, made again")
   }
 
-  @Test func testMessage_GoesThroughTheSender_AndWithoutOneIsRefused() throws {
+  @Test func aTestMessage_GoesThroughTheSender_AndWithoutOneIsRefused() throws {
     let fixture = try ControlFixture()
     configure(fixture, ["billing"])
     let client = try fixture.client()
