@@ -63,7 +63,8 @@ let package = Package(
 
     // libcurl's and OpenSSL libcrypto's declarations (Debian: libcurl4-openssl-dev, libssl-dev).
     // Not linked: the webhooks' code opens libcurl.so.4 and libcrypto.so.3 at first use (shim.h),
-    // so that trialwatchd and trialwatchctl, the same program, never map them.
+    // so that trialwatchd and trialwatchctl, the same program, never map them (trialwatchctl
+    // webhooks secret alone opens libcrypto, for its new secret).
     .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
     .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
     // Webhooks' input and output: HMAC-SHA256 and random secrets (the only importer of CCrypto),
@@ -147,11 +148,13 @@ let package = Package(
     ),
     // trialwatchctl's commands and presenter. FoundationEssentials only, no Foundation (and so
     // no ICU): MemberImportVisibility keeps Foundation's members out of reach through the
-    // modules below, which still import it.
+    // modules below, which still import it. TrialConfiguration and TrialWebhooks for
+    // `webhooks secret`, which reads an endpoint's secret file (`WebhookSecretFile`) and writes it
+    // again with a new secret from libcrypto (`Crypto`, opened at that command's first use only).
     .target(
       name: "TrialCtl",
       dependencies: [
-        "TrialCore", "TrialControl",
+        "TrialCore", "TrialControl", "TrialConfiguration", "TrialWebhooks",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]

@@ -108,7 +108,7 @@ public protocol TrialPresenterOutput: AnyObject {
 /// the reader's time zone and locale, state words. The one place display formatting lives.
 public final class TrialPresenter {
   let output: any TrialPresenterOutput
-  private let clock: any WallClock
+  let clock: any WallClock
   private let timeZone: ReaderTimeZone
   private let locale: ReaderLocale
 
@@ -312,7 +312,7 @@ public final class TrialPresenter {
     TimeSpan.format(span, style: .brief)
   }
 
-  private func relative(_ date: Date, now: Date) -> String {
+  func relative(_ date: Date, now: Date) -> String {
     let span = date.duration(since: now)
     return span >= .zero ? "in \(brief(span))" : "overdue by \(brief(.zero - span))"
   }

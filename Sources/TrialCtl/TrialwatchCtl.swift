@@ -111,7 +111,7 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
   public init(_ remote: ControlError) {
     switch remote.name {
     case ControlError.Name.trialNotFound, ControlError.Name.consumerNotFound, ControlError.Name.planNotFound,
-      ControlError.Name.noSuchMetric:
+      ControlError.Name.webhookNotFound, ControlError.Name.noSuchMetric:
       self.init(remote.description, exitCode: .notFound)
     case ControlError.Name.cursorNotFound:
       self.init(
@@ -148,8 +148,9 @@ public struct TrialwatchCtl: ParsableCommand {
     discussion: """
       Talks to trialwatchd over its Varlink socket: --socket, else $TRIALWATCH_SOCKET, else \
       \(VarlinkInterfaces.defaultSocketPath). Reading needs access to the socket; starting, extending, \
-      pausing, resuming and ending trials, and creating, removing and acknowledging for consumers, also \
-      need root, the daemon's user or its control group.
+      pausing, resuming and ending trials, creating, removing and acknowledging for consumers, and \
+      enabling, replaying and testing webhook endpoints, also need root, the daemon's user or its control \
+      group.
 
       Every event the daemon takes is logged with a cursor: watch --after resumes after one, and a \
       consumer is a named position in the log that consume moves on as its command handles each event.
@@ -161,9 +162,9 @@ public struct TrialwatchCtl: ParsableCommand {
 
       EXIT STATUS
         0  success
-        1  failure: the daemon refused the request (e.g. the trial has ended)
+        1  failure: the daemon refused the request (e.g. the trial has ended); a webhook test failed
         2  usage: invalid arguments or parameters
-        3  not found: no such trial, consumer, cursor or plan
+        3  not found: no such trial, consumer, cursor, plan or webhook endpoint
         4  permission denied
         5  daemon unreachable (check: systemctl status trialwatch)
       """,
@@ -173,7 +174,7 @@ public struct TrialwatchCtl: ParsableCommand {
       GrantAgain.self, Stats.self,
       Simulate.self,
       Watch.self, DaemonStatus.self, Metrics.self, Fleet.self, Export.self, EventLog.self, Consumers.self,
-      ConsumerCommand.self, Consume.self,
+      ConsumerCommand.self, Consume.self, Webhooks.self,
     ])
 
   public init() {}
