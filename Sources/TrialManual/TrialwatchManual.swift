@@ -121,6 +121,10 @@ public enum TrialwatchManual {
         "The configuration of the consumer NAME for that unit; a commented sample is "
           + "/usr/share/doc/trialwatch/examples/consumer.conf."),
       .init(
+        ConfigurationDocumentation.webhookDirectory + "/NAME.conf",
+        "The webhook endpoint NAME that the webhooks commands name; see WEBHOOK ENDPOINT FILES in "
+          + "trialwatch.conf(5). Its SecretFile= is the file webhooks secret writes."),
+      .init(
         documents,
         "The documentation by topic: trialwatchctl.md for this command, events-and-consumers.md for consume "
           + "and consumers, control-socket.md for the Varlink interface it speaks."),

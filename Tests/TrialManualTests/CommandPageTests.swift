@@ -40,10 +40,15 @@ import TrialDaemon
     let synopsis = sections["SYNOPSIS"] ?? []
     // The members of a group (consumer) are described one by one, as `consumer create`.
     let subcommands = CommandPage.subcommands(of: info.command)
-    #expect(subcommands.count == 24)
+    #expect(subcommands.count == 31)
     #expect(
       subcommands.filter { $0.commandName.hasPrefix("consumer ") }.map(\.commandName) == [
         "consumer create", "consumer show", "consumer remove", "consumer ack",
+      ])
+    #expect(
+      subcommands.filter { $0.commandName.hasPrefix("webhooks ") }.map(\.commandName) == [
+        "webhooks list", "webhooks show", "webhooks attempts", "webhooks enable", "webhooks replay",
+        "webhooks test", "webhooks secret",
       ])
     #expect(outer.count == subcommands.count)
     for (item, subcommand) in zip(outer, subcommands) {
