@@ -56,8 +56,11 @@ public final class DaemonProcess {
     child?.wait(timeout: 10)
   }
 
-  public func start() throws {
-    child = try ChildProcess(.product("trialwatchd"), arguments, environment: environment)
+  /// - Parameter errors: where standard error goes: a pipe the test reads (`standardError`), or
+  ///   a file, for a daemon that logs more than a pipe holds while nobody reads it (each event
+  ///   it takes is a line there when it logs to the console).
+  public func start(errors: ChildProcess.Output = .pipe) throws {
+    child = try ChildProcess(.product("trialwatchd"), arguments, environment: environment, errors: errors)
   }
 
   public func signal(_ signo: Int32) {

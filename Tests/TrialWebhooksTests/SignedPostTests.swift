@@ -31,88 +31,13 @@ import TrialWebhooks
   }
 }
 
-/// A receiver in Python (`Tests/webhooks/receiver.py`) that checks each message with the
-/// reference verifiers of Standard Webhooks and Svix, over http or over https with a CA of the
-/// test's own.
-final class Receiver {
-  static let script = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent()
-    .appendingPathComponent("webhooks/receiver.py").path
+/// The Python receiver (`Tests/webhooks/receiver.py`, run by TestSupport's `WebhookReceiver`),
+/// checking each message against the texts of `secrets`.
+typealias Receiver = WebhookReceiver
 
-  let scratch: TemporaryDirectory
-  let process: ChildProcess
-  let url: String
-  /// The CA that signed the receiver's certificate, for https.
-  let caFile: String?
-
-  init(secrets: [WebhookSecret], tls: Bool) throws {
-    let check = try ChildProcess.run(
-      .path("/usr/bin/env"), ["python3", "-c", "import standardwebhooks, svix"])
-    try #require(
-      check.status == .exited(0),
-      "the reference verifiers are missing: run `python3 -m pip install standardwebhooks svix` (make test does)"
-    )
-    scratch = try TemporaryDirectory("webhooks")
-    let secretsFile = scratch.appending("secrets")
-    try secrets.map(\.text).joined(separator: "\n").write(
-      toFile: secretsFile, atomically: true, encoding: .utf8)
-    var arguments = ["python3", Self.script, secretsFile]
-    if tls {
-      let (ca, certificate, key) = try Self.makeCertificates(in: scratch)
-      arguments += ["--tls", certificate, key]
-      caFile = ca
-    } else {
-      caFile = nil
-    }
-    process = try ChildProcess(.path("/usr/bin/env"), arguments)
-    let first = try #require(
-      process.readLine(timeout: 60).line, "the receiver did not start: \(process.readRest(.errors))")
-    let port = try #require(try Self.object(first)["listening"] as? Int)
-    url = "\(tls ? "https" : "http")://127.0.0.1:\(port)/hooks/trials"
-  }
-
-  deinit { process.kill() }
-
-  /// A CA, and a certificate for 127.0.0.1 it signed, made with openssl.
-  static func makeCertificates(in scratch: TemporaryDirectory) throws -> (
-    ca: String, certificate: String, key: String
-  ) {
-    let ca = scratch.appending("ca.pem")
-    let caKey = scratch.appending("ca.key")
-    let key = scratch.appending("server.key")
-    let request = scratch.appending("server.csr")
-    let certificate = scratch.appending("server.pem")
-    let extensions = scratch.appending("server.ext")
-    try "subjectAltName=IP:127.0.0.1\n".write(toFile: extensions, atomically: true, encoding: .utf8)
-    for arguments in [
-      [
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-        caKey,
-        "-out", ca, "-days", "2", "-subj", "/CN=trialwatch test CA",
-      ],
-      [
-        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out",
-        request, "-subj", "/CN=127.0.0.1",
-      ],
-      [
-        "x509", "-req", "-in", request, "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-out", certificate,
-        "-days", "2", "-extfile", extensions,
-      ],
-    ] {
-      let made = try ChildProcess.run(.path("/usr/bin/openssl"), arguments)
-      try #require(made.status == .exited(0), "openssl \(arguments[0]): \(made.errors)")
-    }
-    return (ca, certificate, key)
-  }
-
-  static func object(_ line: String) throws -> [String: Any] {
-    try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-  }
-
-  /// What the receiver made of the next request: its checks, by secret and verifier.
-  func nextChecks() throws -> [String: [String: String]] {
-    let line = try #require(process.readLine(timeout: 60).line, "the receiver got nothing")
-    return try #require(try Self.object(line)["checks"] as? [String: [String: String]])
+extension WebhookReceiver {
+  convenience init(secrets: [WebhookSecret], tls: Bool) throws {
+    try self.init(secrets: secrets.map(\.text), tls: tls)
   }
 }
 

@@ -8,7 +8,8 @@ for each secret given. Answers 204 when each secret's check passes with both, el
 A request's query may ask for another answer, after the checks: `status=N` answers N (with
 `Location: /elsewhere` for a 3xx), `retry-after=TEXT` adds that header, and `fail=K` answers so
 only to the first K requests of each webhook-id, then as usual; `flaky=P` answers 500 to each
-request with the probability P (a receiver that fails now and then).
+request with the probability P (a receiver that fails now and then). `sleep=S` answers only S
+seconds after the request arrived, and says at once that it did: {"arrived": WEBHOOK-ID}.
 
 Listens on 127.0.0.1, on a port of its choosing, and prints one JSON line per event on stdout:
 {"listening": PORT} first, then for each request {"path", "headers", "body", "checks"}, where
@@ -20,6 +21,7 @@ import random
 import ssl
 import sys
 import threading
+import time
 import urllib.parse
 
 from standardwebhooks.webhooks import Webhook as StandardWebhook
@@ -44,6 +46,11 @@ def main():
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             headers = {k.lower(): v for k, v in self.headers.items()}
+            query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+            if "sleep" in query:
+                with lock:
+                    print(json.dumps({"arrived": headers.get("webhook-id")}), flush=True)
+                time.sleep(float(query["sleep"][0]))
             checks = {}
             for index, secret in enumerate(secrets):
                 checks[str(index)] = {
@@ -52,7 +59,6 @@ def main():
                 }
             passed = all(v == "ok" for c in checks.values() for v in c.values())
             status = 204 if passed else 400
-            query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
             asked = query.get("status", [None])[0]
             with lock:
                 count = seen.get(headers.get("webhook-id"), 0) + 1
@@ -69,8 +75,9 @@ def main():
                     self.send_header("Location", "/elsewhere")
             self.send_header("Content-Length", "0")
             self.end_headers()
-            print(json.dumps({"path": self.path, "headers": headers, "body": body.decode(), "checks": checks}),
-                  flush=True)
+            line = json.dumps({"path": self.path, "headers": headers, "body": body.decode(), "checks": checks})
+            with lock:  # one line at a time: requests are handled on threads of their own
+                print(line, flush=True)
 
         def log_message(self, format, *args):
             pass
