@@ -160,21 +160,39 @@ let package = Package(
       swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
     ),
 
-    // The man pages: trialwatchctl(1) and trialwatchd(8) from their command-line definitions,
+    // trialwatch-webhooks, the webhooks' sender: attached to the daemon over its control socket
+    // (ServeWebhooks), it posts the attempts handed to it from a pool of worker threads and reports
+    // their outcomes (ReportWebhooks). Import rule: TrialCore, TrialControl, TrialWebhooks (the
+    // posts), TrialConfiguration (the secret files), Systemd (sd_notify, logging), Logging,
+    // ArgumentParser and Synchronization only; no Dispatch (an idle sender wakes for nothing), no
+    // engine, no store.
+    .target(
+      name: "TrialWebhookSender",
+      dependencies: [
+        "TrialCore", "TrialControl", "TrialWebhooks", "TrialConfiguration", "Systemd",
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ]
+    ),
+
+    // The man pages: trialwatchctl(1), trialwatchd(8) and trialwatch-webhooks(8) from their
+    // command-line definitions,
     // trialwatch.conf(5) from the configuration schema. Run by trialwatch-manual at release time.
     .target(
       name: "TrialManual",
       dependencies: [
-        "TrialConfiguration", "TrialControl", "TrialCtl", "TrialDaemon",
+        "TrialConfiguration", "TrialControl", "TrialCtl", "TrialDaemon", "TrialWebhookSender",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
 
     // Thin entry points. trialwatchd names the stores the daemon may run on; it is also
     // trialwatchctl when started by that name (the installed trialwatchctl is a link to it, so
-    // that the Swift runtime is installed once). The trialwatchctl product is for development.
+    // that the Swift runtime is installed once), and trialwatch-webhooks likewise. The
+    // trialwatchctl product is for development.
     .executableTarget(
-      name: "trialwatchd", dependencies: ["TrialDaemon", "TrialStore", "TrialPostgres", "TrialCtl"]),
+      name: "trialwatchd",
+      dependencies: ["TrialDaemon", "TrialStore", "TrialPostgres", "TrialCtl", "TrialWebhookSender"]),
     .executableTarget(
       name: "trialwatchctl", dependencies: ["TrialCtl"],
       swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
@@ -219,6 +237,15 @@ let package = Package(
     ),
     .testTarget(name: "TrialTestingTests", dependencies: ["TrialCore", "TrialTesting"]),
     .testTarget(name: "TrialWebhooksTests", dependencies: ["TestSupport", "TrialCore", "TrialWebhooks"]),
+    // The sender's parts, and trialwatch-webhooks as a process beside trialwatchd as one.
+    .testTarget(
+      name: "TrialWebhookSenderTests",
+      dependencies: [
+        "TestSupport", "TrialCore", "TrialControl", "TrialConfiguration", "TrialWebhooks",
+        "TrialWebhookSender",
+        "TrialDaemonTesting",
+      ]
+    ),
     .testTarget(
       name: "TrialStoreTests",
       dependencies: [
@@ -262,6 +289,7 @@ let package = Package(
       name: "TrialManualTests",
       dependencies: [
         "TestSupport", "TrialConfiguration", "TrialControl", "TrialCtl", "TrialDaemon", "TrialManual",
+        "TrialWebhookSender",
       ]
     ),
   ]

@@ -4,12 +4,15 @@ import TrialCtl
 import TrialDaemon
 import TrialPostgres
 import TrialStore
+import TrialWebhookSender
 
-// One program for both commands, so that the Swift runtime is installed once: started as
-// trialwatchctl (the installed trialwatchctl is a link to trialwatchd) it is the client;
-// started by any other name, the daemon.
-if FilePaths.lastComponent(CommandLine.arguments.first ?? "") == "trialwatchctl" {
-  exit(TrialwatchCtl.runProcess())
+// One program for every command, so that the Swift runtime is installed once: started as
+// trialwatchctl (the installed trialwatchctl is a link to trialwatchd) it is the client; as
+// trialwatch-webhooks (a link too), the webhooks' sender; started by any other name, the daemon.
+switch FilePaths.lastComponent(CommandLine.arguments.first ?? "") {
+case "trialwatchctl": exit(TrialwatchCtl.runProcess())
+case "trialwatch-webhooks": WebhookSenderCommand.main(version: Daemon.version)
+default: break
 }
 
 // trialwatchd: the daemon. Everything it does lives in TrialDaemon; here it is only told
