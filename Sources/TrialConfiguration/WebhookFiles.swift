@@ -26,8 +26,8 @@ enum WebhookFiles {
       + "application to which trialwatchd posts the events it wants, signed as Standard Webhooks 1.0 signs "
       + "them. Endpoint files are read at start and at systemctl reload trialwatch, checked by trialwatchd "
       + "--check-config (which also reads each SecretFile=); a file linked to /dev/null is masked. The "
-      + "delivery of events to the endpoints comes with the webhook sender: this version reads and checks the "
-      + "files only.",
+      + "messages are posted by the webhook sender, trialwatch-webhooks(8), which trialwatch-webhooks.service "
+      + "starts once an endpoint is configured.",
     keys: [
       .init(
         name: "URL", valueName: "url", defaultText: "", defaultDescription: "none; an endpoint needs one",
@@ -40,9 +40,9 @@ enum WebhookFiles {
         meaning:
           "The absolute path of the file of the endpoint's signing secrets: one a line, each whsec_ and the "
           + "base64 of 24 to 64 bytes, as the application is given it; two while one is rotated (each signs "
-          + "every message). Blank lines and lines starting with # are ignored. Keep it readable by root and "
-          + "the daemon's user alone. trialwatchd --check-config checks it; the daemon does not read it at its "
-          + "start."),
+          + "every message). Blank lines and lines starting with # are ignored. Read by the sender alone, "
+          + "again whenever it changes: owner root, group trialwatch-webhooks, mode 0640. trialwatchd "
+          + "--check-config checks it; the daemon never reads it."),
       .init(
         name: "Events", valueName: "kind ...", defaultText: "", defaultDescription: "every kind",
         meaning:

@@ -4,6 +4,7 @@ import TrialConfiguration
 import TrialControl
 import TrialCtl
 import TrialDaemon
+import TrialWebhookSender
 
 /// A generated page: its name, section and man(7) source.
 public struct ManualPage: Hashable, Sendable {
@@ -15,8 +16,8 @@ public struct ManualPage: Hashable, Sendable {
   public var fileName: String { "\(name).\(section)" }
 }
 
-/// trialwatch's manual: `trialwatchctl(1)` and `trialwatchd(8)` from their command-line
-/// definitions (the JSON `--experimental-dump-help` prints, taken from the command types
+/// trialwatch's manual: `trialwatchctl(1)`, `trialwatchd(8)` and `trialwatch-webhooks(8)` from
+/// their command-line definitions (the JSON `--experimental-dump-help` prints, taken from the command types
 /// themselves), `trialwatch.conf(5)` from the configuration schema. What the definitions do
 /// not hold (environment, files, related pages) is written here, from the same constants the
 /// code uses.
@@ -28,7 +29,7 @@ public enum TrialwatchManual {
   /// `trialwatch 0.1.0`: the source every page names.
   public static var source: String { "trialwatch \(Daemon.version)" }
 
-  /// The three pages, dated `date` (YYYY-MM-DD).
+  /// The four pages, dated `date` (YYYY-MM-DD).
   public static func pages(date: String) throws -> [ManualPage] {
     guard isDate(date) else { throw Failure(description: "\"\(date)\" is not a date as YYYY-MM-DD") }
     return [
@@ -42,7 +43,8 @@ public enum TrialwatchManual {
           documentation: .current, date: date, source: source,
           seeAlso: [
             PageReference("trialwatchctl", 1), PageReference("systemd.syntax", 7),
-            PageReference("systemd.time", 7), PageReference("trialwatchd", 8),
+            PageReference("systemd.time", 7), PageReference("trialwatch-webhooks", 8),
+            PageReference("trialwatchd", 8),
           ]
         ).render()),
       ManualPage(
@@ -50,6 +52,11 @@ public enum TrialwatchManual {
         source: try commandPage(
           TrialwatchdCommand._dumpHelp(), section: 8, manual: "System Manager's Manual", date: date,
           extras: daemonExtras)),
+      ManualPage(
+        name: "trialwatch-webhooks", section: 8,
+        source: try commandPage(
+          WebhookSenderCommand._dumpHelp(), section: 8, manual: "System Manager's Manual", date: date,
+          extras: senderExtras)),
     ]
   }
 
@@ -194,6 +201,48 @@ public enum TrialwatchManual {
       PageReference("journalctl", 1), PageReference("systemctl", 1), PageReference("trialwatchctl", 1),
       PageReference("sd_notify", 3), PageReference("systemd.exec", 5), PageReference("systemd.service", 5),
       PageReference("systemd.socket", 5), PageReference("systemd.unit", 5), PageReference("sysusers.d", 5),
-      PageReference("trialwatch.conf", 5),
+      PageReference("trialwatch.conf", 5), PageReference("trialwatch-webhooks", 8),
+    ])
+
+  static let senderExtras = PageExtras(
+    environment: [
+      .init(
+        "TRIALWATCH_SOCKET", "The daemon's socket when --socket is not given; without either, \(socket)."),
+      .init(
+        "NOTIFY_SOCKET",
+        "Where the sender sends its sd_notify(3) messages: READY=1 once attached to the daemon the first time, "
+          + "STATUS= lines and STOPPING=1. Without it, nothing is sent."),
+      .init(
+        "JOURNAL_STREAM",
+        "With --log-target auto, logs go to the journal when standard error is the stream this names, and to "
+          + "standard error as readable lines otherwise."),
+    ],
+    files: [
+      .init(
+        socket,
+        "The daemon's control socket. Attaching and reporting need the rights of a change: root, the daemon's "
+          + "user or its control group (ControlGroup=, default trialwatch-admin), and the group trialwatch to "
+          + "connect."),
+      .init(
+        ConfigurationDocumentation.webhookDirectory + "/*.conf",
+        "The webhook endpoints, read by the daemon, which hands the sender each attempt with its URL and "
+          + "secret file; see WEBHOOK ENDPOINT FILES in trialwatch.conf(5)."),
+      .init(
+        ConfigurationDocumentation.webhookDirectory + "/NAME.secret",
+        "An endpoint's secrets (SecretFile=), read by the sender alone, again whenever the file changes: owner "
+          + "root, group trialwatch-webhooks, mode 0640."),
+      .init(
+        "/usr/lib/systemd/system/trialwatch-webhooks.service",
+        "The service unit, which runs the sender as the user trialwatch-webhooks once an endpoint is "
+          + "configured."),
+      .init(
+        "/usr/lib/sysusers.d/trialwatch.conf",
+        "The user trialwatch-webhooks, in the groups trialwatch and trialwatch-admin."),
+      .init(documents, "The documentation by topic: webhooks.md for the delivery of webhooks."),
+    ],
+    seeAlso: [
+      PageReference("journalctl", 1), PageReference("systemctl", 1), PageReference("trialwatchctl", 1),
+      PageReference("sd_notify", 3), PageReference("systemd.exec", 5), PageReference("systemd.service", 5),
+      PageReference("trialwatch.conf", 5), PageReference("trialwatchd", 8),
     ])
 }
