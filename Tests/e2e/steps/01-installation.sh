@@ -1,10 +1,10 @@
 # shellcheck shell=bash
 # e2e.sh, step 01 (sourced): the installation in the container. The units verify, their
-# exposure (also with the fleet drop-in), the users, the catalog, the units enabled (the report
-# socket with the service, the metrics timer not).
+# exposure (also with the fleet drop-in, and the webhooks' sender's), the users, the catalog, the
+# units enabled (the report socket with the service, the metrics timer not).
 
 OUT=$(ct systemd-analyze verify trialwatch.service trialwatch.socket trialwatch-report.socket \
-  trialwatch-metrics.service trialwatch-metrics.timer 2>&1)
+  trialwatch-metrics.service trialwatch-metrics.timer trialwatch-webhooks.service 2>&1)
 if [ $? -eq 0 ] && [ -z "$OUT" ]; then
   pass "systemd-analyze verify is clean"
 else
@@ -14,6 +14,9 @@ fi
 check_exposure hardening 1.0 "$(ct systemd-analyze security --offline=yes trialwatch.service 2>&1)"
 check_exposure "hardening of trialwatch-metrics.service" 1.0 \
   "$(ct systemd-analyze security --offline=yes trialwatch-metrics.service 2>&1)"
+# The sender has the network, as the fleet drop-in gives the daemon.
+check_exposure "hardening of trialwatch-webhooks.service" 1.5 \
+  "$(ct systemd-analyze security --offline=yes trialwatch-webhooks.service 2>&1)"
 
 # The same with the fleet drop-in applied (docs/fleet.md): the unit and the drop-in as
 # installed, in a folder of their own, so that the running service stays single-host.
@@ -29,6 +32,12 @@ if ct getent passwd trialwatch > /dev/null && ct getent group trialwatch > /dev/
 else
   fail "sysusers.d made user trialwatch and groups trialwatch, trialwatch-admin" \
     "$(ct getent passwd trialwatch; ct getent group trialwatch trialwatch-admin)"
+fi
+GROUPS_OF_SENDER=$(ct id -nG trialwatch-webhooks 2>&1 | tr ' ' '\n' | sort | tr '\n' ' ')
+if [ "$GROUPS_OF_SENDER" = "trialwatch trialwatch-admin trialwatch-webhooks " ]; then
+  pass "sysusers.d made user trialwatch-webhooks, in groups trialwatch and trialwatch-admin"
+else
+  fail "sysusers.d made user trialwatch-webhooks, in groups trialwatch and trialwatch-admin" "$GROUPS_OF_SENDER"
 fi
 
 OUT=$(ct journalctl --update-catalog 2>&1) || fail "journalctl --update-catalog" "$OUT"
