@@ -44,6 +44,10 @@ let package = Package(
     .target(name: "TestSupport", dependencies: ["ErrnoText"]),
     // The text of an errno value (`strerror_r`), for every target that reports a failed call.
     .target(name: "ErrnoText"),
+    // The process's own memory: its program's and libraries' pages released once start-up is
+    // over, its heap in one arena and trimmed. For trialwatchd and trialwatch-webhooks. Import
+    // rule: the C library only.
+    .target(name: "ProcessMemory"),
 
     // Debian's liblmdb-dev: the key-value file store under TrialStore.
     .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
@@ -131,7 +135,7 @@ let package = Package(
       name: "TrialDaemon",
       dependencies: [
         "TrialCore", "TrialConfiguration", "TrialEngine", "TrialControlServer", "TrialStore", "TrialControl",
-        "Systemd", "CTimerFD", "CUnistring",
+        "Systemd", "ProcessMemory", "CTimerFD", "CUnistring",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
@@ -163,21 +167,21 @@ let package = Package(
     // trialwatch-webhooks, the webhooks' sender: attached to the daemon over its control socket
     // (ServeWebhooks), it posts the attempts handed to it from a pool of worker threads and reports
     // their outcomes (ReportWebhooks). Import rule: TrialCore, TrialControl, TrialWebhooks (the
-    // posts), TrialConfiguration (the secret files), Systemd (sd_notify, logging), Logging,
-    // ArgumentParser and Synchronization only; no Dispatch (an idle sender wakes for nothing), no
-    // engine, no store.
+    // posts), TrialConfiguration (the secret files), Systemd (sd_notify, logging), ProcessMemory
+    // (its start-up's pages released), Logging, ArgumentParser and Synchronization only; no
+    // Dispatch (an idle sender wakes for nothing), no engine, no store.
     .target(
       name: "TrialWebhookSender",
       dependencies: [
-        "TrialCore", "TrialControl", "TrialWebhooks", "TrialConfiguration", "Systemd",
+        "TrialCore", "TrialControl", "TrialWebhooks", "TrialConfiguration", "Systemd", "ProcessMemory",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
 
     // The man pages: trialwatchctl(1), trialwatchd(8) and trialwatch-webhooks(8) from their
-    // command-line definitions,
-    // trialwatch.conf(5) from the configuration schema. Run by trialwatch-manual at release time.
+    // command-line definitions, trialwatch.conf(5) from the configuration schema. Run by
+    // trialwatch-manual at release time.
     .target(
       name: "TrialManual",
       dependencies: [
@@ -228,6 +232,7 @@ let package = Package(
     ),
 
     .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
+    .testTarget(name: "ProcessMemoryTests", dependencies: ["ProcessMemory"]),
     .testTarget(
       name: "TrialCoreTests",
       dependencies: [

@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Logging
+import ProcessMemory
 import Systemd
 import TrialConfiguration
 import TrialCore

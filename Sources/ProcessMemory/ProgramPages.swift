@@ -1,9 +1,9 @@
 import Glibc
-import TrialConfiguration
 
-/// The pages of the daemon's program and of its shared libraries that it has in memory: most
-/// of the program's are code and metadata run once, at start-up (loading the configuration and
-/// the store, catching up), and of the libraries' (glibc, libstdc++, libsystemd) the daemon
+/// The pages of the program and of its shared libraries that the process has in memory: most
+/// of the program's are code and metadata run once, at start-up (for the daemon, loading the
+/// configuration and the store, catching up; for the webhooks' sender, its command line and
+/// its first attachment), and of the libraries' (glibc, libstdc++, libsystemd) the process
 /// runs little once idle. They are clean copies of their files, yet they count in the resident
 /// size, and the kernel keeps mapped code longer than other cache. `release()` unmaps them:
 /// what runs next is mapped again from the page cache, a minor fault per 64 kB or so of code.
@@ -15,20 +15,20 @@ import TrialConfiguration
 /// page written since it was mapped (the relocated part, made read-only after the dynamic
 /// linker wrote it, has such pages, and so has code a debugger put a breakpoint in). Dropping
 /// a written page of a private mapping would bring back the file's bytes in its place.
-enum ProgramPages {
+public enum ProgramPages {
   /// The bytes of mapping released: of the program's own file, and of the other files.
-  struct Released {
-    var program = 0
-    var libraries = 0
+  public struct Released: Sendable {
+    public var program = 0
+    public var libraries = 0
   }
 
   /// Unmaps the unwritten pages of the program and its libraries.
   @discardableResult
-  static func release() -> Released {
+  public static func release() -> Released {
     var program = stat()
-    guard stat("/proc/self/exe", &program) == 0,
-      case .success(let bytes) = readFile("/proc/self/smaps")
-    else { return Released() }
+    guard stat("/proc/self/exe", &program) == 0, let bytes = contents(of: "/proc/self/smaps") else {
+      return Released()
+    }
     var released = Released()
     for mapping in mappings(in: bytes) where mapping.isUnwrittenFileCopy {
       guard let address = UnsafeMutableRawPointer(bitPattern: mapping.start) else { continue }
@@ -41,6 +41,22 @@ enum ProgramPages {
       }
     }
     return released
+  }
+
+  /// The bytes of the file at `path` (a file of /proc, whose size stat does not tell), or nil.
+  static func contents(of path: String) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+      let count = read(fd, &chunk, chunk.count)
+      if count < 0 && errno == EINTR { continue }
+      if count < 0 { return nil }
+      if count == 0 { return bytes }
+      bytes.append(contentsOf: chunk[0..<count])
+    }
   }
 
   /// One mapping of `/proc/self/smaps`: its header line
