@@ -1,4 +1,5 @@
 import Logging
+import ProcessMemory
 import Synchronization
 import Systemd
 import TrialControl
@@ -62,7 +63,10 @@ public final class WebhookSender: Sendable {
       settings: AttemptSettings(userAgent: options.userAgent, caFile: options.caFile, clock: clock),
       secrets: SecretCache(logger: logger),
       report: { session, outcome in reporter.add(outcome, session: session) })
-    reporter.onReport { [weak self] in self?.refreshStatus() }
+    reporter.onReport { [weak self] in
+      self?.refreshStatus()
+      self?.releaseMemoryIfQuiet()
+    }
   }
 
   /// Runs until a stop is requested and the attempts being made are reported.
@@ -146,11 +150,35 @@ public final class WebhookSender: Sendable {
   }
 
   private func attach() {
+    let first = sessions.load(ordering: .relaxed) == 1
+    // Start-up is over: what it ran (the command line, the first connection) runs no more, and
+    // is released before READY=1. What the first attempt needs, libcurl and libcrypto included,
+    // is mapped when it comes.
+    if first { releaseMemory() }
     attached.withLock { attached in
       attached = true
       // The first time, with READY=1: `systemctl start` returns with the status in place.
-      notifier.send(ready: sessions.load(ordering: .relaxed) == 1, status: statusLine())
+      notifier.send(ready: first, status: statusLine())
     }
+  }
+
+  /// Once the last outcome of a spell of attempts is reported and nothing else is out: the code
+  /// they ran (libcurl, OpenSSL and what they link, mapped by then), and the heap's free memory.
+  private func releaseMemoryIfQuiet() {
+    guard pool.count == 0, reporter.count == 0 else { return }
+    releaseMemory()
+  }
+
+  /// Unmaps the pages of the program and its libraries that are still their files' bytes, and
+  /// trims the heap: the process keeps resident what runs while it is idle, which is nothing.
+  private func releaseMemory() {
+    let released = ProgramPages.release()
+    HeapTrim.run()
+    logger.debug(
+      "memory released",
+      metadata: [
+        "program_mapping_bytes": "\(released.program)", "library_mapping_bytes": "\(released.libraries)",
+      ])
   }
 
   /// The stop: no more requests; the attempts being made finish and are reported, then the

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Logging
+import ProcessMemory
 import Systemd
 import TrialControl
 import TrialCore
@@ -99,7 +100,9 @@ public struct WebhookSenderCommand: ParsableCommand {
     } catch {
       exit(withError: error)
     }
-    // Before any thread exists: every thread inherits the mask with the stop signals blocked.
+    // Before any thread exists: every thread inherits the mask with the stop signals blocked,
+    // and allocates from the one arena.
+    HeapTrim.useOneArena()
     let stop = StopRequest.onSignals()
     // A peer that closes its end mid-request fails that request, not the process.
     signal(SIGPIPE, SIG_IGN)

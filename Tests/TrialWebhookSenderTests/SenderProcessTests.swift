@@ -178,9 +178,10 @@ import TrialWebhooks
   @Test func idleSender_StaysSmall_AndStopsAtOnce() throws {
     let fixture = try DeliveryFixture()
     try fixture.sender.startAttached()
+    // Its start-up's pages released once attached: under 5 MiB in the release build, about 8 in
+    // a debug build, whose code is larger.
     let resident = try #require(fixture.sender.residentKiB)
-    // The release build's target is 8 MiB; a debug build's code is larger.
-    #expect(resident < 32 * 1024, "\(resident) KiB resident while idle")
+    #expect(resident < 16 * 1024, "\(resident) KiB resident while idle")
     fixture.sender.signal(SIGINT)
     #expect(fixture.sender.waitForExit() == 0)
   }
