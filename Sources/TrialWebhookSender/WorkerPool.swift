@@ -29,7 +29,7 @@ final class WorkerPool: Sendable {
       let item = waiting[head]
       head += 1
       if head == waiting.count {
-        waiting.removeAll(keepingCapacity: true)
+        waiting.removeAll()
         head = 0
       } else if head >= 1024 && head * 2 >= waiting.count {
         waiting.removeFirst(head)
