@@ -44,6 +44,8 @@ public final class WebhookSender: Sendable {
   private let stop: StopRequest
   private let pool: WorkerPool
   private let reporter: OutcomeReporter
+  /// Lets go of memory once the sender has stayed quiet a while.
+  private let quietRelease: QuietRelease
   /// The number of the last session (attachment) begun.
   private let sessions = Atomic<UInt64>(0)
   /// Whether the sender is attached; held while a status line is made and sent.
@@ -58,6 +60,7 @@ public final class WebhookSender: Sendable {
     self.stop = stop
     let reporter = OutcomeReporter(socketPath: options.socketPath, logger: logger)
     self.reporter = reporter
+    quietRelease = QuietRelease { Self.releaseMemory(logger: logger) }
     pool = WorkerPool(
       workers: options.workers,
       settings: AttemptSettings(userAgent: options.userAgent, caFile: options.caFile, clock: clock),
@@ -73,6 +76,7 @@ public final class WebhookSender: Sendable {
   func run() {
     notifier.start()
     reporter.start()
+    quietRelease.start()
     var delay = Backoff(initial: Self.initialDelay, maximum: Self.maximumDelay)
     var outage = false
     var retries = 0
@@ -138,6 +142,7 @@ public final class WebhookSender: Sendable {
           attach()
         }
         if !served.requests.isEmpty {
+          quietRelease.activity()
           pool.put(served.requests, session: session)
           refreshStatus()
         }
@@ -162,16 +167,21 @@ public final class WebhookSender: Sendable {
     }
   }
 
-  /// Once the last outcome of a spell of attempts is reported and nothing else is out: the code
-  /// they ran (libcurl, OpenSSL and what they link, mapped by then), and the heap's free memory.
+  /// Once the last outcome of a spell of attempts is reported and nothing else is out, and it
+  /// stays so for `QuietRelease.delay`: the code they ran (libcurl, OpenSSL and what they link,
+  /// mapped by then), and the heap's free memory.
   private func releaseMemoryIfQuiet() {
     guard pool.count == 0, reporter.count == 0 else { return }
-    releaseMemory()
+    quietRelease.quiet()
   }
 
   /// Unmaps the pages of the program and its libraries that are still their files' bytes, and
   /// trims the heap: the process keeps resident what runs while it is idle, which is nothing.
   private func releaseMemory() {
+    Self.releaseMemory(logger: logger)
+  }
+
+  private static func releaseMemory(logger: Logger) {
     let released = ProgramPages.release()
     HeapTrim.run()
     logger.debug(

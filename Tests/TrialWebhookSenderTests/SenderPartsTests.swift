@@ -155,3 +155,17 @@ struct FixedClock: WallClock {
     #expect(backoff.next() == .milliseconds(100))
   }
 }
+
+/// The release of memory after a quiet spell: once a spell, on a thread of its own.
+@Suite struct QuietReleaseTests {
+  @Test func eachQuietSpell_IsReleased() {
+    let released = DispatchSemaphore(value: 0)
+    let release = QuietRelease(delay: .milliseconds(1)) { released.signal() }
+    release.start()
+    release.quiet()
+    #expect(released.wait(timeout: .now() + patience) == .success, "released after the spell")
+    release.activity()
+    release.quiet()
+    #expect(released.wait(timeout: .now() + patience) == .success, "and after the next")
+  }
+}

@@ -97,6 +97,10 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
     if !observing {
       observing = true
       engine.addLogObserver(self)
+      // Tokens start at the start's microsecond: an outcome of an attempt handed out by an
+      // earlier run of the daemon never names one of this run's.
+      let micros = engine.clock.now().timeIntervalSince1970 * 1_000_000
+      nextToken = max(nextToken, UInt64(max(micros, 1).rounded(.down)))
     }
     let gone = Set(runs.keys).union(old?.webhooks.keys ?? [:].keys).subtracting(settings.webhooks.keys)
     for name in gone.sorted() {
