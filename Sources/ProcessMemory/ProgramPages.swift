@@ -20,6 +20,20 @@ public enum ProgramPages {
   public struct Released: Sendable {
     public var program = 0
     public var libraries = 0
+
+    /// As a log line's fields say it.
+    public var fields: [String: String] {
+      ["program_mapping_bytes": "\(program)", "library_mapping_bytes": "\(libraries)"]
+    }
+  }
+
+  /// What a process lets go of once it goes idle: the unwritten pages of its program and
+  /// libraries (`release`), then the heap's free memory (`HeapTrim.run`).
+  @discardableResult
+  public static func releaseIdle() -> Released {
+    let released = release()
+    HeapTrim.run()
+    return released
   }
 
   /// Unmaps the unwritten pages of the program and its libraries.

@@ -68,17 +68,11 @@ enum PlanOption {
   }
 
   static func candidates(words: [String], prefix: String, variables: [String: String]) -> [String] {
-    let socket = CtlEnvironment.socketPath(
-      TrialCompletion.option(named: "--socket", in: words), variables: variables)
-    let typed = TrialCompletion.unquoted(prefix)
-    do {
-      let client = try VarlinkClient(path: socket, timeout: TrialCompletion.timeout)
-      let reply = try client.call(Trials.listPlans, ListPlansParameters(activeTrials: false))
-      return reply.plans.map(\.name).filter { $0.hasPrefix(typed) }.sorted()
-    } catch {
-      return []
+    TrialCompletion.names(words: words, prefix: prefix, variables: variables) { client in
+      try client.call(Trials.listPlans, ListPlansParameters(activeTrials: false)).plans.map(\.name)
     }
   }
+
 }
 
 extension TrialPresenter {

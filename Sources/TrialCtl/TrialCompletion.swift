@@ -63,6 +63,21 @@ public enum TrialCompletion {
     return Array(Set(found)).sorted()
   }
 
+  /// Names from the running daemon (`list` of a client) that start with what is typed, sorted;
+  /// none when the daemon cannot be reached, quietly and quickly.
+  static func names(
+    words: [String], prefix: String, variables: [String: String], list: (VarlinkClient) throws -> [String]
+  ) -> [String] {
+    let socket = CtlEnvironment.socketPath(option(named: "--socket", in: words), variables: variables)
+    let typed = unquoted(prefix)
+    do {
+      let client = try VarlinkClient(path: socket, timeout: timeout)
+      return try list(client).filter { $0.hasPrefix(typed) }.sorted()
+    } catch {
+      return []
+    }
+  }
+
   /// The value of `--name value` or `--name=value` on the command line, unquoted.
   static func option(named name: String, in words: [String]) -> String? {
     var value: String?

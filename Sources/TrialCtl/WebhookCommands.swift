@@ -213,15 +213,8 @@ enum WebhookCompletion {
   }
 
   static func candidates(words: [String], prefix: String, variables: [String: String]) -> [String] {
-    let socket = CtlEnvironment.socketPath(
-      TrialCompletion.option(named: "--socket", in: words), variables: variables)
-    let typed = TrialCompletion.unquoted(prefix)
-    do {
-      let client = try VarlinkClient(path: socket, timeout: TrialCompletion.timeout)
-      let reply = try client.call(Trials.listWebhooks, NoParameters())
-      return reply.endpoints.map(\.name).filter { $0.hasPrefix(typed) }.sorted()
-    } catch {
-      return []
+    TrialCompletion.names(words: words, prefix: prefix, variables: variables) { client in
+      try client.call(Trials.listWebhooks, NoParameters()).endpoints.map(\.name)
     }
   }
 }

@@ -182,13 +182,8 @@ public final class WebhookSender: Sendable {
   }
 
   private static func releaseMemory(logger: Logger) {
-    let released = ProgramPages.release()
-    HeapTrim.run()
-    logger.debug(
-      "memory released",
-      metadata: [
-        "program_mapping_bytes": "\(released.program)", "library_mapping_bytes": "\(released.libraries)",
-      ])
+    let released = ProgramPages.releaseIdle()
+    logger.debug("memory released", metadata: released.fields.mapValues { "\($0)" })
   }
 
   /// The stop: no more requests; the attempts being made finish and are reported, then the

@@ -287,6 +287,12 @@ class Trialwatch(Peer):
         self.process = None
 
     def start(self):
+        self.start_daemon()
+        self.start_consumer(["trialwatch", self.socket])
+        wait_for(self.watching, 30, "the Watch client did not start watching")
+
+    def start_daemon(self):
+        """trialwatchd alone, once it answers on its socket."""
         if not os.access(self.daemon, os.X_OK):
             raise BenchError(f"{self.daemon} is not an executable trialwatchd (make bench-peers builds it)")
         config = os.path.join(self.directory, "trialwatch.conf")
@@ -300,8 +306,6 @@ class Trialwatch(Peer):
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
         self.cleanup = on_cleanup(lambda: stop_process(self.process))
         wait_for(self.answers, 60, "trialwatchd did not answer on its socket")
-        self.start_consumer(["trialwatch", self.socket])
-        wait_for(self.watching, 30, "the Watch client did not start watching")
 
     def watching(self):
         self.check_consumer()

@@ -88,21 +88,7 @@ class Daemon(Trialwatch):
 
     def start(self):
         """The daemon alone: no Watch client (the figures are the sender's)."""
-        config = os.path.join(self.directory, "trialwatch.conf")
-        with open(config, "w") as file:
-            file.write(self.CONFIG)
-        env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID",
-                                                              "WATCHDOG_USEC", "JOURNAL_STREAM")}
-        log = open(os.path.join(self.directory, "trialwatchd.log"), "a")
-        self.process = subprocess.Popen(
-            [self.daemon, "--config", config, "--state-dir", self.state, "--socket", self.socket],
-            stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
-        on_cleanup(lambda: stop_process(self.process))
-        deadline = time.monotonic() + 60
-        while not self.answers():
-            if time.monotonic() > deadline:
-                raise BenchError("trialwatchd did not answer on its socket")
-            time.sleep(0.05)
+        self.start_daemon()
 
     def start_sender(self):
         log = open(os.path.join(self.directory, "sender.log"), "a")

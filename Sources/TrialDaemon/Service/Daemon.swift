@@ -193,13 +193,8 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     let memoryLogger = Logger(label: "trialwatchd.memory")
     engine.releaseMemory = {
       storeServices.releaseMemory()
-      let released = ProgramPages.release()
-      HeapTrim.run()
-      memoryLogger.debug(
-        "memory released",
-        metadata: [
-          "program_mapping_bytes": "\(released.program)", "library_mapping_bytes": "\(released.libraries)",
-        ])
+      let released = ProgramPages.releaseIdle()
+      memoryLogger.debug("memory released", metadata: released.fields.mapValues { "\($0)" })
     }
     self.engine = engine
     if let fleet {
