@@ -116,6 +116,9 @@ public struct WebhookSenderCommand: ParsableCommand {
       options: options, clock: SystemWallClock(), notifier: SystemdNotifier(), stop: stop, logger: logger)
     sender.run()
     logger.notice("stopped")
-    Glibc.exit(0)
+    // Everything is reported and the log lines are written (unbuffered): the exit runs no
+    // library's clean-up (OpenSSL's atexit handler would free what the worker threads' handles,
+    // still alive, point into, and crash).
+    Glibc._exit(0)
   }
 }

@@ -64,6 +64,8 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
   /// The most events read from the log at once for an endpoint.
   static let readBatch = 1_000
 
+  /// An endpoint's run. Changed out of `runs` (`removeValue`, changed, put back): a queue of
+  /// 10,000 events changed where the dictionary still holds it would be copied whole each time.
   struct Run {
     var endpoint: WebhookEndpoint
     var queue: WebhookQueue
@@ -153,7 +155,10 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
         tested(test, report)
         continue
       }
-      guard let (name, cursor, messageID) = out.removeValue(forKey: report.token), var run = runs[name] else {
+      // Taken out while it changes, so that its queue is changed in place, not copied.
+      guard let (name, cursor, messageID) = out.removeValue(forKey: report.token),
+        var run = runs.removeValue(forKey: name)
+      else {
         continue
       }
       outcomes[name, default: [:]][report.attempt.outcomeClass, default: 0] += 1
@@ -207,7 +212,7 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
 
   /// Takes `events` (which follow what the endpoint read) into its queue, while it wants more.
   private func take(_ events: some Collection<LoggedEvent>, into name: String) {
-    guard var run = runs[name] else { return }
+    guard var run = runs.removeValue(forKey: name) else { return }
     var change = WebhookQueue.Change()
     let now = engine.clock.now()
     for event in events where event.cursor > run.queue.readThrough {
@@ -221,12 +226,14 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
     if !change.isEmpty { record([name: change]) }
   }
 
-  /// Reads the log after what the endpoint read, while it wants more.
+  /// Reads the log after what the endpoint read, while it wants more: no more events at once
+  /// than it has room for, so that a full queue's deliveries each read a few, not a batch.
   private func readAhead(_ name: String) {
     while let run = runs[name], run.queue.wantsMore {
+      let room = min(Self.readBatch, run.queue.limit - run.queue.backlog)
       let events: [LoggedEvent]
       do {
-        events = try engine.repository.loggedEvents(after: run.queue.readThrough, limit: Self.readBatch)
+        events = try engine.repository.loggedEvents(after: run.queue.readThrough, limit: room)
       } catch {
         engine.logger.error(
           "could not read the event log for a webhook endpoint",
@@ -235,7 +242,7 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
       }
       guard !events.isEmpty else { return }
       take(events, into: name)
-      if events.count < Self.readBatch { return }
+      if events.count < room { return }
     }
   }
 
@@ -248,7 +255,9 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
     var batch: [WebhookDispatch] = []
     var next: Date?
     for name in runs.keys.sorted() {
-      guard var run = runs[name], run.state.health.disabled == nil else { continue }
+      guard runs[name]?.state.health.disabled == nil, var run = runs.removeValue(forKey: name) else {
+        continue
+      }
       let room = Self.inFlightLimit - run.queue.inFlight
       for item in run.queue.takeDue(now: now, limit: max(room, 0)) {
         guard let event = run.events[item.cursor.sequence] else { continue }
@@ -275,7 +284,7 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
   }
 
   func returnAll(of name: String) {
-    guard var run = runs[name] else { return }
+    guard var run = runs.removeValue(forKey: name) else { return }
     run.queue.returnAll(now: engine.clock.now())
     runs[name] = run
     out = out.filter { $0.value.endpoint != name }

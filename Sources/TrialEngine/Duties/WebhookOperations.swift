@@ -57,7 +57,7 @@ extension WebhookDuty {
   public func status(of name: String) -> WebhookEndpointStatus? {
     guard let endpoint = engine.settings.webhooks[name] else { return nil }
     var status = WebhookEndpointStatus(endpoint: endpoint)
-    guard var run = runs[name] else { return status }
+    guard var run = runs.removeValue(forKey: name) else { return status }
     status.state = run.state
     status.position = run.queue.position
     status.backlog = run.queue.backlog
@@ -77,7 +77,7 @@ extension WebhookDuty {
     guard engine.settings.webhooks[name] != nil else {
       return completion(.failure(WebhookDutyError.notFound(name)))
     }
-    guard var run = runs[name] else {
+    guard var run = runs.removeValue(forKey: name) else {
       // Not yet opened: the state is written as the store has it, enabled.
       return engine.commits.submit({ txn in
         guard var state = try txn.webhookEndpoint(named: name) else { return }
@@ -168,7 +168,7 @@ extension WebhookDuty {
     let attempt = WebhookAttemptRecord(
       at: report.at, cursor: nil, messageID: test.messageID, number: 1, outcome: report.attempt,
       duration: report.duration)
-    guard var run = runs[test.endpoint] else { return test.done(.success(attempt)) }
+    guard var run = runs.removeValue(forKey: test.endpoint) else { return test.done(.success(attempt)) }
     run.state.keep(attempt)
     runs[test.endpoint] = run
     record([test.endpoint: WebhookQueue.Change()]) { _ in test.done(.success(attempt)) }
