@@ -188,7 +188,9 @@ def main():
 
     # Idle: attached with nothing to do.
     daemon.start_sender()
-    time.sleep(5)  # the daemon's start settles (its memory released once writes go quiet)
+    # The daemon's start settles: its memory is released once writes have been quiet for 6 s
+    # (the sender's attachment wrote last), with a wake-up or three; then nothing should wake.
+    time.sleep(10)
     pids = [daemon.process.pid, daemon.sender.pid]
     before = context_switches(pids)
     time.sleep(10)

@@ -75,7 +75,7 @@ if poll 30 hooked; then
   pass "the endpoint received the expiry of $HOOKED, its signature verified, webhook-id the event's id"
 else
   fail "the endpoint received the expiry" \
-    "$(tail -n 3 "$RECEIVED" "$SCRATCH/hooks-receiver.log" 2>&1 | tr '\n' ';') $(ct journalctl -u trialwatch-webhooks.service --no-pager -n 5 2>&1 | tr '\n' ' ')"
+    "$(tail -n 3 "$RECEIVED" "$SCRATCH/hooks-receiver.log" 2>&1 | tr '\n' ';') $(ct trialwatchctl webhooks attempts e2e 2>&1 | tail -n 3 | tr '\n' ';')"
 fi
 
 # A burst of expiries; the sender stopped once some have arrived, then started again: every one
