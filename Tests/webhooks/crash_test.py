@@ -142,6 +142,22 @@ def call(path, method, parameters, deadline):
         time.sleep(0.05)
 
 
+def call_once(path):
+    """GetStatus once: its reply, or None when the daemon does not answer."""
+    try:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.settimeout(30)
+        connection.connect(path)
+        connection.sendall(b'{"method":"io.trialwatch.Trials.GetStatus","parameters":{}}\0')
+        for replies in frames(connection):
+            if replies:
+                connection.close()
+                return replies[0]
+    except OSError:
+        pass
+    return None
+
+
 def change(path, method, parameters, deadline):
     """A change made until it has taken effect: its reply, or the error that says it had."""
     reply = call(path, method, parameters, deadline)
@@ -177,6 +193,8 @@ def main():
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--seed", type=int, default=int(time.time()))
     args = parser.parse_args()
+    # Endpoint files name their secret files by absolute paths.
+    args.scratch = os.path.abspath(args.scratch)
     note(f"webhooks crash test: seed {args.seed}")
     rng = random.Random(args.seed)
     shutil.rmtree(args.scratch, ignore_errors=True)
@@ -194,8 +212,15 @@ def main():
                        f"SecretFile={receiver.secret_file}\n{settings[name]}")
     processes = Processes(args.scratch, args.daemon)
     processes.start_daemon()
-    processes.start_sender()
     deadline = time.monotonic() + 900
+    # The daemon's first start must answer: one that exits (a configuration it refuses) fails the
+    # test at once, with its log, rather than at the deadline.
+    while call_once(processes.socket) is None:
+        if processes.daemon.poll() is not None:
+            with open(os.path.join(args.scratch, "trialwatchd.log")) as log:
+                raise BenchError(f"trialwatchd exited at its start: {log.read()[-2000:]}")
+        time.sleep(0.05)
+    processes.start_sender()
 
     # The kills, at random moments over the calls and a while after them.
     kills = ["daemon"] * args.kills + ["sender"] * args.kills

@@ -178,6 +178,8 @@ def main():
     parser.add_argument("--due", type=int, default=1000)
     parser.add_argument("--compare", type=int, default=300)
     args = parser.parse_args()
+    # The endpoint's file names its secret file by an absolute path.
+    args.scratch = os.path.abspath(args.scratch)
     ctl = os.path.join(os.path.dirname(os.path.abspath(args.daemon)), "trialwatchctl")
     shutil.rmtree(args.scratch, ignore_errors=True)
     os.makedirs(args.scratch)
