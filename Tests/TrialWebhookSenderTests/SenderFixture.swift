@@ -149,11 +149,10 @@ final class DeliveryFixture {
   /// Waits until the daemon's attempts satisfy `condition` (asked every 20 ms), at most `patience`;
   /// the attempts seen last.
   func waitForAttempts(_ condition: ([WebhookAttemptObject]) -> Bool) throws -> [WebhookAttemptObject] {
-    let deadline = ContinuousClock.now.advanced(by: .seconds(patience))
     var attempts = try attempts()
-    while !condition(attempts) && ContinuousClock.now < deadline {
-      usleep(20_000)
+    _ = try waitUntil(interval: .milliseconds(20)) {
       attempts = try self.attempts()
+      return condition(attempts)
     }
     return attempts
   }

@@ -118,7 +118,7 @@ struct FixedClock: WallClock {
     pool.put((1...20).map { request(token: $0, body: "") }, session: 5)
     #expect(pool.threads <= 3)
     pool.waitIdle()
-    #expect(wait { reports.count == 20 })
+    #expect(waitUntil { reports.count == 20 })
     #expect(Set(reports.all.withLock { $0.map(\.1.token) }) == Set(1...20))
     #expect(reports.all.withLock { $0.allSatisfy { $0.0 == 5 } })
     #expect(pool.count == 0)
@@ -132,16 +132,6 @@ struct FixedClock: WallClock {
     pool.put([request(body: "")], session: 1)
     #expect(pool.count == 0)
     #expect(pool.threads == 0)
-  }
-
-  /// Waits until `condition` holds, at most `patience`.
-  func wait(_ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now.advanced(by: .seconds(patience))
-    while ContinuousClock.now < deadline {
-      if condition() { return true }
-      usleep(2_000)
-    }
-    return condition()
   }
 }
 
