@@ -89,9 +89,10 @@ final class WorkerPool: Sendable {
     }
   }
 
-  /// Waits until no attempt is being made (after `stop`: until the last one has been reported).
+  /// Waits until no request waits and no attempt is being made: every request taken has been
+  /// reported (after `stop`, which forgets those waiting: until the last attempt is reported).
   func waitIdle() {
-    state.wait { $0.busy == 0 ? () : nil }
+    state.wait { $0.queued + $0.busy == 0 ? () : nil }
   }
 
   /// Requests waiting and attempts being made.

@@ -118,7 +118,7 @@ struct FixedClock: WallClock {
     pool.put((1...20).map { request(token: $0, body: "") }, session: 5)
     #expect(pool.threads <= 3)
     pool.waitIdle()
-    #expect(waitUntil { reports.count == 20 })
+    #expect(reports.count == 20)
     #expect(Set(reports.all.withLock { $0.map(\.1.token) }) == Set(1...20))
     #expect(reports.all.withLock { $0.allSatisfy { $0.0 == 5 } })
     #expect(pool.count == 0)
