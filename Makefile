@@ -67,6 +67,8 @@ SWIFT ?= swift
 # tzdata: the zones trialwatchctl shows dates in, read by its tests.
 # libcurl4-openssl-dev, libssl-dev: the declarations of libcurl and libcrypto, which the webhooks
 # open at run time (libcurl4, libssl3); openssl makes the webhook tests' CA and certificate.
+# libmicrohttpd-dev: the declarations of libmicrohttpd, which the HTTP gateway opens at run time
+# (libmicrohttpd12).
 # The peers of make bench-peers: postgresql, redis-server, at, sqlite3, and Debian's python3
 # with python3-psycopg2 and python3-redis for the harness (their system services are not used).
 # librsvg2-bin (rsvg-convert) renders the chart of trialwatchctl stats --svg in its test.
@@ -74,7 +76,7 @@ SWIFT ?= swift
 # tests) and the metrics make e2e writes for the node exporter and reads back from it (its server
 # is not used; the node exporter runs in the container, installed there by debootstrap).
 APT_PACKAGES ?= pkg-config binutils tzdata libsystemd-dev liblmdb-dev libpq-dev libunistring-dev \
-  libcurl4-openssl-dev libssl-dev openssl \
+  libcurl4-openssl-dev libssl-dev openssl libmicrohttpd-dev \
   debhelper lintian mandoc librsvg2-bin \
   postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis prometheus
 STRICT = -Xswiftc -warnings-as-errors

@@ -179,6 +179,25 @@ let package = Package(
       ]
     ),
 
+    // libmicrohttpd's declarations (Debian: libmicrohttpd-dev). Not linked: the gateway opens
+    // libmicrohttpd.so.12 when it starts (shim.h); trialwatchd and trialwatchctl never map it.
+    .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
+    // trialwatch-http, the HTTP gateway: the daemon's Varlink methods as POST /call/METHOD, its
+    // metrics as /metrics, for a token of its token file. A Varlink client of the daemon that
+    // holds no state. Import rule: TrialCore, TrialControl, TrialConfiguration (the token file),
+    // TrialWebhooks (libcrypto: SHA-256, comparison in constant time), Systemd, ProcessMemory,
+    // CMicroHTTPD (MicroHTTPD.swift only), Logging, ArgumentParser and Synchronization; no
+    // Dispatch, no engine, no store.
+    .target(
+      name: "TrialHTTP",
+      dependencies: [
+        "TrialCore", "TrialControl", "TrialConfiguration", "TrialWebhooks", "Systemd", "ProcessMemory",
+        "CMicroHTTPD", "ErrnoText",
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ]
+    ),
+
     // The man pages: trialwatchctl(1), trialwatchd(8) and trialwatch-webhooks(8) from their
     // command-line definitions, trialwatch.conf(5) from the configuration schema. Run by
     // trialwatch-manual at release time.
@@ -196,7 +215,9 @@ let package = Package(
     // trialwatchctl product is for development.
     .executableTarget(
       name: "trialwatchd",
-      dependencies: ["TrialDaemon", "TrialStore", "TrialPostgres", "TrialCtl", "TrialWebhookSender"]),
+      dependencies: [
+        "TrialDaemon", "TrialStore", "TrialPostgres", "TrialCtl", "TrialWebhookSender", "TrialHTTP",
+      ]),
     .executableTarget(
       name: "trialwatchctl", dependencies: ["TrialCtl"],
       swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
@@ -249,6 +270,13 @@ let package = Package(
         "TestSupport", "TrialCore", "TrialControl", "TrialConfiguration", "TrialWebhooks",
         "TrialWebhookSender",
         "TrialDaemonTesting",
+      ]
+    ),
+    // The gateway as a process beside trialwatchd, driven by curl.
+    .testTarget(
+      name: "TrialHTTPTests",
+      dependencies: [
+        "TestSupport", "TrialCore", "TrialControl", "TrialConfiguration", "TrialHTTP", "TrialDaemonTesting",
       ]
     ),
     .testTarget(

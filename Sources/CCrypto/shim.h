@@ -1,5 +1,6 @@
 // OpenSSL's libcrypto, the parts trialwatch signs with: HMAC-SHA256 (Standard Webhooks'
-// signatures), the system's random bytes (secrets) and a comparison in constant time. A table of
+// signatures), SHA-256 (the HTTP gateway's token hashes), the system's random bytes (secrets) and a
+// comparison in constant time. A table of
 // its functions filled by dlopen, as CCurl's: only the programs that sign map libcrypto.
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -7,7 +8,7 @@
 #include <openssl/rand.h>
 #include "../CLibraryTable/library_table.h"
 
-#define TW_CRYPTO_FUNCTIONS(X) X(HMAC) X(EVP_sha256) X(RAND_bytes) X(CRYPTO_memcmp)
+#define TW_CRYPTO_FUNCTIONS(X) X(HMAC) X(EVP_sha256) X(EVP_Digest) X(RAND_bytes) X(CRYPTO_memcmp)
 
 TW_LIBRARY_TABLE(TWCrypto, TW_CRYPTO_FUNCTIONS)
 

@@ -1,9 +1,9 @@
 /// Where a text that is not JSON goes wrong, in words: the decoder only says that it is not.
 /// A strict reader of RFC 8259's grammar that builds nothing; used only once a message has been
 /// refused, to name the byte at which it stops being JSON.
-enum JSONSyntax {
+public enum JSONSyntax {
   /// What is wrong with `bytes` and where, or nil when they are one JSON value.
-  static func problem(in bytes: some Collection<UInt8>) -> String? {
+  public static func problem(in bytes: some Collection<UInt8>) -> String? {
     var reader = Reader(bytes: Array(bytes))
     do throws(Problem) {
       reader.skipSpace()
@@ -13,6 +13,37 @@ enum JSONSyntax {
       return nil
     } catch {
       return error.text
+    }
+  }
+
+  /// The members of the JSON object `bytes` holds, by name as written (escapes not undone), each
+  /// with the range of its value's bytes; nil when `bytes` is not one JSON object. For passing a
+  /// member's value on as it is (the gateway's replies), without decoding it.
+  public static func members(of bytes: [UInt8]) -> [String: Range<Int>]? {
+    var reader = Reader(bytes: bytes)
+    var found: [String: Range<Int>] = [:]
+    do throws(Problem) {
+      reader.skipSpace()
+      guard reader.current == UInt8(ascii: "{") else { return nil }
+      try reader.sequence(closedBy: UInt8(ascii: "}"), "expected ',' or '}' in an object") {
+        reader throws(Problem) in
+        guard reader.current == UInt8(ascii: "\"") else {
+          throw reader.unexpected("expected a member name in quotes")
+        }
+        let nameStart = reader.offset + 1
+        try reader.string()
+        let name = String(decoding: bytes[nameStart..<(reader.offset - 1)], as: UTF8.self)
+        reader.skipSpace()
+        try reader.expect(UInt8(ascii: ":"), "expected ':' after a member name")
+        reader.skipSpace()
+        let start = reader.offset
+        try reader.value(depth: 1)
+        found[name] = start..<reader.offset
+      }
+      reader.skipSpace()
+      return reader.offset == bytes.count ? found : nil
+    } catch {
+      return nil
     }
   }
 

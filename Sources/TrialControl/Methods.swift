@@ -169,3 +169,27 @@ public enum VarlinkInterfaces {
     return names
   }()
 }
+
+extension VarlinkInterfaces {
+  /// The kind of every method the control socket offers, by qualified name: for a client that
+  /// passes calls on without decoding them (the HTTP gateway), which must know what a call may do.
+  /// The daemon's routes are checked against it in the tests.
+  public static let methodKinds: [String: MethodKind] = {
+    func entry<P, R>(_ method: VarlinkMethod<P, R>) -> (String, MethodKind) {
+      (method.qualifiedName, method.kind)
+    }
+    let t = Trials.self
+    return Dictionary(
+      uniqueKeysWithValues: [
+        entry(VarlinkService.getInfo), entry(VarlinkService.getInterfaceDescription),
+        entry(SystemdMetrics.list), entry(SystemdMetrics.describe),
+        entry(t.startTrial), entry(t.getTrial), entry(t.listTrials), entry(t.extendTrial), entry(t.endTrial),
+        entry(t.pauseTrial), entry(t.resumeTrial), entry(t.getPlan), entry(t.simulate), entry(t.getStatus),
+        entry(t.listPlans), entry(t.grantAgain), entry(t.getFleet), entry(t.getStats), entry(t.export),
+        entry(t.watch), entry(t.getEventLog), entry(t.createConsumer), entry(t.getConsumer),
+        entry(t.listConsumers), entry(t.acknowledgeEvent), entry(t.removeConsumer), entry(t.listWebhooks),
+        entry(t.getWebhookAttempts), entry(t.enableWebhook), entry(t.replayWebhook), entry(t.testWebhook),
+        entry(t.serveWebhooks), entry(t.reportWebhooks),
+      ])
+  }()
+}

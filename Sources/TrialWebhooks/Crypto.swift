@@ -1,8 +1,8 @@
 import CCrypto
 import TrialCore
 
-/// OpenSSL's libcrypto, opened at first use (`Crypto.shared`): HMAC-SHA256, the system's random
-/// bytes, a comparison in constant time. The only importer of CCrypto.
+/// OpenSSL's libcrypto, opened at first use (`Crypto.shared`): HMAC-SHA256, SHA-256, the system's
+/// random bytes, a comparison in constant time. The only importer of CCrypto.
 public final class Crypto: @unchecked Sendable {
   // @unchecked: the table is filled once and only read; libcrypto's functions used here are
   // thread-safe (OpenSSL 3).
@@ -42,6 +42,17 @@ public final class Crypto: @unchecked Sendable {
     }
     precondition(done != nil && length == 32, "HMAC-SHA256 gave no 32-byte MAC")
     return mac
+  }
+
+  /// SHA-256 of `data`: 32 bytes.
+  public func sha256(_ data: [UInt8]) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: 32)
+    var length: UInt32 = 0
+    let done = data.withUnsafeBytes {
+      table.pointee.EVP_Digest($0.baseAddress, $0.count, &digest, &length, table.pointee.EVP_sha256(), nil)
+    }
+    precondition(done == 1 && length == 32, "SHA-256 gave no 32-byte digest")
+    return digest
   }
 
   /// `count` bytes from the system's random source, through OpenSSL's generator.

@@ -2,16 +2,19 @@ import Glibc
 import TrialCore
 import TrialCtl
 import TrialDaemon
+import TrialHTTP
 import TrialPostgres
 import TrialStore
 import TrialWebhookSender
 
 // One program for every command, so that the Swift runtime is installed once: started as
 // trialwatchctl (the installed trialwatchctl is a link to trialwatchd) it is the client; as
-// trialwatch-webhooks (a link too), the webhooks' sender; started by any other name, the daemon.
+// trialwatch-webhooks (a link too), the webhooks' sender; as trialwatch-http, the HTTP gateway;
+// started by any other name, the daemon.
 switch FilePaths.lastComponent(CommandLine.arguments.first ?? "") {
 case "trialwatchctl": exit(TrialwatchCtl.runProcess())
 case "trialwatch-webhooks": WebhookSenderCommand.main(version: Daemon.version)
+case "trialwatch-http": GatewayCommand.main(version: Daemon.version)
 default: break
 }
 

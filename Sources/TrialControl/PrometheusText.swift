@@ -1,5 +1,3 @@
-import TrialControl
-
 /// The metrics in Prometheus's text exposition format (version 0.0.4), as node_exporter's
 /// textfile collector reads them: `# HELP` and `# TYPE` once per family, then its samples.
 /// Names are `trialwatch_<family>`; a counter's samples end in `_total`; the three families
@@ -8,9 +6,9 @@ import TrialControl
 ///
 /// Written here rather than through swift-prometheus: its histograms only record single
 /// observations, and the daemon hands over buckets already counted.
-enum PrometheusText {
+public enum PrometheusText {
   /// The exposition of `metrics`, families in the order of `families` (Describe's).
-  static func render(families: [MetricFamilyReply], metrics: [MetricReply]) -> String {
+  public static func render(families: [MetricFamilyReply], metrics: [MetricReply]) -> String {
     var byFamily: [String: [MetricReply]] = [:]
     for metric in metrics { byFamily[metric.name, default: []].append(metric) }
     let names = Set(families.map(\.name))

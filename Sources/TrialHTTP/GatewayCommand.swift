@@ -1,0 +1,184 @@
+import ArgumentParser
+import FoundationEssentials
+import Logging
+import ProcessMemory
+import Systemd
+import TrialConfiguration
+import TrialControl
+import TrialWebhooks
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `trialwatch-http`: the command line. The one program runs it when started by that name (the
+/// installed `/usr/libexec/trialwatch/trialwatch-http` is a link to trialwatchd).
+public struct GatewayCommand: ParsableCommand {
+  public static let configuration = CommandConfiguration(
+    commandName: "trialwatch-http",
+    abstract: "Serves trialwatchd's Varlink methods over HTTP, for applications and Prometheus.",
+    discussion: """
+      A gateway, not a second daemon: it holds no state, and answers every request by calling \
+      trialwatchd on its control socket. POST /call/METHOD calls a method of \
+      io.trialwatch.Trials (or org.varlink.service, io.systemd.Metrics) with the request's body \
+      as its parameters and answers with the reply's parameters, as systemd's varlink-httpd \
+      does; a method that streams (Watch) answers with a JSON text sequence \
+      (application/json-seq, RFC 7464), one record per reply. An error reply is a status \
+      (400 invalid parameters, 401 no or unknown token, 403 a read token calling a change, \
+      404 not found, 409 a conflict such as SubjectAlreadyActive, 503 the daemon cannot be \
+      reached) and a body {"error": NAME, "parameters": {...}}. GET /interface gives the \
+      interface's definition, GET /metrics the daemon's metrics in Prometheus's text format, \
+      GET /healthz (no token) says whether the daemon answers.
+
+      Every request but /healthz needs a token of the token file (--tokens), as \
+      Authorization: Bearer TOKEN: a read token calls only methods that change nothing, a \
+      change token any. The file is read again when it changes; trialwatchctl http token adds \
+      and removes tokens. Every change is journaled with its token's name.
+
+      It runs as a systemd service started by its socket (trialwatch-http.socket, \
+      127.0.0.1:8181 by default); without a socket passed it listens on --listen. TLS is a \
+      reverse proxy's (docs/http.md has Caddy's and nginx's configuration).
+
+      EXIT STATUS
+        0   a clean stop (SIGTERM or SIGINT)
+        64  a usage error
+        69  libmicrohttpd or libcrypto cannot be used, or the address cannot be listened on
+        78  the token file cannot be used
+      """)
+
+  @Option(
+    name: .long,
+    help: ArgumentHelp(
+      "The daemon's control socket (default: $TRIALWATCH_SOCKET, else \(VarlinkInterfaces.defaultSocketPath)).",
+      valueName: "PATH"))
+  var socket: String?
+
+  @Option(
+    name: .long,
+    help: ArgumentHelp(
+      "Where to listen when systemd passed no socket: HOST:PORT, or a Unix socket's absolute path.",
+      valueName: "ADDRESS"))
+  var listen = "127.0.0.1:8181"
+
+  @Option(name: .long, help: ArgumentHelp("The token file.", valueName: "PATH"))
+  var tokens = HTTPTokenFile.defaultPath
+
+  @Option(
+    name: .customLong("log-target"),
+    help: ArgumentHelp(
+      "Where logs go: auto (the journal when standard error is connected to it, else standard error), "
+        + "journal or console.",
+      valueName: "TARGET"))
+  var logTarget = LogTarget.auto.rawValue
+
+  public init() {}
+
+  public mutating func validate() throws {
+    guard LogTarget(rawValue: logTarget) != nil else {
+      throw ValidationError("--log-target \(logTarget): give auto, journal or console")
+    }
+    do {
+      _ = try ListenAddress(parsing: listen)
+    } catch {
+      throw ValidationError(error.description)
+    }
+  }
+
+  /// Parses the command line and serves until SIGTERM or SIGINT. Never returns.
+  public static func main(version: String) -> Never {
+    let command: GatewayCommand
+    do {
+      var parsed = try parseAsRoot()
+      guard let ours = parsed as? GatewayCommand else {
+        try parsed.run()
+        Glibc.exit(0)
+      }
+      command = ours
+    } catch {
+      exit(withError: error)
+    }
+    HeapTrim.useOneArena()
+    let signals = GatewaySignals.block()
+    signal(SIGPIPE, SIG_IGN)
+    _ = SystemdLogging.bootstrap(
+      identifier: "trialwatch-http", target: LogTarget(rawValue: command.logTarget) ?? .auto)
+    let logger = Logger(label: "trialwatch-http")
+    let status = command.serve(version: version, logger: logger, signals: signals)
+    Glibc._exit(status)
+  }
+
+  private func serve(version: String, logger: Logger, signals: sigset_t) -> Int32 {
+    let environment = ProcessInfo.processInfo.environment
+    let socketPath =
+      [socket, environment["TRIALWATCH_SOCKET"]].compactMap { $0 }.first { !$0.isEmpty }
+      ?? VarlinkInterfaces.defaultSocketPath
+    let crypto: Crypto
+    do {
+      crypto = try Crypto.shared()
+    } catch {
+      logger.critical("cannot start", metadata: ["problem": "\(error)"])
+      return 69
+    }
+    let check = TokenCheck(path: tokens, crypto: crypto)
+    if case .failure(let problem) = check.tokens() {
+      logger.critical("the token file cannot be used", metadata: ["problem": "\(problem)"])
+      return 78
+    }
+    let gateway = Gateway(link: DaemonLink(socketPath: socketPath), tokens: check, logger: logger)
+    let listenFD: Int32
+    let place: String
+    do {
+      if let passed = try ListenFDs.take().first {
+        listenFD = passed
+        place = "the socket systemd passed"
+      } else {
+        let address = try ListenAddress(parsing: listen)
+        listenFD = try address.listen()
+        place =
+          ListenAddress.boundPort(of: listenFD).map { port in
+            if case .tcp(let host, _) = address {
+              return ListenAddress.tcp(host: host, port: port).description
+            }
+            return address.description
+          } ?? address.description
+      }
+      let server = try HTTPServer(handler: { gateway.respond($0) })
+      try server.start(listenFD: listenFD)
+      logger.notice(
+        "serving",
+        metadata: [
+          "listen": "\(place)", "socket": "\(socketPath)", "tokens": "\(tokens)",
+          "libmicrohttpd": "\(server.libraryVersion)", "version": "\(version)",
+        ])
+      let notifier = SystemdNotifier()
+      _ = try? notifier.send(.ready, .status("serving on \(place)"))
+      GatewaySignals.wait(signals)
+      _ = try? notifier.send(.stopping)
+      logger.notice("stopping")
+      server.stop()
+      return 0
+    } catch {
+      logger.critical("cannot serve", metadata: ["problem": "\(error)"])
+      return 69
+    }
+  }
+}
+
+/// SIGTERM and SIGINT, blocked before any thread starts (each inherits the mask) and taken by
+/// the main thread with sigwait: the gateway's threads never see them.
+enum GatewaySignals {
+  static func block() -> sigset_t {
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, SIGTERM)
+    sigaddset(&set, SIGINT)
+    pthread_sigmask(SIG_BLOCK, &set, nil)
+    return set
+  }
+
+  static func wait(_ set: sigset_t) {
+    var set = set
+    var signal: Int32 = 0
+    sigwait(&set, &signal)
+  }
+}
