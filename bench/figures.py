@@ -28,7 +28,7 @@ PREFIX_TITLES = {
     "ctl": "trialwatchctl", "control": "The control socket", "feed": "The event log", "consume": "consume",
     "package": "The package", "fire": "The fire path, counted",
     "fleet": "The fleet", "poller1s": "The poller, every 1 s", "poller10s": "The poller, every 10 s",
-    "webhook": "Webhooks", "consume_curl": "A consumer running curl per event",
+    "webhook": "Webhooks", "consume_curl": "A consumer running curl per event", "http": "The HTTP gateway",
 }
 PEER_METRICS = {
     "lateness_p50": "lateness p50", "lateness_p99": "lateness p99", "lateness_max": "lateness max",
