@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Logging
 import ProcessMemory
+import Synchronization
 import Systemd
 import TrialConfiguration
 import TrialControl
@@ -142,7 +143,16 @@ public struct GatewayCommand: ParsableCommand {
             return address.description
           } ?? address.description
       }
-      let server = try HTTPServer(handler: { gateway.respond($0) })
+      // The memory a spell of requests used goes back 2 s after the last one ends.
+      let release = QuietRelease { ProgramPages.releaseIdle() }
+      release.start()
+      let inFlight = Atomic<Int>(0)
+      let server = try HTTPServer(handler: { request in
+        inFlight.add(1, ordering: .relaxed)
+        release.activity()
+        defer { if inFlight.subtract(1, ordering: .relaxed).newValue == 0 { release.quiet() } }
+        return gateway.respond(request)
+      })
       try server.start(listenFD: listenFD)
       logger.notice(
         "serving",
@@ -150,6 +160,8 @@ public struct GatewayCommand: ParsableCommand {
           "listen": "\(place)", "socket": "\(socketPath)", "tokens": "\(tokens)",
           "libmicrohttpd": "\(server.libraryVersion)", "version": "\(version)",
         ])
+      // What starting touched and will not touch again goes back before the wait for requests.
+      ProgramPages.releaseIdle()
       let notifier = SystemdNotifier()
       _ = try? notifier.send(.ready, .status("serving on \(place)"))
       GatewaySignals.wait(signals)

@@ -1,10 +1,8 @@
-import TrialControl
-
-/// Runs a release of memory once the sender has stayed quiet (nothing out) for `delay`: a spell
-/// of attempts ends with one wake-up, and a trickle of events does not pay, on each one, for the
-/// code it runs being faulted in again. A thread of its own, asleep on a condition variable while
+/// Runs a release of memory once a process has stayed quiet (nothing out: the webhooks' sender's
+/// attempts, the HTTP gateway's requests) for `delay`: a spell of work ends with one wake-up,
+/// and a trickle of work does not pay, on each piece, for the code it runs being faulted in again. A thread of its own, asleep on a condition variable while
 /// nothing is armed: an idle sender never wakes.
-final class QuietRelease: Sendable {
+public final class QuietRelease: Sendable {
   private struct State {
     /// Counts every attempt handed out: a quiet spell is one in which it stays the same.
     var activity: UInt64 = 0
@@ -12,31 +10,31 @@ final class QuietRelease: Sendable {
     var armed: UInt64?
   }
 
-  static let delay = Duration.seconds(2)
+  public static let delay = Duration.seconds(2)
 
   private let state = Monitor(State())
   private let delay: Duration
   private let release: @Sendable () -> Void
 
-  init(delay: Duration = QuietRelease.delay, release: @escaping @Sendable () -> Void) {
+  public init(delay: Duration = QuietRelease.delay, release: @escaping @Sendable () -> Void) {
     self.delay = delay
     self.release = release
   }
 
-  func start() {
+  public func start() {
     startThread { [self] in run() }
   }
 
-  /// An attempt was handed out: a quiet spell waiting for its release is over.
-  func activity() {
+  /// Work came (an attempt handed out, a request): a quiet spell waiting for its release is over.
+  public func activity() {
     state.change { state in
       state.activity &+= 1
       state.armed = nil
     }
   }
 
-  /// Nothing is out: the release comes after `delay`, unless an attempt comes first.
-  func quiet() {
+  /// Nothing is out: the release comes after `delay`, unless work comes first.
+  public func quiet() {
     state.change { $0.armed = $0.activity }
   }
 

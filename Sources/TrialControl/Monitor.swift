@@ -2,17 +2,17 @@
   import Glibc
 #endif
 
-/// State shared by the sender's threads, behind a pthread mutex, with a condition variable to
+/// State shared by threads (the webhooks' sender's, the HTTP gateway's), behind a pthread mutex, with a condition variable to
 /// wait on until the state allows something: a thread waiting here sleeps in the kernel (no
 /// polling), and wakes only when another thread changes the state and signals. Timed waits
 /// count on `CLOCK_MONOTONIC`, never the wall clock.
-final class Monitor<State>: @unchecked Sendable {
+public final class Monitor<State>: @unchecked Sendable {
   // @unchecked: `state` is only touched with `mutex` held.
   private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
   private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
   private var state: State
 
-  init(_ state: State) {
+  public init(_ state: State) {
     self.state = state
     pthread_mutex_init(mutex, nil)
     var attributes = pthread_condattr_t()
@@ -31,7 +31,7 @@ final class Monitor<State>: @unchecked Sendable {
 
   /// Runs `body` on the state; every waiter looks at the state again afterwards.
   @discardableResult
-  func change<R>(_ body: (inout State) throws -> R) rethrows -> R {
+  public func change<R>(_ body: (inout State) throws -> R) rethrows -> R {
     pthread_mutex_lock(mutex)
     defer {
       pthread_cond_broadcast(condition)
@@ -41,7 +41,7 @@ final class Monitor<State>: @unchecked Sendable {
   }
 
   /// Reads the state without waking anyone.
-  func read<R>(_ body: (State) throws -> R) rethrows -> R {
+  public func read<R>(_ body: (State) throws -> R) rethrows -> R {
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
     return try body(state)
@@ -49,12 +49,12 @@ final class Monitor<State>: @unchecked Sendable {
 
   /// Waits until `body` returns a value (it runs with the state locked, first at once, then
   /// after each change), and returns it. Waits for ever if need be.
-  func wait<R>(_ body: (inout State) -> R?) -> R {
+  public func wait<R>(_ body: (inout State) -> R?) -> R {
     wait(for: nil, body)!
   }
 
   /// As `wait`, but for at most `timeout`: nil if `body` returned none by then.
-  func wait<R>(for timeout: Duration?, _ body: (inout State) -> R?) -> R? {
+  public func wait<R>(for timeout: Duration?, _ body: (inout State) -> R?) -> R? {
     let deadline = timeout.map(Self.deadline)
     pthread_mutex_lock(mutex)
     defer {
