@@ -65,6 +65,13 @@ public struct GatewayCommand: ParsableCommand {
   var tokens = HTTPTokenFile.defaultPath
 
   @Option(
+    name: .customLong("connection-timeout"),
+    help: ArgumentHelp(
+      "Seconds a connection may stay silent (a header sent slowly too) before it is closed.",
+      valueName: "SECONDS"))
+  var connectionTimeout: UInt32 = HTTPServer.Limits().connectionTimeout
+
+  @Option(
     name: .customLong("log-target"),
     help: ArgumentHelp(
       "Where logs go: auto (the journal when standard error is connected to it, else standard error), "
@@ -82,6 +89,9 @@ public struct GatewayCommand: ParsableCommand {
       _ = try ListenAddress(parsing: listen)
     } catch {
       throw ValidationError(error.description)
+    }
+    guard connectionTimeout > 0 else {
+      throw ValidationError("--connection-timeout \(connectionTimeout): give at least 1 second")
     }
   }
 
@@ -143,22 +153,26 @@ public struct GatewayCommand: ParsableCommand {
             return address.description
           } ?? address.description
       }
+      var limits = HTTPServer.Limits()
+      limits.connectionTimeout = connectionTimeout
+      let openFiles = GatewayFileLimit.raise(for: limits.connections, logger: logger)
       // The memory a spell of requests used goes back 2 s after the last one ends.
       let release = QuietRelease { ProgramPages.releaseIdle() }
       release.start()
       let inFlight = Atomic<Int>(0)
-      let server = try HTTPServer(handler: { request in
+      let server = try HTTPServer(limits: limits) { request in
         inFlight.add(1, ordering: .relaxed)
         release.activity()
         defer { if inFlight.subtract(1, ordering: .relaxed).newValue == 0 { release.quiet() } }
         return gateway.respond(request)
-      })
+      }
       try server.start(listenFD: listenFD)
       logger.notice(
         "serving",
         metadata: [
           "listen": "\(place)", "socket": "\(socketPath)", "tokens": "\(tokens)",
           "libmicrohttpd": "\(server.libraryVersion)", "version": "\(version)",
+          "open_files": "\(openFiles)", "connection_timeout": "\(connectionTimeout)",
         ])
       // What starting touched and will not touch again goes back before the wait for requests.
       ProgramPages.releaseIdle()
@@ -173,6 +187,29 @@ public struct GatewayCommand: ParsableCommand {
       logger.critical("cannot serve", metadata: ["problem": "\(error)"])
       return 69
     }
+  }
+}
+
+/// Room for the connections: each is a socket (and a thread), and systemd starts services at 1024
+/// open files soft, leaving the raise to the hard limit to the service.
+enum GatewayFileLimit {
+  /// Raises the soft limit on open files to the hard one and returns the limit in force; warns
+  /// when it is short of `connections` and the few the gateway holds besides.
+  static func raise(for connections: UInt32, logger: Logger) -> rlim_t {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+    if limit.rlim_cur < limit.rlim_max {
+      var raised = limit
+      raised.rlim_cur = limit.rlim_max
+      if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+    }
+    // The listening socket, the token file, the daemon's sockets and the log besides.
+    if limit.rlim_cur < rlim_t(connections) + 64 {
+      logger.warning(
+        "the limit on open files is lower than the connections the gateway takes at once; raise LimitNOFILE=",
+        metadata: ["limit": "\(limit.rlim_cur)", "connections": "\(connections)"])
+    }
+    return limit.rlim_cur
   }
 }
 

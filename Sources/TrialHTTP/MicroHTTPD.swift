@@ -79,6 +79,10 @@ public final class HTTPServer: @unchecked Sendable {
   /// A request being read: its head, and its body as it arrives.
   fileprivate final class Pending {
     var request: HTTPRequest
+    /// Whether the head frames the body ambiguously: two Content-Lengths that differ, or
+    /// Transfer-Encoding more than once. The library frames by the first; a proxy in front may
+    /// frame by another, and what one takes for body the other takes for a next request.
+    var framedAmbiguously = false
     /// Set when the body went over its limit: the rest is read and dropped, the answer is 413.
     var tooLarge = false
 
@@ -90,13 +94,19 @@ public final class HTTPServer: @unchecked Sendable {
     uploadSize: UnsafeMutablePointer<Int>, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>
   ) -> MHD_Result {
     guard let stored = context.pointee else {
-      let pending = Pending(request: head(connection, url: url, method: method))
+      let pending = head(connection, url: url, method: method)
       context.pointee = Unmanaged.passRetained(pending).toOpaque()
       let headers = pending.request.headers
       // A body framed twice is how requests are smuggled past a proxy: refused, and closed.
       if headers["transfer-encoding"] != nil && headers["content-length"] != nil {
         return queue(
           connection, .text(400, "a request may not carry both Content-Length and Transfer-Encoding\n"),
+          close: true)
+      }
+      if pending.framedAmbiguously {
+        return queue(
+          connection,
+          .text(400, "a request may carry one Content-Length (or equal ones) and one Transfer-Encoding\n"),
           close: true)
       }
       if let length = headers["content-length"].flatMap({ Int($0) }), length > limits.bodyBytes {
@@ -134,20 +144,27 @@ public final class HTTPServer: @unchecked Sendable {
   }
 
   /// The request line and headers of `connection`.
-  private func head(_ connection: OpaquePointer, url: String, method: String) -> HTTPRequest {
+  private func head(_ connection: OpaquePointer, url: String, method: String) -> Pending {
     var request = HTTPRequest(method: method, path: url, peer: peer(connection))
     request.socket = tw_mhd_connection_fd(table, connection)
-    request.headers = values(connection, TW_MHD_HEADER_KIND, lowercased: true)
-    request.query = values(connection, TW_MHD_GET_ARGUMENT_KIND, lowercased: false)
+    let headers = values(connection, TW_MHD_HEADER_KIND, lowercased: true)
+    request.headers = headers.values
+    request.query = values(connection, TW_MHD_GET_ARGUMENT_KIND, lowercased: false).values
     request.cookies = request.headers["cookie"].map(parseCookies) ?? [:]
-    return request
+    let pending = Pending(request: request)
+    pending.framedAmbiguously =
+      Set(headers.all.filter { $0.0 == "content-length" }.map(\.1)).count > 1
+      || headers.all.filter { $0.0 == "transfer-encoding" }.count > 1
+    return pending
   }
 
-  private func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercased: Bool) -> [String:
-    String]
-  {
+  /// The values of `kind`, by name (the last of repeated ones), and all of them in order.
+  private func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercased: Bool) -> (
+    values: [String: String], all: [(String, String)]
+  ) {
     final class Gathered {
       var values: [String: String] = [:]
+      var all: [(String, String)] = []
       let lowercased: Bool
       init(lowercased: Bool) { self.lowercased = lowercased }
     }
@@ -158,13 +175,15 @@ public final class HTTPServer: @unchecked Sendable {
         { cls, _, key, value in
           let gathered = Unmanaged<Gathered>.fromOpaque(cls!).takeUnretainedValue()
           if let key {
-            let name = cText(key)
-            gathered.values[gathered.lowercased ? name.lowercased() : name] = value.map(cText) ?? ""
+            let name = gathered.lowercased ? cText(key).lowercased() : cText(key)
+            let text = value.map(cText) ?? ""
+            gathered.values[name] = text
+            gathered.all.append((name, text))
           }
           return TW_MHD_YES
         }, Unmanaged.passUnretained(gathered).toOpaque())
     }
-    return gathered.values
+    return (gathered.values, gathered.all)
   }
 
   private func peer(_ connection: OpaquePointer) -> String {
