@@ -60,14 +60,15 @@ final class GatewayFixture {
     try text.write(toFile: tokenFile, atomically: true, encoding: .utf8)
   }
 
-  /// Starts the gateway on a port the kernel picks and waits for its READY=1.
-  func start() throws {
+  /// Starts the gateway on a port the kernel picks, with `arguments` besides the fixture's, and
+  /// waits for its READY=1.
+  func start(_ arguments: [String] = []) throws {
     gateway = try ChildProcess(
       .path(Self.binary),
       [
         "--socket", daemon.socketPath, "--listen", "127.0.0.1:0", "--tokens", tokenFile, "--log-target",
         "console",
-      ],
+      ] + arguments,
       environment: ChildProcess.environment(
         adding: ["NOTIFY_SOCKET": notify.path],
         removing: ["JOURNAL_STREAM", "TRIALWATCH_SOCKET", "LISTEN_FDS"]),
@@ -77,6 +78,9 @@ final class GatewayFixture {
     let place = try #require(message.split(separator: "\n").first { $0.hasPrefix("STATUS=serving on ") })
     base = "http://" + place.dropFirst("STATUS=serving on ".count)
   }
+
+  /// The port the gateway listens on, once started.
+  var port: UInt16 { UInt16(base.split(separator: ":").last ?? "") ?? 0 }
 
   /// What the gateway wrote on standard error so far.
   var standardError: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
