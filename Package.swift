@@ -198,13 +198,13 @@ let package = Package(
       ]
     ),
 
-    // The man pages: trialwatchctl(1), trialwatchd(8) and trialwatch-webhooks(8) from their
-    // command-line definitions, trialwatch.conf(5) from the configuration schema. Run by
+    // The man pages: trialwatchctl(1), trialwatchd(8), trialwatch-webhooks(8) and trialwatch-http(8)
+    // from their command-line definitions, trialwatch.conf(5) from the configuration schema. Run by
     // trialwatch-manual at release time.
     .target(
       name: "TrialManual",
       dependencies: [
-        "TrialConfiguration", "TrialControl", "TrialCtl", "TrialDaemon", "TrialWebhookSender",
+        "TrialConfiguration", "TrialControl", "TrialCtl", "TrialDaemon", "TrialWebhookSender", "TrialHTTP",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
@@ -322,7 +322,7 @@ let package = Package(
       name: "TrialManualTests",
       dependencies: [
         "TestSupport", "TrialConfiguration", "TrialControl", "TrialCtl", "TrialDaemon", "TrialManual",
-        "TrialWebhookSender",
+        "TrialWebhookSender", "TrialHTTP",
       ]
     ),
   ]

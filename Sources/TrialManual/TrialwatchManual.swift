@@ -4,6 +4,7 @@ import TrialConfiguration
 import TrialControl
 import TrialCtl
 import TrialDaemon
+import TrialHTTP
 import TrialWebhookSender
 
 /// A generated page: its name, section and man(7) source.
@@ -16,8 +17,8 @@ public struct ManualPage: Hashable, Sendable {
   public var fileName: String { "\(name).\(section)" }
 }
 
-/// trialwatch's manual: `trialwatchctl(1)`, `trialwatchd(8)` and `trialwatch-webhooks(8)` from
-/// their command-line definitions (the JSON `--experimental-dump-help` prints, taken from the command types
+/// trialwatch's manual: `trialwatchctl(1)`, `trialwatchd(8)`, `trialwatch-webhooks(8)` and
+/// `trialwatch-http(8)` from their command-line definitions (the JSON `--experimental-dump-help` prints, taken from the command types
 /// themselves), `trialwatch.conf(5)` from the configuration schema. What the definitions do
 /// not hold (environment, files, related pages) is written here, from the same constants the
 /// code uses.
@@ -29,7 +30,7 @@ public enum TrialwatchManual {
   /// `trialwatch 0.1.0`: the source every page names.
   public static var source: String { "trialwatch \(Daemon.version)" }
 
-  /// The four pages, dated `date` (YYYY-MM-DD).
+  /// The five pages, dated `date` (YYYY-MM-DD).
   public static func pages(date: String) throws -> [ManualPage] {
     guard isDate(date) else { throw Failure(description: "\"\(date)\" is not a date as YYYY-MM-DD") }
     return [
@@ -43,8 +44,8 @@ public enum TrialwatchManual {
           documentation: .current, date: date, source: source,
           seeAlso: [
             PageReference("trialwatchctl", 1), PageReference("systemd.syntax", 7),
-            PageReference("systemd.time", 7), PageReference("trialwatch-webhooks", 8),
-            PageReference("trialwatchd", 8),
+            PageReference("systemd.time", 7), PageReference("trialwatch-http", 8),
+            PageReference("trialwatch-webhooks", 8), PageReference("trialwatchd", 8),
           ]
         ).render()),
       ManualPage(
@@ -57,6 +58,11 @@ public enum TrialwatchManual {
         source: try commandPage(
           WebhookSenderCommand._dumpHelp(), section: 8, manual: "System Manager's Manual", date: date,
           extras: senderExtras)),
+      ManualPage(
+        name: "trialwatch-http", section: 8,
+        source: try commandPage(
+          GatewayCommand._dumpHelp(), section: 8, manual: "System Manager's Manual", date: date,
+          extras: gatewayExtras)),
     ]
   }
 
@@ -201,7 +207,8 @@ public enum TrialwatchManual {
       PageReference("journalctl", 1), PageReference("systemctl", 1), PageReference("trialwatchctl", 1),
       PageReference("sd_notify", 3), PageReference("systemd.exec", 5), PageReference("systemd.service", 5),
       PageReference("systemd.socket", 5), PageReference("systemd.unit", 5), PageReference("sysusers.d", 5),
-      PageReference("trialwatch.conf", 5), PageReference("trialwatch-webhooks", 8),
+      PageReference("trialwatch.conf", 5), PageReference("trialwatch-http", 8),
+      PageReference("trialwatch-webhooks", 8),
     ])
 
   static let senderExtras = PageExtras(
@@ -244,5 +251,53 @@ public enum TrialwatchManual {
       PageReference("journalctl", 1), PageReference("systemctl", 1), PageReference("trialwatchctl", 1),
       PageReference("sd_notify", 3), PageReference("systemd.exec", 5), PageReference("systemd.service", 5),
       PageReference("trialwatch.conf", 5), PageReference("trialwatchd", 8),
+    ])
+
+  static let gatewayExtras = PageExtras(
+    environment: [
+      .init(
+        "TRIALWATCH_SOCKET", "The daemon's socket when --socket is not given; without either, \(socket)."),
+      .init(
+        "LISTEN_FDS, LISTEN_PID",
+        "Socket activation: the listening socket from trialwatch-http.socket. Without them, the gateway "
+          + "listens on --listen itself."),
+      .init(
+        "NOTIFY_SOCKET",
+        "Where the gateway sends its sd_notify(3) messages: READY=1 once it listens, STATUS= and STOPPING=1. "
+          + "Without it, nothing is sent."),
+      .init(
+        "JOURNAL_STREAM",
+        "With --log-target auto, logs go to the journal when standard error is the stream this names, and to "
+          + "standard error as readable lines otherwise."),
+    ],
+    files: [
+      .init(
+        socket,
+        "The daemon's control socket. Reading needs the group trialwatch; the calls of a change token need "
+          + "the rights of a change too: root, the daemon's user or its control group (ControlGroup=, default "
+          + "trialwatch-admin)."),
+      .init(
+        HTTPTokenFile.defaultPath,
+        "The tokens, one a line: NAME SCOPE sha256:HEX, SCOPE read or change. Read again whenever the file "
+          + "changes: owner root, group trialwatch-http, mode 0640."),
+      .init(
+        "/usr/lib/systemd/system/trialwatch-http.socket",
+        "The socket unit: 127.0.0.1:8181, not enabled as installed; a drop-in (systemctl edit) listens "
+          + "elsewhere or on a Unix socket."),
+      .init(
+        "/usr/lib/systemd/system/trialwatch-http.service",
+        "The service unit, started by its socket, which runs the gateway as the user trialwatch-http with "
+          + "no network of its own (PrivateNetwork=yes)."),
+      .init(
+        "/usr/lib/sysusers.d/trialwatch.conf",
+        "The user trialwatch-http, in the groups trialwatch and trialwatch-admin."),
+      .init(documents, "The documentation by topic: http.md for the gateway, its API and a reverse proxy."),
+    ],
+    seeAlso: [
+      PageReference("curl", 1), PageReference("journalctl", 1), PageReference("systemctl", 1),
+      PageReference("trialwatchctl", 1), PageReference("sd_notify", 3), PageReference("systemd.exec", 5),
+      PageReference("systemd.service", 5), PageReference("systemd.socket", 5),
+      PageReference("trialwatch.conf", 5),
+      PageReference("trialwatchd", 8),
     ])
 }

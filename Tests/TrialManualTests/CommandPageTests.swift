@@ -3,18 +3,21 @@ import Foundation
 import Testing
 import TrialCtl
 import TrialDaemon
+import TrialHTTP
 import TrialWebhookSender
 
 @testable import TrialManual
 
-/// trialwatchctl(1), trialwatchd(8) and trialwatch-webhooks(8) against the command-line
-/// definitions they are made from.
+/// trialwatchctl(1), trialwatchd(8), trialwatch-webhooks(8) and trialwatch-http(8) against the
+/// command-line definitions they are made from.
 @Suite struct CommandPageTests {
   static let standardSections = [
     "NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "FILES", "EXIT STATUS", "SEE ALSO",
   ]
 
-  @Test(arguments: [("trialwatchctl", 1), ("trialwatchd", 8), ("trialwatch-webhooks", 8)])
+  @Test(arguments: [
+    ("trialwatchctl", 1), ("trialwatchd", 8), ("trialwatch-webhooks", 8), ("trialwatch-http", 8),
+  ])
   func commandPage_Sections_AreTheStandardOnesWithTheVersion(name: String, section: Int) throws {
     let page = try Pages.page(name)
     #expect(page.section == section)
@@ -123,6 +126,28 @@ import TrialWebhookSender
     }
     #expect(Pages.items(sections["EXIT STATUS"] ?? []).map(\.tag) == ["0", "64"])
     #expect(Pages.text(sections["FILES"] ?? []).contains("trialwatch-webhooks.service"))
+  }
+
+  @Test func gatewayPage_EveryOptionAndExitStatus_AreDescribed() throws {
+    let info = try ToolInfo(dump: GatewayCommand._dumpHelp())
+    let sections = Pages.sections(try Pages.page("trialwatch-http").source)
+    let options = Pages.items(sections["OPTIONS"] ?? []).map(\.tag)
+    let identities = info.command.displayedArguments.map(\.identity)
+    #expect(identities.contains("--listen") && identities.contains("--tokens"))
+    for identity in identities {
+      #expect(
+        options.contains {
+          $0.split(separator: " ").contains {
+            $0.trimmingCharacters(in: CharacterSet(charactersIn: ",")) == identity
+          }
+        }, "\(identity)")
+    }
+    #expect(Pages.items(sections["EXIT STATUS"] ?? []).map(\.tag) == ["0", "64", "69", "78"])
+    let files = Pages.text(sections["FILES"] ?? [])
+    for file in ["/etc/trialwatch/http/tokens", "trialwatch-http.socket", "trialwatch-http.service"] {
+      #expect(files.contains(file), "\(file) in FILES")
+    }
+    #expect(Pages.text(sections["SEE ALSO"] ?? []).contains("systemd.socket(5)"))
   }
 
   @Test func pages_EveryLine_IsWhatMandocAccepts() throws {

@@ -19,7 +19,10 @@ import TrialManual
       #expect(written == page.source, "\(page.fileName)")
     }
     let files = try FileManager.default.contentsOfDirectory(atPath: scratch.appending("man")).sorted()
-    #expect(files == ["trialwatch-webhooks.8", "trialwatch.conf.5", "trialwatchctl.1", "trialwatchd.8"])
+    #expect(
+      files == [
+        "trialwatch-http.8", "trialwatch-webhooks.8", "trialwatch.conf.5", "trialwatchctl.1", "trialwatchd.8",
+      ])
   }
 
   @Test(arguments: [

@@ -3,8 +3,9 @@
 # and compares the tree with the one docs/install.md describes; checks that a second install
 # keeps a changed configuration, that another PREFIX reaches the units, that the binaries
 # need no Swift runtime libraries, that the units pass `systemd-analyze verify` and
-# `systemd-analyze security` (exposure at most 1.0, the daemon's and the metrics service's; with
-# the fleet drop-in, and the webhooks' sender's, which both have the network, at most 1.5), that
+# `systemd-analyze security` (exposure at most 1.0, the daemon's, the metrics service's and the
+# HTTP gateway's; with the fleet drop-in, and the webhooks' sender's, which both have the network,
+# at most 1.5), that
 # `mandoc -T lint` finds nothing in the man pages, that the shell completions parse and
 # complete, and what uninstall leaves.
 #
@@ -34,9 +35,10 @@ uninstall_from() {
 # The tree under a folder: one line per entry, "mode type path", sorted.
 tree() { (cd "$1" && find . -mindepth 1 -printf '%m %y %P\n' | sort -k3); }
 
-PAGES="man1/trialwatchctl.1 man5/trialwatch.conf.5 man8/trialwatchd.8 man8/trialwatch-webhooks.8"
+PAGES="man1/trialwatchctl.1 man5/trialwatch.conf.5 man8/trialwatchd.8 man8/trialwatch-webhooks.8 man8/trialwatch-http.8"
 if [ ! -x .build-release/release/trialwatchd ] || [ ! -x .build-release/release/trialwatchctl ] \
-  || [ ! -f .build-release/man/trialwatchd.8 ] || [ ! -f .build-release/man/trialwatch-webhooks.8 ]; then
+  || [ ! -f .build-release/man/trialwatchd.8 ] || [ ! -f .build-release/man/trialwatch-webhooks.8 ] \
+  || [ ! -f .build-release/man/trialwatch-http.8 ]; then
   fail "release build" "no binaries or pages in .build-release; run \`make install-check\`, which builds them"
   summary
   exit 1
@@ -54,7 +56,7 @@ fi
 EXPECTED=$TMP/expected.txt
 {
   for dir in etc etc/trialwatch etc/trialwatch/trialwatch.conf.d etc/trialwatch/consumers etc/trialwatch/plans \
-    etc/trialwatch/webhooks usr \
+    etc/trialwatch/webhooks etc/trialwatch/http usr \
     usr/bin usr/libexec usr/libexec/trialwatch usr/lib usr/lib/systemd usr/lib/systemd/catalog usr/lib/systemd/system usr/lib/sysusers.d usr/share \
     usr/share/doc usr/share/doc/trialwatch usr/share/doc/trialwatch/docs usr/share/doc/trialwatch/examples \
     usr/share/doc/trialwatch/examples/plans usr/share/doc/trialwatch/examples/webhooks usr/share/man \
@@ -73,6 +75,7 @@ EXPECTED=$TMP/expected.txt
   echo "777 l usr/bin/trialwatchctl"
   echo "755 f usr/bin/trialwatchd"
   echo "777 l usr/libexec/trialwatch/trialwatch-webhooks"
+  echo "777 l usr/libexec/trialwatch/trialwatch-http"
   echo "644 f usr/lib/systemd/catalog/trialwatch.catalog"
   echo "644 f usr/lib/systemd/system/trialwatch.service"
   echo "644 f usr/lib/systemd/system/trialwatch.socket"
@@ -81,6 +84,8 @@ EXPECTED=$TMP/expected.txt
   echo "644 f usr/lib/systemd/system/trialwatch-metrics.service"
   echo "644 f usr/lib/systemd/system/trialwatch-metrics.timer"
   echo "644 f usr/lib/systemd/system/trialwatch-webhooks.service"
+  echo "644 f usr/lib/systemd/system/trialwatch-http.socket"
+  echo "644 f usr/lib/systemd/system/trialwatch-http.service"
   echo "644 f usr/lib/sysusers.d/trialwatch.conf"
   echo "644 f usr/share/doc/trialwatch/README.md"
   for doc in docs/*.md; do echo "644 f usr/share/doc/trialwatch/$doc"; done
@@ -114,6 +119,8 @@ if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service
   && same systemd/trialwatch-metrics.service "$A/usr/lib/systemd/system/trialwatch-metrics.service" \
   && same systemd/trialwatch-metrics.timer "$A/usr/lib/systemd/system/trialwatch-metrics.timer" \
   && same systemd/trialwatch-webhooks.service "$A/usr/lib/systemd/system/trialwatch-webhooks.service" \
+  && same systemd/trialwatch-http.socket "$A/usr/lib/systemd/system/trialwatch-http.socket" \
+  && same systemd/trialwatch-http.service "$A/usr/lib/systemd/system/trialwatch-http.service" \
   && same etc/consumer.conf "$A/usr/share/doc/trialwatch/examples/consumer.conf" \
   && same systemd/trialwatch-fleet.conf "$A/usr/share/doc/trialwatch/examples/trialwatch-fleet.conf" \
   && same etc/prometheus/trialwatch-alerts.yml "$A/usr/share/doc/trialwatch/examples/trialwatch-alerts.yml" \
@@ -123,10 +130,12 @@ if same systemd/trialwatch.service "$A/usr/lib/systemd/system/trialwatch.service
   && same .build-release/release/trialwatchd "$A/usr/bin/trialwatchd" \
   && [ "$(readlink "$A/usr/bin/trialwatchctl")" = trialwatchd ] \
   && [ "$(readlink "$A/usr/libexec/trialwatch/trialwatch-webhooks")" = ../../bin/trialwatchd ] \
+  && [ "$(readlink "$A/usr/libexec/trialwatch/trialwatch-http")" = ../../bin/trialwatchd ] \
   && same .build-release/man/trialwatchctl.1 "$A/usr/share/man/man1/trialwatchctl.1" \
   && same .build-release/man/trialwatch.conf.5 "$A/usr/share/man/man5/trialwatch.conf.5" \
   && same .build-release/man/trialwatchd.8 "$A/usr/share/man/man8/trialwatchd.8" \
   && same .build-release/man/trialwatch-webhooks.8 "$A/usr/share/man/man8/trialwatch-webhooks.8" \
+  && same .build-release/man/trialwatch-http.8 "$A/usr/share/man/man8/trialwatch-http.8" \
   && same .build-release/completions/trialwatchctl.bash "$A/usr/share/bash-completion/completions/trialwatchctl" \
   && same .build-release/completions/trialwatchctl.zsh "$A/usr/share/zsh/vendor-completions/_trialwatchctl" \
   && same .build-release/completions/trialwatchctl.fish "$A/usr/share/fish/vendor_completions.d/trialwatchctl.fish"; then
@@ -152,16 +161,17 @@ for binary in trialwatchd trialwatchctl; do
 done
 
 # One program: the link trialwatchctl runs the client, the link trialwatch-webhooks the sender,
-# trialwatchd the daemon.
+# the link trialwatch-http the gateway, trialwatchd the daemon.
 CTL_HELP=$("$A/usr/bin/trialwatchctl" --help 2>&1 | grep '^USAGE: ')
 D_HELP=$("$A/usr/bin/trialwatchd" --help 2>&1 | grep '^USAGE: ')
 W_HELP=$("$A/usr/libexec/trialwatch/trialwatch-webhooks" --help 2>&1 | grep '^USAGE: ')
+H_HELP=$("$A/usr/libexec/trialwatch/trialwatch-http" --help 2>&1 | grep '^USAGE: ')
 if echo "$CTL_HELP" | grep -q '^USAGE: trialwatchctl ' && echo "$D_HELP" | grep -q '^USAGE: trialwatchd ' \
-  && echo "$W_HELP" | grep -q '^USAGE: trialwatch-webhooks '; then
-  pass "usr/bin/trialwatchctl and usr/libexec/trialwatch/trialwatch-webhooks, links to trialwatchd, run the client and the sender; trialwatchd the daemon"
+  && echo "$W_HELP" | grep -q '^USAGE: trialwatch-webhooks ' && echo "$H_HELP" | grep -q '^USAGE: trialwatch-http '; then
+  pass "usr/bin/trialwatchctl, usr/libexec/trialwatch/trialwatch-webhooks and trialwatch-http, links to trialwatchd, run the client, the sender and the gateway; trialwatchd the daemon"
 else
-  fail "usr/bin/trialwatchctl and usr/libexec/trialwatch/trialwatch-webhooks, links to trialwatchd, run the client and the sender" \
-    "got: $(echo "$CTL_HELP $D_HELP $W_HELP" | tr '\n' ' ')"
+  fail "usr/bin/trialwatchctl, usr/libexec/trialwatch/trialwatch-webhooks and trialwatch-http, links to trialwatchd, run the client, the sender and the gateway" \
+    "got: $(echo "$CTL_HELP $D_HELP $W_HELP $H_HELP" | tr '\n' ' ')"
 fi
 
 if command -v systemd-analyze > /dev/null; then
@@ -169,7 +179,7 @@ if command -v systemd-analyze > /dev/null; then
   V=$TMP/verify
   mkdir -p "$V"
   for unit in trialwatch.service trialwatch.socket trialwatch-report.socket trialwatch-metrics.service \
-    trialwatch-metrics.timer trialwatch-webhooks.service; do
+    trialwatch-metrics.timer trialwatch-webhooks.service trialwatch-http.socket trialwatch-http.service; do
     sed -e "s|^ExecStart=/usr/bin/trialwatchd|ExecStart=$A/usr/bin/trialwatchd|" \
       -e "s|^ExecStart=/usr/bin/trialwatchctl|ExecStart=$A/usr/bin/trialwatchctl|" \
       -e "s|^ExecStart=/usr/libexec/trialwatch/|ExecStart=$A/usr/libexec/trialwatch/|" \
@@ -182,7 +192,8 @@ if command -v systemd-analyze > /dev/null; then
     "$A/usr/lib/systemd/system/trialwatch-consumer@.service" > "$V/trialwatch-consumer@.service"
   OUT=$(cd "$V" && systemd-analyze verify "$V/trialwatch.service" "$V/trialwatch.socket" \
     "$V/trialwatch-report.socket" "$V/trialwatch-metrics.service" "$V/trialwatch-metrics.timer" \
-    "$V/trialwatch-consumer@verify.service" "$V/trialwatch-webhooks.service" 2>&1)
+    "$V/trialwatch-consumer@verify.service" "$V/trialwatch-webhooks.service" "$V/trialwatch-http.socket" \
+    "$V/trialwatch-http.service" 2>&1)
   if [ $? -eq 0 ] && [ -z "$OUT" ]; then
     pass "systemd-analyze verify is clean"
   else
@@ -195,6 +206,10 @@ if command -v systemd-analyze > /dev/null; then
   # The sender has the network (AF_INET, AF_INET6), which is what raises its exposure.
   check_exposure "systemd-analyze security of trialwatch-webhooks.service" 1.5 \
     "$(systemd-analyze security --offline=yes "$A/usr/lib/systemd/system/trialwatch-webhooks.service" 2>&1)"
+  # The gateway accepts IP connections, but on the socket systemd passes it: it has no network of
+  # its own (PrivateNetwork=yes).
+  check_exposure "systemd-analyze security of trialwatch-http.service" 1.0 \
+    "$(systemd-analyze security --offline=yes "$A/usr/lib/systemd/system/trialwatch-http.service" 2>&1)"
   # The service with the fleet drop-in applied, as an operator installs it
   # (/etc/systemd/system/trialwatch.service.d/fleet.conf): still valid, and its exposure, which
   # docs/fleet.md reports (TCP to the database is what it opens).
@@ -320,6 +335,10 @@ if install_into "$B" PREFIX=/usr/local \
     "$B/usr/local/lib/systemd/system/trialwatch-webhooks.service" \
   && [ "$(readlink "$B/usr/local/libexec/trialwatch/trialwatch-webhooks")" = ../../bin/trialwatchd ] \
   && [ -x "$B/usr/local/libexec/trialwatch/trialwatch-webhooks" ] \
+  && grep -qx 'ExecStart=/usr/local/libexec/trialwatch/trialwatch-http' \
+    "$B/usr/local/lib/systemd/system/trialwatch-http.service" \
+  && [ "$(readlink "$B/usr/local/libexec/trialwatch/trialwatch-http")" = ../../bin/trialwatchd ] \
+  && grep -q 'file:///usr/local/share/doc/trialwatch/' "$B/usr/local/lib/systemd/system/trialwatch-http.socket" \
   && grep -q '^ExecStart=/usr/local/bin/trialwatchctl metrics ' \
     "$B/usr/local/lib/systemd/system/trialwatch-metrics.service" \
   && grep -q 'file:///usr/local/share/doc/trialwatch/' "$B/usr/local/lib/systemd/system/trialwatch-report.socket" \
