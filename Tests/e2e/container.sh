@@ -30,10 +30,10 @@ START_NS=$(date +%s%N)
 CACHE=$REPO/.cache
 SUITE=bookworm
 # systemd booted with D-Bus, the libraries trialwatchd needs (libcurl and libcrypto for the
-# webhooks' sender), and Debian's node exporter for the metrics step (its textfile collector
+# webhooks' sender, libmicrohttpd and libcrypto for the HTTP gateway), and Debian's node exporter for the metrics step (its textfile collector
 # reads what trialwatch-metrics.timer writes; installed, it runs at boot as on a host). A changed
 # list makes a new root file system (the cache's name).
-PACKAGES=systemd,systemd-sysv,dbus,procps,liblmdb0,libpq5,libunistring2,libcurl4,libssl3,prometheus-node-exporter
+PACKAGES=systemd,systemd-sysv,dbus,procps,liblmdb0,libpq5,libunistring2,libcurl4,libssl3,libmicrohttpd12,prometheus-node-exporter
 ROOT=$SCRATCH/root
 NSPAWN_PID=
 CPID=

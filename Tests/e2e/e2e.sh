@@ -9,13 +9,13 @@
 # trials, a consumer's unit running a command per event, a burst of expiries beyond journald's
 # rate limit (every one in the journal, once), the metrics (systemd-report's socket, the file
 # for Debian's node exporter and what it serves, promtool's checks), webhooks delivered by their
-# sender's unit, and a clean stop.
+# sender's unit, the HTTP gateway started by its socket, and a clean stop.
 #
 # This driver boots the container and installs; the checks are the steps in steps/, sourced in
 # the order of their numbers, one after the other in the same container and shell (a step
 # counts on what the ones before it left: the users of 05-access.sh, the running service):
 #   01-installation  the units verify, their exposure, the users, the catalog, enabling (the
-#                    report socket with the service, not the metrics timer)
+#                    report socket with the service, not the metrics timer nor the gateway)
 #   02-start         active only after READY=1, STATUS=, the limit on open files
 #   03-events        plans read at reload; reminders and expiries in the journal once, with
 #                    fields, labels, plan and catalog text
@@ -32,7 +32,11 @@
 #   12-webhooks      trialwatch-webhooks.service delivers a real expiry to an endpoint on
 #                    loopback, signed; its exposure; stopped in a burst and started again,
 #                    nothing lost
-#   13-stop          a clean stop; over the whole journal no event twice, no error
+#   13-http          trialwatch-http.socket, disabled as installed, started: the first request
+#                    starts the gateway, in a network namespace of its own; a change token may
+#                    start a trial, a read token may not; /metrics passes promtool; the change
+#                    journaled with its token's name
+#   14-stop          a clean stop; over the whole journal no event twice, no error
 # The helpers the steps share are in service.sh (the service, its journal, its callers),
 # container.sh (the container) and checks.sh (the checks and their count).
 #

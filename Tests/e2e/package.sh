@@ -70,23 +70,25 @@ states() { ct systemctl is-active trialwatch.socket trialwatch-report.socket tri
 enabled() { ct systemctl is-enabled trialwatch.socket trialwatch-report.socket trialwatch.service 2>&1 | tr '\n' ' '; }
 # The metrics timer: enabled, running (the file it writes for the node exporter is $PROM).
 timer() { echo "$(ct systemctl is-enabled trialwatch-metrics.timer 2>&1) $(ct systemctl is-active trialwatch-metrics.timer)"; }
+# The HTTP gateway's socket: enabled, listening (an install opens no port).
+gateway() { echo "$(ct systemctl is-enabled trialwatch-http.socket 2>&1) $(ct systemctl is-active trialwatch-http.socket)"; }
 # A trial's id by its subject, asked of the daemon.
 trial_id() { ct trialwatchctl status "$1" --json | python3 "$JOURNAL" get trial.id; }
 
 # The checks after every install: the version is in place, the sockets and the service are
 # enabled and running (Type=notify: active means READY=1), the socket answers; the metrics
-# timer is neither enabled nor started, and has written nothing.
+# timer is neither enabled nor started, and has written nothing; nor is the HTTP gateway's socket.
 check_installed() {
   local version=$1 what=$2
   local status
   status=$(installed_version)
   if [ "$status" = "install ok installed $version" ] && [ "$(states)" = "active active active " ] \
     && [ "$(enabled)" = "enabled enabled enabled " ] && ct trialwatchctl daemon-status > /dev/null 2>&1 \
-    && [ "$(timer)" = "disabled inactive" ] && ! ct test -e "$PROM"; then
-    pass "$what: trialwatch $version installed, sockets and service enabled and running, the metrics timer not"
+    && [ "$(timer)" = "disabled inactive" ] && ! ct test -e "$PROM" && [ "$(gateway)" = "disabled inactive" ]; then
+    pass "$what: trialwatch $version installed, sockets and service enabled and running, the metrics timer and the HTTP gateway's socket not"
   else
-    fail "$what: trialwatch $version installed, sockets and service enabled and running, the metrics timer not" \
-      "dpkg: $status; active: $(states); enabled: $(enabled); timer: $(timer); $(apt_tail)"
+    fail "$what: trialwatch $version installed, sockets and service enabled and running, the metrics timer and the HTTP gateway's socket not" \
+      "dpkg: $status; active: $(states); enabled: $(enabled); timer: $(timer); gateway's socket: $(gateway); $(apt_tail)"
   fi
 }
 

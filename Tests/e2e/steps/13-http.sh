@@ -1,0 +1,150 @@
+# shellcheck shell=bash
+# e2e.sh, step 13 (sourced): the HTTP gateway. With two tokens in /etc/trialwatch/http/tokens
+# (a change token and a read token, the SHA-256 of known secrets), trialwatch-http.socket,
+# disabled as installed, is started; the first request starts trialwatch-http.service (socket
+# activation), as the user trialwatch-http, in a network namespace of its own (PrivateNetwork=yes:
+# the socket comes from systemd, the daemon over its Unix socket); StartTrial with the change
+# token is answered 200, with the read token 403; /metrics, fetched with a token, passes promtool
+# (on the host); the journal has the change with its token's name. The requests are the host's
+# curl in the container's network namespace (the container has no curl).
+
+GATEWAY=http://127.0.0.1:8181
+# http_call [curl arguments...]: the host's curl on the container's loopback; prints the body,
+# then the status on a line of its own.
+http_call() {
+  timeout 20 nsenter --target "$CPID" --net curl -s -w '\n%{http_code}\n' "$@"
+}
+status_of() { tail -n 1 <<< "$1"; }
+gateway_show() { ct systemctl show -P "$1" trialwatch-http.service; }
+
+if ! command -v curl > /dev/null; then
+  fail "the HTTP gateway's step" "no curl here (make deps installs it)"
+else
+  # Secrets as trialwatchctl makes them: twh_ and 43 characters of 32 random bytes.
+  secret() { echo "twh_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"; }
+  sha256() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
+  CHANGE_SECRET=$(secret)
+  READ_SECRET=$(secret)
+  ct sh -c 'umask 027 && cat > /etc/trialwatch/http/tokens && chgrp trialwatch-http /etc/trialwatch/http/tokens' << END_OF_TOKENS
+# name scope sha256 of the secret
+e2e-app change sha256:$(sha256 "$CHANGE_SECRET")
+e2e-prometheus read sha256:$(sha256 "$READ_SECRET")
+END_OF_TOKENS
+  MODE=$(ct stat -c '%a %U %G' /etc/trialwatch/http/tokens 2>&1)
+  [ "$MODE" = "640 root trialwatch-http" ] || note "the token file is $MODE, not 640 root trialwatch-http"
+
+  STATES="$(ct systemctl is-enabled trialwatch-http.socket 2>&1) $(ct systemctl is-enabled trialwatch-http.service 2>&1)"
+  OUT=$(ctt 60 systemctl start trialwatch-http.socket 2>&1)
+  BEFORE="$(ct systemctl is-active trialwatch-http.socket 2>&1) $(ct systemctl is-active trialwatch-http.service 2>&1)"
+  # The service is enabled through its socket only (its [Install] has Also= alone): "indirect".
+  if [ "$STATES" = "disabled indirect" ] && [ "$BEFORE" = "active inactive" ]; then
+    pass "trialwatch-http.socket, disabled as installed, listens once started; the gateway does not run yet"
+  else
+    fail "trialwatch-http.socket, disabled as installed, listens once started; the gateway does not run yet" \
+      "is-enabled (socket, service): $STATES; is-active: $BEFORE; $OUT"
+  fi
+
+  HEALTH=$(http_call "$GATEWAY/healthz")
+  if [ "$(status_of "$HEALTH")" = 200 ] && [ "$(head -n 1 <<< "$HEALTH")" = ok ] \
+    && [ "$(gateway_show ActiveState)" = active ] && [ "$(gateway_show User)" = trialwatch-http ]; then
+    pass "GET /healthz (no token) started trialwatch-http.service (socket activation, READY=1, as trialwatch-http): 200 ok"
+  else
+    fail "GET /healthz started trialwatch-http.service" \
+      "$(echo "$HEALTH" | tr '\n' ' ') state: $(gateway_show ActiveState); $(ct journalctl -u trialwatch-http.service --no-pager -n 5 2>&1 | tr '\n' ' ')"
+  fi
+  STATUS_LINE=$(ct systemctl status trialwatch-http.service --no-pager 2> /dev/null | sed -n 's/^ *Status: //p')
+  if [[ $STATUS_LINE == *"serving on the socket systemd passed"* ]]; then
+    pass "systemctl status trialwatch-http shows STATUS=: $STATUS_LINE"
+  else
+    fail "systemctl status trialwatch-http shows STATUS=serving on the socket systemd passed" "got: $STATUS_LINE"
+  fi
+
+  # PrivateNetwork=yes: the gateway's network namespace is not the host's (here, the
+  # container's), and it answers all the same.
+  GATEWAY_PID=$(gateway_show MainPID)
+  OWN_NET=$(ct readlink "/proc/$GATEWAY_PID/ns/net" 2>&1)
+  HOST_NET=$(ct readlink /proc/1/ns/net 2>&1)
+  if [[ $OWN_NET == net:* ]] && [[ $HOST_NET == net:* ]] && [ "$OWN_NET" != "$HOST_NET" ]; then
+    pass "the gateway runs in a network namespace of its own (PrivateNetwork=yes) and serves on the passed socket"
+  else
+    fail "the gateway runs in a network namespace of its own (PrivateNetwork=yes)" "its: $OWN_NET; PID 1's: $HOST_NET"
+  fi
+  check_exposure "systemd-analyze security of the running trialwatch-http" 1.0 \
+    "$(ct systemd-analyze security --no-pager trialwatch-http.service 2>&1)"
+
+  C=$(cursor_now)
+  START='{"subject": "e2e-http", "duration": "30d"}'
+  STARTED=$(http_call -H "Authorization: Bearer $CHANGE_SECRET" --data "$START" \
+    "$GATEWAY/call/io.trialwatch.Trials.StartTrial")
+  if [ "$(status_of "$STARTED")" = 200 ] && grep -q '"subject" *: *"e2e-http"' <<< "$STARTED" \
+    && ct trialwatchctl status e2e-http > /dev/null 2>&1; then
+    pass "POST /call/io.trialwatch.Trials.StartTrial with the change token: 200, the trial is the daemon's"
+  else
+    fail "POST /call/io.trialwatch.Trials.StartTrial with the change token: 200" "$(echo "$STARTED" | tr '\n' ' ')"
+  fi
+  REFUSED=$(http_call -H "Authorization: Bearer $READ_SECRET" --data '{"subject": "e2e-http-read"}' \
+    "$GATEWAY/call/io.trialwatch.Trials.StartTrial")
+  if [ "$(status_of "$REFUSED")" = 403 ] && grep -q 'io.trialwatch.http.Forbidden' <<< "$REFUSED" \
+    && ! ct trialwatchctl status e2e-http-read > /dev/null 2>&1; then
+    pass "the same with the read token: 403 io.trialwatch.http.Forbidden, no trial"
+  else
+    fail "the same with the read token: 403" "$(echo "$REFUSED" | tr '\n' ' ')"
+  fi
+  NO_TOKEN=$(http_call --data '{"subject": "e2e-http"}' "$GATEWAY/call/io.trialwatch.Trials.GetTrial")
+  READ=$(http_call -H "Authorization: Bearer $READ_SECRET" --data '{"subject": "e2e-http"}' \
+    "$GATEWAY/call/io.trialwatch.Trials.GetTrial")
+  if [ "$(status_of "$NO_TOKEN")" = 401 ] && [ "$(status_of "$READ")" = 200 ]; then
+    pass "GetTrial without a token: 401; with the read token: 200"
+  else
+    fail "GetTrial without a token: 401; with the read token: 200" \
+      "$(echo "$NO_TOKEN" | tr '\n' ' ') / $(echo "$READ" | tr '\n' ' ')"
+  fi
+
+  # The change in the gateway's journal, with its token's name (fields TOKEN=, METHOD=, STATUS=).
+  # The whole journal after the cursor, the gateway's entries picked out here (not with a match:
+  # see jfetch_after).
+  GATEWAY_JOURNAL=$SCRATCH/http-journal.txt
+  change_logged() {
+    ct journalctl --no-pager -o json --after-cursor="$C" > "$GATEWAY_JOURNAL" 2> /dev/null \
+      && python3 - "$GATEWAY_JOURNAL" << 'END_OF_CHECK'
+import json, sys
+wanted = {"_SYSTEMD_UNIT": "trialwatch-http.service", "MESSAGE": "change called", "TOKEN": "e2e-app",
+          "METHOD": "io.trialwatch.Trials.StartTrial", "STATUS": "200"}
+entries = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+sys.exit(0 if any(all(entry.get(k) == v for k, v in wanted.items()) for entry in entries) else 1)
+END_OF_CHECK
+  }
+  if poll 10 change_logged; then
+    pass "the gateway's journal has the change: token e2e-app, StartTrial, status 200"
+  else
+    fail "the gateway's journal has the change with its token's name" \
+      "$(grep '"_SYSTEMD_UNIT":"trialwatch-http.service"' "$GATEWAY_JOURNAL" 2>&1 | grep -o '"MESSAGE":"[^"]*"' | tail -n 6 | tr '\n' ' ')"
+  fi
+
+  # /metrics for Prometheus, with the read token; promtool (on the host) finds nothing wrong.
+  SCRAPED=$SCRATCH/http-metrics.txt
+  METRICS_STATUS=$(timeout 20 nsenter --target "$CPID" --net curl -s -o "$SCRAPED" -w '%{http_code}' \
+    -H "Authorization: Bearer $READ_SECRET" "$GATEWAY/metrics")
+  if [ "$METRICS_STATUS" = 200 ] && grep -q '^trialwatch_build_info{' "$SCRAPED" \
+    && grep -q '^trialwatch_trials{state="active"} ' "$SCRAPED"; then
+    pass "GET /metrics with the read token: 200, $(grep -c '^trialwatch_' "$SCRAPED") trialwatch_ samples"
+  else
+    fail "GET /metrics with the read token: 200 and the samples" "status $METRICS_STATUS; $(head -n 3 "$SCRAPED" 2>&1 | tr '\n' ' ')"
+  fi
+  if ! command -v promtool > /dev/null; then
+    fail "promtool check metrics finds nothing in /metrics" "no promtool here (make deps installs the package prometheus)"
+  elif OUT=$(promtool check metrics < "$SCRAPED" 2>&1) && [ -z "$OUT" ]; then
+    pass "promtool check metrics finds nothing in the gateway's /metrics"
+  else
+    fail "promtool check metrics finds nothing in the gateway's /metrics" "$(echo "$OUT" | head -n 5 | tr '\n' ';')"
+  fi
+
+  # Stopped again, the socket first (or a connection would start the gateway again).
+  OUT=$(ctt 60 systemctl stop trialwatch-http.socket trialwatch-http.service 2>&1)
+  STOPPED="$(gateway_show ActiveState) $(gateway_show Result)"
+  if [ "$STOPPED" = "inactive success" ]; then
+    pass "trialwatch-http.service and its socket stop cleanly"
+  else
+    fail "trialwatch-http.service and its socket stop cleanly" "$STOPPED $OUT"
+  fi
+fi
