@@ -68,7 +68,7 @@ let package = Package(
     // libcurl's and OpenSSL libcrypto's declarations (Debian: libcurl4-openssl-dev, libssl-dev).
     // Not linked: the webhooks' code opens libcurl.so.4 and libcrypto.so.3 at first use (shim.h),
     // so that trialwatchd and trialwatchctl, the same program, never map them (trialwatchctl
-    // webhooks secret alone opens libcrypto, for its new secret).
+    // webhooks secret and http token add alone open libcrypto, for their new secrets).
     .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
     .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
     // Webhooks' input and output: HMAC-SHA256 and random secrets (the only importer of CCrypto),
@@ -154,7 +154,9 @@ let package = Package(
     // no ICU): MemberImportVisibility keeps Foundation's members out of reach through the
     // modules below, which still import it. TrialConfiguration and TrialWebhooks for
     // `webhooks secret`, which reads an endpoint's secret file (`WebhookSecretFile`) and writes it
-    // again with a new secret from libcrypto (`Crypto`, opened at that command's first use only).
+    // again with a new secret from libcrypto (`Crypto`, opened at that command's first use only),
+    // and for `http token`, which does the same with the HTTP gateway's token file
+    // (`HTTPTokenFile`).
     .target(
       name: "TrialCtl",
       dependencies: [
@@ -313,7 +315,8 @@ let package = Package(
       name: "TrialCtlTests",
       dependencies: [
         "TestSupport", "TrialCore", "TrialTesting", "TrialControl", "TrialCtl", "TrialDaemon", "TrialEngine",
-        "TrialDaemonTesting", .product(name: "Logging", package: "swift-log"),
+        "TrialDaemonTesting", "TrialConfiguration", "TrialWebhooks",
+        .product(name: "Logging", package: "swift-log"),
       ]
     ),
     .testTarget(

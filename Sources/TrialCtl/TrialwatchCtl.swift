@@ -164,7 +164,7 @@ public struct TrialwatchCtl: ParsableCommand {
         0  success
         1  failure: the daemon refused the request (e.g. the trial has ended); a webhook test failed
         2  usage: invalid arguments or parameters
-        3  not found: no such trial, consumer, cursor, plan or webhook endpoint
+        3  not found: no such trial, consumer, cursor, plan, webhook endpoint or token
         4  permission denied
         5  daemon unreachable (check: systemctl status trialwatch)
       """,
@@ -174,7 +174,7 @@ public struct TrialwatchCtl: ParsableCommand {
       GrantAgain.self, Stats.self,
       Simulate.self,
       Watch.self, DaemonStatus.self, Metrics.self, Fleet.self, Export.self, EventLog.self, Consumers.self,
-      ConsumerCommand.self, Consume.self, Webhooks.self,
+      ConsumerCommand.self, Consume.self, Webhooks.self, Http.self,
     ])
 
   public init() {}

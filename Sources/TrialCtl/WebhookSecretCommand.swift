@@ -48,8 +48,7 @@ struct WebhookSecretCommand: ParsableCommand, SessionCommand {
       change.dropped = found.secrets.count > 1
       if change.dropped {
         try WebhookSecretFileWriter.write(
-          [found.secrets[0]], to: found.path,
-          ownership: .init(owner: found.owner, group: found.group, mode: found.mode))
+          [found.secrets[0]], to: found.path, ownership: found.ownership)
       }
     } else {
       let secret: WebhookSecret
@@ -62,8 +61,7 @@ struct WebhookSecretCommand: ParsableCommand, SessionCommand {
         change.dropped = found.secrets.count > 1
         change.secrets = 2
         try WebhookSecretFileWriter.write(
-          [secret, found.secrets[0]], to: found.path,
-          ownership: .init(owner: found.owner, group: found.group, mode: found.mode))
+          [secret, found.secrets[0]], to: found.path, ownership: found.ownership)
       } else {
         let (ownership, group) = WebhookSecretFileWriter.newFileOwnership()
         change.created = true

@@ -85,9 +85,20 @@ struct CommandPage {
     var listed: Set<String> = []
     if !options.isEmpty {
       page.section("OPTIONS")
-      if !subcommands.isEmpty { page.paragraph("Every command takes these options, after its name.") }
+      let exceptions = Dictionary(
+        uniqueKeysWithValues: commonArguments.map { argument in
+          (argument.identity, subcommands.filter { !$0.takes(argument) }.map(\.commandName))
+        })
+      if !subcommands.isEmpty {
+        page.paragraph(
+          "Every command takes these options, after its name"
+            + (exceptions.values.allSatisfy(\.isEmpty) ? "." : ", unless said otherwise."))
+      }
       for option in options where listed.insert(option.identity).inserted {
-        describe(option, on: &page)
+        let missing = exceptions[option.identity] ?? []
+        describe(
+          option, on: &page,
+          note: missing.isEmpty ? nil : "Not taken by " + missing.joined(separator: ", ") + ".")
       }
       page.endItems()
     }
@@ -131,16 +142,17 @@ struct CommandPage {
     return page.page
   }
 
-  /// The arguments every subcommand that takes any takes (`--socket`, `--json`, `--help`),
-  /// described once under OPTIONS.
+  /// The options of the first subcommand that more than three quarters of the subcommands taking
+  /// options also take (`--socket`, `--json`, `--help`), described once under OPTIONS; the
+  /// subcommands that do not take one are named there (`http token`, which needs no daemon, takes
+  /// no `--socket`).
   var commonArguments: [ArgumentInfo] {
     let taking = Self.subcommands(of: command).filter {
       $0.displayedArguments.contains { $0.kind != .positional }
     }
     guard let first = taking.first, taking.count > 1 else { return [] }
     return first.displayedArguments.filter { argument in
-      argument.kind != .positional
-        && taking.allSatisfy { $0.displayedArguments.contains { $0.identity == argument.identity } }
+      argument.kind != .positional && taking.filter { $0.takes(argument) }.count * 4 > taking.count * 3
     }
   }
 
@@ -166,7 +178,7 @@ struct CommandPage {
     }
   }
 
-  private func describe(_ argument: ArgumentInfo, on page: inout ManualWriter) {
+  private func describe(_ argument: ArgumentInfo, on page: inout ManualWriter, note: String? = nil) {
     let value = argument.valueName.map(Roff.italic) ?? ""
     let tag: String
     switch argument.kind {
@@ -182,6 +194,7 @@ struct CommandPage {
     if let defaultValue = argument.defaultValue, !defaultValue.isEmpty, argument.kind != .flag {
       text += " Default: `\(defaultValue)`."
     }
+    if let note { text += " " + note }
     page.paragraph(text.trimmingCharacters(in: .whitespaces))
   }
 
@@ -256,5 +269,12 @@ struct CommandPage {
     return sorted.enumerated().map { index, page in
       Roff.bold(page.name) + "(\(page.section))" + (index < sorted.count - 1 ? "," : "")
     }
+  }
+}
+
+extension CommandInfo {
+  /// Whether the command takes `argument` (one of the same identity).
+  func takes(_ argument: ArgumentInfo) -> Bool {
+    displayedArguments.contains { $0.identity == argument.identity }
   }
 }

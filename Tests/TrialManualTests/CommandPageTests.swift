@@ -44,7 +44,7 @@ import TrialWebhookSender
     let synopsis = sections["SYNOPSIS"] ?? []
     // The members of a group (consumer) are described one by one, as `consumer create`.
     let subcommands = CommandPage.subcommands(of: info.command)
-    #expect(subcommands.count == 31)
+    #expect(subcommands.count == 34)
     #expect(
       subcommands.filter { $0.commandName.hasPrefix("consumer ") }.map(\.commandName) == [
         "consumer create", "consumer show", "consumer remove", "consumer ack",
@@ -53,6 +53,10 @@ import TrialWebhookSender
       subcommands.filter { $0.commandName.hasPrefix("webhooks ") }.map(\.commandName) == [
         "webhooks list", "webhooks show", "webhooks attempts", "webhooks enable", "webhooks replay",
         "webhooks test", "webhooks secret",
+      ])
+    #expect(
+      subcommands.filter { $0.commandName.hasPrefix("http ") }.map(\.commandName) == [
+        "http token add", "http token list", "http token remove",
       ])
     #expect(outer.count == subcommands.count)
     for (item, subcommand) in zip(outer, subcommands) {
@@ -73,6 +77,11 @@ import TrialWebhookSender
     // Options every command takes are described once, under OPTIONS.
     let options = Pages.items(sections["OPTIONS"] ?? []).map(\.tag)
     #expect(options == ["--socket path", "--json", "-h, --help"])
+    // http token needs no daemon: --socket says so.
+    let socket = Pages.items(sections["OPTIONS"] ?? []).first?.body ?? []
+    #expect(
+      Pages.plain(socket.joined(separator: " ")).contains(
+        "Not taken by http token add, http token list, http token remove."), "\(socket)")
   }
 
   @Test func ctlPage_ExitStatus_ListsEveryExitCode() throws {
