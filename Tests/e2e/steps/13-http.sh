@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# e2e.sh, step 13 (sourced): the HTTP gateway. With two tokens in /etc/trialwatch/http/tokens
-# (a change token and a read token, the SHA-256 of known secrets), trialwatch-http.socket,
+# e2e.sh, step 13 (sourced): the HTTP gateway. With two tokens made by trialwatchctl http token
+# add (a change token and a read token), trialwatch-http.socket,
 # disabled as installed, is started; the first request starts trialwatch-http.service (socket
 # activation), as the user trialwatch-http, in a network namespace of its own (PrivateNetwork=yes:
 # the socket comes from systemd, the daemon over its Unix socket); StartTrial with the change
@@ -20,18 +20,17 @@ gateway_show() { ct systemctl show -P "$1" trialwatch-http.service; }
 if ! command -v curl > /dev/null; then
   fail "the HTTP gateway's step" "no curl here (make deps installs it)"
 else
-  # Secrets as trialwatchctl makes them: twh_ and 43 characters of 32 random bytes.
-  secret() { echo "twh_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"; }
-  sha256() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
-  CHANGE_SECRET=$(secret)
-  READ_SECRET=$(secret)
-  ct sh -c 'umask 027 && cat > /etc/trialwatch/http/tokens && chgrp trialwatch-http /etc/trialwatch/http/tokens' << END_OF_TOKENS
-# name scope sha256 of the secret
-e2e-app change sha256:$(sha256 "$CHANGE_SECRET")
-e2e-prometheus read sha256:$(sha256 "$READ_SECRET")
-END_OF_TOKENS
+  # The tokens made as an operator makes them: trialwatchctl http token add prints the secret.
+  CHANGE_SECRET=$(ct trialwatchctl http token add e2e-app --scope change 2> /dev/null)
+  READ_SECRET=$(ct trialwatchctl http token add e2e-prometheus --scope read 2> /dev/null)
+  LISTED=$(ct trialwatchctl http token list 2>&1 | tr -s ' ' | tr '\n' ' ')
   MODE=$(ct stat -c '%a %U %G' /etc/trialwatch/http/tokens 2>&1)
-  [ "$MODE" = "640 root trialwatch-http" ] || note "the token file is $MODE, not 640 root trialwatch-http"
+  if [[ $CHANGE_SECRET =~ ^twh_[A-Za-z0-9_-]{43}$ ]] && [[ $READ_SECRET =~ ^twh_[A-Za-z0-9_-]{43}$ ]] \
+    && [ "$MODE" = "640 root trialwatch-http" ] && [[ $LISTED == *"e2e-app change"*"e2e-prometheus read"* ]]; then
+    pass "trialwatchctl http token add wrote two tokens (0640 root:trialwatch-http), each secret printed once"
+  else
+    fail "trialwatchctl http token add wrote two tokens" "secrets ${CHANGE_SECRET:0:6}... ${READ_SECRET:0:6}..., file: $MODE; list: $LISTED"
+  fi
 
   STATES="$(ct systemctl is-enabled trialwatch-http.socket 2>&1) $(ct systemctl is-enabled trialwatch-http.service 2>&1)"
   OUT=$(ctt 60 systemctl start trialwatch-http.socket 2>&1)
