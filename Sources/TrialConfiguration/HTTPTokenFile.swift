@@ -38,22 +38,9 @@ public enum HTTPTokenFile {
     }
   }
 
-  /// Why a token file cannot be used.
-  public struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
-    public var file: String
-    /// 1-based; nil for a problem with the whole file.
-    public var line: Int?
-    public var reason: String
-
-    public init(file: String, line: Int?, reason: String) {
-      self.file = file
-      self.line = line
-      self.reason = reason
-    }
-
-    /// `FILE:LINE: reason`.
-    public var description: String { "\(line.map { "\(file):\($0)" } ?? file): \(reason)" }
-  }
+  /// Why a token file cannot be used: the file and, for a line that is not a token, the line
+  /// (as a webhook secret file's problems say it).
+  public typealias Problem = WebhookSecretFile.Problem
 
   /// The tokens of the file at `path`; none when there is no file.
   public static func read(_ path: String) throws(Problem) -> [Token] {

@@ -10,7 +10,8 @@ public enum WebhookSecretFile {
   /// At most two secrets: the new and the old while one is rotated.
   public static let maximumSecrets = 2
 
-  /// Why a secret file cannot be used.
+  /// Why a secret file (or another small file of lines, the HTTP gateway's token file) cannot be
+  /// used.
   public struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
     public var file: String
     /// 1-based; nil for a problem with the whole file.
