@@ -32,14 +32,14 @@ struct StatsChart {
     let bottom = Self.top + plotHeight
     let periods = stats.periods
     let most = max(1, periods.map(\.started).max() ?? 1)
-    let scale = Self.niceCeiling(Double(most))
+    let scale = MarkupText.niceCeiling(Double(most))
     let slot = plotWidth / Double(max(1, periods.count))
     var out = """
       <?xml version="1.0" encoding="UTF-8"?>
       <svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="\(Int(Self.width))" height="\(Int(Self.height))" \
       viewBox="0 0 \(Int(Self.width)) \(Int(Self.height))" font-family="sans-serif" font-size="12">
       <rect x="0" y="0" width="\(Int(Self.width))" height="\(Int(Self.height))" fill="#ffffff"/>
-      <text x="\(n(Self.width / 2))" y="24" text-anchor="middle" font-size="16">\(Self.escaped(title))</text>
+      <text x="\(n(Self.width / 2))" y="24" text-anchor="middle" font-size="16">\(MarkupText.escaped(title))</text>
 
       """
     // The legend, in one row under the title.
@@ -55,7 +55,7 @@ struct StatsChart {
       out += "<line x1=\"\(n(Self.left))\" y1=\"\(n(y))\" x2=\"\(n(Self.left + plotWidth))\" y2=\"\(n(y))\" "
       out += "stroke=\"#e0e0e0\"/>\n"
       out +=
-        "<text x=\"\(n(Self.left - 6))\" y=\"\(n(y + 4))\" text-anchor=\"end\">\(Self.count(scale * Double(step) / 5))</text>"
+        "<text x=\"\(n(Self.left - 6))\" y=\"\(n(y + 4))\" text-anchor=\"end\">\(MarkupText.count(scale * Double(step) / 5))</text>"
       out += "<text x=\"\(n(Self.left + plotWidth + 6))\" y=\"\(n(y + 4))\">\(step * 20)%</text>\n"
     }
     // The bars.
@@ -123,31 +123,4 @@ struct StatsChart {
 
   /// A coordinate, to a tenth.
   private func n(_ value: Double) -> String { decimal(value, digits: 1) }
-
-  /// The smallest of 1, 2, 2.5 or 5 times a power of ten at or above `value`, so that the five
-  /// steps of the scale are round numbers.
-  static func niceCeiling(_ value: Double) -> Double {
-    var power = 1.0
-    while power * 10 < value { power *= 10 }
-    for factor in [1.0, 2.0, 2.5, 5.0, 10.0] where factor * power >= value { return factor * power }
-    return value
-  }
-
-  static func count(_ value: Double) -> String {
-    value.rounded() == value ? String(Int64(value)) : decimal(value, digits: 1)
-  }
-
-  static func escaped(_ text: String) -> String {
-    var out = ""
-    for character in text {
-      switch character {
-      case "&": out += "&amp;"
-      case "<": out += "&lt;"
-      case ">": out += "&gt;"
-      case "\"": out += "&quot;"
-      default: out.append(character)
-      }
-    }
-    return out
-  }
 }

@@ -5,7 +5,8 @@ import TrialControl
 
 /// The gateway's answers: the daemon's Varlink methods as `POST /call/METHOD` (the protocol of
 /// systemd's varlink-httpd), `GET /interface`, `GET /metrics` in Prometheus's text format, and
-/// `GET /healthz`. It holds no state: every answer comes from the daemon.
+/// `GET /healthz`, and the dashboard's pages (`Dashboard.swift`). It holds no state: every
+/// answer comes from the daemon.
 public final class Gateway: Sendable {
   let link: DaemonLink
   let tokens: TokenCheck
@@ -23,6 +24,9 @@ public final class Gateway: Sendable {
   /// The answer to `request`.
   public func respond(_ request: HTTPRequest) -> HTTPResponse {
     if request.path == "/healthz" { return healthz(request) }
+    if request.path == "/style.css" { return Self.style() }
+    if request.path == "/login" { return login(request) }
+    if Self.isPage(request.path) { return page(request) }
     let token: HTTPTokenFile.Token
     switch authenticate(request) {
     case .success(let found): token = found

@@ -97,7 +97,7 @@ extension Gateway {
     }
   }
 
-  private func collect<R: Decodable>(_ method: VarlinkMethod<MetricsParameters, R>) throws -> [R] {
+  func collect<R: Decodable>(_ method: VarlinkMethod<MetricsParameters, R>) throws -> [R] {
     let replies: DaemonLink.Replies
     switch link.stream(method.qualifiedName, parameters: []) {
     case .success(let opened): replies = opened

@@ -17,7 +17,7 @@ final class TokenCheck: Sendable {
   }
 
   let path: String
-  private let crypto: Crypto
+  let crypto: Crypto
   private let loaded = Mutex<Loaded>(Loaded())
 
   private struct Loaded {
