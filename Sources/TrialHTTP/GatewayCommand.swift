@@ -36,6 +36,14 @@ public struct GatewayCommand: ParsableCommand {
       change token any. The file is read again when it changes; trialwatchctl http token adds \
       and removes tokens. Every change is journaled with its token's name.
 
+      A dashboard for people, server-rendered HTML without scripts: / (trials by state, what \
+      falls due within 24 hours and 7 days, how late events fired, held events, consumers and \
+      webhooks), /plans, /cohorts (GetStats as a chart and a table; /cohorts.csv the same as \
+      CSV), /trials/ID (its labels, state and events) and /search. /login takes a token and \
+      keeps it in a cookie (HttpOnly, SameSite=Strict); a trial's page ends, extends, pauses \
+      or resumes it with a change token, each form carrying a field derived from the token \
+      that a page of another site cannot make.
+
       It runs as a systemd service started by its socket (trialwatch-http.socket, \
       127.0.0.1:8181 by default); without a socket passed it listens on --listen. TLS is a \
       reverse proxy's (docs/http.md has Caddy's and nginx's configuration).
