@@ -78,6 +78,7 @@ public enum Trials {
   public static let getPlan = VarlinkMethod<GetPlanParameters, EventsReply>(interface, "GetPlan")
   public static let simulate = VarlinkMethod<SimulateParameters, EventsReply>(interface, "Simulate")
   public static let getStatus = VarlinkMethod<NoParameters, GetStatusReply>(interface, "GetStatus")
+  public static let getOutlook = VarlinkMethod<GetOutlookParameters, GetOutlookReply>(interface, "GetOutlook")
   public static let listPlans = VarlinkMethod<ListPlansParameters, ListPlansReply>(interface, "ListPlans")
   public static let grantAgain = VarlinkMethod<GrantAgainParameters, GrantAgainReply>(
     interface, "GrantAgain", .change)
@@ -185,7 +186,8 @@ extension VarlinkInterfaces {
         entry(SystemdMetrics.list), entry(SystemdMetrics.describe),
         entry(t.startTrial), entry(t.getTrial), entry(t.listTrials), entry(t.extendTrial), entry(t.endTrial),
         entry(t.pauseTrial), entry(t.resumeTrial), entry(t.getPlan), entry(t.simulate), entry(t.getStatus),
-        entry(t.listPlans), entry(t.grantAgain), entry(t.getFleet), entry(t.getStats), entry(t.export),
+        entry(t.getOutlook), entry(t.listPlans), entry(t.grantAgain), entry(t.getFleet), entry(t.getStats),
+        entry(t.export),
         entry(t.watch), entry(t.getEventLog), entry(t.createConsumer), entry(t.getConsumer),
         entry(t.listConsumers), entry(t.acknowledgeEvent), entry(t.removeConsumer), entry(t.listWebhooks),
         entry(t.getWebhookAttempts), entry(t.enableWebhook), entry(t.replayWebhook), entry(t.testWebhook),

@@ -350,15 +350,3 @@ struct Simulate: ParsableCommand, SessionCommand {
     }
   }
 }
-
-struct DaemonStatus: ParsableCommand, SessionCommand {
-  static let configuration = CommandConfiguration(
-    commandName: "daemon-status",
-    abstract: "Show the daemon's version, uptime, trial counts, next event and events held back.")
-
-  @OptionGroup var global: GlobalOptions
-
-  func run(_ session: Session) throws {
-    try session.show(Trials.getStatus, NoParameters()) { $0.present(status: $1) }
-  }
-}

@@ -181,7 +181,8 @@ public final class TrialPresenter {
     output.showNotice("Watching for events; press Ctrl-C to stop.")
   }
 
-  public func present(status: GetStatusReply) {
+  /// The daemon's status; with `outlook`, the trials due within its spans (`Due`).
+  public func present(status: GetStatusReply, outlook: [DueWithin]? = nil) {
     let now = clock.now()
     let counts = status.trials
     var details = [
@@ -204,6 +205,12 @@ public final class TrialPresenter {
           value: "\(subject) \(eventName(next)) \(relative(next.due, now: now)) (\(date(next.due)))"))
     } else {
       details.append(LabeledValue(label: "Next event", value: "none"))
+    }
+    if let outlook, let first = outlook.first {
+      let windows =
+        ["\(first.trials) trial\(first.trials == 1 ? "" : "s") within \(first.within)"]
+        + outlook.dropFirst().map { "\($0.trials) within \($0.within)" }
+      details.append(LabeledValue(label: "Due", value: windows.joined(separator: ", ")))
     }
     if let bytes = status.storeBytes {
       details.append(LabeledValue(label: "Store", value: byteCount(bytes)))

@@ -60,6 +60,14 @@ extension Engine {
 
   /// The status line (see `EngineStatus.line`).
   public func statusLine() -> String { duties.status.line() }
+
+  /// For each span, the open trials whose next pending event falls due within it from now
+  /// (`Planner.trialsDue(through:)`): one pass over the planner, on the engine's queue. In a
+  /// fleet, the trials of the shards this node owns.
+  public func trialsDue(within spans: [Duration]) -> [Int] {
+    let now = clock.now()
+    return planner.trialsDue(through: spans.map { now.adding($0) })
+  }
 }
 
 /// The engine's view of itself: its snapshot, with the next event's attributes read even in a

@@ -41,6 +41,7 @@ public enum FuzzSeeds {
       "plan": #"{"method":"\#(trials)GetPlan","parameters":{"id":"2a"}}"#,
       "simulate": #"{"method":"\#(trials)Simulate","parameters":{"at":"+3d"}}"#,
       "status": #"{"method":"\#(trials)GetStatus"}"#,
+      "outlook": #"{"method":"\#(trials)GetOutlook","parameters":{"within":["24h","7d","1d 12h"]}}"#,
       "plans": #"{"method":"\#(trials)ListPlans","parameters":{"activeTrials":true}}"#,
       "grant-again":
         #"{"method":"\#(trials)GrantAgain","parameters":{"subject":"bob@example.com","plan":"pro"}}"#,

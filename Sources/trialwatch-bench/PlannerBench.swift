@@ -63,6 +63,7 @@ enum PlannerBenchCase: String, CaseIterable {
     print("planner_insert_rate\(suffix): \(format(figures.insertRate)) events/s")
     print("planner_take_rate\(suffix): \(format(figures.takeRate)) events/s")
     print("planner_bytes_per_event\(suffix): \(format(figures.bytesPerEvent, digits: 1)) bytes")
+    print("planner_outlook_ms\(suffix): \(format(figures.outlookMilliseconds, digits: 2)) ms")
   }
 
   /// Runs this case in a fresh copy of the executable and returns what it printed.
@@ -82,6 +83,8 @@ private struct PlannerFigures {
   var insertRate: Double
   var takeRate: Double
   var bytesPerEvent: Double
+  /// `trialsDue(through:)` of 16 limits over every trial planned (GetOutlook), the median of 21.
+  var outlookMilliseconds: Double
 }
 
 private func measurePlanner(
@@ -122,6 +125,14 @@ private func measurePlanner(
   let pending = planner.pendingEventCount
   precondition(pending == trials * perTrial, "planner holds \(pending) events, expected \(trials * perTrial)")
 
+  // The outlook of every trial planned, for 16 spans from 4 hours to 43 days (the last event).
+  let limits = (1...16).map { origin.addingTimeInterval(Double($0 * $0) * 4 * 3_600) }
+  var outlook: [Int] = []
+  let outlookTimes = (0..<21).map { _ in
+    clock.measure { outlook = planner.trialsDue(through: limits) }.seconds
+  }
+  precondition(outlook.last == trials, "\(outlook.last ?? 0) of \(trials) trials due within 43 days")
+
   // Wakes as the daemon has them: the clock moves on and each wake takes what fell due,
   // about a hundred events at a time.
   let wakes = events / 100
@@ -148,7 +159,8 @@ private func measurePlanner(
   return PlannerFigures(
     insertRate: Double(pending) / insertTime.seconds,
     takeRate: Double(takenCount) / takeTime.seconds,
-    bytesPerEvent: Double(rssAfter - rssBefore) / Double(pending))
+    bytesPerEvent: Double(rssAfter - rssBefore) / Double(pending),
+    outlookMilliseconds: outlookTimes.sorted()[outlookTimes.count / 2] * 1_000)
 }
 
 /// The resident set size of this process, from /proc/self/statm.

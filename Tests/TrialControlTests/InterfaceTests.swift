@@ -65,6 +65,10 @@ import TrialCore
       (Trials.getPlan.qualifiedName, Trials.getPlan.kind, GetPlanParameters(id: id)),
       (Trials.simulate.qualifiedName, Trials.simulate.kind, SimulateParameters(at: .fromNow(.days(1)))),
       (Trials.getStatus.qualifiedName, Trials.getStatus.kind, NoParameters()),
+      (
+        Trials.getOutlook.qualifiedName, Trials.getOutlook.kind,
+        GetOutlookParameters(within: [try GivenSpan(parsing: "24h")])
+      ),
       (Trials.getFleet.qualifiedName, Trials.getFleet.kind, NoParameters()),
       (
         Trials.getStats.qualifiedName, Trials.getStats.kind,

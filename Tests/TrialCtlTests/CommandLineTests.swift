@@ -285,6 +285,27 @@ enum Ctl {
     let status = try decode(GetStatusReply.self, run.output)
     #expect(status.version == "1.2.3-test")
     #expect(status.connections == 1)
+    #expect(run.lines.count == 1, "one object")
+    let outlook = try #require(try run.json()["outlook"] as? [[String: Any]])
+    #expect(outlook.map { $0["within"] as? String } == ["24h", "7d"])
+    #expect(outlook.map { $0["trials"] as? Int } == [0, 0])
+  }
+
+  @Test func daemonStatus_SaysHowManyTrialsAreDueWithinTheSpansAsked() throws {
+    let fixture = try ctlFixture()
+    let client = try fixture.client()
+    _ = try client.startTrial("soon", days: 0.5, reminders: [])
+    _ = try client.startTrial("later", days: 5, reminders: [])
+    let run = try Ctl.run(["daemon-status", "--socket", fixture.socketPath])
+    #expect(run.status == 0, "\(run.errors)")
+    #expect(run.lines.contains("  Due             1 trial within 24h, 2 within 7d"), "\(run.output)")
+    let asked = try Ctl.run(["daemon-status", "--due-within", "1h, 1d 12h", "--socket", fixture.socketPath])
+    #expect(asked.lines.contains("  Due             0 trials within 1h, 1 within 1d 12h"), "\(asked.output)")
+    for bad in ["0", "soon", "500ms", ""] {
+      let refused = try Ctl.run(["daemon-status", "--due-within", bad, "--socket", fixture.socketPath])
+      #expect(refused.status == 2, "\(bad): \(refused.errors)")
+      #expect(refused.errors.contains("--due-within: "), "\(bad): \(refused.errors)")
+    }
   }
 
   @Test(.enabled(if: getuid() == 0, "needs root to run the binary as nobody"))

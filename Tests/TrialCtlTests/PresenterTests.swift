@@ -256,6 +256,21 @@ final class SpyOutput: TrialPresenterOutput {
       ])
   }
 
+  @Test func daemonStatus_WithTheOutlook_SaysHowManyTrialsAreDue() throws {
+    let spy = SpyOutput()
+    let status = GetStatusReply(
+      version: "1.0.0", startedAt: Self.now, uptime: .seconds(60), trials: TrialCounts(active: 500),
+      pendingEvents: 1500, connections: 1, watchers: 0)
+    presenter(spy).present(
+      status: status,
+      outlook: [DueWithin(within: "24h", trials: 12), DueWithin(within: "7d", trials: 480)])
+    presenter(spy).present(status: status, outlook: [DueWithin(within: "1h", trials: 1)])
+    presenter(spy).present(status: status, outlook: nil)
+    let due = spy.details.map { $0.details.first { $0.label == "Due" }?.value }
+    #expect(due == ["12 trials within 24h, 480 within 7d", "1 trial within 1h", nil])
+    #expect(spy.details[0].details.map(\.label).prefix(6).last == "Due", "after the next event")
+  }
+
   @Test func daemonStatus_WithEventsHeldBack_SaysHowManyAndWhy() throws {
     let spy = SpyOutput()
     presenter(spy).present(

@@ -128,6 +128,11 @@ import TrialDaemonTesting
     let trial = try client.startTrial(StartTrialParameters(subject: "acme-1"))
     #expect(try client.getTrial(GetTrialParameters(subject: "acme-1")).id == trial.id)
     #expect(try client.getStatus().fleet?.node == "node-a")
+    // The node owns every shard: its planner holds the trial, next due in 2 days (a reminder).
+    let outlook = try client.call(
+      Trials.getOutlook,
+      GetOutlookParameters(within: [try GivenSpan(parsing: "1h"), try GivenSpan(parsing: "7d")]))
+    #expect(outlook.windows == [DueWithin(within: "1h", trials: 0), DueWithin(within: "7d", trials: 1)])
     // Its metrics: the shards it owns were claimed in a round that renewed its lease first.
     var metrics: [String: MetricValue] = [:]
     try client.stream(SystemdMetrics.list, MetricsParameters()) { reply in

@@ -43,6 +43,12 @@ struct FarTrials: Sendable {
     Swift.min(Swift.max(due.rounded(.down), 0), Double(UInt32.max))
   }
 
+  /// `second(of:)` in 32 bits, as held: a conversion toward zero, which for a due time not
+  /// before the reference date is the whole second at or before it, without a call to `floor`.
+  static func heldSecond(of due: Double) -> UInt32 {
+    UInt32(Swift.min(Swift.max(due, 0), Double(UInt32.max)))
+  }
+
   // MARK: Finding
 
   private func home(of trial: UInt64) -> Int {
@@ -89,6 +95,12 @@ struct FarTrials: Sendable {
       found.append((seconds[bucket], trials[bucket]))
     }
     return found.sorted { $0 < $1 }.map(\.trial)
+  }
+
+  /// Counts every trial held by the second its next event falls due in
+  /// (`Planner.trialsDue(through:)`).
+  func tally(into tally: inout DueTally) {
+    tally.add(seconds: zip(counts, seconds).lazy.filter { $0.0 != 0 }.map(\.1))
   }
 
   // MARK: Changing

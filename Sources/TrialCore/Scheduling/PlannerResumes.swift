@@ -65,6 +65,14 @@ struct PlannerResumes: Sendable {
     events.values.map(\.event).filter { $0.due.timeIntervalSinceReferenceDate <= limit }
   }
 
+  /// Counts every resume planned, by its due time (`Planner.trialsDue(through:)`).
+  func tally(into tally: inout DueTally) {
+    tally.add(
+      seconds: events.values.lazy.map {
+        FarTrials.heldSecond(of: $0.event.due.timeIntervalSinceReferenceDate)
+      })
+  }
+
   private func isLive(_ entry: Entry) -> Bool { events[entry.trial]?.sequence == entry.sequence }
 
   /// Keeps a live entry on top; rebuilds the heap when stale entries outnumber live ones.
