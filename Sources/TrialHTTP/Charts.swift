@@ -13,7 +13,8 @@ enum Charts {
   /// A coordinate, to a tenth.
   static func n(_ value: Double) -> String { decimal(value, digits: 1) }
 
-  /// The scale on the left: five steps of round numbers up to `scale`, and the axis.
+  /// The scale on the left: five steps of round numbers up to `scale` (at least 5, so that the
+  /// steps are whole), and the axis.
   private static func grid(scale: Double, plotHeight: Double) -> String {
     var out = ""
     for step in 0...5 {
@@ -35,7 +36,7 @@ enum Charts {
   /// One bar per bucket, its label under it.
   static func histogram(id: String, bars: [(label: String, count: Int64)], caption: String) -> String {
     let plotHeight = height - top - bottom
-    let scale = MarkupText.niceCeiling(Double(max(1, bars.map(\.count).max() ?? 1)))
+    let scale = MarkupText.niceCeiling(Double(max(5, bars.map(\.count).max() ?? 5)))
     let slot = (width - left - 8) / Double(max(1, bars.count))
     var out = open(id: id, label: caption) + grid(scale: scale, plotHeight: plotHeight)
     for (index, bar) in bars.enumerated() {
@@ -64,7 +65,7 @@ enum Charts {
   static func cohorts(_ stats: GetStatsReply) -> String {
     let plotHeight = height - top - bottom
     let periods = stats.periods
-    let scale = MarkupText.niceCeiling(Double(max(1, periods.map(\.started).max() ?? 1)))
+    let scale = MarkupText.niceCeiling(Double(max(5, periods.map(\.started).max() ?? 5)))
     let slot = (width - left - 8) / Double(max(1, periods.count))
     var out = open(
       id: "cohort-chart", label: "trials started in each \(stats.by.rawValue), by what became of them")

@@ -90,7 +90,8 @@ extension Gateway {
     let total = stats.total
     body.raw("<p class=\"summary\">")
     body.text(
-      "\(total.started) trials started from \(query.from) to \(query.to)"
+      "\(total.started) trials started from \(stats.periods.first?.start ?? query.from) to "
+        + "\(stats.periods.last?.end ?? query.to)"
         + (query.plan.map { " with plan \($0)" } ?? "") + ": \(total.converted) converted ("
         + PageMarkup.percent(total.conversionRate) + " of those ended), median time to conversion "
         + (total.medianTimeToConversion?.description ?? "—") + ".")

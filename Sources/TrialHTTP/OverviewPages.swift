@@ -11,7 +11,7 @@ extension Gateway {
   func overview(_ context: PageContext) throws(PageFailure) -> HTTPResponse {
     let status = try fetch(Trials.getStatus.qualifiedName, as: GetStatusReply.self)
     let outlook = try fetch(
-      Trials.interface + ".GetOutlook", ["within": .texts(Self.outlookSpans)], as: GetOutlookReply.self)
+      Trials.getOutlook.qualifiedName, ["within": .texts(Self.outlookSpans)], as: GetOutlookReply.self)
     let consumers = try fetch(Trials.listConsumers.qualifiedName, as: ListConsumersReply.self).consumers
     let webhooks = try fetch(Trials.listWebhooks.qualifiedName, as: ListWebhooksReply.self).endpoints
     let lateness = try latenessBuckets()
@@ -177,13 +177,4 @@ extension Gateway {
   static func allTimeFrom() -> String {
     CalendarDay(CalendarDay(SystemWallClock().now()).day - 80 * 365).description
   }
-}
-
-/// The reply of `GetOutlook`.
-struct GetOutlookReply: Decodable {
-  struct Window: Decodable {
-    var within: String
-    var trials: Int
-  }
-  var windows: [Window]
 }
