@@ -1,7 +1,10 @@
 # trialwatch — build, test, benchmark, run.
 #
 #   make test    install missing build dependencies, build with warnings as errors, run every test
-#                (the Swift tests, then install-check and e2e)
+#                (the Swift tests, the dashboard in a browser, then install-check and e2e)
+#   make browser-test  the HTTP gateway's dashboard in Debian's chromium, headless, driven by
+#                Selenium, against the debug trialwatchd with 1,000 trials; a screenshot of each
+#                page in .build/artifacts/browser/ (part of make test; under a minute once built)
 #   make bench   release build; print every benchmark figure as `name: value unit`, saved in
 #                .build-bench/bench.out (docs/benchmarks.md)
 #   make bench-peers  release build; trialwatch against at, systemd timers, PostgreSQL, SQLite
@@ -73,29 +76,36 @@ SWIFT ?= swift
 # The peers of make bench-peers: postgresql, redis-server, at, sqlite3, and Debian's python3
 # with python3-psycopg2 and python3-redis for the harness (their system services are not used).
 # librsvg2-bin (rsvg-convert) renders the chart of trialwatchctl stats --svg in its test.
+# chromium, chromium-driver: the browser and its WebDriver (/usr/bin/chromedriver) that make
+# browser-test drives through Selenium (PIP_PACKAGES), Debian's both, so that Selenium downloads
+# nothing. python3-pip: pip for Debian's python3, which installs PIP_PACKAGES.
 # prometheus: promtool, which checks the example alerting rules (etc/prometheus, in the Swift
 # tests) and the metrics make e2e writes for the node exporter and reads back from it (its server
 # is not used; the node exporter runs in the container, installed there by debootstrap).
 APT_PACKAGES ?= pkg-config binutils tzdata libsystemd-dev liblmdb-dev libpq-dev libunistring-dev \
   libcurl4-openssl-dev libssl-dev openssl libmicrohttpd-dev curl \
   debhelper lintian mandoc librsvg2-bin \
-  postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis prometheus
+  postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis prometheus \
+  chromium chromium-driver python3-pip
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 BENCH_FLAGS = -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)
 
-.PHONY: all build deps test lint-binaries locale-table bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-webhooks bench-http webhooks-crash-test bench-figures fleet-test soak fuzz fuzz-check run clean format lint release install install-files uninstall install-check e2e \
+.PHONY: all build deps test browser-test lint-binaries locale-table bench bench-peers bench-peers-check bench-fleet bench-fleet-check bench-webhooks bench-http webhooks-crash-test bench-figures fleet-test soak fuzz fuzz-check run clean format lint release install install-files uninstall install-check e2e \
   deb e2e-package hot-functions
 
 all: build
 
 # Python modules the tests need: the reference Varlink implementation, for interoperability;
-# the reference verifiers of Standard Webhooks and of Svix, which check the webhooks' signatures.
+# the reference verifiers of Standard Webhooks and of Svix, which check the webhooks' signatures;
+# Selenium, which drives the browser of make browser-test.
 PYTHON ?= python3
-PIP_PACKAGES ?= varlink standardwebhooks svix
+PIP_PACKAGES ?= varlink standardwebhooks svix selenium
 
 # Installs the Debian packages named in APT_PACKAGES and the Python modules named in
-# PIP_PACKAGES that are not installed yet.
+# PIP_PACKAGES that are not installed yet. Debian's python3 is marked externally managed (PEP 668):
+# its pip installs a module (into /usr/local, beside Debian's own) only when told so, and an older
+# pip ignores the variable that tells it.
 deps:
 	@missing=""; \
 	for pkg in $(APT_PACKAGES); do \
@@ -108,7 +118,7 @@ deps:
 	fi
 	@for mod in $(PIP_PACKAGES); do \
 	  $(PYTHON) -c "import $$mod" 2>/dev/null || { echo "installing Python module $$mod"; \
-	    $(PYTHON) -m pip install -q --disable-pip-version-check $$mod; } || exit 1; \
+	    PIP_BREAK_SYSTEM_PACKAGES=1 $(PYTHON) -m pip install -q --disable-pip-version-check $$mod; } || exit 1; \
 	done
 
 build: deps
@@ -117,6 +127,7 @@ build: deps
 test: deps lint
 	$(SWIFT) build --build-tests $(STRICT)
 	$(SWIFT) test --skip-build
+	$(MAKE) browser-test
 	$(MAKE) fuzz-check
 	$(MAKE) lint-binaries
 	$(MAKE) bench-peers-check
@@ -126,6 +137,18 @@ test: deps lint
 	$(MAKE) install-check
 	$(MAKE) e2e
 	$(MAKE) e2e-package
+
+# The dashboard of the HTTP gateway in a real browser (Tests/browser/): Debian's chromium, headless,
+# driven by Selenium through Debian's chromedriver, against the debug trialwatchd with 1,000 trials
+# of three plans (also run as trialwatchctl and trialwatch-http); every page without a console
+# error or a failed request, the figures those of trialwatchctl. A screenshot of each page in
+# BROWSER_ARTIFACTS; BROWSER_ARGS="--seed N" draws the trials of a failed run again.
+BROWSER_ARTIFACTS = .build/artifacts/browser
+BROWSER_ARGS ?=
+browser-test: deps
+	$(SWIFT) build $(STRICT) --product trialwatchd
+	$(PYTHON) Tests/browser/dashboard_test.py --daemon $$($(SWIFT) build --show-bin-path)/trialwatchd \
+	  --scratch .build/browser-test --artifacts $(BROWSER_ARTIFACTS) $(BROWSER_ARGS)
 
 # The sources swift-format keeps in shape (its rules: .swift-format).
 FORMATTED = Package.swift Sources Tests FuzzTesting/Package.swift FuzzTesting/Sources
