@@ -83,13 +83,15 @@ struct PageMarkup {
     return response
   }
 
+  /// `Referrer-Policy: same-origin`, not `no-referrer`: under the latter a browser sends a form's
+  /// post with `Origin: null`, which the changes' check refuses.
   static let pageHeaders: [(name: String, value: String)] = [
     (
       "Content-Security-Policy",
       "default-src 'none'; style-src 'self'; img-src data:; form-action 'self'; frame-ancestors 'none'; "
         + "base-uri 'none'"
     ),
-    ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
+    ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "same-origin"),
   ]
 
   // MARK: - Figures

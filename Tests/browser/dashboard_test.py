@@ -14,7 +14,8 @@ that allows no script; that the overview's counts are the daemon's (what falls d
 as drawn, and GetOutlook's when daemon-status has them), the cohort chart's bars,
 table and CSV those of `trialwatchctl stats --json` for the same plan, weeks and range, the trial
 page's events those of `trialwatchctl plan --json`; that a search by label finds the trial; and
-that the trial's change forms are enabled for the change token only. A screenshot of each page
+that the trial's change forms are enabled for the change token only, and that its extend form,
+posted by the browser, moves the trial's end. A screenshot of each page
 goes to ARTIFACTS (`--docs-image` also writes the cohorts page's there, for the docs).
 
 One line per check, `PASS name: detail` or `FAIL name: detail`, then `N passed, N failed`; the
@@ -284,6 +285,24 @@ def check_change_token(report, web, daemon, trial, tokens):
     check_trial(report, web, daemon, trial, "change")
 
 
+def check_extend(report, web, daemon, trial):
+    """Extends the trial from its page with the change token, as a person would: the browser
+    posts the form with its csrf field and its own Origin, and the trial's end moves."""
+    before = daemon.ctl_json("status", trial.id, "--id")[0]["trial"]
+    form = web.one("form#extend")
+    field = web.one("input[name=by]", within=form)
+    field.clear()
+    field.send_keys("2d")
+    load = web.submit("extend", form)
+    report.check("extend from the page", web.path == f"/trials/{trial.id}", f"now on {web.path}")
+    clean(report, web, load)
+    after = daemon.ctl_json("status", trial.id, "--id")[0]["trial"]
+    moved = (after["revision"] == before["revision"] + 1 and after["endsAt"] != before["endsAt"]
+             and web.one("dl#trial dd.revision").text == str(after["revision"]))
+    report.check("extend moved the end", moved,
+                 f"revision {before['revision']} → {after['revision']}, ends {before['endsAt']} → {after['endsAt']}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--daemon", required=True, help="trialwatchd (also run as trialwatchctl, trialwatch-http)")
@@ -319,6 +338,7 @@ def main():
     step(report, "search", check_search, web, trial)
     step(report, "trial", check_trial, web, daemon, trial, "read")
     step(report, "change token", check_change_token, web, daemon, trial, gateway.secrets)
+    step(report, "extend", check_extend, web, daemon, trial)
     web.close()
     report.check("gateway stops cleanly", gateway.stop() == 0, f"exit status {gateway.process.returncode}")
     report.check("daemon stops cleanly", daemon.stop() == 0, f"exit status {daemon.server.process.returncode}")
