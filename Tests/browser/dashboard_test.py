@@ -37,25 +37,13 @@ from selenium.webdriver.support.ui import Select
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from services import ROOT, START_TIMEOUT, Daemon, Gateway, note  # noqa: E402  (puts bench/peers on the path)
-from common import BenchError, run_main  # noqa: E402
+from common import BenchError, Report, run_main  # noqa: E402
 import browser  # noqa: E402
 import cohorts  # noqa: E402
 import trials  # noqa: E402
 
 STATES = ("active", "paused", "expired", "converted", "cancelled")
 WINDOWS = {"24h": trials.DAY, "7d": 7 * trials.DAY}  # the overview's spans of what falls due
-
-
-class Report:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, name, ok, detail):
-        print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
 
 
 def step(report, name, action, *args):

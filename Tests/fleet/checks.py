@@ -65,21 +65,6 @@ class Watcher(threading.Thread):
         self.connection.close()
 
 
-class Report:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, name, ok, detail):
-        print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-
-    def info(self, text):
-        print(f"# {text}", flush=True)
-
-
 def ms(seconds):
     return f"{seconds * 1000:.1f} ms"
 

@@ -34,9 +34,9 @@ import time
 
 # nodes first: with cluster, it puts bench/peers (common) on the path.
 from nodes import arguments, check_alive, make_nodes, note, prepare, read_deliveries, start_nodes
-from checks import Report, Watcher, analyse, check_watch
+from checks import Watcher, analyse, check_watch
 from cluster import SQL_LEDGER_TWICE, SQL_UNDELIVERED, Database, tail
-from common import BenchError, on_cleanup, run_main
+from common import BenchError, Report, on_cleanup, run_main
 from scenario import FULL, QUICK, FaultRunner, sleep_until, start_trials, workload
 
 SETTLE_TIMEOUT = 60.0  # after the last due time + 10 s, for the undelivered count to reach 0

@@ -15,6 +15,23 @@ class BenchError(Exception):
     """An unexpected failure: the harness stops with this message and a non-zero status."""
 
 
+class Report:
+    """The checks of a test as lines, `PASS name: detail` or `FAIL name: detail`, counted."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, name, ok, detail):
+        print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+
+    def info(self, text):
+        print(f"# {text}", flush=True)
+
+
 def note(message):
     print(f"peers: {message}", file=sys.stderr, flush=True)
 
