@@ -80,8 +80,9 @@ SWIFT ?= swift
 # browser-test drives through Selenium (PIP_PACKAGES), Debian's both, so that Selenium downloads
 # nothing. python3-pip: pip for Debian's python3, which installs PIP_PACKAGES.
 # prometheus: promtool, which checks the example alerting rules (etc/prometheus, in the Swift
-# tests) and the metrics make e2e writes for the node exporter and reads back from it (its server
-# is not used; the node exporter runs in the container, installed there by debootstrap).
+# tests) and the metrics make e2e writes for the node exporter and reads back from it, and the
+# server, which make e2e runs in the container's network namespace to scrape the HTTP gateway
+# (the node exporter runs in the container, installed there by debootstrap).
 APT_PACKAGES ?= pkg-config binutils tzdata libsystemd-dev liblmdb-dev libpq-dev libunistring-dev \
   libcurl4-openssl-dev libssl-dev openssl libmicrohttpd-dev curl \
   debhelper lintian mandoc librsvg2-bin \
