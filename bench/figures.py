@@ -3,8 +3,9 @@
 #
 #   figures.py [--output FILE] [--date DATE] [--commit COMMIT] OUTPUT...
 #
-# Each OUTPUT is what a run printed: `make bench` (.build-bench/bench.out) or `make bench-peers`
-# (.build-bench/peers.out). In it:
+# Each OUTPUT is what a run printed: `make bench` (.build-bench/bench.out), `make bench-peers`
+# (.build-bench/peers.out) or `make bench-http` (.build-bench/http.out: the HTTP gateway's
+# figures, the dashboard's among them, under the prefix http_). In it:
 #   name: value unit        a figure (a peers' ratio has no unit)
 #   # bench-run KEY: VALUE  what the run was: command, date, commit, note (written by make)
 #   SKIP: ...               a part that could not run here
