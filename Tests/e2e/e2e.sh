@@ -35,7 +35,8 @@
 #   13-http          trialwatch-http.socket, disabled as installed, started: the first request
 #                    starts the gateway, in a network namespace of its own; a change token may
 #                    start a trial, a read token may not; /metrics passes promtool; the change
-#                    journaled with its token's name
+#                    journaled with its token's name; Prometheus scrapes /metrics with the
+#                    read token (up, samples stored), a wrong token's job is down with a 401
 #   14-stop          a clean stop; over the whole journal no event twice, no error
 # The helpers the steps share are in service.sh (the service, its journal, its callers),
 # container.sh (the container) and checks.sh (the checks and their count).

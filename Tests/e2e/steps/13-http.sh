@@ -5,8 +5,9 @@
 # activation), as the user trialwatch-http, in a network namespace of its own (PrivateNetwork=yes:
 # the socket comes from systemd, the daemon over its Unix socket); StartTrial with the change
 # token is answered 200, with the read token 403; /metrics, fetched with a token, passes promtool
-# (on the host); the journal has the change with its token's name. The requests are the host's
-# curl in the container's network namespace (the container has no curl).
+# (on the host); the journal has the change with its token's name; Debian's Prometheus scrapes
+# /metrics with the read token, and a job with a wrong token is down (401). The requests are the
+# host's curl in the container's network namespace (the container has no curl).
 
 GATEWAY=http://127.0.0.1:8181
 # http_call [curl arguments...]: the host's curl on the container's loopback; prints the body,
@@ -136,6 +137,86 @@ END_OF_CHECK
     pass "promtool check metrics finds nothing in the gateway's /metrics"
   else
     fail "promtool check metrics finds nothing in the gateway's /metrics" "$(echo "$OUT" | head -n 5 | tr '\n' ';')"
+  fi
+
+  # A Prometheus server (the host's, Debian's 2.42, in the container's network namespace, its
+  # files under $SCRATCH) scrapes /metrics every second with the job of docs/monitoring.md and the
+  # read token, and with a second job whose token is wrong. The gateway is stopped first, its
+  # socket left listening: the first scrape starts it again.
+  ctt 60 systemctl stop trialwatch-http.service > /dev/null 2>&1
+  BEFORE="$(ct systemctl is-active trialwatch-http.socket 2>&1) $(gateway_show ActiveState)"
+  PROMETHEUS_DIR=$SCRATCH/prometheus
+  PROMETHEUS_API=http://127.0.0.1:9090/api/v1
+  rm -rf "$PROMETHEUS_DIR" && mkdir -p "$PROMETHEUS_DIR"
+  (umask 077 && printf '%s\n' "$READ_SECRET" > "$PROMETHEUS_DIR/trialwatch.token" \
+    && printf 'twh_%s\n' "$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-43)" > "$PROMETHEUS_DIR/wrong.token")
+  cat > "$PROMETHEUS_DIR/prometheus.yml" << END_OF_CONFIG
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: trialwatch
+    authorization:
+      type: Bearer
+      credentials_file: $PROMETHEUS_DIR/trialwatch.token
+    static_configs:
+      - targets: ["127.0.0.1:8181"]
+  - job_name: trialwatch-wrong-token
+    authorization:
+      type: Bearer
+      credentials_file: $PROMETHEUS_DIR/wrong.token
+    static_configs:
+      - targets: ["127.0.0.1:8181"]
+END_OF_CONFIG
+  # prometheus_api PATH: the API's answer, a JSON text, on one line.
+  prometheus_api() { timeout 10 nsenter --target "$CPID" --net curl -s "$PROMETHEUS_API/$1" | tr -d '\n'; }
+  # target_health JOB: "HEALTH LAST_ERROR" of the job's target, as /api/v1/targets says.
+  target_health() {
+    prometheus_api targets | python3 -c '
+import json, sys
+for target in json.load(sys.stdin)["data"]["activeTargets"]:
+    if target["labels"]["job"] == sys.argv[1]:
+        print(target["health"], target["lastError"])' "$1" 2> /dev/null
+  }
+  scraped_both() {
+    [[ $(target_health trialwatch) == "up "* ]] && [[ $(target_health trialwatch-wrong-token) == down* ]]
+  }
+  if ! command -v prometheus > /dev/null; then
+    fail "Prometheus scrapes /metrics with the read token" "no prometheus here (make deps installs the package prometheus)"
+  elif ! OUT=$(promtool check config "$PROMETHEUS_DIR/prometheus.yml" 2>&1); then
+    fail "promtool check config accepts the scrape jobs" "$(echo "$OUT" | tail -n 3 | tr '\n' ' ')"
+  else
+    # At most 5 minutes, whatever happens to this run.
+    timeout 300 nsenter --target "$CPID" --net prometheus --config.file="$PROMETHEUS_DIR/prometheus.yml" \
+      --storage.tsdb.path="$PROMETHEUS_DIR/data" --web.listen-address=127.0.0.1:9090 \
+      > "$PROMETHEUS_DIR/prometheus.log" 2>&1 &
+    PROMETHEUS=$!
+    if [ "$BEFORE" = "active inactive" ] && poll 60 scraped_both && [ "$(gateway_show ActiveState)" = active ]; then
+      pass "Prometheus $(prometheus --version 2>&1 | head -n 1 | cut -d' ' -f3) scrapes /metrics with the read token (Authorization: Bearer from credentials_file): up; the scrape started the gateway"
+    else
+      fail "Prometheus scrapes /metrics with the read token: up" \
+        "trialwatch: $(target_health trialwatch); socket and gateway before: $BEFORE, after: $(gateway_show ActiveState); $(tail -n 3 "$PROMETHEUS_DIR/prometheus.log" | tr '\n' ' ')"
+    fi
+    WRONG=$(target_health trialwatch-wrong-token)
+    if [[ $WRONG == down*401* ]]; then
+      pass "the job with a wrong token is down: ${WRONG#down }"
+    else
+      fail "the job with a wrong token is down with a 401" "got: $WRONG"
+    fi
+    QUERY='trialwatch_trials{job="trialwatch",state="active"}'
+    stored() {
+      ACTIVE=$(ct trialwatchctl daemon-status --json | python3 "$JOURNAL" get trials.active)
+      STORED=$(prometheus_api "query?query=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1]))' "$QUERY")" \
+        | python3 -c 'import json, sys; print(*(r["value"][1] for r in json.load(sys.stdin)["data"]["result"]))' 2> /dev/null)
+      [ "$STORED" = "$ACTIVE" ]
+    }
+    if poll 30 stored; then
+      pass "Prometheus stored the samples: $QUERY is $STORED, as the daemon counts"
+    else
+      fail "Prometheus stored the samples: $QUERY is $ACTIVE" "got: ${STORED:-nothing}"
+    fi
+    kill "$PROMETHEUS" 2> /dev/null
+    wait "$PROMETHEUS" 2> /dev/null
   fi
 
   # Stopped again, the socket first (or a connection would start the gateway again).
