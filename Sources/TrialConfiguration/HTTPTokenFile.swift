@@ -34,8 +34,13 @@ public enum HTTPTokenFile {
 
     /// The line that stands for it in the file.
     public var line: String {
-      "\(name) \(scope.rawValue) sha256:\(hash.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())"
+      "\(name) \(scope.rawValue) sha256:\(HTTPTokenFile.hex(hash))"
     }
+  }
+
+  /// `bytes` as lower-case hexadecimal digits, two a byte.
+  public static func hex(_ bytes: [UInt8]) -> String {
+    bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
   }
 
   /// Why a token file cannot be used: the file and, for a line that is not a token, the line

@@ -80,12 +80,7 @@ extension Gateway {
   /// client with a bearer token posts no form).
   func csrf(for request: HTTPRequest) -> String {
     guard let secret = request.cookies[Self.tokenCookie] else { return "" }
-    return Self.hex(tokens.crypto.sha256(Array("trialwatch-csrf\0".utf8) + Array(secret.utf8)))
-  }
-
-  static func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef")
-    return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
+    return HTTPTokenFile.hex(tokens.crypto.sha256(Array("trialwatch-csrf\0".utf8) + Array(secret.utf8)))
   }
 
   /// Why a posted change is refused as coming from elsewhere, or nil.

@@ -36,7 +36,7 @@ from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.support.ui import Select
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from services import ROOT, START_TIMEOUT, Daemon, Gateway, note  # noqa: E402  (puts bench/peers on the path)
+from services import ROOT, START_TIMEOUT, Daemon, note, start_gateway  # noqa: E402  (puts bench/peers on the path)
 from common import BenchError, Report, run_main  # noqa: E402
 import browser  # noqa: E402
 import cohorts  # noqa: E402
@@ -309,7 +309,7 @@ def main():
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     daemon = Daemon(os.path.join(scratch, "daemon"), args.daemon, seed, args.trials)
     daemon.start()
-    gateway = Gateway(scratch, args.daemon, daemon.socket)
+    gateway = start_gateway(scratch, args.daemon, daemon.socket)
     note(f"{args.trials} trials (seed {seed}); gateway on {gateway.base}")
     web = browser.start(scratch, gateway.base, args.artifacts, START_TIMEOUT)
     report = Report()

@@ -2,20 +2,18 @@
 # plans and trials (imported before it starts), trialwatch-http in front of it with a read token
 # and a change token, and trialwatchctl against the same socket. The three are one program under
 # three names (links in the scratch folder). bench/peers/ (common, servers) starts and stops
-# the daemon as the benchmarks do.
-import hashlib
+# the daemon as the benchmarks do, and bench/http/http_bench.py the gateway.
 import json
 import os
-import re
-import secrets
-import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
-from common import BenchError, on_cleanup, run, stop_process  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench", "http"))
+from common import run, stop_process  # noqa: E402
 from servers import Trialwatch  # noqa: E402
+from http_bench import Gateway  # noqa: E402
 
 import trials  # noqa: E402
 
@@ -69,37 +67,7 @@ class Daemon:
         return [json.loads(line) for line in output.splitlines() if line.strip()]
 
 
-class Gateway:
-    """trialwatch-http on a port the kernel picks, with a read token and a change token."""
-
-    def __init__(self, directory, program, socket_path):
-        self.secrets = {scope: "twh_" + secrets.token_urlsafe(32) for scope in ("read", "change")}
-        self.tokens = os.path.join(directory, "tokens")
-        with open(self.tokens, "w") as file:
-            for scope, secret in self.secrets.items():
-                file.write(f"browser-{scope} {scope} sha256:{hashlib.sha256(secret.encode()).hexdigest()}\n")
-        program = link(directory, program, "trialwatch-http")
-        self.log = os.path.join(directory, "gateway.log")
-        environment = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID")}
-        self.process = subprocess.Popen(
-            [program, "--socket", socket_path, "--listen", "127.0.0.1:0", "--tokens", self.tokens,
-             "--log-target", "console"],
-            stdout=subprocess.DEVNULL, stderr=open(self.log, "w"), stdin=subprocess.DEVNULL, env=environment)
-        on_cleanup(lambda: stop_process(self.process))
-        self.port = self.wait_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-
-    def wait_port(self):
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            with open(self.log) as log:
-                found = re.search(r"listen=127\.0\.0\.1:(\d+)", log.read())
-            if found:
-                return int(found.group(1))
-            if self.process.poll() is not None:
-                raise BenchError(f"trialwatch-http exited with status {self.process.returncode} (see {self.log})")
-            time.sleep(0.05)
-        raise BenchError(f"trialwatch-http did not say its port within {START_TIMEOUT} s (see {self.log})")
-
-    def stop(self):
-        return stop_process(self.process)
+def start_gateway(directory, program, socket_path):
+    """trialwatch-http (bench/http/http_bench.py's) on a port the kernel picks, with a read token and a
+    change token: `secrets[scope]`, `base`, `stop()`."""
+    return Gateway(directory, program, socket_path, scopes=("read", "change"), name="browser", timeout=START_TIMEOUT)

@@ -36,26 +36,30 @@ from servers import Trialwatch  # noqa: E402
 
 
 class Gateway:
-    """trialwatch-http on a port the kernel picks, with one change token."""
+    """trialwatch-http on a port the kernel picks, with a token of each of `scopes` (its secret in
+    `secrets[scope]`, the change token's also in `secret`), named `NAME-SCOPE`."""
 
-    def __init__(self, directory, daemon, socket_path):
-        self.secret = "twh_" + secrets.token_urlsafe(32)
+    def __init__(self, directory, daemon, socket_path, scopes=("change",), name="bench", timeout=30):
+        self.secrets = {scope: "twh_" + secrets.token_urlsafe(32) for scope in scopes}
+        self.secret = self.secrets.get("change")
         self.tokens = os.path.join(directory, "tokens")
         with open(self.tokens, "w") as file:
-            file.write(f"bench change sha256:{hashlib.sha256(self.secret.encode()).hexdigest()}\n")
+            for scope, secret in self.secrets.items():
+                file.write(f"{name}-{scope} {scope} sha256:{hashlib.sha256(secret.encode()).hexdigest()}\n")
         link = os.path.join(directory, "trialwatch-http")
         os.symlink(os.path.abspath(daemon), link)
         self.log = os.path.join(directory, "gateway.log")
-        environment = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "LISTEN_FDS")}
+        environment = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID")}
         self.process = subprocess.Popen(
             [link, "--socket", socket_path, "--listen", "127.0.0.1:0", "--tokens", self.tokens,
              "--log-target", "console"],
             stdout=subprocess.DEVNULL, stderr=open(self.log, "w"), stdin=subprocess.DEVNULL, env=environment)
         on_cleanup(lambda: stop_process(self.process))
-        self.port = self.wait_port()
+        self.port = self.wait_port(timeout)
+        self.base = f"http://127.0.0.1:{self.port}"
 
-    def wait_port(self):
-        deadline = time.monotonic() + 30
+    def wait_port(self, timeout):
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with open(self.log) as log:
                 found = re.search(r"listen=127\.0\.0\.1:(\d+)", log.read())
@@ -64,7 +68,11 @@ class Gateway:
             if self.process.poll() is not None:
                 raise BenchError(f"trialwatch-http exited with status {self.process.returncode} (see {self.log})")
             time.sleep(0.05)
-        raise BenchError("trialwatch-http did not start")
+        raise BenchError(f"trialwatch-http did not say its port within {timeout} s (see {self.log})")
+
+    def stop(self):
+        """Stops the gateway; its exit status (0 for a clean stop)."""
+        return stop_process(self.process)
 
     def connection(self):
         return KeptConnection(self.port)
