@@ -77,6 +77,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let messageTooLarge = "io.trialwatch.MessageTooLarge"
     public static let tooManyConnections = "io.trialwatch.TooManyConnections"
     public static let internalError = "io.trialwatch.InternalError"
+    public static let storeUnavailable = "io.trialwatch.StoreUnavailable"
     public static let eventsPruned = "io.trialwatch.EventsPruned"
     public static let cursorNotFound = "io.trialwatch.CursorNotFound"
     public static let cursorGeneration = "io.trialwatch.CursorGeneration"

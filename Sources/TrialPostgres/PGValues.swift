@@ -1,6 +1,8 @@
 // The values a connection hands out, kept apart from libpq: results copied out of libpq's
 // memory, notifications, errors and the text form of array parameters.
 
+import TrialCore
+
 /// The outcome of one statement, copied out of libpq's result (which is freed at once).
 public struct PGResult: Sendable {
   public let rows: Int
@@ -104,6 +106,19 @@ public enum PGError: Error, Hashable, Sendable, CustomStringConvertible {
     case .server(let sqlState, let message, let detail):
       let state = sqlState.isEmpty ? message : "\(message) (SQLSTATE \(sqlState))"
       return detail.map { "\(state): \($0)" } ?? state
+    }
+  }
+}
+
+extension PGError: StoreFaultError {
+  /// A lost connection is an unreachable database; 25006 (a read-only transaction: a standby,
+  /// or a primary demoted in a failover) a read-only one; 53100 a full disk.
+  public var storeFault: StoreFaultReason? {
+    if isConnectionLoss { return .databaseUnreachable }
+    switch sqlState {
+    case "25006": return .databaseReadOnly
+    case "53100": return .diskFull
+    default: return nil
     }
   }
 }

@@ -33,6 +33,12 @@ func storeError(_ rc: Int32, _ operation: String, path: String) -> StoreError {
     return StoreError(
       .noSpace, path: path,
       problem: "no space left on the device while \(operation); the store keeps its last committed state")
+  case EIO:
+    return StoreError(
+      .ioError, path: path,
+      problem:
+        "an I/O error while \(operation): the disk failed to write or sync; the store keeps its last durable state"
+    )
   case EACCES, EPERM, EROFS:
     return StoreError(.accessDenied, path: path, problem: "access denied while \(operation) (\(message))")
   case MDB_INVALID:
@@ -47,7 +53,7 @@ func storeError(_ rc: Int32, _ operation: String, path: String) -> StoreError {
     return StoreError(.damaged, path: path, problem: "the file is corrupted (\(message)) while \(operation)")
   case MDB_PANIC:
     return StoreError(
-      .failure, path: path,
+      .ioError, path: path,
       problem: "an earlier write failed fatally; the store must be closed and reopened (\(message))")
   case MDB_TXN_FULL:
     return StoreError(

@@ -1,3 +1,5 @@
+import TrialCore
+
 /// Why the file store could not do what was asked. The description names the file (or
 /// directory) concerned and the problem, in words; `kind` is for code that reacts to it.
 public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -5,6 +7,9 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The file system is full (or the user's quota is used up). The store keeps the state
     /// of its last successful commit.
     case noSpace = "no-space"
+    /// The disk failed to write or sync (EIO): pages written since the last durable commit may
+    /// be lost, so the store must not be written again before it is reopened.
+    case ioError = "io-error"
     /// The store file is not a readable store: truncated, overwritten, corrupted.
     case damaged
     /// The store was written by a newer version of trialwatch.
@@ -43,4 +48,14 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
   }
 
   public var description: String { "\(path): \(problem)" }
+}
+
+extension StoreError: StoreFaultError {
+  public var storeFault: StoreFaultReason? {
+    switch kind {
+    case .noSpace: .diskFull
+    case .ioError: .ioError
+    default: nil
+    }
+  }
 }
