@@ -54,7 +54,8 @@ public enum MetricFamily: String, CaseIterable, Sendable {
       .webhookOldestPending, .webhookDisabled, .webhookSender:
       .gauge
     case .eventsFired, .eventsSkipped, .eventsFiredLate, .latenessBucket, .latenessSum, .latenessCount,
-      .eventsLogged, .commitBucket, .commitSum, .commitCount, .storeRefusedWrites, .controlCalls, .controlErrors,
+      .eventsLogged, .commitBucket, .commitSum, .commitCount, .storeRefusedWrites, .controlCalls,
+      .controlErrors,
       .refusedConnections, .fleetRenewals, .fleetLosses, .webhookDeliveries:
       .counter
     }

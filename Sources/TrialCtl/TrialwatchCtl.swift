@@ -114,7 +114,8 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
     case .diskFull:
       "Free space on the state directory's file system; writes resume by themselves "
         + "(check: trialwatchctl daemon-status)"
-    case .ioError: "The disk failed; the daemon restarts from what is durable (check: journalctl -u trialwatch)"
+    case .ioError:
+      "The disk failed; the daemon restarts from what is durable (check: journalctl -u trialwatch)"
     case .databaseUnreachable, .databaseReadOnly:
       "The fleet's PostgreSQL cannot take writes now; retry once it (or its promoted standby) does"
     case nil: "Check: journalctl -u trialwatch"
@@ -148,7 +149,8 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
         exitCode: .failure)
     case ControlError.Name.permissionDenied: self.init(remote.description, exitCode: .permissionDenied)
     case ControlError.Name.storeUnavailable:
-      self.init(remote.description + "\n" + Self.storeHint(remote.parameters.reason), exitCode: .storeUnavailable)
+      self.init(
+        remote.description + "\n" + Self.storeHint(remote.parameters.reason), exitCode: .storeUnavailable)
     case ControlError.Name.invalidParameter: self.init(remote.description, exitCode: .usage)
     default: self.init(remote.description, exitCode: .failure)
     }

@@ -126,6 +126,24 @@ enum Ctl {
     #expect(past.errors == "trialwatchctl: invalid parameter endsAt: the end must lie in the future\n")
   }
 
+  @Test func exitCode_OfAStoreThatCannotWrite_IsItsOwn() throws {
+    struct DiskFull: StoreFaultError, CustomStringConvertible {
+      var storeFault: StoreFaultReason? { .diskFull }
+      var description: String { "data.mdb: no space left on the device" }
+    }
+    let repository = InMemoryTrialRepository()
+    let fixture = try ControlFixture(ids: [1], start: SystemWallClock().now(), repository: repository)
+    repository.failNextCommit = DiskFull()
+    let full = try Ctl.run(["start", "acme-42", "--socket", fixture.socketPath])
+    #expect(full.status == 6)
+    #expect(
+      full.errors
+        == "trialwatchctl: the store cannot take writes now (the disk is full); nothing was changed: "
+        + "data.mdb: no space left on the device\nFree space on the state directory's file system; writes "
+        + "resume by themselves (check: trialwatchctl daemon-status)\n")
+    #expect(try Ctl.run(["start", "acme-42", "--socket", fixture.socketPath]).status == 0)
+  }
+
   @Test(arguments: [
     ["start"], ["start", "x", "--duration", "5 parsecs"],
     ["start", "x", "--duration", "1d", "--ends-at", "2030-01-01T00:00:00Z"],

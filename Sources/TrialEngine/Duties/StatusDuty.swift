@@ -100,7 +100,9 @@ final class StatusDuty: EngineDuty {
     var line = trialsLine()
     let held = engine.delivery.heldCount
     if held > 0 {
-      line += "; \(held) event\(held == 1 ? "" : "s") held back (" + (engine.delivery.heldReason ?? "delivery held") + ")"
+      line +=
+        "; \(held) event\(held == 1 ? "" : "s") held back (" + (engine.delivery.heldReason ?? "delivery held")
+        + ")"
     }
     guard let fault = engine.duties.storeFaults.current else { return line }
     return "the store refuses writes: \(fault.reason.summary) (since \(RFC3339.format(fault.since))); " + line
