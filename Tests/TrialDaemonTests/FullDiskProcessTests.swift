@@ -18,7 +18,7 @@ import TrialDaemonTesting
   private static let mountable = geteuid() == 0
 
   @Test(.enabled(if: mountable, "mounting a tmpfs needs root"))
-  func fullDisk_RefusesStartsAsStoreUnavailable_LogsItOnce_AndRecovers() throws {
+  func fullDisk_RefusesStartsAsStoreUnavailableLoggedOnce_AndRecovers() throws {
     let daemon = try DaemonProcess()
     let state = daemon.directory.appending("state")
     try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
