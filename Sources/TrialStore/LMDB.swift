@@ -34,11 +34,8 @@ func storeError(_ rc: Int32, _ operation: String, path: String) -> StoreError {
       .noSpace, path: path,
       problem: "no space left on the device while \(operation); the store keeps its last committed state")
   case EIO:
-    return StoreError(
-      .ioError, path: path,
-      problem:
-        "an I/O error while \(operation): the disk failed to write or sync; the store keeps its last durable state"
-    )
+    let problem = "an I/O error while \(operation): the disk failed to write or sync"
+    return StoreError(.ioError, path: path, problem: problem + "; the store keeps its last durable state")
   case EACCES, EPERM, EROFS:
     return StoreError(.accessDenied, path: path, problem: "access denied while \(operation) (\(message))")
   case MDB_INVALID:
@@ -52,9 +49,7 @@ func storeError(_ rc: Int32, _ operation: String, path: String) -> StoreError {
   case MDB_CORRUPTED, MDB_PAGE_NOTFOUND:
     return StoreError(.damaged, path: path, problem: "the file is corrupted (\(message)) while \(operation)")
   case MDB_PANIC:
-    return StoreError(
-      .ioError, path: path,
-      problem: "an earlier write failed fatally; the store must be closed and reopened (\(message))")
+    return StoreError(.ioError, path: path, problem: "an earlier write failed fatally (\(message))")
   case MDB_TXN_FULL:
     return StoreError(
       .tooLarge, path: path, problem: "the transaction has too many changes while \(operation)")
