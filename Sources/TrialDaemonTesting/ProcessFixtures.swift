@@ -59,8 +59,15 @@ public final class DaemonProcess {
   /// - Parameter errors: where standard error goes: a pipe the test reads (`standardError`), or
   ///   a file, for a daemon that logs more than a pipe holds while nobody reads it (each event
   ///   it takes is a line there when it logs to the console).
-  public func start(errors: ChildProcess.Output = .pipe) throws {
-    child = try ChildProcess(.product("trialwatchd"), arguments, environment: environment, errors: errors)
+  /// - Parameter cgroup: a cgroup to run the daemon in, put there before it starts.
+  public func start(errors: ChildProcess.Output = .pipe, in cgroup: MemoryCgroup? = nil) throws {
+    guard let cgroup else {
+      child = try ChildProcess(.product("trialwatchd"), arguments, environment: environment, errors: errors)
+      return
+    }
+    let command = cgroup.wrapping([ChildProcess.Executable.product("trialwatchd").path] + arguments)
+    child = try ChildProcess(
+      .path(command[0]), Array(command.dropFirst()), environment: environment, errors: errors)
   }
 
   public func signal(_ signo: Int32) {

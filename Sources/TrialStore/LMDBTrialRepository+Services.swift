@@ -30,6 +30,13 @@ extension LMDBTrialRepository: StoreServices {
     releaseMappedPages()
   }
 
+  /// The count of active trials the store keeps in its meta records (as `restore` reads it to
+  /// reserve room), never more than the entries of the trials' table.
+  public func trialsToHold() throws -> Int? {
+    let figures = try statistics()
+    return min(figures.activeTrials, figures.trials)
+  }
+
   public var openingNotes: [StoreNote] {
     guard let upgrade else { return [] }
     return [

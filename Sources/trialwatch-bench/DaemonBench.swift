@@ -21,6 +21,8 @@ import TrialTesting
 ///     daemon_rss_pending_100k           resident memory after READY=1 with 100,000 active trials
 ///     daemon_ready_1000k                start to READY=1 with 1,000,000 active trials
 ///     daemon_rss_after_ready_1000k      resident memory then
+///     daemon_peak_rss_ready_1000k       the most resident at once until then (VmHWM): the
+///                                       store's pages the start-up scan mapped in, mostly
 ///     daemon_rss_after_ready_1000k_labels  the same with four labels on every trial
 ///     daemon_idle_context_switches_60s  context switches while idle after a client's calls
 ///     daemon_ready_1000k_retention      start to READY=1 with 1,000,000 active trials and
@@ -44,7 +46,9 @@ func runDaemonBench() throws {
   // With the report socket bound, as under systemd: serving metrics must not wake it either.
   try measureLoadedDaemon(trials: trials, reportSocket: true) { daemon in
     report("daemon_ready_\(trials / 1000)k", daemon.secondsToReady, "s")
-    report("daemon_rss_after_ready_\(trials / 1000)k", daemon.memory().megabytes(\.resident), "MB", digits: 1)
+    let memory = daemon.memory()
+    report("daemon_rss_after_ready_\(trials / 1000)k", memory.megabytes(\.resident), "MB", digits: 1)
+    report("daemon_peak_rss_ready_\(trials / 1000)k", memory.megabytes(\.peak), "MB", digits: 1)
     try measureIdleSwitches(daemon)
   }
   try measureLoadedDaemon(trials: trials, labels: benchLabels) { daemon in

@@ -146,6 +146,8 @@ struct ResidentMemory {
   var resident = 0
   var file = 0
   var anonymous = 0
+  /// The most it was resident at once since it started (`VmHWM`).
+  var peak = 0
   /// Proportional: each shared page divided by the processes that map it (smaps' Pss).
   var proportional = 0
   /// The pages of the program's own file (its code and read-only data), from smaps.
@@ -173,6 +175,7 @@ struct ResidentMemory {
       case "VmRSS:": resident = kilobytes * 1024
       case "RssFile:": file = kilobytes * 1024
       case "RssAnon:": anonymous = kilobytes * 1024
+      case "VmHWM:": peak = kilobytes * 1024
       default: break
       }
     }

@@ -99,3 +99,57 @@ extension Trial {
     endedAt = date
   }
 }
+
+/// `trialwatch-bench populate --state DIR --trials N [--ending-from S] [--ending-to S]`:
+/// writes `N` active trials into the LMDB store in `DIR` (created if missing; no daemon may
+/// have it open), as `make bench` writes the daemon's (each with the default reminders), their
+/// ends drawn evenly between `S` seconds from now (default 10 and 40 days; a negative `S` is in
+/// the past, and the daemon started on the store catches up with those trials). For measuring
+/// a daemon's start by hand (docs/install.md, "Memory"). Prints `populated N trials`
+/// and returns 0, or names the failure on stderr and returns 1.
+enum PopulateActiveCommand {
+  static let name = "populate"
+
+  static func main(_ arguments: [String]) -> Int32 {
+    let usage = "usage: \(name) --state DIR --trials N [--ending-from SECONDS] [--ending-to SECONDS]"
+    var state = ""
+    var trials = 0
+    var from = 10.0 * 86_400
+    var to = 40.0 * 86_400
+    var rest = arguments[...]
+    while let option = rest.popFirst() {
+      guard let value = rest.popFirst() else { return fail(usage) }
+      switch option {
+      case "--state": state = value
+      case "--trials": trials = Int(value) ?? 0
+      case "--ending-from": from = Double(value) ?? .nan
+      case "--ending-to": to = Double(value) ?? .nan
+      default: return fail(usage)
+      }
+    }
+    guard !state.isEmpty, trials > 0, from <= to else { return fail(usage) }
+    do {
+      let repository = try LMDBTrialRepository(directory: state)
+      defer { repository.close() }
+      let now = SystemWallClock().now()
+      var generator = SeededGenerator(seed: 42)
+      try writeInBatches(repository, count: trials) { txn, index in
+        // Started a day before the earliest end, so that no end comes before its start.
+        let end = now.addingTimeInterval(Double.random(in: from...to, using: &generator))
+        try txn.putTrial(
+          Trial(
+            id: TrialID(generator.next() | 1), subject: "bench-\(index)",
+            period: TrialPeriod(startDate: now.addingTimeInterval(min(from, 0) - 86_400), endDate: end)))
+      }
+      print("populated \(trials) trials")
+      return 0
+    } catch {
+      return fail("\(error)")
+    }
+  }
+
+  private static func fail(_ message: String) -> Int32 {
+    FileHandle.standardError.write(Data("trialwatch-bench \(name): \(message)\n".utf8))
+    return 1
+  }
+}

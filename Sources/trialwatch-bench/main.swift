@@ -8,12 +8,16 @@ import TrialStore
 // The planner bench runs first: it re-runs this executable once per case (a fresh process
 // for each memory figure), and each of those runs stops after its case. The control bench
 // re-runs it as its clients (`--control-client`, see ControlClient). `populate-plans` writes a
-// store for another harness and exits (see PopulateCommand).
+// store for another harness and exits (see PopulateCommand), `populate` one of active trials
+// (PopulateActiveCommand).
 if CommandLine.arguments.dropFirst().first == ControlClient.flag {
   exit(ControlClient.main(Array(CommandLine.arguments.dropFirst(2))))
 }
 if CommandLine.arguments.dropFirst().first == PopulateCommand.name {
   exit(PopulateCommand.main(Array(CommandLine.arguments.dropFirst(2))))
+}
+if CommandLine.arguments.dropFirst().first == PopulateActiveCommand.name {
+  exit(PopulateActiveCommand.main(Array(CommandLine.arguments.dropFirst(2))))
 }
 
 let sections = ProcessInfo.processInfo.environment["TRIALWATCH_BENCH"].map {

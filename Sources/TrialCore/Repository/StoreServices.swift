@@ -18,6 +18,14 @@ public protocol StoreServices: AnyObject, Sendable {
   /// (the file store: the pages of its file mapped in, which stay in the page cache). The
   /// daemon calls it once writes have gone quiet.
   func releaseMemory()
+  /// How many trials the daemon's start will hold in memory (the active ones, which its
+  /// planner holds), read without a scan of the records; nil when the store cannot tell that
+  /// cheaply (then the daemon checks its memory limit against its base alone).
+  func trialsToHold() throws -> Int?
+}
+
+extension StoreServices {
+  public func trialsToHold() throws -> Int? { nil }
 }
 
 /// How much room a store file takes, and how much of it holds nothing.

@@ -146,9 +146,12 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
     } catch {
       throw DaemonStartError("cannot create state directory \(directory): \(error)", errno: EACCES)
     }
+    let memoryLimit = CgroupMemory.current()
     _ = try? notifier.send(.status("loading store in \(directory)"), .extendTimeoutUsec(30_000_000))
     let opened: OpenedStore
     if configuration.storeBackend == .postgresql, let settings = configuration.postgreSQL {
+      // Before joining, which claims shards: a fleet's store does not count its trials cheaply.
+      try checkMemoryLimit(memoryLimit, store: nil)
       _ = try? notifier.send(.status("joining the fleet as \(settings.nodeName)"))
       do {
         let services = try stores.joinFleet(settings, Self.version)
@@ -169,6 +172,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
         "webhook endpoints are configured, but a fleet node delivers no webhooks: their files are ignored",
         metadata: ["endpoints": "\(configuration.webhooks.keys.sorted().joined(separator: " "))"])
     }
+    try checkMemoryLimit(memoryLimit, store: opened.services)
     let repository = opened.repository
     store = opened.services
     for note in opened.services.openingNotes {
@@ -243,6 +247,29 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       "ready",
       metadata: [
         "status": "\(status)", "journal_pace": "\(journalLimit(configuration).map { "\($0)" } ?? "off")",
+      ])
+  }
+
+  /// Fails the start, before the store is loaded or written to, when the cgroup's memory limit
+  /// is below what the daemon needs (`MemoryNeed`): with the trials the opened store says it
+  /// will hold (the store closed again), or for a fleet node, before it joins, with none.
+  /// Without a limit, or one that cannot be read, there is nothing to check.
+  private func checkMemoryLimit(_ limit: CgroupMemory.Limit?, store services: (any StoreServices)?) throws {
+    guard let limit else { return }
+    let space = services?.space()
+    let need = MemoryNeed(
+      trials: (try? services?.trialsToHold()) ?? 0, storeBytes: space.map { $0.fileBytes - $0.freeBytes } ?? 0
+    )
+    if let refusal = need.refusal(under: limit) {
+      services?.close()
+      throw DaemonStartError(refusal, errno: ENOMEM)
+    }
+    guard services != nil else { return }
+    logger.info(
+      "memory limit checked",
+      metadata: [
+        "limit_bytes": "\(limit.bytes)", "need_bytes": "\(need.bytes)", "trials": "\(need.trials)",
+        "store_bytes": "\(need.storeBytes)", "file": "\(limit.file)",
       ])
   }
 

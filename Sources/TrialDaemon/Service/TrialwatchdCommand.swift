@@ -37,7 +37,7 @@ public struct TrialwatchdCommand: ParsableCommand {
 
       EXIT STATUS
         0   a clean stop; a valid configuration (--check-config); a backup, restore or import       done; a store without problems (--verify-store)
-        1   a failure to start; an invalid configuration; a backup, restore or import that       could not be done (no store, no permission, the store in use, no space)
+        1   a failure to start (a cgroup memory limit below the store's need among them); an invalid configuration; a backup, restore or import that       could not be done (no store, no permission, the store in use, no space)
         2   the store or the backup file is damaged, inconsistent, not a trialwatch store or       of a newer version (--verify-store found problems, --restore refused the file); the       import file is invalid or conflicts with the store (--import changed nothing)
         64  a usage error
       """,
