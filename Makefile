@@ -83,6 +83,8 @@ SWIFT ?= swift
 # chromium, chromium-driver: the browser and its WebDriver (/usr/bin/chromedriver) that make
 # browser-test drives through Selenium (PIP_PACKAGES), Debian's both, so that Selenium downloads
 # nothing. python3-pip: pip for Debian's python3, which installs PIP_PACKAGES.
+# gcc: cc, which compiles the test's LD_PRELOAD shim that fails a write or fdatasync of the store
+# (Tests/faults/sync_fault.c, in the Swift tests).
 # prometheus: promtool, which checks the example alerting rules (etc/prometheus, in the Swift
 # tests) and the metrics make e2e writes for the node exporter and reads back from it, and the
 # server, which make e2e runs in the container's network namespace to scrape the HTTP gateway
@@ -91,7 +93,7 @@ APT_PACKAGES ?= pkg-config binutils tzdata libsystemd-dev liblmdb-dev libpq-dev 
   libcurl4-openssl-dev libssl-dev openssl libmicrohttpd-dev curl \
   debhelper lintian mandoc librsvg2-bin \
   postgresql redis-server at sqlite3 python3 python3-psycopg2 python3-redis prometheus \
-  chromium chromium-driver python3-pip
+  chromium chromium-driver python3-pip gcc
 STRICT = -Xswiftc -warnings-as-errors
 BENCH_SCRATCH = .build-bench
 BENCH_FLAGS = -c release --scratch-path $(BENCH_SCRATCH) $(STRICT)

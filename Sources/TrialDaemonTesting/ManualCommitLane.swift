@@ -6,7 +6,8 @@ import TrialEngine
 /// A commit lane for tests in virtual time: writes wait, as they would behind a slow commit,
 /// until the test carries them out (`commitWaiting`) or fails them (`failWaiting`). Waiting
 /// writes are carried out together, in one transaction, as the daemon's lane does; `perform`
-/// and `drain` carry out what waits first.
+/// and `drain` carry out what waits first. An I/O error of the store stops it as it stops the
+/// daemon's (see `CommitLane`).
 public final class ManualCommitLane: CommitLane {
   public var hooks: CommitHooks?
   private let repository: any TrialRepository
@@ -30,8 +31,11 @@ public final class ManualCommitLane: CommitLane {
   public let durations = CommitDurations()
 
   private var closed = false
+  /// The I/O error that stopped the lane, if one did.
+  public private(set) var storeFailure: (any Error)?
 
   public func submit(_ write: any CommitWrite) {
+    if let storeFailure { return CommitBatch.refusing(write, with: storeFailure).complete(hooks: nil) }
     guard !closed else { return CommitBatch.refusing(write).complete(hooks: nil) }
     waiting.append(write)
     submitted.append(monotonicNow())
@@ -43,8 +47,13 @@ public final class ManualCommitLane: CommitLane {
   public func commitWaiting() {
     guard !waiting.isEmpty else { return }
     var batch = take()
-    batch.commit(to: repository, hooks: hooks)
-    transactions += 1
+    if let storeFailure {
+      batch.fail(storeFailure)
+    } else {
+      batch.commit(to: repository, hooks: hooks)
+      transactions += 1
+      storeFailure = batch.storeFailure
+    }
     batch.complete(hooks: hooks)
   }
 
@@ -65,11 +74,18 @@ public final class ManualCommitLane: CommitLane {
 
   public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
     commitWaiting()
+    if let storeFailure { throw storeFailure }
     transactions += 1
     guard let hooks else { return try repository.write(body) }
-    let (result, recorded) = try hooks.write(body, on: repository)
-    hooks.committed(recorded)
-    return result
+    do {
+      let (result, recorded) = try hooks.write(body, on: repository)
+      hooks.committed(recorded)
+      return result
+    } catch let error where CommitBatch.stopsTheLane(error) {
+      storeFailure = error
+      hooks.storeFailed(error)
+      throw error
+    }
   }
 
   public func drain() {

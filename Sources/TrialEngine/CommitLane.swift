@@ -16,6 +16,15 @@ import TrialCore
 /// since the last write there), whose result is handed to `committed` on the engine's context,
 /// with the transitions of trials the transaction wrote, before the completions of the
 /// transaction's writes; `settled` runs after them.
+///
+/// A transaction that fails with an I/O error of the store (`StoreFaultReason.ioError`: a write
+/// or an `fdatasync` of the store's file failed) is the last the lane attempts. After a failed
+/// `fdatasync` the kernel may have dropped the pages it could not write and report the next
+/// sync as a success, so a later commit could report as durable what is not. Its writes fail
+/// with the error; every write after it (waiting, or submitted later) and `perform` fail with
+/// the same error, no transaction begun; and the hooks' `storeFailed` runs once, on the engine's
+/// context, before the failed writes' completions. Only a new process, reading what is durable
+/// on disk, writes again.
 public protocol CommitLane: AnyObject {
   /// Carries `write` out in a write transaction after every write submitted before it; then,
   /// on the engine's context, tells it how that went (`CommitWrite`).
@@ -72,7 +81,10 @@ public struct CommitHooks {
   public let settled: () -> Void
   /// On the engine's context, when a transaction failed (before its writes' completions): the
   /// error, and how many writes it failed.
-  public let refused: (any Error, Int) -> Void
+  public var refused: (any Error, Int) -> Void = { _, _ in }
+  /// On the engine's context, once: a transaction failed with an I/O error, and the lane takes
+  /// no write from now on (see `CommitLane`); before the failed writes' completions.
+  public var storeFailed: (any Error) -> Void = { _ in }
 }
 
 /// A write the lane carries out, and what it does with the outcome: one object a write, which
@@ -141,6 +153,9 @@ public struct CommitBatch {
   private(set) var writes: [any CommitWrite] = []
   private var failure: (any Error)?
   private var record = CommitRecord()
+  /// The I/O error this batch's own transaction failed with, which stops its lane; nil when
+  /// it committed, failed otherwise, or was failed without a transaction (`fail`).
+  public private(set) var storeFailure: (any Error)?
 
   public init() {}
 
@@ -164,8 +179,15 @@ public struct CommitBatch {
       failure = nil
     } catch {
       failure = error
+      if Self.stopsTheLane(error) { storeFailure = error }
     }
     self.record = record
+  }
+
+  /// Whether a failed transaction is the last its lane attempts: an I/O error of the store
+  /// (see `CommitLane`).
+  public static func stopsTheLane(_ error: any Error) -> Bool {
+    (error as? any StoreFaultError)?.storeFault == .ioError
   }
 
   /// Fails every write without running it (nothing is written).
@@ -173,19 +195,23 @@ public struct CommitBatch {
     failure = error
   }
 
-  /// A write refused by a closed lane: failed with `Engine.stopping`, completed without hooks.
-  public static func refusing(_ write: any CommitWrite) -> CommitBatch {
+  /// A write refused by a closed lane (failed with `Engine.stopping`) or by one an I/O error
+  /// stopped (with that error): completed without hooks.
+  public static func refusing(_ write: any CommitWrite, with error: any Error = Engine.stopping)
+    -> CommitBatch
+  {
     var batch = CommitBatch()
     batch.append(write)
-    batch.fail(Engine.stopping)
+    batch.fail(error)
     return batch
   }
 
   /// On the engine's context, once `commit` (or `fail`) ran: the deliveries the transaction
-  /// recorded, then each write's `done`, the hooks' `settled` (unless every write was
-  /// bookkeeping), and each write's `settled`.
+  /// recorded (or the I/O error that stopped the lane), then each write's `done`, the hooks'
+  /// `settled` (unless every write was bookkeeping), and each write's `settled`.
   public func complete(hooks: CommitHooks?) {
     if let failure { hooks?.refused(failure, writes.count) } else { hooks?.committed(record) }
+    if let storeFailure { hooks?.storeFailed(storeFailure) }
     for write in writes { write.done(failure: failure) }
     if writes.contains(where: { !$0.isBookkeeping }) { hooks?.settled() }
     for write in writes { write.settled() }
@@ -193,6 +219,9 @@ public struct CommitBatch {
 }
 
 extension CommitHooks {
+  /// Hooks that do nothing: a lane's until the engine sets its own.
+  static var none: CommitHooks { CommitHooks(prelude: { _ in [] }, committed: { _ in }, settled: {}) }
+
   /// A write of its own, the prelude first: its result, and what it made durable (for
   /// `committed`, on the engine's context). A lane's `perform`.
   public func write<R>(_ body: (any TrialWriteTransaction) throws -> R, on repository: any TrialRepository)
@@ -232,22 +261,33 @@ public final class ImmediateCommitLane: CommitLane {
   }
 
   private var closed = false
+  /// The I/O error that stopped the lane, if one did (see `CommitLane`).
+  private var storeFailure: (any Error)?
 
   public func submit(_ write: any CommitWrite) {
+    if let storeFailure { return CommitBatch.refusing(write, with: storeFailure).complete(hooks: nil) }
     guard !closed else { return CommitBatch.refusing(write).complete(hooks: nil) }
     var batch = CommitBatch()
     batch.append(write)
     batch.commit(to: repository, hooks: hooks)
+    storeFailure = batch.storeFailure
     batch.complete(hooks: hooks)
   }
 
   public func close() { closed = true }
 
   public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
-    guard let hooks else { return try repository.write(body) }
-    let (result, record) = try hooks.write(body, on: repository)
-    hooks.committed(record)
-    return result
+    if let storeFailure { throw storeFailure }
+    let hooks = self.hooks ?? .none
+    do {
+      let (result, record) = try hooks.write(body, on: repository)
+      hooks.committed(record)
+      return result
+    } catch let error where CommitBatch.stopsTheLane(error) {
+      storeFailure = error
+      hooks.storeFailed(error)
+      throw error
+    }
   }
 
   public func drain() {}
@@ -276,6 +316,8 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
     var submitted: [TimeInterval] = []
     var running = false
     var closed = false
+    /// The I/O error that stopped the lane, if one did (see `CommitLane`).
+    var storeFailure: (any Error)?
     /// Transactions done whose completions have not run yet, in order.
     var done: [Batch] = []
   }
@@ -301,20 +343,26 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
 
   public let durations = CommitDurations()
 
+  private enum Submission {
+    case started, queued
+    case refused(any Error)
+  }
+
   public func submit(_ write: any CommitWrite) {
     let now = monotonicNow()
-    let start: Bool? = state.withLock { state in
-      guard !state.closed else { return nil }
+    let submission: Submission = state.withLock { state in
+      if let failure = state.storeFailure { return .refused(failure) }
+      guard !state.closed else { return .refused(Engine.stopping) }
       state.waiting.batch.append(write)
       state.submitted.append(now)
       defer { state.running = true }
-      return !state.running
+      return state.running ? .queued : .started
     }
-    switch start {
-    case true?: queue.async { self.run() }
-    case false?: break
-    case nil:
-      let refused = Batch(batch: .refusing(write))
+    switch submission {
+    case .started: queue.async { self.run() }
+    case .queued: break
+    case .refused(let error):
+      let refused = Batch(batch: .refusing(write, with: error))
       engineQueue.async { refused.batch.complete(hooks: nil) }
     }
   }
@@ -324,20 +372,26 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
   }
 
   /// On the lane's queue: carries out the waiting writes, all of them in each transaction,
-  /// until none is left.
+  /// until none is left; once an I/O error stopped the lane, fails them untried.
   private func run() {
     while true {
-      var jobs = state.withLock { state in
+      let (waiting, stopped) = state.withLock { state in
         defer { state.waiting = Batch() }
         if state.waiting.batch.isEmpty { state.running = false }
-        return state.waiting
+        return (state.waiting, state.storeFailure)
       }
+      var jobs = waiting
       guard !jobs.batch.isEmpty else { return }
-      let began = monotonicNow()
-      jobs.batch.commit(to: repository, hooks: hooks)
-      durations.record(seconds: monotonicNow() - began)
+      if let stopped {
+        jobs.batch.fail(stopped)
+      } else {
+        let began = monotonicNow()
+        jobs.batch.commit(to: repository, hooks: hooks)
+        durations.record(seconds: monotonicNow() - began)
+      }
       state.withLock { state in
         state.submitted.removeFirst(jobs.batch.count)
+        if let failure = jobs.batch.storeFailure { state.storeFailure = failure }
         state.done.append(jobs)
       }
       engineQueue.async { self.complete() }
@@ -352,11 +406,26 @@ public final class DispatchCommitLane: CommitLane, @unchecked Sendable {
   }
 
   public func perform<R>(_ body: (any TrialWriteTransaction) throws -> R) throws -> R {
+    let hooks = self.hooks ?? .none
+    var stoppedNow = false
     // Behind the writes submitted before: the lane's queue runs them first.
-    guard let hooks else { return try queue.sync { try repository.write(body) } }
-    let (result, record) = try queue.sync { try hooks.write(body, on: repository) }
-    hooks.committed(record)
-    return result
+    let outcome: Result<(result: R, record: CommitRecord), any Error> = queue.sync {
+      if let failure = state.withLock({ $0.storeFailure }) { return .failure(failure) }
+      let outcome = Result { try hooks.write(body, on: repository) }
+      if case .failure(let error) = outcome, CommitBatch.stopsTheLane(error) {
+        state.withLock { $0.storeFailure = error }
+        stoppedNow = true
+      }
+      return outcome
+    }
+    switch outcome {
+    case .success(let done):
+      hooks.committed(done.record)
+      return done.result
+    case .failure(let error):
+      if stoppedNow { hooks.storeFailed(error) }
+      throw error
+    }
   }
 
   public func drain() {

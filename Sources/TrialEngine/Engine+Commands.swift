@@ -41,7 +41,8 @@ public final class CommandIntake: @unchecked Sendable {
   }
 
   /// Queues a command, from any thread; `completion` runs on the engine's context once it is
-  /// durable (or failed; once the engine stopped, with `Engine.stopping`).
+  /// durable (or failed; once the engine stopped, with `Engine.stopping`, or with the I/O error
+  /// that stopped its lane).
   public func submit(
     _ command: TrialCommand, completion: @escaping (Result<CommandResult, any Error>) -> Void
   ) {
@@ -70,7 +71,7 @@ extension Engine {
     _ body: @escaping (any TrialWriteTransaction) throws -> R, taken: @escaping (R) -> Void = { _ in },
     completion: @escaping (Result<R, any Error>) -> Void
   ) {
-    guard !stopped else { return completion(.failure(Self.stopping)) }
+    guard !stopped else { return completion(.failure(storeFailure ?? Self.stopping)) }
     commits.submit(ChangeWrite(body, taken: taken, completion: completion))
   }
 

@@ -35,6 +35,9 @@ public final class Engine {
   /// The wall and monotonic times of the last wake, to tell a wall-clock step.
   private var reference: (wall: Date, uptime: TimeInterval)?
   public private(set) var stopped = false
+  /// The I/O error that stopped the engine's writes (`CommitLane`), if one did: the engine
+  /// stopped with it, and only a new process writes again.
+  public private(set) var storeFailure: (any Error)?
   /// Told of every event logged, in cursor order.
   var logObservers: [any EventLogObserver] = []
   /// The newest event handed to the log observers.
@@ -82,7 +85,8 @@ public final class Engine {
         self?.duties.storeFaults.committed()
       },
       settled: { [weak self] in self?.settled() },
-      refused: { [weak self] error, writes in self?.duties.storeFaults.refused(error, writes: writes) })
+      refused: { [weak self] error, writes in self?.duties.storeFaults.refused(error, writes: writes) },
+      storeFailed: { [weak self] error in self?.storeFailed(error) })
     delivery.commitMarks = { [weak self] completion in
       // The prelude records them; the engine shows nothing of it.
       self?.commits.submit(ClosureWrite({ _ in () }, isBookkeeping: true, completion: completion))
@@ -184,11 +188,9 @@ public final class Engine {
     guard !stopped else { return }
     commits.close()
     commits.drain()
-    stopped = true
-    for item in [wake, retryWake] { item?.cancel() }
-    wake = nil
-    for duty in duties.all { duty.stop() }
-    delivery.stop()
+    halt()
+    // After an I/O error, nothing more is written (`storeFailed`).
+    guard storeFailure == nil else { return }
     do {
       let now = clock.now()
       try commits.perform { try $0.setLastSeenWallTime(now) }
@@ -197,6 +199,27 @@ public final class Engine {
         "could not record the deliveries made; they will be delivered again at start",
         metadata: ["error": "\(error)", "count": "\(delivery.unrecordedCount)"])
     }
+  }
+
+  /// Arms nothing from now on: no timer, no duty, no delivery.
+  private func halt() {
+    stopped = true
+    for item in [wake, retryWake] { item?.cancel() }
+    wake = nil
+    retryWake = nil
+    for duty in duties.all { duty.stop() }
+    delivery.stop()
+  }
+
+  /// A commit failed with an I/O error, and the lane takes no write from now on (see
+  /// `CommitLane`): the engine stops where it is, writing nothing more (not even at `stop`),
+  /// and tells its host, which ends the process so that a new one starts from what is durable
+  /// on disk. Runs before the failed writes' completions, so a failed firing is not retried.
+  private func storeFailed(_ error: any Error) {
+    guard storeFailure == nil else { return }
+    storeFailure = error
+    halt()
+    observer?.engineStoreFailed(error)
   }
 
   // MARK: Commits
@@ -273,6 +296,8 @@ public final class Engine {
     switch result {
     case .success(let value): taken = value
     case .failure(let error):
+      // An I/O error stopped the engine (`storeFailed`): nothing is retried.
+      guard storeFailure == nil else { return }
       logger.error(
         "could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
       replan(Set(due.map(\.event.trialID)))

@@ -49,6 +49,14 @@ public protocol EngineObserver: AnyObject {
   func engineWatchdogPing()
   /// The wall clock was stepped by `offset` seconds (negative: backwards).
   func engineDetectedClockStep(from expected: Date, to actual: Date)
+  /// A commit failed with an I/O error of the store (a failed write or `fdatasync`): the engine
+  /// has stopped, and writes nothing more (see `CommitLane`). The host ends the process, for a
+  /// new one to start from what is durable on disk.
+  func engineStoreFailed(_ error: any Error)
+}
+
+extension EngineObserver {
+  public func engineStoreFailed(_ error: any Error) {}
 }
 
 /// The engine's settings that configuration can change at run time.

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 import TrialCore
 import TrialEngine
+import TrialStore
 
 @testable import TrialDaemon
 
@@ -93,7 +94,19 @@ enum RepositoryFile {
       endpoint: "billing", disabled: .gone(at: end), last: .answered(status: 410, retryAfter: nil))
     fields[WebhookDuty.disabledMessageID] = Set(
       ["MESSAGE", "PRIORITY"] + disabled.keys.map { JournalField.fieldName(forKey: $0) })
+    let failed = StoreFailureEntry.metadata(
+      StoreError(.ioError, path: "/var/lib/trialwatch/data.mdb", problem: "an I/O error while committing"))
+    fields[EventJournalEntry.MessageID.storeFailed.rawValue] = Set(
+      ["MESSAGE", "PRIORITY"] + failed.keys.map { JournalField.fieldName(forKey: $0) })
     return fields
+  }
+
+  @Test func storeFailedEntry_NamesItsFault() {
+    let failed = StoreFailureEntry.metadata(
+      StoreError(.ioError, path: "/var/lib/trialwatch/data.mdb", problem: "an I/O error while committing"))
+    #expect(failed["message-id"] == "\(EventJournalEntry.MessageID.storeFailed.rawValue)")
+    #expect(failed["store-fault"] == "io-error")
+    #expect(failed["store-error"]?.description.hasPrefix("/var/lib/trialwatch/data.mdb: ") == true)
   }
 
   @Test func webhookDisabledEntry_IsTheEnginesMessageID() {

@@ -116,7 +116,7 @@ import TrialWebhookSender
       }
     }
     #expect(sections["COMMANDS"] == nil)
-    #expect(Pages.items(sections["EXIT STATUS"] ?? []).map(\.tag) == ["0", "1", "2", "64"])
+    #expect(Pages.items(sections["EXIT STATUS"] ?? []).map(\.tag) == ["0", "1", "2", "3", "64"])
   }
 
   @Test func senderPage_EveryOption_IsDescribed() throws {

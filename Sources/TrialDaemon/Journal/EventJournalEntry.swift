@@ -31,6 +31,9 @@ public enum EventJournalEntry {
     case resumed = "ac0a8c5469ff4fbea738cf5cfb2f368f"
     /// A webhook endpoint was disabled (logged by the engine: `WebhookDuty.disabledMessageID`).
     case webhookDisabled = "f75962a2895d4649bb6ea076b97e58b1"
+    /// The store failed to write or sync, and the daemon stops (logged by the daemon:
+    /// `StoreFailureEntry`).
+    case storeFailed = "289e4c99d17648dc906fb204f9e7b610"
   }
 
   /// syslog priorities used by the entries.

@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Logging
 import ProcessMemory
+import Synchronization
 import Systemd
 import TrialConfiguration
 import TrialCore
@@ -54,7 +55,8 @@ public struct DaemonStartError: Error, CustomStringConvertible {
 }
 
 /// trialwatchd's life: load the configuration and the store, catch up, `READY=1`, serve;
-/// `SIGHUP` reloads the configuration, `SIGTERM`/`SIGINT` stop cleanly.
+/// `SIGHUP` reloads the configuration, `SIGTERM`/`SIGINT` stop cleanly. A failed write or sync
+/// of the store stops it too, with `StoreFailureEntry.exitStatus`.
 ///
 /// Everything after start-up happens on `queue`, the one serial queue that owns the engine,
 /// except taking signals and stopping, which the main thread does (see `stop(signal:)`).
@@ -86,6 +88,9 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
   public var fleetStatus: (@Sendable () -> FleetStatus?)?
   /// This daemon's part of its fleet (the metrics); nil on a single host.
   public var fleetServices: (any FleetServices)? { fleet?.fleet }
+  /// Set on the engine's queue when the store failed to write or sync; read by the stop, on
+  /// the main thread.
+  private let storeFailed = Atomic(false)
 
   public init(options: DaemonOptions, stores: StoreBackends) {
     self.options = options
@@ -321,10 +326,14 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
 
   /// Runs on the main thread, where signals are taken. The control server stops first, while
   /// the engine's queue is still free to answer the calls in progress; then the engine stops on
-  /// its queue, after the transaction in flight, committing the changes already submitted.
+  /// its queue, after the transaction in flight, committing the changes already submitted. After
+  /// a failed write or sync of the store (`engineStoreFailed`) the engine has stopped already,
+  /// writing nothing more, and the exit status says so.
   private func stop(signal: String) {
-    logger.notice("stopping on \(signal)")
-    _ = try? notifier.send(.stopping, .status("stopping"))
+    let failed = storeFailed.load(ordering: .acquiring)
+    logger.notice(failed ? "stopping: the store failed to write or sync" : "stopping on \(signal)")
+    _ = try? notifier.send(
+      .stopping, .status(failed ? "stopping: the store failed to write or sync" : "stopping"))
     for service in services.reversed() { service.stop() }
     // A fleet node hands its shards over first, so that the others fire them at once.
     fleet?.leave()
@@ -332,7 +341,7 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
       engine?.stop()
       clockSteps?.stop()
     }
-    exit(0)
+    exit(storeFailed.load(ordering: .acquiring) ? StoreFailureEntry.exitStatus : 0)
   }
 
   // MARK: EngineObserver
@@ -347,6 +356,19 @@ public final class Daemon: EngineObserver, @unchecked Sendable {
 
   public func engineDetectedClockStep(from expected: Date, to actual: Date) {
     journalSink?.clockStepped(from: expected, to: actual)
+  }
+
+  /// The store failed to write or sync, and the engine has stopped: says why (the catalog
+  /// explains the entry), then hands the stop to the main thread as a `SIGTERM` does. The
+  /// process exits with `StoreFailureEntry.exitStatus`, for systemd to start it again
+  /// (`Restart=on-failure`) from what is durable on disk.
+  public func engineStoreFailed(_ error: any Error) {
+    guard !storeFailed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    logger.critical("\(StoreFailureEntry.message(error))", metadata: StoreFailureEntry.metadata(error))
+    _ = try? notifier.send(.status("the store failed to write or sync: \(error)"), .errno(EIO))
+    // Once the failed writes' completions, next on this queue, have handed their answers to
+    // the connections: those go out before the control server closes them.
+    queue.async { kill(getpid(), SIGTERM) }
   }
 }
 

@@ -15,8 +15,9 @@ public struct TrialwatchdCommand: ParsableCommand {
     discussion: """
       Runs in the foreground as a systemd service (Type=notify): READY=1 once the store is \
       loaded and events missed while stopped have fired; SIGHUP reloads the configuration; \
-      SIGTERM stops cleanly. Events go to the journal, one structured entry each; on a \
-      terminal they are logged to standard error.
+      SIGTERM stops cleanly; a failed write or sync of the store stops it too, with exit \
+      status 3, for systemd to start it again. Events go to the journal, one structured entry \
+      each; on a terminal they are logged to standard error.
 
       Configuration: /etc/trialwatch/trialwatch.conf and \
       /etc/trialwatch/trialwatch.conf.d/*.conf (see trialwatch.conf(5)).
@@ -39,6 +40,7 @@ public struct TrialwatchdCommand: ParsableCommand {
         0   a clean stop; a valid configuration (--check-config); a backup, restore or import       done; a store without problems (--verify-store)
         1   a failure to start (a cgroup memory limit below the store's need among them); an invalid configuration; a backup, restore or import that       could not be done (no store, no permission, the store in use, no space)
         2   the store or the backup file is damaged, inconsistent, not a trialwatch store or       of a newer version (--verify-store found problems, --restore refused the file); the       import file is invalid or conflicts with the store (--import changed nothing)
+        3   the store failed to write or sync (an I/O error): the daemon wrote nothing more after it and stopped, for systemd to start it again from what is durable on disk (Restart=on-failure)
         64  a usage error
       """,
     version: Daemon.version)
