@@ -91,6 +91,14 @@ public enum PGError: Error, Hashable, Sendable, CustomStringConvertible {
     }
   }
 
+  /// True when a session cannot go on writing: it was lost, or its server refuses writes
+  /// (25006: a standby, or a primary turned read-only to fence it in a failover). Its writer
+  /// connects again: with `target_session_attrs=read-write`, libpq finds the server that takes
+  /// writes among the hosts of `Connection=`.
+  public var needsNewSession: Bool {
+    isConnectionLoss || sqlState == "25006"
+  }
+
   /// The SQLSTATE of a server error; nil for a connection error.
   public var sqlState: String? {
     switch self {
