@@ -89,7 +89,8 @@ def interface_errors(path):
         client.connection.settimeout(10.0)
         client.connection.connect(path)
         client.replies = frames(client.connection)
-        message = {"method": "org.varlink.service.GetInterfaceDescription", "parameters": {"interface": "io.trialwatch"}}
+        message = {"method": "org.varlink.service.GetInterfaceDescription",
+                   "parameters": {"interface": "io.trialwatch"}}
         client.connection.sendall(json.dumps(message).encode() + b"\0")
         reply = next(reply for complete in client.replies for reply in complete)
     finally:

@@ -135,8 +135,8 @@ def report(checks, run):
     kept = fa.unacknowledged_kept(commands, run["subjects"])
     checks.check("failover_acknowledged", not failing,
                  f"{len(missing)} of {len(acknowledged)} acknowledged starts missing afterwards ("
-                 + (", ".join(f"{key or 'no switch'} {len(items)}" for key, items in sorted(missing_by.items(), key=str))
-                    or "none") + f"); {len(kept)} failed starts kept all the same (their reply was lost with the "
+                 + (", ".join(f"{key or 'no switch'} {len(items)}"
+                              for key, items in sorted(missing_by.items(), key=str)) or "none") + f"); {len(kept)} failed starts kept all the same (their reply was lost with the "
                  "connection)" + (f" (missing: {', '.join(c.subject for c in failing[:5])})" if failing else ""))
 
     counts = Counter(event_id for ids in run["logs"].values() for event_id in ids)
