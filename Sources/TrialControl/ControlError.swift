@@ -28,13 +28,15 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public var firstStartedAt: String?
     /// The generation of the event log now (`CursorGeneration`).
     public var generation: Int?
+    /// Why the store cannot take writes (`StoreUnavailable`): a `StoreFaultReason`.
+    public var reason: String?
 
     public init(
       id: String? = nil, subject: String? = nil, state: String? = nil, method: String? = nil, uid: Int? = nil,
       interface: String? = nil, parameter: String? = nil, problem: String? = nil, limit: Int? = nil,
       message: String? = nil, cursor: String? = nil, resumeAfter: String? = nil, oldest: String? = nil,
       last: String? = nil, name: String? = nil, plan: String? = nil, firstStartedAt: String? = nil,
-      generation: Int? = nil
+      generation: Int? = nil, reason: String? = nil
     ) {
       self.id = id
       self.subject = subject
@@ -54,6 +56,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.generation = generation
       self.plan = plan
       self.firstStartedAt = firstStartedAt
+      self.reason = reason
     }
   }
 
@@ -133,6 +136,11 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
 
   public static func internalError(_ message: String) -> Self {
     Self(name: Name.internalError, parameters: Parameters(message: message))
+  }
+
+  /// The store cannot take the write now (a storage fault, not a bug): nothing was changed.
+  public static func storeUnavailable(_ reason: StoreFaultReason, message: String) -> Self {
+    Self(name: Name.storeUnavailable, parameters: Parameters(message: message, reason: reason.rawValue))
   }
 
   public static func webhookNotFound(_ name: String) -> Self {
@@ -215,6 +223,9 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     case Name.tooManyConnections:
       return "too many connections to the daemon (limit \(p.limit.map(String.init) ?? "?"))"
     case Name.internalError: return "internal error: \(p.message ?? "?")"
+    case Name.storeUnavailable:
+      let reason = p.reason.flatMap(StoreFaultReason.init(rawValue:))?.summary ?? p.reason ?? "?"
+      return "the store cannot take writes now (\(reason)); nothing was changed: \(p.message ?? "?")"
     case Name.eventsPruned:
       return "events after cursor \(p.cursor ?? "?") were pruned from the event log (the oldest kept is "
         + "\(p.oldest ?? "none"); resume after \(p.resumeAfter ?? "?"))"

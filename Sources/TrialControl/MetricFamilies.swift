@@ -28,6 +28,7 @@ public enum MetricFamily: String, CaseIterable, Sendable {
   case commitCount = "store_commit_seconds_count"
   case storeFile = "store_file_bytes"
   case storeFree = "store_free_bytes"
+  case storeRefusedWrites = "store_refused_writes"
   case controlCalls = "control_calls"
   case controlErrors = "control_errors"
   case connections = "control_connections"
@@ -53,7 +54,7 @@ public enum MetricFamily: String, CaseIterable, Sendable {
       .webhookOldestPending, .webhookDisabled, .webhookSender:
       .gauge
     case .eventsFired, .eventsSkipped, .eventsFiredLate, .latenessBucket, .latenessSum, .latenessCount,
-      .eventsLogged, .commitBucket, .commitSum, .commitCount, .controlCalls, .controlErrors,
+      .eventsLogged, .commitBucket, .commitSum, .commitCount, .storeRefusedWrites, .controlCalls, .controlErrors,
       .refusedConnections, .fleetRenewals, .fleetLosses, .webhookDeliveries:
       .counter
     }
@@ -92,6 +93,9 @@ public enum MetricFamily: String, CaseIterable, Sendable {
     case .commitCount: "Write transactions since the daemon started"
     case .storeFile: "The size of the store's file, in bytes"
     case .storeFree: "Bytes in the store's file free for reuse"
+    case .storeRefusedWrites:
+      "Writes the store refused since the daemon started, by reason (field reason: disk-full, io-error, "
+        + "database-unreachable, database-read-only)"
     case .controlCalls: "Calls answered since the daemon started, by method (field method)"
     case .controlErrors:
       "Calls answered with an error since the daemon started, by method (field method; methods that had one)"

@@ -333,6 +333,24 @@ public struct HeldEvents: Codable, Hashable, Sendable {
   }
 }
 
+/// Writes the store refuses now, for a fault of the storage.
+public struct StoreFaultObject: Codable, Hashable, Sendable {
+  /// A `StoreFaultReason`: `disk-full`, `io-error`, `database-unreachable`, `database-read-only`.
+  public var reason: String
+  /// The last refusal's error, in words.
+  public var message: String
+  /// When the first write was refused.
+  public var since: Date
+  public var refusedWrites: Int
+
+  public init(reason: String, message: String, since: Date, refusedWrites: Int) {
+    self.reason = reason
+    self.message = message
+    self.since = since
+    self.refusedWrites = refusedWrites
+  }
+}
+
 public struct GetStatusReply: Codable, Hashable, Sendable {
   public var version: String
   public var startedAt: Date
@@ -353,13 +371,16 @@ public struct GetStatusReply: Codable, Hashable, Sendable {
   /// Events taken but held back from the journal (its rate limit, a failing sink); nil when
   /// none are.
   public var held: HeldEvents?
+  /// Writes the store refuses now (a full disk, an unreachable database); nil while it takes them.
+  public var storeFault: StoreFaultObject?
 
   public init(
     version: String, startedAt: Date, uptime: Duration, trials: TrialCounts, pendingEvents: Int,
     nextEvent: EventObject? = nil, storeBytes: Int? = nil, connections: Int, watchers: Int,
-    fleet: FleetObject? = nil, held: HeldEvents? = nil
+    fleet: FleetObject? = nil, held: HeldEvents? = nil, storeFault: StoreFaultObject? = nil
   ) {
     self.held = held
+    self.storeFault = storeFault
     self.version = version
     self.startedAt = startedAt
     self.uptime = Span(.seconds(max(0, uptime.components.seconds)))

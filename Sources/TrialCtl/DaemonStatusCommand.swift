@@ -6,7 +6,8 @@ struct DaemonStatus: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     commandName: "daemon-status",
     abstract:
-      "Show the daemon's version, uptime, trial counts, next event, trials due soon and events held back.")
+      "Show the daemon's version, uptime, trial counts, next event, trials due soon, events held back and "
+      + "writes the store refuses.")
 
   @OptionGroup var global: GlobalOptions
   @Option(

@@ -222,6 +222,13 @@ public final class TrialPresenter {
         LabeledValue(
           label: "Held back", value: "\(held.events) event\(held.events == 1 ? "" : "s") (\(held.reason))"))
     }
+    if let fault = status.storeFault {
+      let reason = StoreFaultReason(rawValue: fault.reason)?.summary ?? fault.reason
+      details.append(
+        LabeledValue(
+          label: "Writes refused",
+          value: "\(reason) since \(date(fault.since)) (\(fault.refusedWrites) refused): \(fault.message)"))
+    }
     if let fleet = status.fleet { details += fleetDetails(fleet) }
     let trials = counts.active == 1 ? "1 active trial" : "\(counts.active) active trials"
     output.showDetails(

@@ -66,6 +66,7 @@ public enum CtlExitCode: Int32, Sendable, CaseIterable {
   case notFound = 3
   case permissionDenied = 4
   case unreachable = 5
+  case storeUnavailable = 6
 }
 
 /// A failure with the message to print and the exit code to end with.
@@ -107,6 +108,19 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
     self.init(remote)
   }
 
+  /// What an operator does about a store that cannot take writes, by its reason.
+  static func storeHint(_ reason: String?) -> String {
+    switch reason.flatMap(StoreFaultReason.init(rawValue:)) {
+    case .diskFull:
+      "Free space on the state directory's file system; writes resume by themselves "
+        + "(check: trialwatchctl daemon-status)"
+    case .ioError: "The disk failed; the daemon restarts from what is durable (check: journalctl -u trialwatch)"
+    case .databaseUnreachable, .databaseReadOnly:
+      "The fleet's PostgreSQL cannot take writes now; retry once it (or its promoted standby) does"
+    case nil: "Check: journalctl -u trialwatch"
+    }
+  }
+
   /// The failure an error the daemon replied with means.
   public init(_ remote: ControlError) {
     switch remote.name {
@@ -133,6 +147,8 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
           + "\nTo let the subject start one again: trialwatchctl grant-again SUBJECT --plan \(remote.parameters.plan ?? "PLAN")",
         exitCode: .failure)
     case ControlError.Name.permissionDenied: self.init(remote.description, exitCode: .permissionDenied)
+    case ControlError.Name.storeUnavailable:
+      self.init(remote.description + "\n" + Self.storeHint(remote.parameters.reason), exitCode: .storeUnavailable)
     case ControlError.Name.invalidParameter: self.init(remote.description, exitCode: .usage)
     default: self.init(remote.description, exitCode: .failure)
     }
@@ -167,6 +183,7 @@ public struct TrialwatchCtl: ParsableCommand {
         3  not found: no such trial, consumer, cursor, plan, webhook endpoint or token
         4  permission denied
         5  daemon unreachable (check: systemctl status trialwatch)
+        6  store unavailable: a full or failing disk, a fleet's database unreachable (nothing changed)
       """,
     subcommands: [
       Start.self, Status.self, List.self, Extend.self, Pause.self, Resume.self, End.self, Plan.self,

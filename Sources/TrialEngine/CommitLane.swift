@@ -70,6 +70,9 @@ public struct CommitHooks {
   /// On the engine's context, after the completions of a transaction's writes (or their
   /// failure).
   public let settled: () -> Void
+  /// On the engine's context, when a transaction failed (before its writes' completions): the
+  /// error, and how many writes it failed.
+  public let refused: (any Error, Int) -> Void
 }
 
 /// A write the lane carries out, and what it does with the outcome: one object a write, which
@@ -182,7 +185,7 @@ public struct CommitBatch {
   /// recorded, then each write's `done`, the hooks' `settled` (unless every write was
   /// bookkeeping), and each write's `settled`.
   public func complete(hooks: CommitHooks?) {
-    if failure == nil { hooks?.committed(record) }
+    if let failure { hooks?.refused(failure, writes.count) } else { hooks?.committed(record) }
     for write in writes { write.done(failure: failure) }
     if writes.contains(where: { !$0.isBookkeeping }) { hooks?.settled() }
     for write in writes { write.settled() }

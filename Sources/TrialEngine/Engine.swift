@@ -55,7 +55,8 @@ public final class Engine {
   lazy var duties = EngineDuties(
     status: StatusDuty(engine: self), pruning: PruningDuty(engine: self),
     retention: RetentionDuty(engine: self), memory: MemoryDuty(engine: self),
-    lookahead: LookaheadDuty(engine: self), webhooks: WebhookDuty(engine: self))
+    lookahead: LookaheadDuty(engine: self), webhooks: WebhookDuty(engine: self),
+    storeFaults: StoreFaultDuty(engine: self))
 
   public init(
     repository: any TrialRepository, scheduler: any WakeScheduler,
@@ -78,8 +79,10 @@ public final class Engine {
       committed: { [weak self] record in
         delivery.marksRecorded(record.deliveries)
         self?.committed(record.transitions)
+        self?.duties.storeFaults.committed()
       },
-      settled: { [weak self] in self?.settled() })
+      settled: { [weak self] in self?.settled() },
+      refused: { [weak self] error, writes in self?.duties.storeFaults.refused(error, writes: writes) })
     delivery.commitMarks = { [weak self] completion in
       // The prelude records them; the engine shows nothing of it.
       self?.commits.submit(ClosureWrite({ _ in () }, isBookkeeping: true, completion: completion))

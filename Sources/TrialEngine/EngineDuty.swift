@@ -21,8 +21,9 @@ struct EngineDuties {
   let memory: MemoryDuty
   let lookahead: LookaheadDuty
   let webhooks: WebhookDuty
+  let storeFaults: StoreFaultDuty
 
-  var all: [any EngineDuty] { [status, pruning, retention, memory, lookahead, webhooks] }
+  var all: [any EngineDuty] { [status, pruning, retention, memory, lookahead, webhooks, storeFaults] }
 }
 
 /// A wake of a duty's, armed for a wall-clock time: re-armed only to come earlier, unless

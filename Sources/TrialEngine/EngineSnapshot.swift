@@ -20,6 +20,10 @@ public struct EngineSnapshot: Hashable, Sendable {
   /// Events held back from the sinks, and why (`DeliveryQueue`).
   public var heldEvents = 0
   public var heldReason: String?
+  /// Writes refused now for a fault of the storage (a full disk ...); nil while it takes them.
+  public var storeFault: StoreFaultStatus?
+  /// Writes refused since start, by reason (the metrics).
+  public var refusedWrites: [StoreFaultReason: Int] = [:]
 }
 
 /// Where the engine publishes its snapshot: written on the engine's queue after every change

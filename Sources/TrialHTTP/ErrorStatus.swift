@@ -17,7 +17,7 @@ enum ErrorStatus {
       return 409
     case N.eventsPruned: return 410
     case N.messageTooLarge: return 413
-    case N.tooManyConnections, N.webhookSenderUnavailable: return 503
+    case N.tooManyConnections, N.webhookSenderUnavailable, N.storeUnavailable: return 503
     default: return 500
     }
   }

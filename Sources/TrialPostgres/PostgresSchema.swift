@@ -1,3 +1,5 @@
+import TrialCore
+
 /// The shared store's tables, in the schema `trialwatch`, and their versions. The schema is
 /// created by the first daemon to start against an empty database and upgraded in place by a
 /// newer one, each under an advisory lock so that nodes starting together do it once; a
@@ -429,5 +431,11 @@ public enum PostgresStoreError: Error, Hashable, Sendable, CustomStringConvertib
       "node name \(name) is in use by another running trialwatchd: give each node its own NodeName="
     case .notConnected(let why): "not connected to PostgreSQL: \(why)"
     }
+  }
+}
+
+extension PostgresStoreError: StoreFaultError {
+  public var storeFault: StoreFaultReason? {
+    if case .notConnected = self { .databaseUnreachable } else { nil }
   }
 }

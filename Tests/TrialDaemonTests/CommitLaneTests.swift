@@ -55,7 +55,8 @@ private struct LaneHarness {
     let repository = InMemoryTrialRepository()
     var settled = 0
     var answered: [String] = []
-    let hooks = CommitHooks(prelude: { _ in [] }, committed: { _ in }, settled: { settled += 1 })
+    let hooks = CommitHooks(
+      prelude: { _ in [] }, committed: { _ in }, settled: { settled += 1 }, refused: { _, _ in })
     for writes in [[true], [true, false], [false, false]] {
       var batch = CommitBatch()
       for isBookkeeping in writes {

@@ -160,6 +160,10 @@ public struct MetricsHandlers: Sendable {
       case .commitCount: add(.integer(sources.commits.current.count))
       case .storeFile: if let space = sources.space() { add(space.fileBytes) }
       case .storeFree: if let space = sources.space() { add(space.freeBytes) }
+      case .storeRefusedWrites:
+        for reason in StoreFaultReason.allCases {
+          add(snapshot.refusedWrites[reason, default: 0], ["reason": reason.rawValue])
+        }
       case .controlCalls:
         for tally in sources.counters.calls { add(tally.calls, ["method": tally.method]) }
       case .controlErrors:

@@ -132,7 +132,11 @@ public final class TrialsHandlers: @unchecked Sendable {
             storeBytes: self.storeBytes(), connections: self.counters.connections,
             watchers: self.counters.watchers, fleet: fleet?.fleet,
             held: status.heldEvents > 0
-              ? HeldEvents(events: status.heldEvents, reason: status.heldReason ?? "delivery held") : nil)
+              ? HeldEvents(events: status.heldEvents, reason: status.heldReason ?? "delivery held") : nil,
+            storeFault: status.storeFault.map {
+              StoreFaultObject(
+                reason: $0.reason.rawValue, message: $0.message, since: $0.since, refusedWrites: $0.refused)
+            })
         }
       },
       Route(Trials.getOutlook) { p, done in
@@ -283,12 +287,18 @@ public final class TrialsHandlers: @unchecked Sendable {
 
 extension ControlError {
   /// Any error as the one a client receives: a `ControlError` as it is, a `TrialError` as its
-  /// reply, anything else as an internal error whose message is `context` and the error.
+  /// reply, a fault of the storage as `StoreUnavailable`, anything else as an internal error
+  /// whose message is `context` and the error.
   init(answering error: any Error, context: String = "") {
     switch error {
     case let error as ControlError: self = error
     case let error as TrialError: self.init(error)
-    default: self = .internalError("\(context)\(error)")
+    default:
+      if let reason = (error as? any StoreFaultError)?.storeFault {
+        self = .storeUnavailable(reason, message: "\(context)\(error)")
+      } else {
+        self = .internalError("\(context)\(error)")
+      }
     }
   }
 }

@@ -93,12 +93,17 @@ final class StatusDuty: EngineDuty {
 
   /// The status line: `3 active trials; next: acme-42 expires in 2h 13min` (the time to go
   /// in `TimeSpan.Style.brief`), and events held back from the journal when there are:
-  /// `3 active trials; next: ...; 1200 events held back (at most 9000 entries per 30s to the journal)`.
+  /// `3 active trials; next: ...; 1200 events held back (at most 9000 entries per 30s to the journal)`;
+  /// first, while the store refuses writes:
+  /// `the store refuses writes: the disk is full (since 2026-12-03T03:41:07Z); 3 active trials; ...`.
   func line() -> String {
+    var line = trialsLine()
     let held = engine.delivery.heldCount
-    guard held > 0 else { return trialsLine() }
-    return trialsLine() + "; \(held) event\(held == 1 ? "" : "s") held back ("
-      + (engine.delivery.heldReason ?? "delivery held") + ")"
+    if held > 0 {
+      line += "; \(held) event\(held == 1 ? "" : "s") held back (" + (engine.delivery.heldReason ?? "delivery held") + ")"
+    }
+    guard let fault = engine.duties.storeFaults.current else { return line }
+    return "the store refuses writes: \(fault.reason.summary) (since \(RFC3339.format(fault.since))); " + line
   }
 
   private func trialsLine() -> String {
@@ -140,6 +145,7 @@ final class StatusDuty: EngineDuty {
       counts: engine.counts, pendingEvents: engine.planner.pendingEventCount, nextEvent: next,
       nextAttributes: attributes, settings: engine.settings, tally: engine.tally,
       openByPlan: engine.trials.openByPlan, heldEvents: engine.delivery.heldCount,
-      heldReason: engine.delivery.heldReason)
+      heldReason: engine.delivery.heldReason, storeFault: engine.duties.storeFaults.current,
+      refusedWrites: engine.duties.storeFaults.refusedByReason)
   }
 }
