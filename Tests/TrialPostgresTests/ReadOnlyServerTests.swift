@@ -10,6 +10,17 @@ import TrialTesting
 /// in a failover) is left for a new one, which `target_session_attrs=read-write` sends to the
 /// primary.
 @Suite struct ReadOnlyServerTests {
+  /// libpq's own error, without SQLSTATE, when the server goes away in the middle of a pipeline
+  /// (a commit's round trip) before libpq marks the connection bad: a lost connection, and so a
+  /// store fault, not a bug.
+  @Test func errorWithoutSQLState_IsALostConnection() {
+    let lost = PGError.server(
+      sqlState: "", message: "server closed the connection unexpectedly", detail: nil)
+    #expect(lost.isConnectionLoss && lost.needsNewSession && lost.storeFault == .databaseUnreachable)
+    let refused = PGError.server(sqlState: "42P01", message: "relation does not exist", detail: nil)
+    #expect(!refused.isConnectionLoss && refused.storeFault == nil)
+  }
+
   @Test func write_RefusedAsReadOnly_IsAStoreFaultAndTheNextWriteConnectsAgain() throws {
     let conninfo = try FleetTests.database()
     let admin = try PGConnection(conninfo: conninfo)
