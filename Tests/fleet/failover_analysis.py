@@ -5,8 +5,9 @@
 from collections import Counter, namedtuple
 
 # One command a client made of a node: sent and replied in seconds since the epoch; error the
-# Varlink error name (None when it succeeded); subject the trial's subject.
-Command = namedtuple("Command", "node subject sent replied error")
+# Varlink error name (None when it succeeded), detail its parameters (text); subject the trial's
+# subject.
+Command = namedtuple("Command", "node subject sent replied error detail", defaults=("",))
 
 # One failover: the stop of the primary (`pg_ctl stop -m mode`, from its start to its return)
 # and the promotion of the standby (from the request to pg_ctl's return); synchronous: whether

@@ -125,7 +125,8 @@ class Commander(threading.Thread):
                 except (OSError, ValueError) as failure:
                     error, parameters = ("timeout" if isinstance(failure, socket.timeout) else "connection"), {}
                     client.close()
-                self.commands.append(Command(self.node.name, subject, sent, time.time(), error))
+                detail = json.dumps(parameters)[:300] if error is not None else ""
+                self.commands.append(Command(self.node.name, subject, sent, time.time(), error, detail))
                 if error is None:
                     self.trials[subject] = (parameters["trial"], ends)
                 time.sleep(COMMAND_PAUSE)

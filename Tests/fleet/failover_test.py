@@ -168,8 +168,10 @@ def report(checks, run):
                  + (f" ({outside[0].subject}: {outside[0].error})" if outside else ""))
     if fa.STORE_UNAVAILABLE in run["named"]:
         wrong = {name: count for name, count in by_name.items() if name != fa.STORE_UNAVAILABLE}
+        example = next((c for c in commands if c.error is not None and c.error != fa.STORE_UNAVAILABLE), None)
         checks.check("failover_errors", not wrong, f"every failed command named {fa.STORE_UNAVAILABLE}"
-                     if not wrong else f"failed commands not named {fa.STORE_UNAVAILABLE}: {wrong}")
+                     if not wrong else f"failed commands not named {fa.STORE_UNAVAILABLE}: {wrong}; the first, "
+                     f"{example.subject} on {example.node}: {example.error} {example.detail}")
     else:
         checks.info(f"failover_errors waits for the daemon to name the error: io.trialwatch declares no "
                     f"StoreUnavailable (failed: {names})")
