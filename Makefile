@@ -239,13 +239,15 @@ bench-peers-check: release
 # within 5 s of the promotion) and asynchronous (measured: what a failover loses); about 2
 # minutes. First the unit tests of their analysis. FLEET_ARGS=--quick runs the small variants,
 # FLEET_ARGS=--keep leaves the scratch folders.
-# FLEET_DAEMON=Tests/fleet/standin_node.py checks the harness itself with its stand-in node.
+# FLEET_DAEMON=Tests/fleet/standin_node.py checks the fault test's harness itself with its
+# stand-in node (which does not follow a promoted standby: the failover test is left out).
 FLEET_ARGS ?=
 FLEET_DAEMON ?= $(RELEASE_BIN)/trialwatchd
 fleet-test: release
 	$(PEERS_PYTHON) -m unittest discover -s Tests/fleet
 	$(PEERS_PYTHON) Tests/fleet/fleet_test.py --daemon $(FLEET_DAEMON) --scratch $(BENCH_SCRATCH)/fleet $(FLEET_ARGS)
-	$(PEERS_PYTHON) Tests/fleet/failover_test.py --daemon $(FLEET_DAEMON) --scratch $(BENCH_SCRATCH)/fleet $(FLEET_ARGS)
+	$(if $(findstring standin_node,$(FLEET_DAEMON)),,$(PEERS_PYTHON) Tests/fleet/failover_test.py \
+	  --daemon $(FLEET_DAEMON) --scratch $(BENCH_SCRATCH)/fleet $(FLEET_ARGS))
 
 # The fleet figures (bench/fleet/): three release trialwatchd nodes on a private PostgreSQL against
 # a db-scheduler-style poller (three workers polling every 1 s, then every 10 s) on the same
