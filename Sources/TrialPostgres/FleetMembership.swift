@@ -208,7 +208,7 @@ public final class FleetMembership: @unchecked Sendable {
         failing = true
         delegate?.fleetRoundFailed(error)
       }
-      if let error = error as? PGError, error.isConnectionLoss { connection = nil }
+      if let error = error as? PGError, error.needsNewSession { connection = nil }
       // Past the trust window, the node stops firing until it renews its lease.
       let age = Duration.nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - renewedAt))
       if age > settings.lease - settings.margin, !ownership.owned.isEmpty {

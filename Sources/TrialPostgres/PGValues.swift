@@ -81,14 +81,25 @@ public enum PGError: Error, Hashable, Sendable, CustomStringConvertible {
   /// message and detail.
   case server(sqlState: String, message: String, detail: String?)
 
-  /// True for a lost connection: `.connection`, or a server error of class 08 (connection
-  /// exception), 57P01 (admin shutdown), 57P02 (crash shutdown) or 57P03 (cannot connect now).
+  /// True for a lost connection: `.connection`, a server error of class 08 (connection
+  /// exception), 57P01 (admin shutdown), 57P02 (crash shutdown) or 57P03 (cannot connect now),
+  /// or an error without SQLSTATE: the server gives every error one, so that one is libpq's own,
+  /// "server closed the connection unexpectedly" read in the middle of a pipeline before libpq
+  /// marked the connection bad (the primary stopped during a commit).
   public var isConnectionLoss: Bool {
     switch self {
     case .connection: true
     case .server(let sqlState, _, _):
-      sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
+      sqlState.isEmpty || sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
     }
+  }
+
+  /// True when a session cannot go on writing: it was lost, or its server refuses writes
+  /// (25006: a standby, or a primary turned read-only to fence it in a failover). Its writer
+  /// connects again: with `target_session_attrs=read-write`, libpq finds the server that takes
+  /// writes among the hosts of `Connection=`.
+  public var needsNewSession: Bool {
+    isConnectionLoss || sqlState == "25006"
   }
 
   /// The SQLSTATE of a server error; nil for a connection error.

@@ -172,7 +172,7 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
       try txn.commit(notifying: trialNotifications)
       return result
     } catch {
-      if let error = error as? PGError, error.isConnectionLoss {
+      if let error = error as? PGError, error.needsNewSession {
         slot = nil
       } else if (try? connection.execute("ROLLBACK")) == nil {
         slot = nil

@@ -114,6 +114,47 @@ import TrialDaemonTesting
     }
   }
 
+  /// A commit whose connection is lost may go through all the same (a PostgreSQL failover):
+  /// the node took its events for failed, and they are in the ledger, undelivered, as this node's.
+  /// When it reconnects, it delivers them.
+  @Test func ownUndeliveredEntry_AfterAReconnect_IsDelivered() throws {
+    let server = try PostgresServer.shared()
+    let database = try server.createDatabase()
+    let daemon = try DaemonProcess(config: Self.config(server.conninfo(database: database)))
+    try daemon.start()
+    #expect(daemon.notify.waitFor { $0.contains("READY=1") }.found != nil)
+    let client = try VarlinkClient(path: daemon.socketPath)
+    let trial = try client.startTrial(
+      StartTrialParameters(
+        subject: "acme-1", duration: .hours(1), reminders: try ReminderSchedule([.minutes(30)])))
+    let event = EventID(
+      trialID: trial.id, revision: trial.revision, kind: .reminder(before: .milliseconds(1_800_000)))
+    // The reminder, recorded as node-a takes it, by a commit whose reply never came.
+    _ = try server.psql(
+      """
+      INSERT INTO trialwatch.ledger (trial_id, revision, offset_ms, event_id, shard, kind, outcome, due_s,
+        taken_s, late, node, epoch)
+      SELECT t.trial_id, t.revision, 1800000, '\(event)', t.shard, 'reminder', 'fired', t.end_s - 1800,
+        t.end_s - 1800, false, 'node-a', s.epoch
+      FROM trialwatch.trial t JOIN trialwatch.shard s ON s.shard = t.shard WHERE t.subject = 'acme-1'
+      """, database: database)
+    // Every session of the node ends, as when the primary goes away.
+    _ = try server.psql(
+      """
+      SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+      WHERE datname = '\(database)' AND pid <> pg_backend_pid()
+      """, database: database)
+    let delivered = try waitUntil(interval: .milliseconds(50)) {
+      try server.psql(
+        "SELECT delivered_s IS NOT NULL FROM trialwatch.ledger WHERE event_id = '\(event)'",
+        database: database
+      ).contains("t")
+    }
+    #expect(delivered, "\(event) is not delivered after the node reconnected: \(daemon.standardError)")
+    daemon.signal(SIGTERM)
+    #expect(daemon.waitForExit() == 0)
+  }
+
   @Test func fleetNode_StartsAnswersAndHandsItsShardsBackOnStop() throws {
     let server = try PostgresServer.shared()
     let database = try server.createDatabase()

@@ -96,14 +96,15 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
     logger.notice(
       "shards changed hands", metadata: ["gained": "\(gained.sorted())", "lost": "\(lost.sorted())"])
     let fleet = self.fleet
-    let alive = Set(fleet.members.filter(\.alive).map(\.name))
+    let others = othersAlive()
     queue.async { [weak self] in
       self?.engine?.shardsChanged(
         lost: { lost.contains(fleet.shards.shard(of: $0)) },
         load: { planner in try fleet.restore(shards: gained, into: &planner) },
         // What the shards' previous owners took and did not deliver, unless they are alive
-        // and deliver it themselves.
-        outbox: { try fleet.undelivered(shards: gained, takenByOtherThan: alive) })
+        // and deliver it themselves; and what this node took there and did not deliver (the
+        // engine leaves out what its delivery queue holds).
+        outbox: { try fleet.undelivered(shards: gained, takenByOtherThan: others) })
     }
   }
 
@@ -141,12 +142,21 @@ public final class FleetNode: FleetMembershipDelegate, @unchecked Sendable {
     logger.notice("reconnected to PostgreSQL: reloading the shards this node owns")
     let fleet = self.fleet
     let owned = Set(fleet.ownedShards)
+    let others = othersAlive()
     queue.async { [weak self] in
       self?.engine?.shardsChanged(
         lost: { _ in true },
         load: { planner in try fleet.restore(shards: owned, into: &planner) },
-        outbox: { [] })
+        // A commit whose connection was lost may have gone through (a failover, a restart
+        // of the server): its events are in the ledger, undelivered, and this node took
+        // them for failed. They are delivered now, with their ids.
+        outbox: { try fleet.undelivered(shards: owned, takenByOtherThan: others) })
     }
     follower?.wake()
+  }
+
+  /// The live nodes but this one, as the last round read them: they deliver what they took.
+  private func othersAlive() -> Set<String> {
+    Set(fleet.members.filter { $0.alive && $0.name != fleet.nodeName }.map(\.name))
   }
 }
