@@ -224,8 +224,11 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       return "too many connections to the daemon (limit \(p.limit.map(String.init) ?? "?"))"
     case Name.internalError: return "internal error: \(p.message ?? "?")"
     case Name.storeUnavailable:
-      let reason = p.reason.flatMap(StoreFaultReason.init(rawValue:))?.summary ?? p.reason ?? "?"
-      return "the store cannot take writes now (\(reason)); nothing was changed: \(p.message ?? "?")"
+      let fault = p.reason.flatMap(StoreFaultReason.init(rawValue:))
+      // A connection lost during a commit leaves its outcome unknown to the daemon.
+      let outcome = fault == .databaseUnreachable ? "the change may have been made" : "nothing was changed"
+      return
+        "the store cannot take writes now (\(fault?.summary ?? p.reason ?? "?")); \(outcome): \(p.message ?? "?")"
     case Name.eventsPruned:
       return "events after cursor \(p.cursor ?? "?") were pruned from the event log (the oldest kept is "
         + "\(p.oldest ?? "none"); resume after \(p.resumeAfter ?? "?"))"

@@ -185,7 +185,7 @@ public struct TrialwatchCtl: ParsableCommand {
         3  not found: no such trial, consumer, cursor, plan, webhook endpoint or token
         4  permission denied
         5  daemon unreachable (check: systemctl status trialwatch)
-        6  store unavailable: a full or failing disk, a fleet's database unreachable (nothing changed)
+        6  store unavailable: a full or failing disk, a fleet's database unreachable
       """,
     subcommands: [
       Start.self, Status.self, List.self, Extend.self, Pause.self, Resume.self, End.self, Plan.self,
