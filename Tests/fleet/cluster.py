@@ -94,7 +94,30 @@ class Database:
 # --- PostgreSQL --------------------------------------------------------------------------------
 
 
-class Cluster(servers.Postgres):
+class LocalPostgres(servers.Postgres):
+    """PostgreSQL servers of this machine's newest version, in folders of the test's, as nobody
+    when run as root (else as this user)."""
+
+    def as_nobody(self, args, what, **kwargs):
+        if os.geteuid() == 0:
+            return super().as_nobody(args, what, **kwargs)
+        return servers.run(args, what, **kwargs)  # not root: the servers run as this user
+
+    def prepare(self, folders):
+        """Finds the newest server under /usr/lib/postgresql and gives `folders` to nobody."""
+        versions = sorted(os.listdir("/usr/lib/postgresql")) if os.path.isdir("/usr/lib/postgresql") else []
+        if not versions:
+            raise BenchError("no PostgreSQL server under /usr/lib/postgresql (make deps installs postgresql)")
+        self.version = versions[-1]
+        if os.geteuid() == 0:
+            import pwd
+
+            nobody = pwd.getpwnam("nobody")
+            for path in folders:
+                os.chown(path, nobody.pw_uid, nobody.pw_gid)
+
+
+class Cluster(LocalPostgres):
     """The peers harness's private cluster (initdb and pg_ctl in a folder, a Unix socket only,
     as nobody when run as root), without its job table and poller; a trialwatch database owned
     by nobody."""
@@ -105,21 +128,8 @@ class Cluster(servers.Postgres):
         super().__init__("postgresql", directory, 0)
         self.log = os.path.join(directory, "server.log")
 
-    def as_nobody(self, args, what, **kwargs):
-        if os.geteuid() == 0:
-            return super().as_nobody(args, what, **kwargs)
-        return servers.run(args, what, **kwargs)  # not root: the cluster runs as this user
-
     def start(self):
-        versions = sorted(os.listdir("/usr/lib/postgresql")) if os.path.isdir("/usr/lib/postgresql") else []
-        if not versions:
-            raise BenchError("no PostgreSQL server under /usr/lib/postgresql (make deps installs postgresql)")
-        self.version = versions[-1]
-        if os.geteuid() == 0:
-            import pwd
-
-            nobody = pwd.getpwnam("nobody")
-            os.chown(self.directory, nobody.pw_uid, nobody.pw_gid)
+        self.prepare([self.directory])
         self.as_nobody([self.bin("initdb"), "-D", self.data, "-U", "nobody", "--auth=trust", "-E", "UTF8"], "initdb")
         options = f"-c listen_addresses='' -c unix_socket_directories={self.directory} -p {self.PORT}"
         self.cleanup = on_cleanup(self.halt)

@@ -15,9 +15,8 @@
 import os
 import time
 
-from cluster import tail  # first: it puts bench/peers on the path
+from cluster import LocalPostgres, tail  # first: it puts bench/peers on the path
 from common import BenchError, on_cleanup
-import servers
 
 # How long a standby may take to stream after its start, and to be the synchronous one after the
 # primary's reload: one machine, a database of a few megabytes (a bound on the harness's wait
@@ -90,7 +89,7 @@ class Server:
             connection.close()
 
 
-class Pair(servers.Postgres):
+class Pair(LocalPostgres):
     """A primary and a standby. `synchronous`: commits wait for the standby (when there is one);
     a change takes effect with the next standby made."""
 
@@ -102,22 +101,8 @@ class Pair(servers.Postgres):
         self.primary, self.standby = self.servers
         self.stopped = []  # [(server, data folder)]: the primaries stopped, in order
 
-    def as_nobody(self, args, what, **kwargs):
-        if os.geteuid() == 0:
-            return super().as_nobody(args, what, **kwargs)
-        return servers.run(args, what, **kwargs)  # not root: the servers run as this user
-
     def start(self):
-        versions = sorted(os.listdir("/usr/lib/postgresql")) if os.path.isdir("/usr/lib/postgresql") else []
-        if not versions:
-            raise BenchError("no PostgreSQL server under /usr/lib/postgresql (make deps installs postgresql)")
-        self.version = versions[-1]
-        if os.geteuid() == 0:
-            import pwd
-
-            nobody = pwd.getpwnam("nobody")
-            for path in [self.directory, *(server.directory for server in self.servers)]:
-                os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        self.prepare([self.directory, *(server.directory for server in self.servers)])
         on_cleanup(lambda: [server.halt() for server in self.servers])
         self.as_nobody([self.bin("initdb"), "-D", self.primary.next_data(), "-U", "nobody", "--auth=trust", "-E",
                         "UTF8", "--no-sync"], "initdb")
