@@ -211,9 +211,11 @@ final class DeliveryQueue {
   private func writeMarks() {
     commitMarks? { [weak self] result in
       guard let self, case .failure(let error) = result else { return }
-      self.logger.error(
-        "could not record deliveries; will try again",
-        metadata: ["error": "\(error)", "count": "\(self.unrecordedCount)"])
+      if !error.isStoreFault {
+        self.logger.error(
+          "could not record deliveries; will try again",
+          metadata: ["error": "\(error)", "count": "\(self.unrecordedCount)"])
+      }
       self.armMarkWake(after: self.retryDelay.timeInterval)
     }
   }

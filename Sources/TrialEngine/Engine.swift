@@ -298,8 +298,10 @@ public final class Engine {
     case .failure(let error):
       // An I/O error stopped the engine (`storeFailed`): nothing is retried.
       guard storeFailure == nil else { return }
-      logger.error(
-        "could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
+      if !error.isStoreFault {
+        logger.error(
+          "could not record due events; will retry", metadata: ["error": "\(error)", "count": "\(due.count)"])
+      }
       replan(Set(due.map(\.event.trialID)))
       // Hold the timer until the retry: re-arming at the overdue deadline would spin.
       wake?.cancel()
@@ -349,7 +351,11 @@ public final class Engine {
         }
       }
     } catch {
-      logger.critical("could not re-read trials after a failed commit", metadata: ["error": "\(error)"])
+      // A store that refuses writes may refuse reads too (a fleet's database away): the engine
+      // reads the trials again when it is back, and its refusals are logged already.
+      if !error.isStoreFault {
+        logger.critical("could not re-read trials after a failed commit", metadata: ["error": "\(error)"])
+      }
     }
   }
 

@@ -41,6 +41,7 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
   private var state = State()
   private var commits = 0
   private var failure: (any Error)?
+  private var lastingFailure: (any Error)?
   private let lock = NSLock()
   private let writer = NSRecursiveLock()
 
@@ -50,6 +51,12 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
   public var failNextCommit: (any Error)? {
     get { lock.withLock { failure } }
     set { lock.withLock { failure = newValue } }
+  }
+
+  /// While set, every commit fails with this error (and changes nothing): a full disk.
+  public var failCommits: (any Error)? {
+    get { lock.withLock { lastingFailure } }
+    set { lock.withLock { lastingFailure = newValue } }
   }
 
   public init() {}
@@ -67,6 +74,7 @@ public final class InMemoryTrialRepository: TrialRepository, @unchecked Sendable
           self.failure = nil
           throw failure
         }
+        if let lastingFailure { throw lastingFailure }
         state = txn.state
         commits += 1
       }

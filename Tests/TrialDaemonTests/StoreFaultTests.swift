@@ -89,6 +89,31 @@ import TrialTesting
     s.engine.stop()
   }
 
+  @Test func dueEventsUnderAFullDisk_AreRetriedQuietly_AndFireOnceWhenSpaceReturns() throws {
+    let s = try Setup()
+    let sink = SpySink(clock: s.scheduler.clock)
+    s.engine.addSink(sink)
+    #expect(try s.start("acme-1", failing: nil) == nil)
+    s.repository.failCommits = Self.diskFull
+    // The expiry falls due 30 days on; its commit is refused at every retry (each second)
+    // for ten minutes.
+    s.scheduler.advance(by: 30 * day)
+    var linesByMinute: [Int] = []
+    for _ in 0..<10 {
+      let before = s.logs.all.count
+      s.scheduler.advance(by: 60)
+      linesByMinute.append(s.logs.all.count - before)
+    }
+    #expect(sink.delivered.isEmpty)
+    #expect(linesByMinute.allSatisfy { $0 <= 2 }, "lines by minute: \(linesByMinute)")
+    #expect((s.engine.status().snapshot.refusedWrites[.diskFull] ?? 0) >= 500)
+    s.repository.failCommits = nil
+    s.scheduler.advance(by: 60)
+    #expect(sink.ids.map(\.kind) == [.expiry])
+    #expect(s.faultLines.last?.message == "the store takes writes again")
+    s.engine.stop()
+  }
+
   @Test func otherFailures_StayInternalErrors_AndAreNotCounted() throws {
     let s = try Setup()
     struct Bug: Error {}

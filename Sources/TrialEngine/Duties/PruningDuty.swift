@@ -45,7 +45,9 @@ final class PruningDuty: EngineDuty {
     switch result {
     case .success(let value): step = value
     case .failure(let error):
-      logger.error("could not prune the event log; will retry", metadata: ["error": "\(error)"])
+      if !error.isStoreFault {
+        logger.error("could not prune the event log; will retry", metadata: ["error": "\(error)"])
+      }
       schedule(at: now.adding(engine.settings.retryDelay))
       return
     }

@@ -80,8 +80,10 @@ final class RetentionDuty: EngineDuty {
     switch result {
     case .success(let value): step = value
     case .failure(let error):
-      engine.logger.error(
-        "could not remove ended trials past their retention; will retry", metadata: ["error": "\(error)"])
+      if !error.isStoreFault {
+        engine.logger.error(
+          "could not remove ended trials past their retention; will retry", metadata: ["error": "\(error)"])
+      }
       passing = false
       schedule(at: now.adding(engine.settings.retryDelay))
       return

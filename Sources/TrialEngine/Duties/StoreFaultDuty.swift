@@ -133,3 +133,10 @@ final class StoreFaultDuty: EngineDuty {
     }
   }
 }
+
+extension Error {
+  /// A fault of the storage (a full disk, an unreachable database): `StoreFaultDuty` logs the
+  /// writes it refuses once, then summarised, so the places that retry a write do not log it
+  /// again at each retry.
+  var isStoreFault: Bool { (self as? any StoreFaultError)?.storeFault != nil }
+}

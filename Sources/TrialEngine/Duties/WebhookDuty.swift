@@ -359,7 +359,7 @@ public final class WebhookDuty: EngineDuty, EventLogObserver {
         try WebhookBook.record(changes[state.name]!, endpoint: state.name, state: state, now: now, in: txn)
       }
     }) { [weak self] result in
-      if case .failure(let error) = result {
+      if case .failure(let error) = result, !error.isStoreFault {
         self?.engine.logger.error("could not record webhook deliveries", metadata: ["error": "\(error)"])
       }
       completion?(result)
