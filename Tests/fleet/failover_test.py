@@ -26,7 +26,7 @@ from collections import Counter
 
 import analysis
 import failover_analysis as fa
-from nodes import Node, NODES, arguments, note, read_deliveries, start_nodes  # first: bench/peers on the path
+from nodes import Node, NODES, arguments, note, prepare_run, read_deliveries, start_nodes  # first: bench/peers on the path
 from cluster import SQL_LEDGER_TWICE, SQL_UNDELIVERED, Database, tail
 from checks import ALLOWED_SKIPS
 from common import BenchError, Report, on_cleanup, run_main
@@ -215,19 +215,7 @@ def main():
     parser.add_argument("--seed", type=int, default=None, help="the workload's random seed")
     args = parser.parse_args()
     profile = QUICK if args.quick else FULL
-    daemon = os.path.abspath(args.daemon)
-    if not os.access(daemon, os.X_OK):
-        raise BenchError(f"{args.daemon} is not an executable trialwatchd (make release builds it)")
-    os.makedirs(args.scratch, exist_ok=True)
-    import shutil
-    import tempfile
-
-    scratch = tempfile.mkdtemp(prefix="failover-", dir=os.path.abspath(args.scratch))
-    os.chmod(scratch, 0o755)  # the servers run as nobody
-    if args.keep:
-        note(f"scratch folder {scratch} (kept)")
-    else:
-        on_cleanup(lambda: shutil.rmtree(scratch, ignore_errors=True))
+    daemon, scratch = prepare_run(args, note, prefix="failover-")
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     note(f"seed {seed}")
     checks = Report()

@@ -221,20 +221,25 @@ def arguments(description, verb, scratch, quick):
     return parser
 
 
-def prepare(args, say):
-    """The daemon's absolute path (raises when it is not executable), the run's scratch folder
-    (a new one in --scratch, removed at the end unless --keep; `say` notes it) and the cluster,
-    started in it."""
+def prepare_run(args, say, prefix="run-"):
+    """The daemon's absolute path (raises when it is not executable) and the run's scratch folder
+    (a new one in --scratch, removed at the end unless --keep; `say` notes it)."""
     daemon = os.path.abspath(args.daemon)
     if not os.access(daemon, os.X_OK):
         raise BenchError(f"{args.daemon} is not an executable trialwatchd (make release builds it)")
     os.makedirs(args.scratch, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="run-", dir=os.path.abspath(args.scratch))
-    os.chmod(scratch, 0o755)  # the cluster runs as nobody
+    scratch = tempfile.mkdtemp(prefix=prefix, dir=os.path.abspath(args.scratch))
+    os.chmod(scratch, 0o755)  # the servers run as nobody
     if args.keep:
         say(f"scratch folder {scratch} (kept)")
     else:
         on_cleanup(lambda: shutil.rmtree(scratch, ignore_errors=True))
+    return daemon, scratch
+
+
+def prepare(args, say):
+    """`prepare_run`'s daemon and scratch folder, and the cluster, started in it."""
+    daemon, scratch = prepare_run(args, say)
     cluster = Cluster(os.path.join(scratch, "postgresql"))
     cluster.start()
     return daemon, scratch, cluster
