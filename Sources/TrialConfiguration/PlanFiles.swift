@@ -67,12 +67,12 @@ enum PlanFiles {
         name: "OnceFor", valueName: "span", defaultText: "", defaultDescription: "for ever",
         meaning:
           "With Once=plan or Once=all, how long the record of a subject's trial holds: the subject may start "
-            + "the plan's trial again when at least this long has passed, on the daemon's clock, since its last "
-            + "trial of the plan (with Once=all, of any plan with Once=all) started, as DuckDuckGo grants "
-            + "a trial again after 270 days (OnceFor=270d). Until then StartTrial fails with "
-            + "io.trialwatch.TrialAlreadyUsed naming when it may (availableAt). The record keeps the first "
-            + "start and takes each later one as its last; a change of OnceFor= applies to the records "
-            + "already kept. Without Once= it has no effect (a warning)."),
+          + "the plan's trial again when at least this long has passed, on the daemon's clock, since its last "
+          + "trial of the plan (with Once=all, of any plan with Once=all) started: OnceFor=270d grants a trial "
+          + "again after 270 days. Until then StartTrial fails with "
+          + "io.trialwatch.TrialAlreadyUsed naming when it may (availableAt). The record keeps the first "
+          + "start and takes each later one as its last; a change of OnceFor= applies to the records "
+          + "already kept. Without Once= it has no effect (a warning)."),
       .init(
         name: "SubjectKey", valueName: "exact|casefold|email", defaultText: "", defaultDescription: "exact",
         meaning:
@@ -129,7 +129,9 @@ enum PlanFiles {
             + "tell subjects apart alike"))
     }
     for plan in sharing where plan.onceFor != sharing[0].onceFor {
-      func text(_ plan: TrialPlan) -> String { plan.onceFor.map(TimeSpan.format) ?? "(none: for ever)" }
+      func text(_ plan: TrialPlan) -> String {
+        plan.onceFor.map(TrialPlan.cooldownText) ?? "(none: for ever)"
+      }
       diagnostics.append(
         .init(
           .error, file: directory + "/" + plan.name + ".conf", line: nil,
@@ -184,7 +186,7 @@ enum PlanFiles {
       diagnostics.append(
         .init(
           .warning, file: file, line: assigned["OnceFor"],
-          "OnceFor=\(TimeSpan.format(onceFor)) has no effect without Once=plan or Once=all: the plan grants "
+          "OnceFor=\(TrialPlan.cooldownText(onceFor)) has no effect without Once=plan or Once=all: the plan grants "
             + "its trial as often as a subject has none active"))
     }
     let tooLong = plan.reminders.offsets.filter { $0 >= plan.length }

@@ -256,7 +256,8 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       return
         "subject \"\(p.subject ?? "?")\" already had the trial its plan grants once: trial \(p.id ?? "?") "
         + "of plan \(p.plan ?? "?"), started \(p.firstStartedAt ?? "?")"
-        + (p.lastId.map { $0 == p.id ? "" : "; its last, trial \($0), started \(p.lastStartedAt ?? "?")" } ?? "")
+        + (p.lastId.map { $0 == p.id ? "" : "; its last, trial \($0), started \(p.lastStartedAt ?? "?")" }
+          ?? "")
         + (p.availableAt.map { "; it may start again at \($0)" } ?? "")
     case Name.planNotFound:
       return "no plan named \"\(p.plan ?? "?")\" is configured (trialwatchctl plans lists those that are)"

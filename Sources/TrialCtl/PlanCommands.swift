@@ -99,7 +99,8 @@ extension TrialPresenter {
   /// cooldown when there is one (`plan/270d`, `all/email/270d`); `-` for no.
   static func once(_ plan: PlanObject) -> String {
     guard let once = plan.once else { return "-" }
-    return ([once] + [plan.subjectKey, plan.onceFor.map { TimeSpan.format($0.duration) }].compactMap { $0 })
+    return
+      ([once] + [plan.subjectKey, plan.onceFor.map { TrialPlan.cooldownText($0.duration) }].compactMap { $0 })
       .joined(separator: "/")
   }
 

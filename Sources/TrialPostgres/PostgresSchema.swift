@@ -323,14 +323,10 @@ public enum PostgresSchema {
     );
     """
 
-  /// Version 10: a second trial after a cooldown (plan key `OnceFor=`). Each record that a
-  /// subject had a trial granted once keeps its last start too (`last_started_s`, the trial
-  /// `last_trial_id`), updated by each start a cooldown lets the subject make; the rows there
-  /// are filled from their first start. A row a node of version 9 still running inserts has
-  /// none, and reads as its first start.
+  /// Version 10: a second trial after a cooldown (`OnceFor=`): each use's last start, filled
+  /// from its first (a row a node of version 9 still running inserts has none: its first).
   static let upgradeTo10 = """
-    ALTER TABLE trialwatch.subject_use ADD COLUMN last_started_s double precision,
-      ADD COLUMN last_trial_id bigint,
+    ALTER TABLE trialwatch.subject_use ADD COLUMN last_started_s double precision, ADD COLUMN last_trial_id bigint,
       ADD COLUMN last_started_at timestamptz GENERATED ALWAYS AS (trialwatch.time(last_started_s)) STORED;
     UPDATE trialwatch.subject_use SET last_started_s = first_started_s, last_trial_id = trial_id;
     """

@@ -5,13 +5,15 @@ import TrialCore
 // schema version 6; the last start since version 10), read and written by the transactions.
 
 extension PostgresRecords {
-  static let useColumns = "scope, key, subject, plan, first_started_s, trial_id, last_started_s, last_trial_id"
+  static let useColumns =
+    "scope, key, subject, plan, first_started_s, trial_id, last_started_s, last_trial_id"
 }
 
 /// The rows of a query of `useColumns`, columns found by name.
 struct UseRows {
   let result: PGResult
-  private var scope = 0, key = 0, subject = 0, plan = 0, started = 0, trial = 0, lastStarted = 0, lastTrial = 0
+  private var scope = 0, key = 0, subject = 0, plan = 0, started = 0, trial = 0, lastStarted = 0,
+    lastTrial = 0
 
   init(_ result: PGResult) throws {
     self.result = result
@@ -116,7 +118,8 @@ extension PostgresWriteTransaction {
         PGArray.literal(rows.map { Int64(bitPattern: $0.lastTrial.rawValue) }),
       ]
       if update {
-        p.append(PGArray.literal(rows.map { Int64(bitPattern: bases[Self.useKey($0.scope, $0.key)]!.rawValue) }))
+        p.append(
+          PGArray.literal(rows.map { Int64(bitPattern: bases[Self.useKey($0.scope, $0.key)]!.rawValue) }))
       }
       let b = p.map { query.bind($0) }
       let columns = """

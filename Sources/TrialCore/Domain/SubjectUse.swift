@@ -150,6 +150,16 @@ public struct SubjectUse: Hashable, Sendable {
 }
 
 extension TrialPlan {
+  /// A cooldown (`OnceFor=`) as people write one: whole days as days (`270d`, where systemd's
+  /// form would give months and weeks), any other span in systemd's form.
+  public static func cooldownText(_ span: Duration) -> String {
+    let seconds = span.components.seconds
+    guard span.components.attoseconds == 0, seconds > 0, seconds % 86_400 == 0 else {
+      return TimeSpan.format(span)
+    }
+    return "\(seconds / 86_400)d"
+  }
+
   /// Where a trial of this plan is recorded as used, and under which key; nil when the plan
   /// grants trials as often as asked.
   /// - Throws: `TrialError` when the key is longer than `SubjectUse.maximumKeyBytes` (folding
