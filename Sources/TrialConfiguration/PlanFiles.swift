@@ -61,7 +61,18 @@ enum PlanFiles {
           + "for this plan; all, once across every plan with Once=all. A subject that had it is recorded for "
           + "good (ending the trial, retention, a restore and an import keep the record), and StartTrial then "
           + "fails with io.trialwatch.TrialAlreadyUsed; trialwatchctl grant-again SUBJECT --plan NAME lets it "
-          + "start one again. Plans with Once=all must agree on SubjectKey=."),
+          + "start one again; with OnceFor=, it may start one again that long after its last. Plans with "
+          + "Once=all must agree on SubjectKey= and OnceFor=."),
+      .init(
+        name: "OnceFor", valueName: "span", defaultText: "", defaultDescription: "for ever",
+        meaning:
+          "With Once=plan or Once=all, how long the record of a subject's trial holds: the subject may start "
+          + "the plan's trial again when at least this long has passed, on the daemon's clock, since its last "
+          + "trial of the plan (with Once=all, of any plan with Once=all) started: OnceFor=270d grants a trial "
+          + "again after 270 days. Until then StartTrial fails with "
+          + "io.trialwatch.TrialAlreadyUsed naming when it may (availableAt). The record keeps the first "
+          + "start and takes each later one as its last; a change of OnceFor= applies to the records "
+          + "already kept. Without Once= it has no effect (a warning)."),
       .init(
         name: "SubjectKey", valueName: "exact|casefold|email", defaultText: "", defaultDescription: "exact",
         meaning:
@@ -117,6 +128,16 @@ enum PlanFiles {
             + "plan \(sharing[0].name): plans with Once=all share one record of each subject, so they must "
             + "tell subjects apart alike"))
     }
+    for plan in sharing where plan.onceFor != sharing[0].onceFor {
+      func text(_ plan: TrialPlan) -> String {
+        plan.onceFor.map(TrialPlan.cooldownText) ?? "(none: for ever)"
+      }
+      diagnostics.append(
+        .init(
+          .error, file: directory + "/" + plan.name + ".conf", line: nil,
+          "OnceFor=\(text(plan)) differs from OnceFor=\(text(sharing[0])) of plan \(sharing[0].name): plans with "
+            + "Once=all share one record of each subject, so they must agree on when it may start again"))
+    }
     return plans
   }
 
@@ -146,6 +167,8 @@ enum PlanFiles {
           value.isEmpty ? .exact : try ConfigurationSchema.choice(value, of: SubjectKeyRule.self)
       case "MaxPause":
         plan.maxPause = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
+      case "OnceFor":
+        plan.onceFor = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
       default:
         if value.isEmpty { labels = [:] }
         for (key, text) in try labelPairs(value) { labels[key] = text }
@@ -158,6 +181,13 @@ enum PlanFiles {
       valid = false
       diagnostics.append(
         .init(.error, file: file, line: labelsLine, "invalid Labels= in [\(section)]: \(error)"))
+    }
+    if valid, plan.once == .no, let onceFor = plan.onceFor {
+      diagnostics.append(
+        .init(
+          .warning, file: file, line: assigned["OnceFor"],
+          "OnceFor=\(TrialPlan.cooldownText(onceFor)) has no effect without Once=plan or Once=all: the plan grants "
+            + "its trial as often as a subject has none active"))
     }
     let tooLong = plan.reminders.offsets.filter { $0 >= plan.length }
     if valid, !tooLong.isEmpty {

@@ -30,13 +30,19 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public var generation: Int?
     /// Why the store cannot take writes (`StoreUnavailable`): a `StoreFaultReason`.
     public var reason: String?
+    /// The last trial a subject started in the scope of its plan's Once= (`TrialAlreadyUsed`).
+    public var lastId: String?
+    public var lastStartedAt: String?
+    /// When the subject may start again (`TrialAlreadyUsed`, a plan with OnceFor=); absent: never.
+    public var availableAt: String?
 
     public init(
       id: String? = nil, subject: String? = nil, state: String? = nil, method: String? = nil, uid: Int? = nil,
       interface: String? = nil, parameter: String? = nil, problem: String? = nil, limit: Int? = nil,
       message: String? = nil, cursor: String? = nil, resumeAfter: String? = nil, oldest: String? = nil,
       last: String? = nil, name: String? = nil, plan: String? = nil, firstStartedAt: String? = nil,
-      generation: Int? = nil, reason: String? = nil
+      generation: Int? = nil, reason: String? = nil, lastId: String? = nil, lastStartedAt: String? = nil,
+      availableAt: String? = nil
     ) {
       self.id = id
       self.subject = subject
@@ -57,6 +63,9 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.plan = plan
       self.firstStartedAt = firstStartedAt
       self.reason = reason
+      self.lastId = lastId
+      self.lastStartedAt = lastStartedAt
+      self.availableAt = availableAt
     }
   }
 
@@ -186,12 +195,13 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.init(name: Name.consumerExists, parameters: Parameters(name: name))
     case .planNotFound(let name):
       self.init(name: Name.planNotFound, parameters: Parameters(plan: name))
-    case .trialAlreadyUsed(let use):
+    case .trialAlreadyUsed(let use, let availableAt):
       self.init(
         name: Name.trialAlreadyUsed,
         parameters: Parameters(
           id: use.trial.description, subject: use.subject, plan: use.plan,
-          firstStartedAt: RFC3339.format(use.firstStartedAt)))
+          firstStartedAt: RFC3339.format(use.firstStartedAt), lastId: use.lastTrial.description,
+          lastStartedAt: RFC3339.format(use.lastStartedAt), availableAt: availableAt.map(RFC3339.format)))
     }
   }
 
@@ -246,6 +256,9 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       return
         "subject \"\(p.subject ?? "?")\" already had the trial its plan grants once: trial \(p.id ?? "?") "
         + "of plan \(p.plan ?? "?"), started \(p.firstStartedAt ?? "?")"
+        + (p.lastId.map { $0 == p.id ? "" : "; its last, trial \($0), started \(p.lastStartedAt ?? "?")" }
+          ?? "")
+        + (p.availableAt.map { "; it may start again at \($0)" } ?? "")
     case Name.planNotFound:
       return "no plan named \"\(p.plan ?? "?")\" is configured (trialwatchctl plans lists those that are)"
     case Name.webhookNotFound:

@@ -18,6 +18,8 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var subjectKey: String?
   /// How long a trial stays paused before it resumes by itself; nil: no limit.
   public var maxPause: Span?
+  /// How long after its last trial a subject may start another (`OnceFor=`); nil: never.
+  public var onceFor: Span?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
     name = plan.name
@@ -29,6 +31,7 @@ public struct PlanObject: Codable, Hashable, Sendable {
     once = plan.once == .no ? nil : plan.once.rawValue
     subjectKey = plan.subjectKey == .exact ? nil : plan.subjectKey.rawValue
     maxPause = plan.maxPause.map(Span.init)
+    onceFor = plan.once == .no ? nil : plan.onceFor.map(Span.init)
   }
 }
 
@@ -38,12 +41,18 @@ public struct SubjectUseObject: Codable, Hashable, Sendable {
   public var plan: String
   public var firstStartedAt: Date
   public var id: TrialID
+  /// The last trial in the scope, and when it started (the first's, unless a cooldown let
+  /// another start).
+  public var lastId: TrialID?
+  public var lastStartedAt: Date?
 
   public init(_ use: SubjectUse) {
     subject = use.subject
     plan = use.plan
     firstStartedAt = use.firstStartedAt
     id = use.trial
+    lastId = use.lastTrial
+    lastStartedAt = use.lastStartedAt
   }
 }
 

@@ -16,6 +16,10 @@ public struct ExportUse: Codable, Hashable, Sendable {
   public var firstStartedAt: PreciseTime
   /// The first trial.
   public var id: TrialID
+  /// The last trial in the scope and when it started, when a cooldown (`OnceFor=`) let the
+  /// subject start again; nil: the first (and in files of versions before cooldowns).
+  public var lastStartedAt: PreciseTime?
+  public var lastId: TrialID?
 
   public init(_ use: SubjectUse) {
     scope = use.scope.description
@@ -24,6 +28,10 @@ public struct ExportUse: Codable, Hashable, Sendable {
     plan = use.plan
     firstStartedAt = PreciseTime(use.firstStartedAt)
     id = use.trial
+    if use.hasLaterStart {
+      lastStartedAt = PreciseTime(use.lastStartedAt)
+      lastId = use.lastTrial
+    }
   }
 
   public func use() throws(WireProblem) -> SubjectUse {
@@ -39,8 +47,12 @@ public struct ExportUse: Codable, Hashable, Sendable {
     if let problem = TrialPlan.validateName(plan) {
       throw WireProblem(path: ["use", "plan"], problem: "the plan name \(problem)")
     }
+    if let lastStartedAt, lastStartedAt.date < firstStartedAt.date {
+      throw WireProblem(path: ["use", "lastStartedAt"], problem: "must not lie before firstStartedAt")
+    }
     return SubjectUse(
-      scope: scope, key: key, subject: subject, plan: plan, firstStartedAt: firstStartedAt.date, trial: id)
+      scope: scope, key: key, subject: subject, plan: plan, firstStartedAt: firstStartedAt.date, trial: id,
+      lastStartedAt: lastStartedAt?.date, lastTrial: lastId)
   }
 }
 

@@ -95,10 +95,13 @@ extension TrialPresenter {
 }
 
 extension TrialPresenter {
-  /// `plan` or `all`, with the subject key when it is not `exact` (`all/email`); `-` for no.
+  /// `plan` or `all`, with the subject key when it is not `exact` (`all/email`) and the
+  /// cooldown when there is one (`plan/270d`, `all/email/270d`); `-` for no.
   static func once(_ plan: PlanObject) -> String {
     guard let once = plan.once else { return "-" }
-    return plan.subjectKey.map { once + "/" + $0 } ?? once
+    return
+      ([once] + [plan.subjectKey, plan.onceFor.map { TrialPlan.cooldownText($0.duration) }].compactMap { $0 })
+      .joined(separator: "/")
   }
 
   public func presentGrantAgain(_ reply: GrantAgainReply, subject: String, plan: String) {
@@ -109,6 +112,9 @@ extension TrialPresenter {
     }
     output.showMessage(
       "Subject \(subject) may start a trial of plan \(plan) again (it had trial \(used.id) of plan \(used.plan), "
-        + "started \(date(used.firstStartedAt)), as \(used.subject)).")
+        + "started \(date(used.firstStartedAt)), as \(used.subject)"
+        + (used.lastId.flatMap { last in
+          last == used.id ? nil : "; its last, trial \(last), started \(used.lastStartedAt.map(date) ?? "?")"
+        } ?? "") + ").")
   }
 }

@@ -143,9 +143,11 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
       self.init(
         remote.description + "\nTo go on in the log as it is now, pass --after \(resume)", exitCode: .failure)
     case ControlError.Name.trialAlreadyUsed:
+      let grant = "trialwatchctl grant-again SUBJECT --plan \(remote.parameters.plan ?? "PLAN")"
       self.init(
         remote.description
-          + "\nTo let the subject start one again: trialwatchctl grant-again SUBJECT --plan \(remote.parameters.plan ?? "PLAN")",
+          + (remote.parameters.availableAt.map { "\nTo let the subject start one before \($0): " + grant }
+            ?? "\nTo let the subject start one again: " + grant),
         exitCode: .failure)
     case ControlError.Name.permissionDenied: self.init(remote.description, exitCode: .permissionDenied)
     case ControlError.Name.storeUnavailable:

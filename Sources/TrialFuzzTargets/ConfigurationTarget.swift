@@ -186,6 +186,9 @@ enum ConfigurationTarget {
       try require(
         plan.maxPause.map { $0 > .zero } ?? true,
         "the plan \(name) has MaxPause=\(String(describing: plan.maxPause))")
+      try require(
+        plan.onceFor.map { $0 > .zero } ?? true,
+        "the plan \(name) has OnceFor=\(String(describing: plan.onceFor))")
     }
   }
 

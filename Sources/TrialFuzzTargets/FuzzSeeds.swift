@@ -157,6 +157,7 @@ public enum FuzzSeeds {
       ComplianceWarnings=no
       Once=all
       SubjectKey=email
+      OnceFor=180d
       ==> plans/basic.conf <==
       [Plan]
       Once=plan
@@ -260,7 +261,8 @@ public enum FuzzSeeds {
         takenAt: start.addingTimeInterval(13 * day + 7200), isLate: true),
     ]
     let use = SubjectUse(
-      scope: .plan("pro"), key: "acme-42", subject: "acme-42", plan: "pro", firstStartedAt: start, trial: id)
+      scope: .plan("pro"), key: "acme-42", subject: "acme-42", plan: "pro", firstStartedAt: start, trial: id,
+      lastStartedAt: start.addingTimeInterval(270 * day), lastTrial: TrialID(id.rawValue + 1))
     return (ExportRecord.records(of: trial, ledger: entries) + [ExportRecord(use)]).map(\.jsonLine)
       .joined(separator: "\n") + "\n"
   }

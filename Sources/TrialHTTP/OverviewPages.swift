@@ -159,7 +159,10 @@ extension Gateway {
       for (name, value) in [
         ("length", plan.length.description),
         ("reminders", plan.reminders.map(\.description).joined(separator: ", ")),
-        ("once", plan.once ?? "no"), ("active", String(total.active)),
+        (
+          "once",
+          (plan.once ?? "no") + (plan.onceFor.map { " for " + TrialPlan.cooldownText($0.duration) } ?? "")
+        ), ("active", String(total.active)),
         ("started", String(total.started)), ("converted", String(total.converted)),
         ("rate", PageMarkup.percent(total.conversionRate)),
         ("median", total.medianTimeToConversion?.description ?? "—"),

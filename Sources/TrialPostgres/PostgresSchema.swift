@@ -323,10 +323,18 @@ public enum PostgresSchema {
     );
     """
 
+  /// Version 10: a second trial after a cooldown (`OnceFor=`): each use's last start, filled
+  /// from its first (a row a node of version 9 still running inserts has none: its first).
+  static let upgradeTo10 = """
+    ALTER TABLE trialwatch.subject_use ADD COLUMN last_started_s double precision, ADD COLUMN last_trial_id bigint,
+      ADD COLUMN last_started_at timestamptz GENERATED ALWAYS AS (trialwatch.time(last_started_s)) STORED;
+    UPDATE trialwatch.subject_use SET last_started_s = first_started_s, last_trial_id = trial_id;
+    """
+
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
   static let steps = [
     createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6, upgradeTo7, upgradeTo8,
-    upgradeTo9,
+    upgradeTo9, upgradeTo10,
   ]
 
   /// What `prepare` found or did.

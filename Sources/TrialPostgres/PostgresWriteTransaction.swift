@@ -46,6 +46,9 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   var consumerWrites: [String: ConsumerRecord?] = [:]
   /// Uses recorded (or removed: nil) by this transaction, by `useKey`.
   var useWrites: [String: SubjectUse?] = [:]
+  /// The last trial of each use as this transaction first read it from the database, by
+  /// `useKey`: its write is an update of that version only (`writeUses`).
+  var useBases: [String: TrialID] = [:]
   /// Ended trials to remove with their ledger entries (`TrialRetention`).
   var trialRemovals: [TrialID] = []
   /// Changes to the conversion figures, added to their rows with the commit.
@@ -276,8 +279,11 @@ final class PostgresWriteTransaction: PostgresReadTransaction, TrialWriteTransac
   }
 
   override func subjectUse(scope: SubjectUse.Scope, key: String) throws -> SubjectUse? {
-    if let written = useWrites[Self.useKey(scope, key)] { return written }
-    return try super.subjectUse(scope: scope, key: key)
+    let place = Self.useKey(scope, key)
+    if let written = useWrites[place] { return written }
+    let use = try super.subjectUse(scope: scope, key: key)
+    if let use, useBases[place] == nil { useBases[place] = use.lastTrial }
+    return use
   }
 
   override func scanSubjectUses(after: SubjectUse.Position?, _ body: (SubjectUse) throws -> Bool) throws {

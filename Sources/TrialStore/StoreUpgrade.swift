@@ -22,6 +22,11 @@ public struct StoreUpgradeReport: Hashable, Sendable {
 /// (`data.mdb.schema<N>-<UTC time>`); then one write transaction makes every change, so the
 /// store is either upgraded whole or left at its old schema.
 ///
+/// Schema 8 → 9 changes no record: it adds what the trial lifecycle writes, which an older
+/// version must not read; among it, use records of version 2 (`UseRecords`: the last start a
+/// cooldown, `OnceFor=`, let a subject make), while those of version 1 read with their first
+/// trial as their last. The schema is set so that an older version refuses the store.
+///
 /// Schema 7 → 8 creates the empty `webhooks` database (webhook endpoints' state and pending
 /// events).
 ///
@@ -63,9 +68,9 @@ enum StoreUpgrade {
         try countCohorts(txn, upgraded, path: environment.dataPath)
       }
       if from < 8 { upgraded.webhooks = try txn.openDatabase("webhooks", create: true) }
-      // Schemas 2 → 3 → 4 and 5 → 6 change no record: an expiry no longer rewrites its trial's
-      // record, and a record of schema 2 (expired when its expiry was taken) reads the same;
-      // records of version 1 (no attribute section) read as before; schema 6 only adds.
+      // Schemas 2 → 3 → 4, 5 → 6 and 8 → 9 change no record: an expiry no longer rewrites its
+      // trial's record, and a record of schema 2 (expired when its expiry was taken) reads the
+      // same; records of version 1 (no attribute section) read as before; schemas 6 and 9 only add.
       try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.schema, LMDBTrialRepository.schemaVersion)
       upgraded.schema = LMDBTrialRepository.schemaVersion
       return upgraded

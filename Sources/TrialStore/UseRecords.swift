@@ -5,9 +5,13 @@ import TrialCore
 // Key: the scope as text (`all`, `plan:NAME`), a 0 byte, the subject's key.
 // Value, version 1: u8 version, u64 first trial, date first started,
 //   u16 subject length, subject bytes, u8 plan length, plan bytes (UTF-8).
+// Version 2 (schema 9, a cooldown let the subject start again: `OnceFor=`): version 1's fields,
+//   then u64 last trial, date last started. A use of one trial is written as version 1, and
+//   a version-1 record reads with its first trial as its last.
 
 enum UseRecords {
   static let version: UInt8 = 1
+  static let versionWithLast: UInt8 = 2
 
   /// The key of a use, for `body`.
   static func withKey<R>(
@@ -27,13 +31,17 @@ enum UseRecords {
     guard subject.count <= Int(UInt16.max), plan.count <= Int(UInt8.max) else {
       throw RecordProblem("the subject or plan is too long")
     }
-    writer.u8(version)
+    writer.u8(use.hasLaterStart ? versionWithLast : version)
     writer.u64(use.trial.rawValue)
     writer.date(use.firstStartedAt)
     writer.u16(UInt16(subject.count))
     writer.bytes += subject
     writer.u8(UInt8(plan.count))
     writer.bytes += plan
+    if use.hasLaterStart {
+      writer.u64(use.lastTrial.rawValue)
+      writer.date(use.lastStartedAt)
+    }
   }
 
   static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> SubjectUse {
@@ -44,15 +52,24 @@ enum UseRecords {
     else { throw RecordProblem("the key is not a scope and a subject key") }
     var reader = ByteReader(value)
     let found = try reader.u8()
-    guard found == version else { throw RecordProblem("unknown record version \(found)") }
+    guard found == version || found == versionWithLast else {
+      throw RecordProblem("unknown record version \(found)")
+    }
     let trial = TrialID(try reader.u64())
     let firstStartedAt = try reader.date()
     let subject = try text(&reader, count: Int(try reader.u16()))
     let plan = try text(&reader, count: Int(try reader.u8()))
+    var last: (trial: TrialID, startedAt: Date)?
+    if found == versionWithLast {
+      last = (TrialID(try reader.u64()), try reader.date())
+      guard let last, last.startedAt >= firstStartedAt else {
+        throw RecordProblem("the last start lies before the first")
+      }
+    }
     try reader.expectEnd()
     return SubjectUse(
       scope: scope, key: subjectKey, subject: subject, plan: plan, firstStartedAt: firstStartedAt,
-      trial: trial)
+      trial: trial, lastStartedAt: last?.startedAt, lastTrial: last?.trial)
   }
 
   private static func text(_ reader: inout ByteReader, count: Int) throws -> String {

@@ -68,7 +68,7 @@ import TrialTesting
       _ = try start(subject, plan: plan, in: repository, id: 0xFFFF)
       return nil
     } catch let error as TrialError {
-      guard case .trialAlreadyUsed(let use) = error.code else { return nil }
+      guard case .trialAlreadyUsed(let use, _) = error.code else { return nil }
       return use
     } catch {
       return nil

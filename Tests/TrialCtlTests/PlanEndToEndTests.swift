@@ -101,6 +101,7 @@ import TrialDaemonTesting
   @Test func planGrantedOnce_RefusesAUsedSubject_UntilGrantedAgain() throws {
     let daemon = try DaemonProcess()
     try writePlan(daemon, "pro", "[Plan]\nLength=14d\nOnce=plan\nSubjectKey=email\n")
+    try writePlan(daemon, "ddg", "[Plan]\nLength=14d\nOnce=plan\nOnceFor=270d\n")
     let env = try daemon.startReady()
 
     let first = try Ctl.run(["start", "Ada+one@Example.com", "--plan", "pro", "--json"], environment: env)
@@ -127,6 +128,29 @@ import TrialDaemonTesting
     let plans = try Ctl.run(["plans"], environment: env)
     #expect(
       plans.output.split(separator: "\n").contains { $0.hasPrefix("pro ") && $0.contains("plan/email") })
+    #expect(plans.output.split(separator: "\n").contains { $0.hasPrefix("ddg ") && $0.contains("plan/270d") })
+
+    // A plan with a cooldown names when the subject may start again: 270 days after its start.
+    let eve = try Ctl.run(["start", "eve", "--plan", "ddg", "--json"], environment: env).trial()
+    let eveID = try #require(eve["id"] as? String)
+    #expect(try Ctl.run(["end", eveID, "--outcome", "cancelled"], environment: env).status == 0)
+    var eveAgain = StartTrialParameters(subject: "eve")
+    eveAgain.plan = "ddg"
+    let cooled = try #require(throws: VarlinkClientError.self) {
+      try VarlinkClient(path: daemon.socketPath).call(Trials.startTrial, eveAgain)
+    }
+    let availableAt = try #require(cooled.remoteError?.parameters.availableAt)
+    let started = try RFC3339.parse(try #require(eve["startedAt"] as? String))
+    #expect(abs(try RFC3339.parse(availableAt).timeIntervalSince(started.adding(.days(270)))) <= 0.001)
+    #expect(cooled.remoteError?.parameters.lastStartedAt == eve["startedAt"] as? String)
+    #expect(cooled.remoteError?.parameters.lastId == eveID)
+    let cooling = try Ctl.run(["start", "eve", "--plan", "ddg"], environment: env)
+    #expect(cooling.status == 1)
+    #expect(cooling.errors.contains("; it may start again at \(availableAt)"), "\(cooling.errors)")
+    #expect(
+      cooling.errors.contains("To let the subject start one before \(availableAt): trialwatchctl grant-again")
+    )
+    #expect(wire.remoteError?.parameters.availableAt == nil)
 
     let granted = try Ctl.run(["grant-again", "ADA@example.com", "--plan", "pro"], environment: env)
     #expect(granted.status == 0, "\(granted.errors)")

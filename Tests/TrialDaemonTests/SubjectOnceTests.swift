@@ -142,7 +142,7 @@ import TrialTesting
     }
     #expect(runs == 2)
     #expect(throws: TrialError.self) { try ours.get() }
-    if case .failure(let error as TrialError) = ours, case .trialAlreadyUsed(let use) = error.code {
+    if case .failure(let error as TrialError) = ours, case .trialAlreadyUsed(let use, _) = error.code {
       #expect(use.trial == theirs?.id && use.subject == "dora+b@example.com")
     } else {
       Issue.record("node a was not refused with the use node b recorded: \(ours)")

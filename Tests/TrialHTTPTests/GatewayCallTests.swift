@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 import TrialConfiguration
+import TrialCore
 
 #if canImport(Glibc)
   import Glibc
@@ -61,7 +62,7 @@ import TrialConfiguration
   }
 
   @Test func errors_AreStatusesWithTheVarlinkError() throws {
-    let fixture = try GatewayFixture()
+    let fixture = try GatewayFixture(plans: ["ddg": "[Plan]\nLength=14d\nOnce=plan\nOnceFor=270d\n"])
     try fixture.start()
     let token = fixture.changeSecret
     let start = #"{"subject":"acme-2","duration":"3d"}"#
@@ -69,6 +70,20 @@ import TrialConfiguration
 
     let twice = try fixture.call("io.trialwatch.Trials.StartTrial", start, token: token)
     #expect(twice.status == 409 && twice.error == "io.trialwatch.SubjectAlreadyActive", "\(twice)")
+    // A subject in its cooldown: the error's parameters name when it may start again.
+    let first = try fixture.call(
+      "io.trialwatch.Trials.StartTrial", #"{"subject":"eve","plan":"ddg"}"#, token: token)
+    let trial = try #require(first.trial, "\(first)")
+    let end = #"{"id":"\#(trial["id"] as? String ?? "")","outcome":"cancelled"}"#
+    #expect(try fixture.call("io.trialwatch.Trials.EndTrial", end, token: token).status == 200)
+    let used = try fixture.call(
+      "io.trialwatch.Trials.StartTrial", #"{"subject":"eve","plan":"ddg"}"#, token: token)
+    #expect(used.status == 409 && used.error == "io.trialwatch.TrialAlreadyUsed", "\(used)")
+    let parameters = used.json?["parameters"] as? [String: Any]
+    let started = try RFC3339.parse(try #require(trial["startedAt"] as? String))
+    let availableAt = try RFC3339.parse(try #require(parameters?["availableAt"] as? String, "\(used)"))
+    #expect(abs(availableAt.timeIntervalSince(started.adding(.days(270)))) <= 0.001)
+    #expect(parameters?["lastStartedAt"] as? String == trial["startedAt"] as? String)
     let missing = try fixture.call("io.trialwatch.Trials.GetTrial", #"{"subject":"nobody"}"#, token: token)
     #expect(missing.status == 404 && missing.error == "io.trialwatch.TrialNotFound", "\(missing)")
     let invalid = try fixture.call(

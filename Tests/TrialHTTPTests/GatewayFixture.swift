@@ -36,8 +36,16 @@ final class GatewayFixture {
   /// `http://127.0.0.1:PORT`, once started.
   private(set) var base = ""
 
-  init(config: String = "") throws {
+  /// `plans`: plan files to write before the daemon starts, by name.
+  init(config: String = "", plans: [String: String] = [:]) throws {
     daemon = try DaemonProcess(config: config)
+    if !plans.isEmpty {
+      let folder = daemon.directory.appending("plans")
+      try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+      for (name, text) in plans {
+        try text.write(toFile: folder + "/\(name).conf", atomically: true, encoding: .utf8)
+      }
+    }
     try daemon.start(errors: .file(daemon.directory.appending("trialwatchd.log")))
     _ = try #require(daemon.notify.waitFor { $0.contains("READY=1") }.found, "the daemon did not start")
     daemon.notify.readInBackground()

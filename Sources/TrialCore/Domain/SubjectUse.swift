@@ -49,7 +49,9 @@ public enum SubjectKeyRule: String, Hashable, Sendable, CaseIterable {
 }
 
 /// The record that a subject had a plan's trial: kept for good (ending a trial, retention,
-/// a restore and an import keep it); only an operator's grant-again removes it.
+/// a restore and an import keep it); only an operator's grant-again removes it. A plan with
+/// `OnceFor=` lets the subject start again that long after its last trial in the scope
+/// started: the record then keeps its first start and is given each later one as its last.
 public struct SubjectUse: Hashable, Sendable {
   /// Which trials a record stands for.
   public enum Scope: Hashable, Sendable, CustomStringConvertible {
@@ -91,6 +93,10 @@ public struct SubjectUse: Hashable, Sendable {
   public var firstStartedAt: Date
   /// The first trial.
   public var trial: TrialID
+  /// When the last trial in the scope started (the first, until a cooldown let another start).
+  public var lastStartedAt: Date
+  /// The last trial in the scope.
+  public var lastTrial: TrialID
 
   /// Where a use stands among the others: its scope, then its key. Written `SCOPE KEY` (a
   /// scope holds no space), as Export's cursor of uses.
@@ -118,18 +124,42 @@ public struct SubjectUse: Hashable, Sendable {
 
   public var position: Position { Position(scope: scope, key: key) }
 
-  public init(scope: Scope, key: String, subject: String, plan: String, firstStartedAt: Date, trial: TrialID)
-  {
+  /// A use whose last trial is `lastTrial`, started at `lastStartedAt`: when nil, the first.
+  public init(
+    scope: Scope, key: String, subject: String, plan: String, firstStartedAt: Date, trial: TrialID,
+    lastStartedAt: Date? = nil, lastTrial: TrialID? = nil
+  ) {
     self.scope = scope
     self.key = key
     self.subject = subject
     self.plan = plan
     self.firstStartedAt = firstStartedAt
     self.trial = trial
+    self.lastStartedAt = lastStartedAt ?? firstStartedAt
+    self.lastTrial = lastTrial ?? trial
+  }
+
+  /// Whether the scope has seen more than the first trial.
+  public var hasLaterStart: Bool { lastTrial != trial || lastStartedAt != firstStartedAt }
+
+  /// When the subject may start a trial in the scope again under a cooldown of `onceFor`
+  /// (`OnceFor=`): that long after its last trial started; nil for `nil` (never).
+  public func availableAt(onceFor: Duration?) -> Date? {
+    onceFor.map { lastStartedAt.adding($0) }
   }
 }
 
 extension TrialPlan {
+  /// A cooldown (`OnceFor=`) as people write one: whole days as days (`270d`, where systemd's
+  /// form would give months and weeks), any other span in systemd's form.
+  public static func cooldownText(_ span: Duration) -> String {
+    let seconds = span.components.seconds
+    guard span.components.attoseconds == 0, seconds > 0, seconds % 86_400 == 0 else {
+      return TimeSpan.format(span)
+    }
+    return "\(seconds / 86_400)d"
+  }
+
   /// Where a trial of this plan is recorded as used, and under which key; nil when the plan
   /// grants trials as often as asked.
   /// - Throws: `TrialError` when the key is longer than `SubjectUse.maximumKeyBytes` (folding

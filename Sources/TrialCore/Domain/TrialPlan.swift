@@ -12,15 +12,19 @@ public struct TrialPlan: Hashable, Sendable {
   public var once: TrialOnce
   /// How subjects are told apart when `once` is not `no`.
   public var subjectKey: SubjectKeyRule
+  /// With `once` not `no`, how long after its last trial in the scope started a subject may
+  /// start one again (`OnceFor=`); nil: never.
+  public var onceFor: Duration?
   /// How long a trial of the plan stays paused before it resumes by itself; nil: no limit.
   public var maxPause: Duration?
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,
     description: String? = nil, once: TrialOnce = .no, subjectKey: SubjectKeyRule = .exact,
-    maxPause: Duration? = nil
+    maxPause: Duration? = nil, onceFor: Duration? = nil
   ) {
     self.maxPause = maxPause
+    self.onceFor = onceFor
     self.name = name
     self.length = length
     self.reminders = reminders

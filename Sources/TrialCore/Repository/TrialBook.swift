@@ -87,11 +87,14 @@ public enum TrialBook {
   }
 
   /// The same for a trial with these attributes. With `once` (its plan grants a subject the
-  /// trial once), a subject recorded there already is refused, and the trial is recorded.
+  /// trial once), a subject recorded there already is refused, and the trial is recorded. With
+  /// `onceFor` too (`OnceFor=`), a subject whose last trial there started that long ago or
+  /// longer is let start again: the record keeps its first start and takes this one as its last.
   public static func startTrial(
     in txn: any TrialWriteTransaction, attributes: TrialAttributes, endDate: Date,
     reminders: ReminderSchedule,
-    now: Date, ids: any TrialIDGenerator, once: (scope: SubjectUse.Scope, key: String)? = nil
+    now: Date, ids: any TrialIDGenerator, once: (scope: SubjectUse.Scope, key: String)? = nil,
+    onceFor: Duration? = nil
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     let subject = attributes.subject
     if let problem = Trial.validateSubject(subject) { throw TrialError.invalid(.subject, problem) }
@@ -101,8 +104,13 @@ public enum TrialBook {
     if let existing = try txn.activeTrialID(subject: subject) {
       throw TrialError(.subjectAlreadyActive(subject: subject, existing: existing))
     }
+    var renewed: SubjectUse?
     if let once, let use = try txn.subjectUse(scope: once.scope, key: once.key) {
-      throw TrialError(.trialAlreadyUsed(use))
+      let availableAt = use.availableAt(onceFor: onceFor)
+      guard let availableAt, now >= availableAt else {
+        throw TrialError(.trialAlreadyUsed(use, availableAt: availableAt))
+      }
+      renewed = use
     }
     var id: TrialID?
     for _ in 0..<idAttempts {
@@ -117,7 +125,11 @@ public enum TrialBook {
       id: id, attributes: attributes, period: TrialPeriod(startDate: now, endDate: endDate),
       reminders: reminders)
     try write(trial, was: nil, in: txn)
-    if let once {
+    if var renewed {
+      renewed.lastStartedAt = now
+      renewed.lastTrial = id
+      try txn.putSubjectUse(renewed)
+    } else if let once {
       try txn.putSubjectUse(
         SubjectUse(
           scope: once.scope, key: once.key, subject: subject, plan: attributes.plan ?? "",

@@ -193,12 +193,11 @@ extension TrialBook {
     switch command.kind {
     case .start(let start):
       let resolved = try defaults.resolve(start, now: now)
-      let once = try resolved.attributes.plan.flatMap { defaults.plans[$0] }.flatMap {
-        try $0.use(of: resolved.attributes.subject, fold: folding.fold)
-      }
+      let plan = resolved.attributes.plan.flatMap { defaults.plans[$0] }
+      let once = try plan.flatMap { try $0.use(of: resolved.attributes.subject, fold: folding.fold) }
       return try startTrial(
         in: txn, attributes: resolved.attributes, endDate: resolved.end, reminders: resolved.reminders,
-        now: now, ids: ids, once: once)
+        now: now, ids: ids, once: once, onceFor: plan?.onceFor)
     case .extend(let id, let change, let labels):
       guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
       let end =

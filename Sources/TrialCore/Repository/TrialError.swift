@@ -22,8 +22,9 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case consumerExists(name: String)
     /// No plan of this name is configured.
     case planNotFound(name: String)
-    /// The subject had the trial its plan grants once.
-    case trialAlreadyUsed(SubjectUse)
+    /// The subject had the trial its plan grants once; `availableAt`: when it may start one
+    /// again (its plan's `OnceFor=` after the last start), nil when never.
+    case trialAlreadyUsed(SubjectUse, availableAt: Date? = nil)
   }
 
   public var code: Code
@@ -67,10 +68,13 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case .consumerNotFound(let name): "no consumer named \"\(name)\""
     case .consumerExists(let name): "a consumer named \"\(name)\" already exists"
     case .planNotFound(let name): "no plan named \"\(name)\" is configured"
-    case .trialAlreadyUsed(let use):
+    case .trialAlreadyUsed(let use, let availableAt):
       "subject \"\(use.subject)\" already had a trial"
         + (use.scope == .all ? " of a plan granted once across plans" : " of plan \"\(use.plan)\"")
-        + " (trial \(use.trial), plan \"\(use.plan)\", started \(RFC3339.format(use.firstStartedAt)))"
+        + " (trial \(use.trial), plan \"\(use.plan)\", started \(RFC3339.format(use.firstStartedAt))"
+        + (use.hasLaterStart
+          ? "; last trial \(use.lastTrial), started \(RFC3339.format(use.lastStartedAt))" : "")
+        + ")" + (availableAt.map { "; it may start again at \(RFC3339.format($0))" } ?? "")
     }
   }
 }

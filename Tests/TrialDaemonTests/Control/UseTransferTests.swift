@@ -21,11 +21,19 @@ import TrialTesting
       trial: TrialID(trial))
   }
 
+  /// Among them one whose subject a cooldown (`OnceFor=`) let start again: its last start too.
   static let uses = [
     use(.all, "zoë@example.com", trial: 1), use(.all, "ada@example.com", trial: 2),
-    use(.plan("pro"), "ada@example.com", trial: 3), use(.plan("pro"), "bo with spaces", trial: 4),
+    renewed(use(.plan("pro"), "ada@example.com", trial: 3)), use(.plan("pro"), "bo with spaces", trial: 4),
     use(.plan("pro-2"), "cy@example.com", trial: 5),
   ]
+
+  static func renewed(_ use: SubjectUse) -> SubjectUse {
+    var use = use
+    use.lastStartedAt = start.addingTimeInterval(270 * 86_400 + 0.5)
+    use.lastTrial = TrialID(33)
+    return use
+  }
 
   /// Every page of Export's uses, `limit` at a time.
   private func usePages(_ queries: StoreQueries, limit: Int) throws -> [ExportReply] {
@@ -101,5 +109,29 @@ import TrialTesting
       errors.first?.contains(
         "line 2: the use of all by key \"zoë@example.com\" appears again (first on line 1)") == true,
       "\(errors)")
+  }
+
+  /// A line of an export of a version before cooldowns (no last start) imports with its first
+  /// start as its last; a line of this version carries the last start, and one before the first
+  /// is refused naming the field.
+  @Test func useLine_WithAndWithoutTheLastStart_ReadsAsItsVersionWrote() throws {
+    let old =
+      #"{"use":{"scope":"plan:pro","key":"k","subject":"K","plan":"pro","firstStartedAt":"#
+      + #""2026-01-01T00:00:00.250000Z","id":"0000000000000007"}}"#
+    guard case .use(let use) = try ExportRecord.read(line: Array(old.utf8)) else {
+      Issue.record("not a use")
+      return
+    }
+    #expect(use.lastTrial == TrialID(7) && use.lastStartedAt == use.firstStartedAt && !use.hasLaterStart)
+    #expect(!ExportRecord(use).jsonLine.contains("last"))
+    let line = ExportRecord(Self.uses[2]).jsonLine
+    #expect(line.contains(#""lastStartedAt":"#) && line.contains(#""lastId":"0000000000000021""#))
+    #expect(try ExportRecord.read(line: Array(line.utf8)) == .use(Self.uses[2]))
+    var early = Self.uses[2]
+    early.lastStartedAt = early.firstStartedAt - 1
+    let problem = #expect(throws: WireProblem.self) {
+      try ExportRecord.read(line: Array(ExportRecord(early).jsonLine.utf8))
+    }
+    #expect(problem?.description.contains("lastStartedAt") == true, "\(String(describing: problem))")
   }
 }
