@@ -24,6 +24,8 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case planNotFound(name: String)
     /// The subject had the trial its plan grants once.
     case trialAlreadyUsed(SubjectUse)
+    /// An extension beyond a limit of its trial's plan (`ExtensionLimits`).
+    case extensionRefused(ExtensionRefusal)
   }
 
   public var code: Code
@@ -71,6 +73,7 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
       "subject \"\(use.subject)\" already had a trial"
         + (use.scope == .all ? " of a plan granted once across plans" : " of plan \"\(use.plan)\"")
         + " (trial \(use.trial), plan \"\(use.plan)\", started \(RFC3339.format(use.firstStartedAt)))"
+    case .extensionRefused(let refusal): "extension refused: \(refusal)"
     }
   }
 }
