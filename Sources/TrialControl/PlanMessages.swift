@@ -18,6 +18,10 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var subjectKey: String?
   /// How long a trial stays paused before it resumes by itself; nil: no limit.
   public var maxPause: Span?
+  /// How many extensions a trial of the plan may have; nil: no limit.
+  public var maxExtensions: Int?
+  /// The longest a trial of the plan may run from its start to its end; nil: no limit.
+  public var maxLength: Span?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
     name = plan.name
@@ -29,6 +33,8 @@ public struct PlanObject: Codable, Hashable, Sendable {
     once = plan.once == .no ? nil : plan.once.rawValue
     subjectKey = plan.subjectKey == .exact ? nil : plan.subjectKey.rawValue
     maxPause = plan.maxPause.map(Span.init)
+    maxExtensions = plan.maxExtensions
+    maxLength = plan.maxLength.map(Span.init)
   }
 }
 
