@@ -261,6 +261,9 @@ public final class TrialPresenter {
     }
     details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders.map(\.duration))))
     details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
+    if trial.extensions > 0 {
+      details.append(LabeledValue(label: "Extensions", value: "\(trial.extensions)"))
+    }
     // Each named attribute beside the subject (`plan`, …), under its name capitalised.
     for row in TrialAttributes.besideSubject {
       guard let value = trial.named[row] else { continue }
