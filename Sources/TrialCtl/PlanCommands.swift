@@ -10,7 +10,7 @@ struct Plans: ParsableCommand, SessionCommand {
       A plan is a named kind of trial, one file each: /etc/trialwatch/plans/NAME.conf, read when the daemon \
       starts and at systemctl reload trialwatch. A trial started with --plan takes its length, reminders and \
       labels, and keeps them when the plan changes later. EXTENSIONS shows the plan's limits on extending \
-      its trials, MaxExtensions= and MaxLength= (2x/60d: at most twice, 60 days from start to end in all), \
+      its trials, MaxExtensions= and MaxLength= (2x/4w 2d: at most twice, 30 days from start to end in all), \
       which apply as the plan is loaded now.
 
       Example: trialwatchctl plans
@@ -106,8 +106,8 @@ extension TrialPresenter {
     return plan.subjectKey.map { once + "/" + $0 } ?? once
   }
 
-  /// The plan's limits on extensions: `2x` (MaxExtensions=), `60d` in all (MaxLength=), both
-  /// (`2x/60d`), or `-` for none.
+  /// The plan's limits on extensions: `2x` (MaxExtensions=), `4w 2d` in all (MaxLength=), both
+  /// (`2x/4w 2d`), or `-` for none.
   static func extensionLimits(_ plan: PlanObject) -> String {
     let limits = [plan.maxExtensions.map { "\($0)x" }, plan.maxLength.map { TimeSpan.format($0.duration) }]
       .compactMap { $0 }
