@@ -34,7 +34,7 @@ import TrialCore
     #expect(try WireCoding.makeDecoder().decode(TrialObject.self, from: Data(older.utf8)).extensions == 0)
   }
 
-  @Test func exportTrial_WithTheCount_ReadsBack_AndAFileFromBeforeImportsWithNone() throws {
+  @Test func exportTrialWithTheCount_ReadsBack_AndAFileFromBeforeImportsWithNone() throws {
     let extended = Self.trial(extensions: 3)
     let line = ExportRecord(extended).jsonLine
     #expect(line.contains(#""extensions":3"#))

@@ -28,7 +28,7 @@ import TrialTesting
       pause: TrialPause(since: origin + day, until: origin + 8 * day))
   }
 
-  @Test func count_AboveZero_FollowsThePause_AndReadsBack() throws {
+  @Test func countAboveZero_FollowsThePause_AndReadsBack() throws {
     var trial = paused
     let without = try encoded(trial)
     #expect(without[2] == 2 | 4)
