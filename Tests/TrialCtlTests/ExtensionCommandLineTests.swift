@@ -29,7 +29,8 @@ import TrialEngine
 
     let once = try Ctl.run(["extend", "acme-42", "--by", "15d"] + socket)
     #expect(once.status == 0, "\(once.errors)")
-    #expect(once.lines.contains("  Extensions  1"), "\(once.output)")
+    #expect(once.lines.contains("  Extended   1 time"), "\(once.output)")
+    #expect(once.lines.contains("  Revision   2"), "\(once.output)")
     #expect(try Ctl.run(["extend", "acme-42", "--by", "15d"] + socket).status == 0)
     let third = try Ctl.run(["extend", "acme-42", "--by", "1d", "--label", "note=third"] + socket)
     #expect(third.status == 7)
