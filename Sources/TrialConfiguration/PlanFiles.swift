@@ -85,6 +85,22 @@ enum PlanFiles {
           "How long a trial of the plan stays paused (trialwatchctl pause) before it resumes by itself, with "
           + "the time left it had. The limit is taken when the trial is paused: a change applies to later "
           + "pauses."),
+      .init(
+        name: "MaxExtensions", valueName: "count", defaultText: "", defaultDescription: "no limit",
+        meaning:
+          "How many times a trial of the plan may be extended (trialwatchctl extend, ExtendTrial moving its end "
+          + "later; a resume is not an extension); 0 allows none. One more is refused with "
+          + "io.trialwatch.ExtensionRefused (limit max-extensions) and changes nothing. The limit is read from "
+          + "the plan as loaded when the extension is asked for: a change applies to the trials open at once."
+      ),
+      .init(
+        name: "MaxLength", valueName: "span", defaultText: "", defaultDescription: "no limit",
+        meaning:
+          "The longest a trial of the plan may run, from its start to its end, the time spent paused included; "
+          + "not shorter than Length=. An extension that would end it later is refused with "
+          + "io.trialwatch.ExtensionRefused (limit max-length, with the latest end allowed), a start whose own "
+          + "duration or end passes it with InvalidParameter. A resume is never refused, though it may take "
+          + "the end beyond. Read from the plan as loaded when it is checked, like MaxExtensions=."),
     ])
 
   /// The plans of `directory`, by name, each from its file over `defaults`. `unicodeUnavailable`
@@ -169,6 +185,10 @@ enum PlanFiles {
         plan.maxPause = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
       case "OnceFor":
         plan.onceFor = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
+      case "MaxExtensions":
+        plan.maxExtensions = value.isEmpty ? nil : try extensionCount(value)
+      case "MaxLength":
+        plan.maxLength = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
       default:
         if value.isEmpty { labels = [:] }
         for (key, text) in try labelPairs(value) { labels[key] = text }
@@ -189,6 +209,16 @@ enum PlanFiles {
           "OnceFor=\(TrialPlan.cooldownText(onceFor)) has no effect without Once=plan or Once=all: the plan grants "
             + "its trial as often as a subject has none active"))
     }
+    if valid, let maxLength = plan.maxLength, maxLength < plan.length {
+      valid = false
+      diagnostics.append(
+        .init(
+          .error, file: file, line: assigned["MaxLength"],
+          "MaxLength=\(TimeSpan.format(maxLength)) in [\(section)] is shorter than the plan's length "
+            + "\(TimeSpan.format(plan.length))"
+            + (assigned["Length"] == nil ? " (DefaultLength= of [Trials])" : "")
+            + ": its trials would start beyond it"))
+    }
     let tooLong = plan.reminders.offsets.filter { $0 >= plan.length }
     if valid, !tooLong.isEmpty {
       diagnostics.append(
@@ -207,6 +237,14 @@ enum PlanFiles {
       diagnostics.append(warning)
     }
     return valid ? plan : nil
+  }
+
+  /// `MaxExtensions=`: a whole number, 0 to `ExtensionLimits.maximumCount`.
+  static func extensionCount(_ value: String) throws(InvalidValue) -> Int {
+    guard let count = Int(value), (0...ExtensionLimits.maximumCount).contains(count) else {
+      throw InvalidValue(reason: "not a count from 0 to \(ExtensionLimits.maximumCount)")
+    }
+    return count
   }
 
   /// `key=value` pairs separated by spaces; a pair (or its value) in double quotes may hold

@@ -17,7 +17,9 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public var parameter: String?
     /// What is wrong, in words (with `InvalidParameter`, an addition clients may ignore).
     public var problem: String?
-    public var limit: Int?
+    /// `limit`: a number (`MessageTooLarge`, `TooManyConnections`) or, of `ExtensionRefused`,
+    /// the name of the limit (`limitName`).
+    private var limitValue: ErrorLimit?
     public var message: String?
     public var cursor: String?
     public var resumeAfter: String?
@@ -35,6 +37,32 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public var lastStartedAt: String?
     /// When the subject may start again (`TrialAlreadyUsed`, a plan with OnceFor=); absent: never.
     public var availableAt: String?
+    /// Of `ExtensionRefused`: the trial's extensions so far, its plan's limits, the latest end
+    /// its `MaxLength=` allows, and the end asked for.
+    public var extensions: Int?
+    public var maxExtensions: Int?
+    public var maxLength: String?
+    public var latestEndsAt: String?
+    public var endsAt: String?
+
+    /// A number limit (`MessageTooLarge`, `TooManyConnections`).
+    public var limit: Int? {
+      get { if case .number(let number) = limitValue { number } else { nil } }
+      set { limitValue = newValue.map(ErrorLimit.number) }
+    }
+
+    /// A named limit (`ExtensionRefused`: max-extensions or max-length).
+    public var limitName: String? {
+      get { if case .name(let name) = limitValue { name } else { nil } }
+      set { limitValue = newValue.map(ErrorLimit.name) }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+      case id, subject, state, method, uid, interface, parameter, problem, message, cursor, resumeAfter
+      case oldest, last, name, plan, firstStartedAt, generation, reason, extensions, maxExtensions
+      case maxLength, latestEndsAt, endsAt, lastId, lastStartedAt, availableAt
+      case limitValue = "limit"
+    }
 
     public init(
       id: String? = nil, subject: String? = nil, state: String? = nil, method: String? = nil, uid: Int? = nil,
@@ -52,7 +80,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.interface = interface
       self.parameter = parameter
       self.problem = problem
-      self.limit = limit
+      self.limitValue = limit.map(ErrorLimit.number)
       self.message = message
       self.cursor = cursor
       self.resumeAfter = resumeAfter
@@ -100,6 +128,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let webhookNotFound = "io.trialwatch.WebhookNotFound"
     public static let webhookSenderUnavailable = "io.trialwatch.WebhookSenderUnavailable"
     public static let webhookSenderActive = "io.trialwatch.WebhookSenderActive"
+    public static let extensionRefused = "io.trialwatch.ExtensionRefused"
   }
 
   public static func interfaceNotFound(_ interface: String) -> Self {
@@ -202,7 +231,22 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
           id: use.trial.description, subject: use.subject, plan: use.plan,
           firstStartedAt: RFC3339.format(use.firstStartedAt), lastId: use.lastTrial.description,
           lastStartedAt: RFC3339.format(use.lastStartedAt), availableAt: availableAt.map(RFC3339.format)))
+    case .extensionRefused(let refusal):
+      self = .extensionRefused(refusal)
     }
+  }
+
+  /// An extension its trial's plan refuses: which limit, the plan's limits and where the trial
+  /// stands against them.
+  public static func extensionRefused(_ refusal: ExtensionRefusal) -> Self {
+    var parameters = Parameters(id: refusal.trial.description, plan: refusal.plan)
+    parameters.limitName = refusal.limit.rawValue
+    parameters.extensions = refusal.extensions
+    parameters.maxExtensions = refusal.maxExtensions
+    parameters.maxLength = refusal.maxLength.map(TimeSpan.format)
+    parameters.latestEndsAt = refusal.latestEnd.map(RFC3339.format)
+    parameters.endsAt = RFC3339.format(refusal.requestedEnd)
+    return Self(name: Name.extensionRefused, parameters: parameters)
   }
 
   /// The error in words, naming what was wrong.
@@ -269,12 +313,57 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       return "no webhook sender is attached to the daemon (is trialwatch-webhooks.service running?)"
     case Name.webhookSenderActive:
       return "a webhook sender is attached to the daemon already; only one may be at a time"
+    case Name.extensionRefused:
+      return extensionRefusedDescription
     case Name.noSuchMetric:
       guard let metric = p.name else { return "no metric to list" }
       return "no metric family named \"\(metric)\" (trialwatchctl metrics --describe lists them)"
     default:
       let text = WireCoding.text(p)
       return text == "{}" ? name : "\(name) \(text)"
+    }
+  }
+}
+
+extension ControlError {
+  /// `ExtensionRefused` in words: the limit, and what the plan allows.
+  fileprivate var extensionRefusedDescription: String {
+    let p = parameters
+    let plan = "plan \"\(p.plan ?? "?")\""
+    switch p.limitName {
+    case ExtensionRefusal.Limit.maxExtensions.rawValue:
+      let count = p.extensions.map(String.init) ?? "?"
+      return "extension refused: trial \(p.id ?? "?") had \(count) extension\(p.extensions == 1 ? "" : "s"), "
+        + "as many as its \(plan) allows (MaxExtensions=\(p.maxExtensions.map(String.init) ?? "?"))"
+    case ExtensionRefusal.Limit.maxLength.rawValue:
+      return
+        "extension refused: the new end \(p.endsAt ?? "?") of trial \(p.id ?? "?") lies beyond the latest "
+        + "its \(plan) allows, \(p.latestEndsAt ?? "?") (MaxLength=\(p.maxLength ?? "?") from its start)"
+    default:
+      return "extension refused by a limit of trial \(p.id ?? "?")'s \(plan) (\(p.limitName ?? "?"))"
+    }
+  }
+}
+
+/// The `limit` of an error reply: a number, or (of `ExtensionRefused`) a name.
+enum ErrorLimit: Codable, Hashable, Sendable {
+  case number(Int)
+  case name(String)
+
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.singleValueContainer()
+    if let number = try? container.decode(Int.self) {
+      self = .number(number)
+    } else {
+      self = .name(try container.decode(String.self))
+    }
+  }
+
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    switch self {
+    case .number(let number): try container.encode(number)
+    case .name(let name): try container.encode(name)
     }
   }
 }

@@ -181,6 +181,8 @@ public enum FastPath {
     object.out += days.utf8
     if let endedAt = trial.endedAt { object.text(.endedAt, RFC3339.format(endedAt)) }
     object.text(.endsAt, RFC3339.format(trial.endsAt))
+    object.key(.extensions)
+    object.out += String(trial.extensions).utf8
     object.text(.id, trial.id.description)
     object.key(.labels)
     // Keys in the order JSONEncoder's sortedKeys writes them: a label key is ASCII, so byte order.
@@ -209,7 +211,8 @@ public enum FastPath {
   /// The fields of a trial's object beside its named attributes, in the order `JSONEncoder`'s
   /// sorted keys puts their names (ASCII, so byte order).
   private enum TrialField: Int, CaseIterable {
-    case daysLeft, endedAt, endsAt, id, labels, pausedAt, reminders, resumesAt, revision, startedAt, state
+    case daysLeft, endedAt, endsAt, extensions, id, labels, pausedAt, reminders, resumesAt, revision,
+      startedAt, state
     case subject, timeLeft
 
     var name: String {
@@ -217,6 +220,7 @@ public enum FastPath {
       case .daysLeft: "daysLeft"
       case .endedAt: "endedAt"
       case .endsAt: "endsAt"
+      case .extensions: "extensions"
       case .id: "id"
       case .labels: "labels"
       case .pausedAt: "pausedAt"

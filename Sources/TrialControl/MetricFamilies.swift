@@ -42,6 +42,7 @@ public enum MetricFamily: String, CaseIterable, Sendable {
   case webhookOldestPending = "webhook_oldest_pending_age_seconds"
   case webhookDisabled = "webhook_endpoint_disabled"
   case webhookSender = "webhook_sender_attached"
+  case extensionsRefused = "extensions_refused"
 
   /// `io.trialwatch.trials`.
   public var name: String { SystemdMetrics.prefix + rawValue }
@@ -56,7 +57,7 @@ public enum MetricFamily: String, CaseIterable, Sendable {
     case .eventsFired, .eventsSkipped, .eventsFiredLate, .latenessBucket, .latenessSum, .latenessCount,
       .eventsLogged, .commitBucket, .commitSum, .commitCount, .storeRefusedWrites, .controlCalls,
       .controlErrors,
-      .refusedConnections, .fleetRenewals, .fleetLosses, .webhookDeliveries:
+      .refusedConnections, .fleetRenewals, .fleetLosses, .webhookDeliveries, .extensionsRefused:
       .counter
     }
   }
@@ -117,6 +118,9 @@ public enum MetricFamily: String, CaseIterable, Sendable {
       "1 for each webhook endpoint disabled (a 410 Gone, or failing for DisableAfter=), else 0 (field endpoint)"
     case .webhookSender:
       "1 while a webhook sender (trialwatch-webhooks) is attached, else 0; present when endpoints are configured"
+    case .extensionsRefused:
+      "Extensions refused since the daemon started by a limit of their trial's plan (field limit: "
+        + "max-extensions for MaxExtensions=, max-length for MaxLength=)"
     }
   }
 

@@ -20,6 +20,10 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var maxPause: Span?
   /// How long after its last trial a subject may start another (`OnceFor=`); nil: never.
   public var onceFor: Span?
+  /// How many extensions a trial of the plan may have; nil: no limit.
+  public var maxExtensions: Int?
+  /// The longest a trial of the plan may run from its start to its end; nil: no limit.
+  public var maxLength: Span?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
     name = plan.name
@@ -32,6 +36,8 @@ public struct PlanObject: Codable, Hashable, Sendable {
     subjectKey = plan.subjectKey == .exact ? nil : plan.subjectKey.rawValue
     maxPause = plan.maxPause.map(Span.init)
     onceFor = plan.once == .no ? nil : plan.onceFor.map(Span.init)
+    maxExtensions = plan.maxExtensions
+    maxLength = plan.maxLength.map(Span.init)
   }
 }
 

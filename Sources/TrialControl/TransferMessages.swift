@@ -130,6 +130,9 @@ public struct ExportTrial: Codable, Hashable, Sendable {
   /// Of a trial paused (or ended while paused): since when, and when its pause runs out.
   public var pausedAt: PreciseTime?
   public var resumesAt: PreciseTime?
+  /// How many extensions moved its end later; absent when none (and in files from before the
+  /// count, which import with 0).
+  public var extensions: Int?
 
   public init(_ trial: Trial) {
     id = trial.id
@@ -145,11 +148,12 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     reminders = trial.reminders.offsets.map(Span.init)
     pausedAt = trial.pause.map { PreciseTime($0.since) }
     resumesAt = trial.pause?.until.map(PreciseTime.init)
+    extensions = trial.extensions == 0 ? nil : trial.extensions
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, attributes, state, revision, startedAt, endsAt, endedAt, reminders, pausedAt
-    case resumesAt
+    case resumesAt, extensions
   }
 
   public init(from decoder: any Decoder) throws {
@@ -166,6 +170,7 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     reminders = try container.decode([Span].self, forKey: .reminders)
     pausedAt = try container.decodeIfPresent(PreciseTime.self, forKey: .pausedAt)
     resumesAt = try container.decodeIfPresent(PreciseTime.self, forKey: .resumesAt)
+    extensions = try container.decodeWholeNumber(forKey: .extensions)
   }
 
   public func trial() throws(WireProblem) -> Trial {
@@ -200,10 +205,13 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     if pausedAt == nil, resumesAt != nil {
       throw WireProblem(path: ["trial", "resumesAt"], problem: "only a paused trial resumes")
     }
+    if let extensions, !(0...Int(UInt32.max)).contains(extensions) {
+      throw WireProblem(path: ["trial", "extensions"], problem: "must be 0 to \(UInt32.max)")
+    }
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: startedAt.date, endDate: endsAt.date),
       state: state, reminders: schedule, revision: revision, endedAt: endedAt?.date,
-      pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) })
+      pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) }, extensions: extensions ?? 0)
   }
 
   /// Why an attribute of an export cannot be stored, or nil: a name of lower-case letters,

@@ -28,6 +28,8 @@ public struct TrialObject: Codable, Hashable, Sendable {
   public var resumesAt: Date?
   /// Of a paused trial: the time left its pause froze, which a resume adds to its moment.
   public var timeLeft: Span?
+  /// How many extensions moved its end later (0 in the reply of a daemon from before the count).
+  public var extensions: Int = 0
 
   public init(
     id: TrialID, subject: String, labels: [String: String]? = [:], state: TrialState, startedAt: Date,
@@ -61,13 +63,14 @@ public struct TrialObject: Codable, Hashable, Sendable {
     pausedAt = trial.pause?.since
     resumesAt = trial.state == .paused ? trial.pause?.until : nil
     timeLeft = trial.state == .paused ? trial.timeLeft.map(Span.init) : nil
+    extensions = trial.extensions
     let asOf = trial.state == .paused ? trial.pause?.since ?? now : now
     daysLeft = (trial.period.daysLeft(clock: FixedInstant(asOf)).amount * 1e6).rounded() / 1e6
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, state, startedAt, endsAt, endedAt, reminders, revision, daysLeft, pausedAt
-    case resumesAt, timeLeft
+    case resumesAt, timeLeft, extensions
   }
 
   public init(from decoder: any Decoder) throws {
@@ -86,6 +89,7 @@ public struct TrialObject: Codable, Hashable, Sendable {
     pausedAt = try container.decodeIfPresent(Date.self, forKey: .pausedAt)
     resumesAt = try container.decodeIfPresent(Date.self, forKey: .resumesAt)
     timeLeft = try container.decodeIfPresent(Span.self, forKey: .timeLeft)
+    extensions = try container.decodeIfPresent(Int.self, forKey: .extensions) ?? 0
   }
 
   public func encode(to encoder: any Encoder) throws {
@@ -104,6 +108,7 @@ public struct TrialObject: Codable, Hashable, Sendable {
     try container.encodeIfPresent(pausedAt, forKey: .pausedAt)
     try container.encodeIfPresent(resumesAt, forKey: .resumesAt)
     try container.encodeIfPresent(timeLeft, forKey: .timeLeft)
+    try container.encode(extensions, forKey: .extensions)
   }
 }
 

@@ -302,6 +302,8 @@ public final class ControlCounters: Sendable {
   private let refusedConnections = Atomic<Int>(0)
   /// One tally per method, made as a server's routes are set up, never as calls arrive.
   private let tallies = Mutex<[String: MethodTally]>([:])
+  /// Extensions refused by a limit of their trial's plan, by the limit's name.
+  private let refusedExtensions = Mutex<[String: Int]>([:])
 
   public init() {}
 
@@ -315,6 +317,12 @@ public final class ControlCounters: Sendable {
     tallies.withLock { $0.map { ($0.key, $0.value.calls, $0.value.errors) } }.filter { $0.calls > 0 }
       .sorted { $0.method < $1.method }
   }
+
+  /// Extensions refused since start, by the limit's name (`ExtensionRefused`'s `limit`).
+  public var extensionsRefused: [String: Int] { refusedExtensions.withLock { $0 } }
+
+  /// Counts an extension refused by the limit `limit`.
+  public func extensionRefused(limit: String) { refusedExtensions.withLock { $0[limit, default: 0] += 1 } }
 
   func connectionOpened() { open.add(1, ordering: .relaxed) }
   func connectionClosed() { open.subtract(1, ordering: .relaxed) }

@@ -247,7 +247,13 @@ struct List: ParsableCommand, SessionCommand {
 struct Extend: ParsableCommand, SessionCommand {
   static let configuration = CommandConfiguration(
     abstract: "Move an active trial's end: later by a span, or to a new time.",
-    discussion: "Example: trialwatchctl extend acme-42 --by 7d")
+    discussion: """
+      A move later is an extension: the trial counts it (status prints Extended: 1 time). Its plan's MaxExtensions= \
+      and MaxLength= (as the plan is loaded now) limit them: one beyond is refused with nothing changed \
+      (exit status 7), the message naming the limit and, for MaxLength=, the latest end allowed.
+
+      Example: trialwatchctl extend acme-42 --by 7d
+      """)
 
   @OptionGroup var global: GlobalOptions
   @OptionGroup var trial: TrialArgument

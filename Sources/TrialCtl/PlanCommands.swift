@@ -9,7 +9,9 @@ struct Plans: ParsableCommand, SessionCommand {
     discussion: """
       A plan is a named kind of trial, one file each: /etc/trialwatch/plans/NAME.conf, read when the daemon \
       starts and at systemctl reload trialwatch. A trial started with --plan takes its length, reminders and \
-      labels, and keeps them when the plan changes later.
+      labels, and keeps them when the plan changes later. EXTENSIONS shows the plan's limits on extending \
+      its trials, MaxExtensions= and MaxLength= (2x/4w 2d: at most twice, 30 days from start to end in all), \
+      which apply as the plan is loaded now.
 
       Example: trialwatchctl plans
       """)
@@ -81,14 +83,17 @@ extension TrialPresenter {
       [
         plan.name, TimeSpan.format(plan.length.duration), reminders(plan.reminders.map(\.duration)),
         plan.labels.isEmpty ? "-" : labels(plan.labels), Self.once(plan),
-        plan.maxPause.map { TimeSpan.format($0.duration) } ?? "-",
+        plan.maxPause.map { TimeSpan.format($0.duration) } ?? "-", Self.extensionLimits(plan),
         plan.activeTrials.map(String.init) ?? "-", plan.description ?? "",
       ]
     }
     output.showList(
       ListViewModel(
         table: TableViewModel(
-          columns: ["NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "ACTIVE", "DESCRIPTION"],
+          columns: [
+            "NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "EXTENSIONS", "ACTIVE",
+            "DESCRIPTION",
+          ],
           rows: rows),
         emptyMessage: "No plans. A plan is a file /etc/trialwatch/plans/NAME.conf (trialwatch.conf(5))."))
   }
@@ -102,6 +107,14 @@ extension TrialPresenter {
     return
       ([once] + [plan.subjectKey, plan.onceFor.map { TrialPlan.cooldownText($0.duration) }].compactMap { $0 })
       .joined(separator: "/")
+  }
+
+  /// The plan's limits on extensions: `2x` (MaxExtensions=), `4w 2d` in all (MaxLength=), both
+  /// (`2x/4w 2d`), or `-` for none.
+  static func extensionLimits(_ plan: PlanObject) -> String {
+    let limits = [plan.maxExtensions.map { "\($0)x" }, plan.maxLength.map { TimeSpan.format($0.duration) }]
+      .compactMap { $0 }
+    return limits.isEmpty ? "-" : limits.joined(separator: "/")
   }
 
   public func presentGrantAgain(_ reply: GrantAgainReply, subject: String, plan: String) {

@@ -261,6 +261,11 @@ public final class TrialPresenter {
     }
     details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders.map(\.duration))))
     details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
+    if trial.extensions > 0 {
+      // As wide as the widest label (Reminders), so that the others stay where they were.
+      let times = trial.extensions == 1 ? "1 time" : "\(trial.extensions) times"
+      details.append(LabeledValue(label: "Extended", value: times))
+    }
     // Each named attribute beside the subject (`plan`, …), under its name capitalised.
     for row in TrialAttributes.besideSubject {
       guard let value = trial.named[row] else { continue }

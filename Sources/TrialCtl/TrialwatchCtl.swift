@@ -67,6 +67,8 @@ public enum CtlExitCode: Int32, Sendable, CaseIterable {
   case permissionDenied = 4
   case unreachable = 5
   case storeUnavailable = 6
+  /// An extension refused by a limit of its trial's plan (`ExtensionRefused`).
+  case extensionRefused = 7
 }
 
 /// A failure with the message to print and the exit code to end with.
@@ -154,6 +156,12 @@ public struct CtlFailure: Error, Hashable, Sendable, CustomStringConvertible {
       self.init(
         remote.description + "\n" + Self.storeHint(remote.parameters.reason), exitCode: .storeUnavailable)
     case ControlError.Name.invalidParameter: self.init(remote.description, exitCode: .usage)
+    case ControlError.Name.extensionRefused:
+      let plan = remote.parameters.plan ?? "PLAN"
+      self.init(
+        remote.description
+          + "\nNothing was changed. The limits are MaxExtensions= and MaxLength= of the plan (trialwatchctl plans "
+          + "shows them; plans/\(plan).conf sets them)", exitCode: .extensionRefused)
     default: self.init(remote.description, exitCode: .failure)
     }
   }
@@ -188,6 +196,7 @@ public struct TrialwatchCtl: ParsableCommand {
         4  permission denied
         5  daemon unreachable (check: systemctl status trialwatch)
         6  store unavailable: a full or failing disk, a fleet's database unreachable
+        7  extension refused: beyond the plan's MaxExtensions= or MaxLength=
       """,
     subcommands: [
       Start.self, Status.self, List.self, Extend.self, Pause.self, Resume.self, End.self, Plan.self,

@@ -13,7 +13,7 @@ enum ErrorStatus {
       N.webhookNotFound, N.cursorNotFound, N.noSuchMetric:
       return 404
     case N.subjectAlreadyActive, N.trialNotActive, N.trialNotPaused, N.consumerExists, N.trialAlreadyUsed,
-      N.webhookSenderActive, N.cursorGeneration:
+      N.webhookSenderActive, N.cursorGeneration, N.extensionRefused:
       return 409
     case N.eventsPruned: return 410
     case N.messageTooLarge: return 413

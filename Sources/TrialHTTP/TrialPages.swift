@@ -25,6 +25,7 @@ extension Gateway {
     if let left = trial.timeLeft { facts.append(("left", "Time left", left.description)) }
     if trial.state == .active { facts.append(("days", "Days left", decimal(trial.daysLeft, digits: 1))) }
     facts.append(("revision", "Revision", String(trial.revision)))
+    if trial.extensions > 0 { facts.append(("extensions", "Extensions", String(trial.extensions))) }
     for (name, term, value) in facts {
       body.raw("<dt>\(term)</dt>")
       body.element("dd", [("class", name)], value)

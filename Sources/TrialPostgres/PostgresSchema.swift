@@ -331,10 +331,19 @@ public enum PostgresSchema {
     UPDATE trialwatch.subject_use SET last_started_s = first_started_s, last_trial_id = trial_id;
     """
 
+  /// Version 11: extension limits. Each trial's extension count (`Trial.extensions`: the
+  /// extensions that moved its end later, which its plan's `MaxExtensions=` limits), 0 for the
+  /// trials at the upgrade. A node of version 10 or earlier still running writes no count: a trial it
+  /// starts counts 0, and one it extends keeps the count it had.
+  static let upgradeTo11 = """
+    ALTER TABLE trialwatch.trial ADD COLUMN extensions integer NOT NULL DEFAULT 0
+      CONSTRAINT trial_extensions_check CHECK (extensions >= 0);
+    """
+
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
   static let steps = [
     createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6, upgradeTo7, upgradeTo8,
-    upgradeTo9, upgradeTo10,
+    upgradeTo9, upgradeTo10, upgradeTo11,
   ]
 
   /// What `prepare` found or did.

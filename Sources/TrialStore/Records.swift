@@ -180,10 +180,14 @@ final class RecordCodec {
 
   // Version 2 (version 1 the same without the attribute section):
   //   u8 version, u8 state, u8 flags (bit 0: endedAt present, bit 1: paused-since present,
-  //   bit 2: paused-until present; bits 1 and 2 since schema 6), u8 reminder count n,
-  //   u32 revision, date start, date end, [date endedAt], [date paused since],
-  //   [date paused until], n × f64 reminder offset (days), u8 subject length, subject bytes
-  //   (UTF-8), attribute section (AttributeRecords.swift).
+  //   bit 2: paused-until present; bits 1 and 2 since schema 6; bit 5: extension count
+  //   present, since schema 9), u8 reminder count n, u32 revision, date start, date end,
+  //   [date endedAt], [date paused since], [date paused until], [u32 extensions, written only
+  //   when above 0], n × f64 reminder offset (days), u8 subject length, subject bytes (UTF-8),
+  //   attribute section (AttributeRecords.swift).
+
+  /// Flag bit 5 of a trial record: its extension count follows its pause (schema 9).
+  static let extensionsFlag: UInt8 = 1 << 5
 
   static func stateCode(_ state: TrialState) -> UInt8 {
     switch state {
@@ -212,8 +216,12 @@ final class RecordCodec {
     guard trial.reminders.offsets.count <= 255 else { throw RecordProblem("too many reminders") }
     writer.u8(Self.trialVersion)
     writer.u8(Self.stateCode(trial.state))
+    guard (0...Int(UInt32.max)).contains(trial.extensions) else {
+      throw RecordProblem("the extension count \(trial.extensions) is out of range")
+    }
     writer.u8(
-      (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4))
+      (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4)
+        | (trial.extensions == 0 ? 0 : Self.extensionsFlag))
     writer.u8(UInt8(trial.reminders.offsets.count))
     writer.u32(trial.revision)
     writer.date(trial.period.startDate)
@@ -223,6 +231,7 @@ final class RecordCodec {
       writer.date(pause.since)
       if let until = pause.until { writer.date(until) }
     }
+    if trial.extensions > 0 { writer.u32(UInt32(trial.extensions)) }
     for offset in trial.reminders.offsets { writer.reminderOffset(offset) }
     writer.u8(UInt8(subject.count))
     writer.bytes.append(contentsOf: subject)
@@ -255,7 +264,9 @@ final class RecordCodec {
     try Self.checkVersion(version, reads: 1...Self.trialVersion)
     let state = try Self.state(code: try reader.u8())
     let flags = try reader.u8()
-    guard flags & ~7 == 0, flags & 6 != 4 else { throw RecordProblem("unknown flags \(flags)") }
+    guard flags & ~(7 | Self.extensionsFlag) == 0, flags & 6 != 4 else {
+      throw RecordProblem("unknown flags \(flags)")
+    }
     let reminderCount = Int(try reader.u8())
     let revision = try reader.u32()
     let start = try reader.date()
@@ -264,6 +275,10 @@ final class RecordCodec {
     let pause =
       flags & 2 != 0
       ? TrialPause(since: try reader.date(), until: flags & 4 != 0 ? try reader.date() : nil) : nil
+    let extensions = flags & Self.extensionsFlag != 0 ? Int(try reader.u32()) : 0
+    if flags & Self.extensionsFlag != 0, extensions == 0 {
+      throw RecordProblem("an extension count of 0 is written as none")
+    }
     let schedule = try decodeSchedule(try reader.bytes(reminderCount * 8), count: reminderCount)
     let subjectLength = Int(try reader.u8())
     let subjectBytes = try reader.bytes(subjectLength)
@@ -275,7 +290,7 @@ final class RecordCodec {
     try reader.expectEnd()
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: start, endDate: end), state: state,
-      reminders: schedule, revision: revision, endedAt: endedAt, pause: pause)
+      reminders: schedule, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions)
   }
 
   private func decodeSchedule(_ bytes: UnsafeRawBufferPointer, count: Int) throws -> ReminderSchedule {

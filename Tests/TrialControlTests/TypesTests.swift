@@ -22,7 +22,7 @@ import TrialTesting
     let text = try Self.encode(object)
     #expect(
       text
-        == #"{"daysLeft":4.5,"endsAt":"2025-06-20T15:06:40Z","id":"0000000000000abc","labels":{},"#
+        == #"{"daysLeft":4.5,"endsAt":"2025-06-20T15:06:40Z","extensions":0,"id":"0000000000000abc","labels":{},"#
         + #""reminders":["3d","1min 30s"],"revision":1,"startedAt":"2025-06-15T15:06:40Z","#
         + #""state":"active","subject":"acme-42"}"#)
     #expect(try Self.decode(TrialObject.self, text) == object)

@@ -279,6 +279,41 @@ import TrialCore
     #expect(rows.int64(0, 2) == 3 && rows.bool(0, 3) == true)
   }
 
+  @Test func schemaBeforeExtensionCounts_IsUpgradedInPlace_ItsTrialsCountingNone() throws {
+    let (conninfo, connection) = try Self.upgraded(from: 9)
+    let repository = try PostgresTrialRepository(
+      conninfo: conninfo, node: "new-node", shards: ShardMap(count: 4), refusesEarlyFires: false)
+    let old = try #require(try repository.trial(TrialID(1)))
+    #expect(old.extensions == 0 && old.state == .active)
+    let limits = ExtensionLimits(maxExtensions: 1)
+    let extended = try repository.write { txn in
+      try TrialBook.extendTrial(
+        in: txn, TrialID(1), to: Date(timeIntervalSinceReferenceDate: 900_000),
+        now: Date(timeIntervalSinceReferenceDate: 60), limits: limits)
+    }
+    #expect(extended.trial.extensions == 1 && extended.trial.revision == 2)
+    #expect(try repository.trial(TrialID(1)) == extended.trial)
+    let refused = #expect(throws: TrialError.self) {
+      try repository.write { txn in
+        try TrialBook.extendTrial(
+          in: txn, TrialID(1), to: Date(timeIntervalSinceReferenceDate: 950_000),
+          now: Date(timeIntervalSinceReferenceDate: 60), limits: limits)
+      }
+    }
+    guard case .extensionRefused(let refusal)? = refused?.code else {
+      Issue.record("not refused by its limit: \(String(describing: refused))")
+      return
+    }
+    #expect(refusal.limit == .maxExtensions && refusal.extensions == 1)
+    let rows = try connection.execute(
+      "SELECT string_agg(trial_id || ':' || extensions, ',' ORDER BY trial_id) FROM trialwatch.trial")
+    #expect(rows.string(0, 0) == "1:1,2:0,3:0,4:0")
+    // The column refuses a count below 0, as a damaged write would make it.
+    #expect(throws: PGError.self) {
+      try connection.execute("UPDATE trialwatch.trial SET extensions = -1 WHERE trial_id = 2")
+    }
+  }
+
   @Test func schema_NewerThanThisDaemon_IsLeftUntouched() throws {
     let connection = try Self.database()
     try PostgresSchema.prepare(on: connection, shards: 4)

@@ -93,23 +93,27 @@ public struct Trial: Hashable, Sendable {
   public var endedAt: Date?
   /// The pause of a paused trial (a trial ended while paused keeps it); nil otherwise.
   public var pause: TrialPause?
+  /// How many times an extension moved its end later (`TrialBook.extendTrial`); a resume is
+  /// not an extension. Its plan's `MaxExtensions=` limits it.
+  public var extensions: Int
 
   public init(
     id: TrialID, subject: String, labels: TrialLabels = .none, period: TrialPeriod,
     state: TrialState = .active,
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
-    pause: TrialPause? = nil
+    pause: TrialPause? = nil, extensions: Int = 0
   ) {
     self.init(
       id: id, attributes: TrialAttributes(subject: subject, labels: labels), period: period, state: state,
-      reminders: reminders, revision: revision, endedAt: endedAt, pause: pause)
+      reminders: reminders, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions)
   }
 
   public init(
     id: TrialID, attributes: TrialAttributes, period: TrialPeriod, state: TrialState = .active,
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
-    pause: TrialPause? = nil
+    pause: TrialPause? = nil, extensions: Int = 0
   ) {
+    self.extensions = extensions
     self.id = id
     self.attributes = attributes
     self.period = period

@@ -17,14 +17,20 @@ public struct TrialPlan: Hashable, Sendable {
   public var onceFor: Duration?
   /// How long a trial of the plan stays paused before it resumes by itself; nil: no limit.
   public var maxPause: Duration?
+  /// How many extensions a trial of the plan may have; nil: no limit (`ExtensionLimits`).
+  public var maxExtensions: Int?
+  /// The longest a trial of the plan may run from its start to its end; nil: no limit.
+  public var maxLength: Duration?
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,
     description: String? = nil, once: TrialOnce = .no, subjectKey: SubjectKeyRule = .exact,
-    maxPause: Duration? = nil, onceFor: Duration? = nil
+    maxPause: Duration? = nil, onceFor: Duration? = nil, maxExtensions: Int? = nil, maxLength: Duration? = nil
   ) {
     self.maxPause = maxPause
     self.onceFor = onceFor
+    self.maxExtensions = maxExtensions
+    self.maxLength = maxLength
     self.name = name
     self.length = length
     self.reminders = reminders

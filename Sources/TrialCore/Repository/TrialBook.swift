@@ -142,15 +142,21 @@ public enum TrialBook {
 
   /// Moves an active trial's end, starting a new revision, and makes the label changes given
   /// (a nil value removes the label); reminders of the new revision already due are recorded
-  /// as skipped (`logged`: as the event log holds them).
+  /// as skipped (`logged`: as the event log holds them). A move later is an extension: it
+  /// counts one (`Trial.extensions`), and one beyond `limits` (its plan's) is refused with
+  /// nothing changed, its labels not applied either.
   public static func extendTrial(
     in txn: any TrialWriteTransaction, _ id: TrialID, to endDate: Date, labels: [String: String?] = [:],
-    now: Date
+    now: Date, limits: ExtensionLimits = .none
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
     guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
     guard endDate > now else { throw TrialError.invalid(.end, "the new end must lie in the future") }
+    if let refusal = limits.refusal(of: trial, to: endDate, plan: trial.plan ?? "") {
+      throw TrialError(.extensionRefused(refusal))
+    }
     trial.labels = try changedLabels(trial.labels, labels)
+    if endDate > trial.period.endDate { trial.extensions += 1 }
     trial.reschedule(endDate: endDate)
     try txn.putTrial(trial)
     let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtExtension)

@@ -179,6 +179,14 @@ public struct TrialDefaults: Hashable, Sendable {
       case .after(let span): now.adding(span)
       case .at(let date): date
       }
+    if let name = attributes.plan, let maxLength = plans[name]?.maxLength, end > now.adding(maxLength) {
+      // A plan's Length= is never above its MaxLength=: only a start's own end can pass it.
+      let field: TrialField = if case .at = start.end { .end } else { .length }
+      throw .invalid(
+        field,
+        "ends \(TimeSpan.format(.milliseconds(end.duration(since: now).roundedMilliseconds))) after the start, "
+          + "beyond the MaxLength=\(TimeSpan.format(maxLength)) of plan \"\(name)\"")
+    }
     return (attributes, end, start.reminders ?? reminders)
   }
 }
@@ -205,7 +213,9 @@ extension TrialBook {
         case .by(let span): current.period.endDate.adding(span)
         case .to(let date): date
         }
-      return try extendTrial(in: txn, id, to: end, labels: labels, now: now)
+      // The limits of its plan as loaded now: they limit the operator's action, not the trial.
+      let limits = current.plan.flatMap { defaults.plans[$0] }?.extensionLimits ?? .none
+      return try extendTrial(in: txn, id, to: end, labels: labels, now: now, limits: limits)
     case .end(let id, let outcome, let labels):
       return (try endTrial(in: txn, id, outcome: outcome, labels: labels, now: now), [], [])
     case .pause(let target):

@@ -25,6 +25,8 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The subject had the trial its plan grants once; `availableAt`: when it may start one
     /// again (its plan's `OnceFor=` after the last start), nil when never.
     case trialAlreadyUsed(SubjectUse, availableAt: Date? = nil)
+    /// An extension beyond a limit of its trial's plan (`ExtensionLimits`).
+    case extensionRefused(ExtensionRefusal)
   }
 
   public var code: Code
@@ -75,6 +77,7 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
         + (use.hasLaterStart
           ? "; last trial \(use.lastTrial), started \(RFC3339.format(use.lastStartedAt))" : "")
         + ")" + (availableAt.map { "; it may start again at \(RFC3339.format($0))" } ?? "")
+    case .extensionRefused(let refusal): "extension refused: \(refusal)"
     }
   }
 }

@@ -201,6 +201,11 @@ public struct MetricsHandlers: Sendable {
       case .webhookSender:
         let figures = figures()
         if !figures.statuses.isEmpty { add(figures.attached ? 1 : 0) }
+      case .extensionsRefused:
+        let refused = sources.counters.extensionsRefused
+        for limit in ExtensionRefusal.Limit.allCases {
+          add(refused[limit.rawValue, default: 0], ["limit": limit.rawValue])
+        }
       }
     }
     guard !out.isEmpty else { throw .noSuchMetric(nil) }

@@ -271,7 +271,11 @@ public final class TrialsHandlers: @unchecked Sendable {
     }
     // Straight to the lane, from this thread: the engine's context sees the command once durable.
     let clock = self.clock
+    let counters = self.counters
     intake.submit(command) { result in
+      if case .failure(let error as TrialError) = result, case .extensionRefused(let refusal) = error.code {
+        counters.extensionRefused(limit: refusal.limit.rawValue)
+      }
       done(Self.result { TrialReply(trial: TrialObject(try result.get().trial, now: clock.now())) })
     }
   }

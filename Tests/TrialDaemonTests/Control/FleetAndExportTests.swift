@@ -135,6 +135,8 @@ import TrialTesting
       records.compactMap(\.trial).map(\.state) == [
         .active, .active, .expired, .converted, .cancelled, .active, .active,
       ])
+    // The extended trial carries its count; the others none (absent, as in a file from before it).
+    #expect(records.compactMap(\.trial).map(\.extensions) == [nil, nil, nil, nil, nil, 1, nil])
 
     let scratch = try TemporaryDirectory("import")
     var output: [String] = []
