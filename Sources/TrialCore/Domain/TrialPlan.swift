@@ -14,13 +14,17 @@ public struct TrialPlan: Hashable, Sendable {
   public var subjectKey: SubjectKeyRule
   /// How long a trial of the plan stays paused before it resumes by itself; nil: no limit.
   public var maxPause: Duration?
+  /// Whether a trial of the plan cancelled at its end still gets its reminders (taken when the
+  /// cancel is asked, `TrialCancelMark.remindAfterCancel`).
+  public var remindAfterCancel: Bool
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,
     description: String? = nil, once: TrialOnce = .no, subjectKey: SubjectKeyRule = .exact,
-    maxPause: Duration? = nil
+    maxPause: Duration? = nil, remindAfterCancel: Bool = false
   ) {
     self.maxPause = maxPause
+    self.remindAfterCancel = remindAfterCancel
     self.name = name
     self.length = length
     self.reminders = reminders
