@@ -54,7 +54,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
   /// The schema this version writes and reads. A store with a higher one is refused; one
   /// with a lower one is upgraded when opened for writing (see `upgrade`), and read as it is
   /// by `LMDBStoreReader`.
-  public static let schemaVersion: UInt32 = 8
+  public static let schemaVersion: UInt32 = 9
 
   struct Databases {
     var trials: LMDBDatabase

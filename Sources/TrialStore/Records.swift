@@ -180,10 +180,11 @@ final class RecordCodec {
 
   // Version 2 (version 1 the same without the attribute section):
   //   u8 version, u8 state, u8 flags (bit 0: endedAt present, bit 1: paused-since present,
-  //   bit 2: paused-until present; bits 1 and 2 since schema 6), u8 reminder count n,
-  //   u32 revision, date start, date end, [date endedAt], [date paused since],
-  //   [date paused until], n × f64 reminder offset (days), u8 subject length, subject bytes
-  //   (UTF-8), attribute section (AttributeRecords.swift).
+  //   bit 2: paused-until present, bit 3: cancel-at-end mark present; bits 1 and 2 since
+  //   schema 6, bit 3 since 9), u8 reminder count n, u32 revision, date start, date end,
+  //   [date endedAt], [date paused since], [date paused until], [date cancel asked,
+  //   u8 remind after cancel (0 or 1)], n × f64 reminder offset (days), u8 subject length,
+  //   subject bytes (UTF-8), attribute section (AttributeRecords.swift).
 
   static func stateCode(_ state: TrialState) -> UInt8 {
     switch state {
@@ -213,7 +214,8 @@ final class RecordCodec {
     writer.u8(Self.trialVersion)
     writer.u8(Self.stateCode(trial.state))
     writer.u8(
-      (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4))
+      (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4)
+        | (trial.cancelMark == nil ? 0 : 8))
     writer.u8(UInt8(trial.reminders.offsets.count))
     writer.u32(trial.revision)
     writer.date(trial.period.startDate)
@@ -222,6 +224,10 @@ final class RecordCodec {
     if let pause = trial.pause {
       writer.date(pause.since)
       if let until = pause.until { writer.date(until) }
+    }
+    if let mark = trial.cancelMark {
+      writer.date(mark.askedAt)
+      writer.u8(mark.remindAfterCancel ? 1 : 0)
     }
     for offset in trial.reminders.offsets { writer.reminderOffset(offset) }
     writer.u8(UInt8(subject.count))
@@ -255,7 +261,7 @@ final class RecordCodec {
     try Self.checkVersion(version, reads: 1...Self.trialVersion)
     let state = try Self.state(code: try reader.u8())
     let flags = try reader.u8()
-    guard flags & ~7 == 0, flags & 6 != 4 else { throw RecordProblem("unknown flags \(flags)") }
+    guard flags & ~15 == 0, flags & 6 != 4 else { throw RecordProblem("unknown flags \(flags)") }
     let reminderCount = Int(try reader.u8())
     let revision = try reader.u32()
     let start = try reader.date()
@@ -264,6 +270,7 @@ final class RecordCodec {
     let pause =
       flags & 2 != 0
       ? TrialPause(since: try reader.date(), until: flags & 4 != 0 ? try reader.date() : nil) : nil
+    let cancelMark = flags & 8 != 0 ? try Self.cancelMark(&reader) : nil
     let schedule = try decodeSchedule(try reader.bytes(reminderCount * 8), count: reminderCount)
     let subjectLength = Int(try reader.u8())
     let subjectBytes = try reader.bytes(subjectLength)
@@ -275,7 +282,14 @@ final class RecordCodec {
     try reader.expectEnd()
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: start, endDate: end), state: state,
-      reminders: schedule, revision: revision, endedAt: endedAt, pause: pause)
+      reminders: schedule, revision: revision, endedAt: endedAt, pause: pause, cancelMark: cancelMark)
+  }
+
+  private static func cancelMark(_ reader: inout ByteReader) throws -> TrialCancelMark {
+    let askedAt = try reader.date()
+    let reminds = try reader.u8()
+    guard reminds <= 1 else { throw RecordProblem("a cancel mark's reminder flag is \(reminds), not 0 or 1") }
+    return TrialCancelMark(askedAt: askedAt, remindAfterCancel: reminds == 1)
   }
 
   private func decodeSchedule(_ bytes: UnsafeRawBufferPointer, count: Int) throws -> ReminderSchedule {
@@ -309,7 +323,7 @@ final class RecordCodec {
   //   u8 outcome, u8 flags (bit 0: late, bit 1: delivered), [f64 reminder offset or time left
   //   (days)], date due, date taken, [date delivered], outcome payload:
   //     0 fired, 1 already due at start, 2 already due at extension, 4 superseded by expiry,
-  //     6 already due at resume: nothing;
+  //     6 already due at resume, 7 cancel at end (since schema 9): nothing;
   //     3 superseded by reminder: u64 trial id, u32 revision, u8 kind, [f64 offset];
   //     5 beyond grace: f64 lateness, f64 grace (seconds).
 
@@ -363,6 +377,7 @@ final class RecordCodec {
     case .skipped(.supersededByExpiry): 4
     case .skipped(.beyondGrace): 5
     case .skipped(.alreadyDueAtResume): 6
+    case .skipped(.cancelAtEnd): 7
     }
   }
 
@@ -399,6 +414,7 @@ final class RecordCodec {
       let grace = try reader.span()
       return .skipped(.beyondGrace(lateness: lateness, grace: grace))
     case 6: return .skipped(.alreadyDueAtResume)
+    case 7: return .skipped(.cancelAtEnd)
     default:
       throw RecordProblem("unknown outcome \(code)")
     }
