@@ -74,6 +74,12 @@ enum PlanFiles {
           "How long a trial of the plan stays paused (trialwatchctl pause) before it resumes by itself, with "
           + "the time left it had. The limit is taken when the trial is paused: a change applies to later "
           + "pauses."),
+      .init(
+        name: "RemindAfterCancel", valueName: "boolean", defaultText: "", defaultDescription: "no",
+        meaning:
+          "Whether a trial of the plan cancelled at its end (trialwatchctl cancel) still gets its reminders "
+          + "until its end; with no, each reminder falling due meanwhile is skipped with the reason "
+          + "cancel-at-end. Taken when the cancel is asked: a change applies to later cancels."),
     ])
 
   /// The plans of `directory`, by name, each from its file over `defaults`. `unicodeUnavailable`
@@ -146,6 +152,8 @@ enum PlanFiles {
           value.isEmpty ? .exact : try ConfigurationSchema.choice(value, of: SubjectKeyRule.self)
       case "MaxPause":
         plan.maxPause = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
+      case "RemindAfterCancel":
+        plan.remindAfterCancel = value.isEmpty ? false : try ConfigurationSchema.boolean(value)
       default:
         if value.isEmpty { labels = [:] }
         for (key, text) in try labelPairs(value) { labels[key] = text }

@@ -130,6 +130,10 @@ public struct ExportTrial: Codable, Hashable, Sendable {
   /// Of a trial paused (or ended while paused): since when, and when its pause runs out.
   public var pausedAt: PreciseTime?
   public var resumesAt: PreciseTime?
+  /// Of a trial cancelled at its end (or so cancelled): when that was asked, and whether its
+  /// reminders fire; absent otherwise (and in files from before cancels at the end).
+  public var cancelAskedAt: PreciseTime?
+  public var remindAfterCancel: Bool?
 
   public init(_ trial: Trial) {
     id = trial.id
@@ -145,11 +149,13 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     reminders = trial.reminders.offsets.map(Span.init)
     pausedAt = trial.pause.map { PreciseTime($0.since) }
     resumesAt = trial.pause?.until.map(PreciseTime.init)
+    cancelAskedAt = trial.cancelMark.map { PreciseTime($0.askedAt) }
+    remindAfterCancel = trial.cancelMark?.remindAfterCancel
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, attributes, state, revision, startedAt, endsAt, endedAt, reminders, pausedAt
-    case resumesAt
+    case resumesAt, cancelAskedAt, remindAfterCancel
   }
 
   public init(from decoder: any Decoder) throws {
@@ -166,6 +172,8 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     reminders = try container.decode([Span].self, forKey: .reminders)
     pausedAt = try container.decodeIfPresent(PreciseTime.self, forKey: .pausedAt)
     resumesAt = try container.decodeIfPresent(PreciseTime.self, forKey: .resumesAt)
+    cancelAskedAt = try container.decodeIfPresent(PreciseTime.self, forKey: .cancelAskedAt)
+    remindAfterCancel = try container.decodeIfPresent(Bool.self, forKey: .remindAfterCancel)
   }
 
   public func trial() throws(WireProblem) -> Trial {
@@ -200,10 +208,18 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     if pausedAt == nil, resumesAt != nil {
       throw WireProblem(path: ["trial", "resumesAt"], problem: "only a paused trial resumes")
     }
+    if cancelAskedAt == nil, remindAfterCancel != nil {
+      throw WireProblem(
+        path: ["trial", "remindAfterCancel"],
+        problem: "only a trial cancelled at its end has it (cancelAskedAt)")
+    }
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: startedAt.date, endDate: endsAt.date),
       state: state, reminders: schedule, revision: revision, endedAt: endedAt?.date,
-      pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) })
+      pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) },
+      cancelMark: cancelAskedAt.map {
+        TrialCancelMark(askedAt: $0.date, remindAfterCancel: remindAfterCancel ?? false)
+      })
   }
 
   /// Why an attribute of an export cannot be stored, or nil: a name of lower-case letters,
@@ -267,7 +283,8 @@ public struct ExportEvent: Codable, Hashable, Sendable {
       case .beyondGrace(let lateness, let grace):
         self.lateness = PreciseSpan(lateness)
         self.grace = PreciseSpan(grace)
-      case .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume, .supersededByExpiry: break
+      case .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume, .supersededByExpiry, .cancelAtEnd:
+        break
       }
     }
   }

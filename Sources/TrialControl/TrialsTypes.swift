@@ -28,6 +28,10 @@ public struct TrialObject: Codable, Hashable, Sendable {
   public var resumesAt: Date?
   /// Of a paused trial: the time left its pause froze, which a resume adds to its moment.
   public var timeLeft: Span?
+  /// Of a trial cancelled at its end: the end it is cancelled at (of one so cancelled, its end),
+  /// and when that was asked.
+  public var cancelsAt: Date?
+  public var cancelAskedAt: Date?
 
   public init(
     id: TrialID, subject: String, labels: [String: String]? = [:], state: TrialState, startedAt: Date,
@@ -61,13 +65,15 @@ public struct TrialObject: Codable, Hashable, Sendable {
     pausedAt = trial.pause?.since
     resumesAt = trial.state == .paused ? trial.pause?.until : nil
     timeLeft = trial.state == .paused ? trial.timeLeft.map(Span.init) : nil
+    cancelsAt = trial.cancelsAt
+    cancelAskedAt = trial.cancelMark?.askedAt
     let asOf = trial.state == .paused ? trial.pause?.since ?? now : now
     daysLeft = (trial.period.daysLeft(clock: FixedInstant(asOf)).amount * 1e6).rounded() / 1e6
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, state, startedAt, endsAt, endedAt, reminders, revision, daysLeft, pausedAt
-    case resumesAt, timeLeft
+    case resumesAt, timeLeft, cancelsAt, cancelAskedAt
   }
 
   public init(from decoder: any Decoder) throws {
@@ -86,6 +92,8 @@ public struct TrialObject: Codable, Hashable, Sendable {
     pausedAt = try container.decodeIfPresent(Date.self, forKey: .pausedAt)
     resumesAt = try container.decodeIfPresent(Date.self, forKey: .resumesAt)
     timeLeft = try container.decodeIfPresent(Span.self, forKey: .timeLeft)
+    cancelsAt = try container.decodeIfPresent(Date.self, forKey: .cancelsAt)
+    cancelAskedAt = try container.decodeIfPresent(Date.self, forKey: .cancelAskedAt)
   }
 
   public func encode(to encoder: any Encoder) throws {
@@ -104,6 +112,8 @@ public struct TrialObject: Codable, Hashable, Sendable {
     try container.encodeIfPresent(pausedAt, forKey: .pausedAt)
     try container.encodeIfPresent(resumesAt, forKey: .resumesAt)
     try container.encodeIfPresent(timeLeft, forKey: .timeLeft)
+    try container.encodeIfPresent(cancelsAt, forKey: .cancelsAt)
+    try container.encodeIfPresent(cancelAskedAt, forKey: .cancelAskedAt)
   }
 }
 
