@@ -188,7 +188,8 @@ public struct TrialwatchCtl: ParsableCommand {
         6  store unavailable: a full or failing disk, a fleet's database unreachable
       """,
     subcommands: [
-      Start.self, Status.self, List.self, Extend.self, Pause.self, Resume.self, End.self, Plan.self,
+      Start.self, Status.self, List.self, Extend.self, Pause.self, Resume.self, Cancel.self, Uncancel.self,
+      End.self, Plan.self,
       Plans.self,
       GrantAgain.self, Stats.self,
       Simulate.self,
