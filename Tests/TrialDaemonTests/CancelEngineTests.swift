@@ -82,7 +82,7 @@ import TrialTesting
   }
 
   @Test(arguments: StoreKind.allCases)
-  func markedTrial_SkipsItsReminders_AndIsCancelledAtItsEnd_AcrossRestarts(kind: StoreKind) throws {
+  func markedTrial_SkipsItsRemindersAndIsCancelledAtItsEnd_AcrossRestarts(kind: StoreKind) throws {
     let store = try Store(kind)
     var parts = try store.engine(at: 0, ids: [0xC0])
     let trial = try perform(parts, try .start(subject: "acme-c0", plan: "pro"))

@@ -38,7 +38,7 @@ import TrialTesting
     return records
   }
 
-  @Test func storeOfSchema8_Upgraded_ReadsTheSame_AndTakesAMark() throws {
+  @Test func storeOfSchema8_Upgraded_ReadsTheSameAndTakesAMark() throws {
     let directory = try TemporaryDirectory("cancel-upgrade")
     let path = directory.appending("store")
     let records = try storeOfSchema8(path)
