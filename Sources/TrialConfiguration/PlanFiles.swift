@@ -101,6 +101,12 @@ enum PlanFiles {
           + "io.trialwatch.ExtensionRefused (limit max-length, with the latest end allowed), a start whose own "
           + "duration or end passes it with InvalidParameter. A resume is never refused, though it may take "
           + "the end beyond. Read from the plan as loaded when it is checked, like MaxExtensions=."),
+      .init(
+        name: "RemindAfterCancel", valueName: "boolean", defaultText: "", defaultDescription: "no",
+        meaning:
+          "Whether a trial of the plan cancelled at its end (trialwatchctl cancel) still gets its reminders "
+          + "until its end; with no, each reminder falling due meanwhile is skipped with the reason "
+          + "cancel-at-end. Taken when the cancel is asked: a change applies to later cancels."),
     ])
 
   /// The plans of `directory`, by name, each from its file over `defaults`. `unicodeUnavailable`
@@ -189,6 +195,8 @@ enum PlanFiles {
         plan.maxExtensions = value.isEmpty ? nil : try extensionCount(value)
       case "MaxLength":
         plan.maxLength = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
+      case "RemindAfterCancel":
+        plan.remindAfterCancel = value.isEmpty ? false : try ConfigurationSchema.boolean(value)
       default:
         if value.isEmpty { labels = [:] }
         for (key, text) in try labelPairs(value) { labels[key] = text }

@@ -112,6 +112,7 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let subjectAlreadyActive = "io.trialwatch.SubjectAlreadyActive"
     public static let trialNotActive = "io.trialwatch.TrialNotActive"
     public static let trialNotPaused = "io.trialwatch.TrialNotPaused"
+    public static let trialNotCancelling = "io.trialwatch.TrialNotCancelling"
     public static let permissionDenied = "io.trialwatch.PermissionDenied"
     public static let invalidMessage = "io.trialwatch.InvalidMessage"
     public static let messageTooLarge = "io.trialwatch.MessageTooLarge"
@@ -201,6 +202,8 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       self.init(name: Name.trialNotActive, parameters: Parameters(id: id.description, state: state.rawValue))
     case .notPaused(let id, let state):
       self.init(name: Name.trialNotPaused, parameters: Parameters(id: id.description, state: state.rawValue))
+    case .notCancelling(let id):
+      self.init(name: Name.trialNotCancelling, parameters: Parameters(id: id.description))
     case .invalidParameter(let field, let problem):
       self = .invalidParameter(field.wireName, problem: problem)
     case .idSpaceExhausted:
@@ -269,6 +272,8 @@ public struct ControlError: Error, Hashable, Sendable, CustomStringConvertible {
       return "subject \"\(p.subject ?? "?")\" already has an active trial (id \(p.id ?? "?"))"
     case Name.trialNotActive: return "trial \(p.id ?? "?") is not active (it is \(p.state ?? "?"))"
     case Name.trialNotPaused: return "trial \(p.id ?? "?") is not paused (it is \(p.state ?? "?"))"
+    case Name.trialNotCancelling:
+      return "trial \(p.id ?? "?") is not cancelled at its end (trialwatchctl cancel TRIAL marks it)"
     case Name.permissionDenied:
       return "permission denied: \(p.method ?? "this call") changes trials and needs root, the daemon's user "
         + "or the control group (caller uid \(p.uid.map(String.init) ?? "?"))"

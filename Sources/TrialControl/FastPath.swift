@@ -175,6 +175,8 @@ public enum FastPath {
     var object = ObjectWriter(named: trial.named)
     object.out.reserveCapacity(320)
     object.out += #"{"parameters":{"trial":{"#.utf8
+    if let askedAt = trial.cancelAskedAt { object.text(.cancelAskedAt, RFC3339.format(askedAt)) }
+    if let cancelsAt = trial.cancelsAt { object.text(.cancelsAt, RFC3339.format(cancelsAt)) }
     object.key(.daysLeft)
     var days = trial.daysLeft.description
     if days.hasSuffix(".0") { days.removeLast(2) }
@@ -211,12 +213,13 @@ public enum FastPath {
   /// The fields of a trial's object beside its named attributes, in the order `JSONEncoder`'s
   /// sorted keys puts their names (ASCII, so byte order).
   private enum TrialField: Int, CaseIterable {
-    case daysLeft, endedAt, endsAt, extensions, id, labels, pausedAt, reminders, resumesAt, revision,
-      startedAt, state
-    case subject, timeLeft
+    case cancelAskedAt, cancelsAt, daysLeft, endedAt, endsAt, extensions, id, labels, pausedAt, reminders
+    case resumesAt, revision, startedAt, state, subject, timeLeft
 
     var name: String {
       switch self {
+      case .cancelAskedAt: "cancelAskedAt"
+      case .cancelsAt: "cancelsAt"
       case .daysLeft: "daysLeft"
       case .endedAt: "endedAt"
       case .endsAt: "endsAt"

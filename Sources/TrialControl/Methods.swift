@@ -75,6 +75,10 @@ public enum Trials {
     interface, "PauseTrial", .change)
   public static let resumeTrial = VarlinkMethod<TrialTargetParameters, TrialReply>(
     interface, "ResumeTrial", .change)
+  public static let cancelTrial = VarlinkMethod<CancelTrialParameters, TrialReply>(
+    interface, "CancelTrial", .change)
+  public static let uncancelTrial = VarlinkMethod<TrialTargetParameters, TrialReply>(
+    interface, "UncancelTrial", .change)
   public static let getPlan = VarlinkMethod<GetPlanParameters, EventsReply>(interface, "GetPlan")
   public static let simulate = VarlinkMethod<SimulateParameters, EventsReply>(interface, "Simulate")
   public static let getStatus = VarlinkMethod<NoParameters, GetStatusReply>(interface, "GetStatus")
@@ -185,7 +189,8 @@ extension VarlinkInterfaces {
         entry(VarlinkService.getInfo), entry(VarlinkService.getInterfaceDescription),
         entry(SystemdMetrics.list), entry(SystemdMetrics.describe),
         entry(t.startTrial), entry(t.getTrial), entry(t.listTrials), entry(t.extendTrial), entry(t.endTrial),
-        entry(t.pauseTrial), entry(t.resumeTrial), entry(t.getPlan), entry(t.simulate), entry(t.getStatus),
+        entry(t.pauseTrial), entry(t.resumeTrial), entry(t.cancelTrial), entry(t.uncancelTrial),
+        entry(t.getPlan), entry(t.simulate), entry(t.getStatus),
         entry(t.getOutlook), entry(t.listPlans), entry(t.grantAgain), entry(t.getFleet), entry(t.getStats),
         entry(t.export),
         entry(t.watch), entry(t.getEventLog), entry(t.createConsumer), entry(t.getConsumer),

@@ -24,6 +24,8 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var maxExtensions: Int?
   /// The longest a trial of the plan may run from its start to its end; nil: no limit.
   public var maxLength: Span?
+  /// Whether a trial cancelled at its end still gets its reminders; nil for no.
+  public var remindAfterCancel: Bool?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
     name = plan.name
@@ -38,6 +40,7 @@ public struct PlanObject: Codable, Hashable, Sendable {
     onceFor = plan.once == .no ? nil : plan.onceFor.map(Span.init)
     maxExtensions = plan.maxExtensions
     maxLength = plan.maxLength.map(Span.init)
+    remindAfterCancel = plan.remindAfterCancel ? true : nil
   }
 }
 

@@ -133,6 +133,10 @@ public struct ExportTrial: Codable, Hashable, Sendable {
   /// How many extensions moved its end later; absent when none (and in files from before the
   /// count, which import with 0).
   public var extensions: Int?
+  /// Of a trial cancelled at its end (or so cancelled): when that was asked, and whether its
+  /// reminders fire; absent otherwise (and in files from before cancels at the end).
+  public var cancelAskedAt: PreciseTime?
+  public var remindAfterCancel: Bool?
 
   public init(_ trial: Trial) {
     id = trial.id
@@ -149,11 +153,13 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     pausedAt = trial.pause.map { PreciseTime($0.since) }
     resumesAt = trial.pause?.until.map(PreciseTime.init)
     extensions = trial.extensions == 0 ? nil : trial.extensions
+    cancelAskedAt = trial.cancelMark.map { PreciseTime($0.askedAt) }
+    remindAfterCancel = trial.cancelMark?.remindAfterCancel
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, attributes, state, revision, startedAt, endsAt, endedAt, reminders, pausedAt
-    case resumesAt, extensions
+    case resumesAt, extensions, cancelAskedAt, remindAfterCancel
   }
 
   public init(from decoder: any Decoder) throws {
@@ -171,6 +177,8 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     pausedAt = try container.decodeIfPresent(PreciseTime.self, forKey: .pausedAt)
     resumesAt = try container.decodeIfPresent(PreciseTime.self, forKey: .resumesAt)
     extensions = try container.decodeWholeNumber(forKey: .extensions)
+    cancelAskedAt = try container.decodeIfPresent(PreciseTime.self, forKey: .cancelAskedAt)
+    remindAfterCancel = try container.decodeIfPresent(Bool.self, forKey: .remindAfterCancel)
   }
 
   public func trial() throws(WireProblem) -> Trial {
@@ -208,10 +216,18 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     if let extensions, !(0...Int(UInt32.max)).contains(extensions) {
       throw WireProblem(path: ["trial", "extensions"], problem: "must be 0 to \(UInt32.max)")
     }
+    if cancelAskedAt == nil, remindAfterCancel != nil {
+      throw WireProblem(
+        path: ["trial", "remindAfterCancel"],
+        problem: "only a trial cancelled at its end has it (cancelAskedAt)")
+    }
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: startedAt.date, endDate: endsAt.date),
       state: state, reminders: schedule, revision: revision, endedAt: endedAt?.date,
-      pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) }, extensions: extensions ?? 0)
+      pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) }, extensions: extensions ?? 0,
+      cancelMark: cancelAskedAt.map {
+        TrialCancelMark(askedAt: $0.date, remindAfterCancel: remindAfterCancel ?? false)
+      })
   }
 
   /// Why an attribute of an export cannot be stored, or nil: a name of lower-case letters,
@@ -275,7 +291,8 @@ public struct ExportEvent: Codable, Hashable, Sendable {
       case .beyondGrace(let lateness, let grace):
         self.lateness = PreciseSpan(lateness)
         self.grace = PreciseSpan(grace)
-      case .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume, .supersededByExpiry: break
+      case .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume, .supersededByExpiry, .cancelAtEnd:
+        break
       }
     }
   }

@@ -30,6 +30,10 @@ public struct TrialObject: Codable, Hashable, Sendable {
   public var timeLeft: Span?
   /// How many extensions moved its end later (0 in the reply of a daemon from before the count).
   public var extensions: Int = 0
+  /// Of a trial cancelled at its end: the end it is cancelled at (of one so cancelled, its end),
+  /// and when that was asked.
+  public var cancelsAt: Date?
+  public var cancelAskedAt: Date?
 
   public init(
     id: TrialID, subject: String, labels: [String: String]? = [:], state: TrialState, startedAt: Date,
@@ -64,13 +68,15 @@ public struct TrialObject: Codable, Hashable, Sendable {
     resumesAt = trial.state == .paused ? trial.pause?.until : nil
     timeLeft = trial.state == .paused ? trial.timeLeft.map(Span.init) : nil
     extensions = trial.extensions
+    cancelsAt = trial.cancelsAt
+    cancelAskedAt = trial.cancelMark?.askedAt
     let asOf = trial.state == .paused ? trial.pause?.since ?? now : now
     daysLeft = (trial.period.daysLeft(clock: FixedInstant(asOf)).amount * 1e6).rounded() / 1e6
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, state, startedAt, endsAt, endedAt, reminders, revision, daysLeft, pausedAt
-    case resumesAt, timeLeft, extensions
+    case resumesAt, timeLeft, extensions, cancelsAt, cancelAskedAt
   }
 
   public init(from decoder: any Decoder) throws {
@@ -90,6 +96,8 @@ public struct TrialObject: Codable, Hashable, Sendable {
     resumesAt = try container.decodeIfPresent(Date.self, forKey: .resumesAt)
     timeLeft = try container.decodeIfPresent(Span.self, forKey: .timeLeft)
     extensions = try container.decodeIfPresent(Int.self, forKey: .extensions) ?? 0
+    cancelsAt = try container.decodeIfPresent(Date.self, forKey: .cancelsAt)
+    cancelAskedAt = try container.decodeIfPresent(Date.self, forKey: .cancelAskedAt)
   }
 
   public func encode(to encoder: any Encoder) throws {
@@ -109,6 +117,8 @@ public struct TrialObject: Codable, Hashable, Sendable {
     try container.encodeIfPresent(resumesAt, forKey: .resumesAt)
     try container.encodeIfPresent(timeLeft, forKey: .timeLeft)
     try container.encode(extensions, forKey: .extensions)
+    try container.encodeIfPresent(cancelsAt, forKey: .cancelsAt)
+    try container.encodeIfPresent(cancelAskedAt, forKey: .cancelAskedAt)
   }
 }
 

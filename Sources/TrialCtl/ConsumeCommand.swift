@@ -17,7 +17,8 @@ struct Consume: ParsableCommand, CtlCommand {
       (reminder or expiry), EVENT_STATE (fired or skipped), EVENT_CURSOR, EVENT_DUE, EVENT_TAKEN, \
       EVENT_LATENESS and EVENT_LATENESS_USEC (empty and 0 when on time), EVENT_OFFSET (a reminder's span \
       before the end), EVENT_REASON (why it was skipped), EVENT_ATTEMPT (1 on the first run), TRIAL_ID, \
-      TRIAL_SUBJECT, TRIAL_REVISION, TRIAL_END, TRIAL_PLAN (the trial's plan, if any), TRIAL_LABEL_<KEY> \
+      TRIAL_SUBJECT, TRIAL_REVISION, TRIAL_END, TRIAL_PLAN (the trial's plan, if any), TRIAL_OUTCOME \
+      (cancelled, on the expiry of a trial cancelled at its end), TRIAL_LABEL_<KEY> \
       for each label of the trial as the event \
       was taken (its key upper-cased) and TRIALWATCH_CONSUMER, besides consume's own environment. \
       Times are RFC 3339.

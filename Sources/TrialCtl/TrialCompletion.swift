@@ -34,11 +34,11 @@ public enum TrialCompletion {
   {
     let socket = CtlEnvironment.socketPath(option(named: "--socket", in: words), variables: variables)
     let command = words.dropFirst().first
-    // Trials in the state the command acts on: active ones to extend or pause, paused ones to
-    // resume; any to read.
+    // Trials in the state the command acts on: active ones to extend, pause or cancel, paused
+    // ones to resume; any to read.
     let state: TrialState? =
       switch command {
-      case "extend", "pause", "end": .active
+      case "extend", "pause", "end", "cancel", "uncancel": .active
       case "resume": .paused
       default: nil
       }

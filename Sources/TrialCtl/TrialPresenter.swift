@@ -129,7 +129,7 @@ public final class TrialPresenter {
 
   public func present(trials: [TrialObject], next: TrialID?) {
     let rows = trials.map { trial in
-      [trial.id.description, trial.subject, stateWord(trial.state), date(trial.endsAt), timeLeft(trial)]
+      [trial.id.description, trial.subject, stateText(trial), date(trial.endsAt), timeLeft(trial)]
     }
     output.showList(
       ListViewModel(
@@ -246,7 +246,7 @@ public final class TrialPresenter {
     }
     var details = [
       LabeledValue(label: "ID", value: trial.id.description),
-      LabeledValue(label: "State", value: stateWord(trial.state)),
+      LabeledValue(label: "State", value: stateText(trial)),
       LabeledValue(label: "Started", value: date(trial.startedAt)),
       LabeledValue(label: "Ends", value: date(trial.endsAt)),
     ]
@@ -258,6 +258,10 @@ public final class TrialPresenter {
     }
     if let resumesAt = trial.resumesAt {
       details.append(LabeledValue(label: "Resumes", value: "\(date(resumesAt)) (MaxPause=)"))
+    }
+    if let cancelsAt = trial.cancelsAt, !trial.state.isEnded {
+      let asked = trial.cancelAskedAt.map { " (asked \(date($0)))" } ?? ""
+      details.append(LabeledValue(label: "Cancels at", value: "\(date(cancelsAt))\(asked)"))
     }
     details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders.map(\.duration))))
     details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
@@ -276,7 +280,7 @@ public final class TrialPresenter {
       details.append(LabeledValue(label: "Labels", value: self.labels(labels)))
     }
     return TrialViewModel(
-      headline: headline, id: trial.id.description, subject: trial.subject, state: stateWord(trial.state),
+      headline: headline, id: trial.id.description, subject: trial.subject, state: stateText(trial),
       timeLeft: left, details: details)
   }
 
@@ -309,6 +313,12 @@ public final class TrialPresenter {
     case 1: return "1 day ago"
     default: return "\(days) days ago"
     }
+  }
+
+  /// The state word, with `, cancels at end` for an open trial cancelled at its end.
+  public func stateText(_ trial: TrialObject) -> String {
+    trial.cancelsAt != nil && !trial.state.isEnded
+      ? "\(stateWord(trial.state)), cancels at end" : stateWord(trial.state)
   }
 
   public func stateWord(_ state: TrialState) -> String {

@@ -199,7 +199,8 @@ public struct TrialwatchCtl: ParsableCommand {
         7  extension refused: beyond the plan's MaxExtensions= or MaxLength=
       """,
     subcommands: [
-      Start.self, Status.self, List.self, Extend.self, Pause.self, Resume.self, End.self, Plan.self,
+      Start.self, Status.self, List.self, Extend.self, Pause.self, Resume.self, Cancel.self, Uncancel.self,
+      End.self, Plan.self,
       Plans.self,
       GrantAgain.self, Stats.self,
       Simulate.self,

@@ -87,6 +87,10 @@ extension Engine {
     case .end: planner.cancel(trial.id)
     case .pause: if planned { planner.add(trial, now: now) }
     case .resume: if planned { planner.add(trial, now: now, reason: .alreadyDueAtResume) }
+    case .cancel(_, let atEnd, _): if !atEnd { planner.cancel(trial.id) }
+    // A cancel at the end and its undoing change no event's due time: the mark is read as each
+    // event is taken (`TrialBook.take`).
+    case .uncancel: break
     }
     published(logged)
     // Pauses and resumes go to the journal as fired events do (from the outbox, exactly once);

@@ -83,9 +83,26 @@ public struct StoreQueries: @unchecked Sendable {
   /// Events of different trials due at the same instant come in trial-id order (the running
   /// engine takes them in the order the trials were planned).
   public func simulate(now: Date, through date: Date, policy: CatchUpPolicy) throws -> [DueEvent] {
+    try simulateWithTrials(now: now, through: date, policy: policy).due
+  }
+
+  /// The same, with the trials of the events (read in one transaction), and each reminder of a
+  /// trial cancelled at its end skipped as it would be (`TrialBook.disposition`).
+  public func simulateWithTrials(now: Date, through date: Date, policy: CatchUpPolicy) throws -> (
+    due: [DueEvent], trials: [TrialID: Trial]
+  ) {
     var planner = Planner(policy: policy)
     try repository.restore(into: &planner, progress: { _ in })
-    return planner.simulate(now: now, through: date)
+    let due = planner.simulate(now: now, through: date)
+    let trials = try repository.read { txn in
+      var trials: [TrialID: Trial] = [:]
+      for id in Set(due.map(\.event.trialID)) { trials[id] = try txn.trial(id) }
+      return trials
+    }
+    return (
+      due.map { item in trials[item.event.trialID].map { TrialBook.disposition(of: item, for: $0) } ?? item },
+      trials
+    )
   }
 
   /// Where the event log stands.

@@ -150,6 +150,7 @@ public enum FuzzSeeds {
       Reminders=7d, 1d
       Labels=tier=pro "team=growth hacking"
       MaxPause=30d
+      RemindAfterCancel=yes
       ==> plans/enterprise.conf <==
       [Plan]
       Length=30d

@@ -2,7 +2,8 @@ import Logging
 import TrialConfiguration
 import TrialControl
 
-/// The dashboard's login, and the changes its pages post: end, extend, pause or resume a trial.
+/// The dashboard's login, and the changes its pages post: end, extend, pause or resume a trial, or
+/// cancel it at its end and take that back.
 /// A change needs a change token and a form the gateway wrote: its `csrf` field is derived from
 /// the token's secret (SHA-256 of a fixed prefix and the secret), which a page of another site
 /// cannot read, and a request whose `Origin` is not the gateway's own is refused as well.
@@ -102,7 +103,8 @@ extension Gateway {
 
   // MARK: - Changes
 
-  /// `POST /trials/ID/end|extend|pause|resume`: the change made, the trial's page again.
+  /// `POST /trials/ID/end|extend|pause|resume|cancel|uncancel`: the change made (`cancel`: at
+  /// the end), the trial's page again.
   func change(_ request: HTTPRequest, token: HTTPTokenFile.Token) -> HTTPResponse {
     let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)
     guard parts.count == 4, parts[1] == "trials" else {
@@ -129,6 +131,10 @@ extension Gateway {
       parameters["by"] = .text((form["by"] ?? "").trimmingWhitespace().description)
     case "pause": method = Trials.pauseTrial.qualifiedName
     case "resume": method = Trials.resumeTrial.qualifiedName
+    case "cancel":
+      method = Trials.cancelTrial.qualifiedName
+      parameters["atEnd"] = .flag(true)
+    case "uncancel": method = Trials.uncancelTrial.qualifiedName
     default: return Self.problem(404, "io.trialwatch.http.NotFound", "no such change: \(parts[3])")
     }
     guard Self.allows(token, .change) else {

@@ -12,8 +12,8 @@ enum ErrorStatus {
     case N.interfaceNotFound, N.methodNotFound, N.trialNotFound, N.planNotFound, N.consumerNotFound,
       N.webhookNotFound, N.cursorNotFound, N.noSuchMetric:
       return 404
-    case N.subjectAlreadyActive, N.trialNotActive, N.trialNotPaused, N.consumerExists, N.trialAlreadyUsed,
-      N.webhookSenderActive, N.cursorGeneration, N.extensionRefused:
+    case N.subjectAlreadyActive, N.trialNotActive, N.trialNotPaused, N.trialNotCancelling, N.consumerExists,
+      N.trialAlreadyUsed, N.webhookSenderActive, N.cursorGeneration, N.extensionRefused:
       return 409
     case N.eventsPruned: return 410
     case N.messageTooLarge: return 413

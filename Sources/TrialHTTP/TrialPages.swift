@@ -22,6 +22,9 @@ extension Gateway {
     ]
     if let ended = trial.endedAt { facts.append(("ended", "Ended", PageMarkup.time(ended))) }
     if let paused = trial.pausedAt { facts.append(("paused", "Paused", PageMarkup.time(paused))) }
+    if let cancels = trial.cancelsAt, trial.state == .active || trial.state == .paused {
+      facts.append(("cancels", "Cancels at", PageMarkup.time(cancels)))
+    }
     if let left = trial.timeLeft { facts.append(("left", "Time left", left.description)) }
     if trial.state == .active { facts.append(("days", "Days left", decimal(trial.daysLeft, digits: 1))) }
     facts.append(("revision", "Revision", String(trial.revision)))
@@ -92,6 +95,10 @@ extension Gateway {
       out += "<form class=\"change\" id=\"resume\" method=\"post\" action=\"\(action)/resume\">\(csrf)"
       out += "<button type=\"submit\">Resume</button></form>\n"
     }
+    // Cancel at the end, or take that back.
+    let (change, words) = trial.cancelsAt == nil ? ("cancel", "Cancel at the end") : ("uncancel", "Uncancel")
+    out += "<form class=\"change\" id=\"\(change)\" method=\"post\" action=\"\(action)/\(change)\">\(csrf)"
+    out += "<button type=\"submit\">\(words)</button></form>\n"
     return out + "</section>\n"
   }
 

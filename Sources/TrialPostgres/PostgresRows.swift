@@ -30,7 +30,7 @@ struct ColumnFinder {
 struct TrialRows {
   let result: PGResult
   private var id = 0, subject = 0, state = 0, revision = 0, start = 0, end = 0, ended = 0, reminders = 0
-  private var attributes = 0, paused = 0, resume = 0, extensions = 0
+  private var attributes = 0, paused = 0, resume = 0, extensions = 0, cancel = 0, cancelReminds = 0
 
   init(_ result: PGResult) throws {
     self.result = result
@@ -38,7 +38,8 @@ struct TrialRows {
       [
         \.id: "trial_id", \.subject: "subject", \.state: "state", \.revision: "revision", \.start: "start_s",
         \.end: "end_s", \.ended: "ended_s", \.reminders: "reminders_ms", \.attributes: "attributes",
-        \.paused: "paused_s", \.resume: "resume_s", \.extensions: "extensions",
+        \.paused: "paused_s", \.resume: "resume_s", \.extensions: "extensions", \.cancel: "cancel_s",
+        \.cancelReminds: "cancel_reminds",
       ], for: &self)
   }
 
@@ -70,7 +71,11 @@ struct TrialRows {
       pause: result.double(row, paused).map {
         TrialPause(
           since: PostgresRecords.date($0), until: result.double(row, resume).map(PostgresRecords.date))
-      }, extensions: extensions)
+      }, extensions: extensions,
+      cancelMark: result.double(row, cancel).map {
+        TrialCancelMark(
+          askedAt: PostgresRecords.date($0), remindAfterCancel: result.bool(row, cancelReminds) ?? false)
+      })
   }
 }
 

@@ -340,10 +340,20 @@ public enum PostgresSchema {
       CONSTRAINT trial_extensions_check CHECK (extensions >= 0);
     """
 
+  /// Version 12, cancel at the end: a trial's mark, `cancel_s` (when the cancel was asked) and
+  /// `cancel_reminds` (its plan's `RemindAfterCancel=` then), both null on a trial not so
+  /// cancelled; the skip reason `cancel-at-end` needs no change (outcomes are text). Adds
+  /// nullable columns, no row is rewritten; a node of version 11 or earlier still running drops a
+  /// mark.
+  static let upgradeTo12 = """
+    ALTER TABLE trialwatch.trial ADD COLUMN cancel_s double precision, ADD COLUMN cancel_reminds boolean,
+      ADD COLUMN cancel_asked_at timestamptz GENERATED ALWAYS AS (trialwatch.time(cancel_s)) STORED;
+    """
+
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
   static let steps = [
     createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6, upgradeTo7, upgradeTo8,
-    upgradeTo9, upgradeTo10, upgradeTo11,
+    upgradeTo9, upgradeTo10, upgradeTo11, upgradeTo12,
   ]
 
   /// What `prepare` found or did.

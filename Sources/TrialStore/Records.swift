@@ -180,11 +180,12 @@ final class RecordCodec {
 
   // Version 2 (version 1 the same without the attribute section):
   //   u8 version, u8 state, u8 flags (bit 0: endedAt present, bit 1: paused-since present,
-  //   bit 2: paused-until present; bits 1 and 2 since schema 6; bit 5: extension count
-  //   present, since schema 9), u8 reminder count n, u32 revision, date start, date end,
-  //   [date endedAt], [date paused since], [date paused until], [u32 extensions, written only
-  //   when above 0], n × f64 reminder offset (days), u8 subject length, subject bytes (UTF-8),
-  //   attribute section (AttributeRecords.swift).
+  //   bit 2: paused-until present, bit 3: cancel-at-end mark present, bit 5: extension count
+  //   present; bits 1 and 2 since schema 6, bits 3 and 5 since 9), u8 reminder count n,
+  //   u32 revision, date start, date end, [date endedAt], [date paused since], [date paused
+  //   until], [date cancel asked, u8 remind after cancel (0 or 1)], [u32 extensions, written
+  //   only when above 0], n × f64 reminder offset (days), u8 subject length, subject bytes
+  //   (UTF-8), attribute section (AttributeRecords.swift).
 
   /// Flag bit 5 of a trial record: its extension count follows its pause (schema 9).
   static let extensionsFlag: UInt8 = 1 << 5
@@ -221,6 +222,7 @@ final class RecordCodec {
     }
     writer.u8(
       (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4)
+        | (trial.cancelMark == nil ? 0 : 8)
         | (trial.extensions == 0 ? 0 : Self.extensionsFlag))
     writer.u8(UInt8(trial.reminders.offsets.count))
     writer.u32(trial.revision)
@@ -230,6 +232,10 @@ final class RecordCodec {
     if let pause = trial.pause {
       writer.date(pause.since)
       if let until = pause.until { writer.date(until) }
+    }
+    if let mark = trial.cancelMark {
+      writer.date(mark.askedAt)
+      writer.u8(mark.remindAfterCancel ? 1 : 0)
     }
     if trial.extensions > 0 { writer.u32(UInt32(trial.extensions)) }
     for offset in trial.reminders.offsets { writer.reminderOffset(offset) }
@@ -264,7 +270,7 @@ final class RecordCodec {
     try Self.checkVersion(version, reads: 1...Self.trialVersion)
     let state = try Self.state(code: try reader.u8())
     let flags = try reader.u8()
-    guard flags & ~(7 | Self.extensionsFlag) == 0, flags & 6 != 4 else {
+    guard flags & ~(15 | Self.extensionsFlag) == 0, flags & 6 != 4 else {
       throw RecordProblem("unknown flags \(flags)")
     }
     let reminderCount = Int(try reader.u8())
@@ -275,6 +281,7 @@ final class RecordCodec {
     let pause =
       flags & 2 != 0
       ? TrialPause(since: try reader.date(), until: flags & 4 != 0 ? try reader.date() : nil) : nil
+    let cancelMark = flags & 8 != 0 ? try Self.cancelMark(&reader) : nil
     let extensions = flags & Self.extensionsFlag != 0 ? Int(try reader.u32()) : 0
     if flags & Self.extensionsFlag != 0, extensions == 0 {
       throw RecordProblem("an extension count of 0 is written as none")
@@ -290,7 +297,15 @@ final class RecordCodec {
     try reader.expectEnd()
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: start, endDate: end), state: state,
-      reminders: schedule, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions)
+      reminders: schedule, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions,
+      cancelMark: cancelMark)
+  }
+
+  private static func cancelMark(_ reader: inout ByteReader) throws -> TrialCancelMark {
+    let askedAt = try reader.date()
+    let reminds = try reader.u8()
+    guard reminds <= 1 else { throw RecordProblem("a cancel mark's reminder flag is \(reminds), not 0 or 1") }
+    return TrialCancelMark(askedAt: askedAt, remindAfterCancel: reminds == 1)
   }
 
   private func decodeSchedule(_ bytes: UnsafeRawBufferPointer, count: Int) throws -> ReminderSchedule {
@@ -324,7 +339,7 @@ final class RecordCodec {
   //   u8 outcome, u8 flags (bit 0: late, bit 1: delivered), [f64 reminder offset or time left
   //   (days)], date due, date taken, [date delivered], outcome payload:
   //     0 fired, 1 already due at start, 2 already due at extension, 4 superseded by expiry,
-  //     6 already due at resume: nothing;
+  //     6 already due at resume, 7 cancel at end (since schema 9): nothing;
   //     3 superseded by reminder: u64 trial id, u32 revision, u8 kind, [f64 offset];
   //     5 beyond grace: f64 lateness, f64 grace (seconds).
 
@@ -378,6 +393,7 @@ final class RecordCodec {
     case .skipped(.supersededByExpiry): 4
     case .skipped(.beyondGrace): 5
     case .skipped(.alreadyDueAtResume): 6
+    case .skipped(.cancelAtEnd): 7
     }
   }
 
@@ -414,6 +430,7 @@ final class RecordCodec {
       let grace = try reader.span()
       return .skipped(.beyondGrace(lateness: lateness, grace: grace))
     case 6: return .skipped(.alreadyDueAtResume)
+    case 7: return .skipped(.cancelAtEnd)
     default:
       throw RecordProblem("unknown outcome \(code)")
     }

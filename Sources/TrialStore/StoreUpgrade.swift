@@ -22,11 +22,12 @@ public struct StoreUpgradeReport: Hashable, Sendable {
 /// (`data.mdb.schema<N>-<UTC time>`); then one write transaction makes every change, so the
 /// store is either upgraded whole or left at its old schema.
 ///
-/// Schema 8 â 9 changes no record: it adds what the trial lifecycle writes, which an older
+/// Schema 8 → 9 changes no record: it adds what the trial lifecycle writes, which an older
 /// version must not read: use records of version 2 (`UseRecords`: the last start a cooldown,
 /// `OnceFor=`, let a subject make), while those of version 1 read with their first trial as
-/// their last; trial records with an extension count (flag bit 5). The schema is set so that
-/// an older version refuses the store.
+/// their last; trial records with a cancel-at-end mark (flag bit 3) or an extension count (flag
+/// bit 5); the skip reason cancel-at-end (outcome code 7). The schema is set so that an older
+/// version refuses the store.
 ///
 /// Schema 7 → 8 creates the empty `webhooks` database (webhook endpoints' state and pending
 /// events).

@@ -134,6 +134,11 @@ import TrialTesting
         trial.timeLeft = Span(.milliseconds(Int64.random(in: 1...10_000_000_000, using: &generator)))
         if Bool.random(using: &generator) { trial.resumesAt = start.addingTimeInterval(86_400) }
       }
+      if Bool.random(using: &generator) {
+        trial.cancelsAt = trial.endsAt
+        trial.cancelAskedAt = start.addingTimeInterval(3.5)
+        if Bool.random(using: &generator) { trial.named["outcome"] = "cancelled" }
+      }
       let reply = TrialReply(trial: trial)
       let expected = encoder.message(OutgoingReply(parameters: reply))
       let written = FastPath.message(reply)

@@ -37,6 +37,8 @@ import TrialCore
     // Both keys, to compare with the declaration (validate refuses the pair).
     var target = TrialTargetParameters(.id(id))
     target.subject = "s"
+    var cancel = CancelTrialParameters(.id(id), atEnd: true, labels: ["why": "price"])
+    cancel.subject = "s"
     let samples: [(String, MethodKind, any Encodable)] = [
       (
         Trials.startTrial.qualifiedName, Trials.startTrial.kind,
@@ -62,6 +64,8 @@ import TrialCore
       ),
       (Trials.pauseTrial.qualifiedName, Trials.pauseTrial.kind, target),
       (Trials.resumeTrial.qualifiedName, Trials.resumeTrial.kind, target),
+      (Trials.cancelTrial.qualifiedName, Trials.cancelTrial.kind, cancel),
+      (Trials.uncancelTrial.qualifiedName, Trials.uncancelTrial.kind, target),
       (Trials.getPlan.qualifiedName, Trials.getPlan.kind, GetPlanParameters(id: id)),
       (Trials.simulate.qualifiedName, Trials.simulate.kind, SimulateParameters(at: .fromNow(.days(1)))),
       (Trials.getStatus.qualifiedName, Trials.getStatus.kind, NoParameters()),
@@ -131,11 +135,12 @@ import TrialCore
     #expect(
       Trials.startTrial.kind == .change && Trials.extendTrial.kind == .change
         && Trials.endTrial.kind == .change && Trials.grantAgain.kind == .change
-        && Trials.pauseTrial.kind == .change && Trials.resumeTrial.kind == .change)
+        && Trials.pauseTrial.kind == .change && Trials.resumeTrial.kind == .change
+        && Trials.cancelTrial.kind == .change && Trials.uncancelTrial.kind == .change)
     #expect(Trials.watch.kind == .stream)
     #expect(Trials.serveWebhooks.kind == .changeStream)
     #expect(SystemdMetrics.list.kind == .replies && SystemdMetrics.describe.kind == .replies)
-    #expect(samples.filter { $0.1 == .change }.count == 13)
+    #expect(samples.filter { $0.1 == .change }.count == 15)
   }
 
   @Test func parameterNames_OfAMethod_AreReadFromItsDeclaration() {

@@ -40,11 +40,33 @@ import TrialCore
     #expect(line.contains(#""reminders":["3d","1s 500ms"]"#))
   }
 
+  /// A trial cancelled at its end travels with its mark; a line without one (a file from before
+  /// cancels at the end) reads as a trial not marked.
+  @Test func exportRecord_OfAMarkedTrial_ReadsBackItsMark() throws {
+    var marked = trial()
+    marked.cancelMark = TrialCancelMark(askedAt: start.addingTimeInterval(60.000_5), remindAfterCancel: true)
+    #expect(try roundTrip(ExportRecord(marked)) == .trial(marked))
+    var cancelled = marked.expired(byExpiryTakenAt: marked.period.endDate)
+    cancelled.cancelMark?.remindAfterCancel = false
+    #expect(cancelled.state == .cancelled && cancelled.attributes.outcome == "cancelled")
+    let line = ExportRecord(cancelled).jsonLine
+    #expect(
+      line.contains(#""attributes":{"outcome":"cancelled"}"#) && line.contains(#""remindAfterCancel":false"#))
+    #expect(try roundTrip(ExportRecord(cancelled)) == .trial(cancelled))
+    let old = ExportRecord(trial()).jsonLine
+    #expect(!old.contains("cancel") && !old.contains("remindAfterCancel"))
+    #expect(try ExportRecord.read(line: old.utf8) == .trial(trial()))
+    let stray = old.replacingOccurrences(
+      of: #""revision":2"#, with: #""remindAfterCancel":true,"revision":2"#)
+    #expect(throws: (any Error).self) { try ExportRecord.read(line: stray.utf8) }
+  }
+
   @Test func exportRecord_OfEveryOutcome_ReadsBackTheSameEntry() throws {
     let outcomes: [LedgerEntry.Outcome] = [
       .fired, .skipped(.alreadyDueAtStart), .skipped(.alreadyDueAtExtension), .skipped(.supersededByExpiry),
       .skipped(.supersededByReminder(trial().events[1].id)),
       .skipped(.beyondGrace(lateness: .microseconds(7_200_000_007), grace: .hours(1))),
+      .skipped(.cancelAtEnd),
     ]
     for outcome in outcomes {
       for delivered in [true, false] {

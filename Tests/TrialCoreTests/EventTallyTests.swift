@@ -57,7 +57,7 @@ import Testing
     let reasons: [SkipReason] = [
       .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume,
       .supersededByReminder(EventID(trialID: TrialID(7), revision: 1, kind: .expiry)), .supersededByExpiry,
-      .beyondGrace(lateness: .hours(2), grace: .hours(1)),
+      .beyondGrace(lateness: .hours(2), grace: .hours(1)), .cancelAtEnd,
     ]
     var tally = EventTally()
     tally.logged(reasons.map { Self.entry(.reminder(before: .days(1)), late: 0, outcome: .skipped($0)) })

@@ -66,6 +66,24 @@ import TrialCore
       ])
   }
 
+  /// A trial cancelled at its end has its expiry fired, as an expired one; cancelled early, none.
+  @Test func problems_OfACancelAtTheEnd_AreThoseOfAnExpiry() {
+    var marked = trial()
+    marked.cancelMark = TrialCancelMark(askedAt: start.addingTimeInterval(day))
+    let cancelled = marked.expired(byExpiryTakenAt: start.addingTimeInterval(5 * day + 3))
+    #expect(cancelled.state == .cancelled && cancelled.endedAt == start.addingTimeInterval(5 * day))
+    #expect(TrialConsistency.problems(of: cancelled, ledger: marked.events.map { entry($0) }).isEmpty)
+    #expect(
+      TrialConsistency.problems(of: cancelled, ledger: []).map(\.message) == [
+        "the trial is cancelled, but its expiry \(marked.events[2].id) is not in the ledger"
+      ])
+    let early = trial(state: .cancelled, endedAt: start.addingTimeInterval(day))
+    #expect(
+      TrialConsistency.problems(of: early, ledger: [entry(early.events[2])]).map(\.event) == [
+        early.events[2].id
+      ])
+  }
+
   @Test func problems_OfEntriesNotOfTheTrial_NameEach() {
     let active = trial()
     let future = TrialEvent(trialID: active.id, revision: 2, kind: .expiry, endDate: start)

@@ -80,11 +80,19 @@ enum RepositoryFile {
       (LedgerEntry(event: resume, outcome: .fired, takenAt: resume.due, isLate: false), resumed),
       (LedgerEntry(event: resume, outcome: .fired, takenAt: resume.due + 600, isLate: true), resumed),
     ]
+    // A trial cancelled at its end: its expiry carries TRIAL_OUTCOME.
+    var marked = trial
+    marked.cancelMark = TrialCancelMark(askedAt: reminder.due)
+    let cancelled = marked.expired(byExpiryTakenAt: expiry.due)
+    let ends = [
+      (LedgerEntry(event: expiry, outcome: .fired, takenAt: expiry.due, isLate: false), cancelled),
+      (LedgerEntry(event: expiry, outcome: .fired, takenAt: expiry.due + 600, isLate: true), cancelled),
+    ]
     var fields: [String: Set<String>] = [:]
-    for (sample, trial) in samples.map({ ($0, trial) }) + pauses {
+    for (sample, trial) in samples.map({ ($0, trial) }) + pauses + ends {
       let names = EventJournalEntry.fields(for: sample, attributes: trial.attributes, trial: trial).map(
         \.name)
-      let id = EventJournalEntry.messageID(for: sample).rawValue
+      let id = EventJournalEntry.messageID(for: sample, outcome: trial.attributes.outcome).rawValue
       // A placeholder must be present in every entry of its id: intersect.
       fields[id] = fields[id].map { $0.intersection(names) } ?? Set(names)
     }

@@ -62,6 +62,32 @@ private func fields(
           ]))
   }
 
+  /// The expiry of a trial cancelled at its end: its own message id and words, and
+  /// TRIAL_OUTCOME after the subject; a reminder skipped for it names its reason.
+  @Test func entry_ForTheEndOfACancelAtTheEnd_SaysCancelled() {
+    var marked = Fixture.trial
+    marked.cancelMark = TrialCancelMark(askedAt: Fixture.end.addingTimeInterval(-86_400))
+    let cancelled = marked.expired(byExpiryTakenAt: Fixture.end)
+    let fields = Fixture.journalFields(Fixture.entry(Fixture.expiry, after: 0), of: cancelled)
+    let byName = Dictionary(fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+    #expect(
+      byName["MESSAGE"]
+        == "Trial acme-42 (id 7f3a0c2d9e114b58) was cancelled at its end at 2026-11-27 14:00:00 UTC")
+    #expect(byName["MESSAGE_ID"] == EventJournalEntry.MessageID.cancelledAtEnd.rawValue)
+    #expect(byName["TRIAL_OUTCOME"] == "cancelled")
+    let names = fields.map(\.name)
+    #expect(names.firstIndex(of: "TRIAL_OUTCOME")! == names.firstIndex(of: "TRIAL_SUBJECT")! + 1)
+    let skipped = Fixture.journalFields(
+      Fixture.entry(Fixture.oneDay, after: 0, outcome: .skipped(.cancelAtEnd)), of: marked)
+    #expect(skipped.contains(JournalField(name: "SKIP_REASON", value: "cancel-at-end")))
+    #expect(
+      skipped.contains {
+        $0.name == "MESSAGE"
+          && $0.value.hasSuffix("the trial is cancelled at its end; ends 2026-11-27 14:00:00 UTC")
+      })
+    #expect(!skipped.contains { $0.name == "TRIAL_OUTCOME" })
+  }
+
   @Test func entry_OfALabelledTrial_CarriesEachLabelAfterTheSubject() {
     var trial = Fixture.trial
     trial.labels = try! TrialLabels(["tier": "pro", "customer_id": "c-991"])
@@ -261,7 +287,7 @@ private func fields(
 
   @Test func messageIDs_AreDistinct128BitIDs() {
     let ids = EventJournalEntry.MessageID.allCases.map(\.rawValue)
-    #expect(Set(ids).count == ids.count && ids.count == 9)
+    #expect(Set(ids).count == ids.count && ids.count == 10)
     for id in ids {
       #expect(id.count == 32 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase }, "\(id)")
     }

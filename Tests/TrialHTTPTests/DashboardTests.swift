@@ -89,6 +89,23 @@ import TrialWebhooks
     #expect(bad.status == 400 && bad.body.contains("by"), "\(bad)")
     let paused = try fixture.page("/trials/\(id)/pause", form: "csrf=\(csrf)", cookie: fixture.changeSecret)
     #expect(paused.status == 303, "\(paused)")
+    // Cancel at the end, shown on the page, then taken back; POST /call maps the method too.
+    let cancelled = try fixture.page(
+      "/trials/\(id)/cancel", form: "csrf=\(csrf)", cookie: fixture.changeSecret)
+    #expect(cancelled.status == 303, "\(cancelled)")
+    let marked = try fixture.page("/trials/\(id)", cookie: fixture.changeSecret)
+    #expect(
+      marked.body.contains(#"class="cancels""#) && marked.body.contains(#"id="uncancel""#), "\(marked.body)")
+    let uncancelled = try fixture.page(
+      "/trials/\(id)/uncancel", form: "csrf=\(csrf)", cookie: fixture.changeSecret)
+    #expect(uncancelled.status == 303, "\(uncancelled)")
+    let called = try fixture.call(
+      "io.trialwatch.Trials.CancelTrial", #"{"id":"\#(id)","atEnd":true}"#, token: fixture.changeSecret)
+    #expect(called.trial?["cancelsAt"] as? String != nil, "\(called)")
+    let notMarked = try fixture.request(
+      "/call/io.trialwatch.Trials.UncancelTrial", method: "POST", body: #"{"subject":"nobody"}"#,
+      token: fixture.changeSecret)
+    #expect(notMarked.status == 404, "\(notMarked)")
     let ended = try fixture.page(
       "/trials/\(id)/end", form: "csrf=\(csrf)&outcome=converted", cookie: fixture.changeSecret)
     #expect(ended.status == 303, "\(ended)")

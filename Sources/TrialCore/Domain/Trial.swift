@@ -23,6 +23,22 @@ public struct TrialPause: Hashable, Sendable {
   }
 }
 
+/// A trial cancelled at its end: it stays open (active or paused) until its end, where it is
+/// cancelled instead of expired (`Trial.stateAtEnd`). Moving the end (an extension, a resume)
+/// keeps the mark: it then cancels at the new end.
+public struct TrialCancelMark: Hashable, Sendable {
+  /// When the cancel was asked.
+  public var askedAt: Date
+  /// Whether its reminders still fire: its plan's `RemindAfterCancel=` when the cancel was asked
+  /// (a plan's later change does not touch it).
+  public var remindAfterCancel: Bool
+
+  public init(askedAt: Date, remindAfterCancel: Bool = false) {
+    self.askedAt = askedAt
+    self.remindAfterCancel = remindAfterCancel
+  }
+}
+
 /// How a trial can be ended early by its owner.
 public enum TrialOutcome: String, Hashable, Sendable, CaseIterable {
   case converted
@@ -96,24 +112,28 @@ public struct Trial: Hashable, Sendable {
   /// How many times an extension moved its end later (`TrialBook.extendTrial`); a resume is
   /// not an extension. Its plan's `MaxExtensions=` limits it.
   public var extensions: Int
+  /// Of a trial cancelled at its end: the mark (a trial so cancelled keeps it); nil otherwise.
+  public var cancelMark: TrialCancelMark?
 
   public init(
     id: TrialID, subject: String, labels: TrialLabels = .none, period: TrialPeriod,
     state: TrialState = .active,
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
-    pause: TrialPause? = nil, extensions: Int = 0
+    pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil
   ) {
     self.init(
       id: id, attributes: TrialAttributes(subject: subject, labels: labels), period: period, state: state,
-      reminders: reminders, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions)
+      reminders: reminders, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions,
+      cancelMark: cancelMark)
   }
 
   public init(
     id: TrialID, attributes: TrialAttributes, period: TrialPeriod, state: TrialState = .active,
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
-    pause: TrialPause? = nil, extensions: Int = 0
+    pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil
   ) {
     self.extensions = extensions
+    self.cancelMark = cancelMark
     self.id = id
     self.attributes = attributes
     self.period = period
@@ -179,14 +199,30 @@ public struct Trial: Hashable, Sendable {
     pause?.until.flatMap { resumeEvent(at: $0) }
   }
 
+  /// The end a trial cancelled at its end is cancelled at; nil when it is not so marked.
+  public var cancelsAt: Date? { cancelMark == nil ? nil : period.endDate }
+
+  /// Whether a reminder of the trial due now is skipped (`cancel-at-end`) rather than fired.
+  public var skipsReminders: Bool { cancelMark.map { !$0.remindAfterCancel } ?? false }
+
+  /// What happens at the trial's end, when its expiry is taken at `takenAt`: the one place that
+  /// decides it. A trial cancelled at its end is cancelled, ended at its end, its attribute
+  /// `outcome` (which its expiry event carries) `cancelled`; any other expires, ended when its
+  /// expiry was taken.
+  public func stateAtEnd(takenAt: Date) -> (state: TrialState, endedAt: Date, outcome: String?) {
+    if cancelMark != nil { return (.cancelled, period.endDate, TrialState.cancelled.rawValue) }
+    return (.expired, takenAt, nil)
+  }
+
   /// The trial as its ledger leaves it: an active trial whose current revision's expiry was
-  /// taken (at `expiryTakenAt`) is expired, ended then. The one statement of "an expiry in the
-  /// ledger means expired", for the fire that records it and for the stores that read it.
+  /// taken (at `expiryTakenAt`) has ended as `stateAtEnd` says. The one statement of "an expiry
+  /// in the ledger means ended", for the fire that records it and for the stores that read it.
   public func expired(byExpiryTakenAt expiryTakenAt: Date?) -> Trial {
     guard isActive, let expiryTakenAt else { return self }
     var trial = self
-    trial.state = .expired
-    trial.endedAt = expiryTakenAt
+    let end = stateAtEnd(takenAt: expiryTakenAt)
+    (trial.state, trial.endedAt) = (end.state, end.endedAt)
+    if let outcome = end.outcome { trial.attributes.outcome = outcome }
     return trial
   }
 

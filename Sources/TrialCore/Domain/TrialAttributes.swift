@@ -18,6 +18,13 @@ public struct TrialAttributes: Hashable, Sendable {
     set { self["plan"] = newValue }
   }
 
+  /// How a trial ended at its end other than by expiring: `cancelled`, on a trial cancelled at
+  /// its end (`Trial.stateAtEnd`) and so on its expiry event; absent otherwise.
+  public var outcome: String? {
+    get { self["outcome"] }
+    set { self["outcome"] = newValue }
+  }
+
   // MARK: The table of names
 
   /// Every named attribute, the subject first, in the order the journal and an environment
@@ -28,6 +35,7 @@ public struct TrialAttributes: Hashable, Sendable {
   public static let named = Named.table([
     ("subject", "TRIAL_SUBJECT"),
     ("plan", "TRIAL_PLAN"),
+    ("outcome", "TRIAL_OUTCOME"),
   ])
 
   /// An attribute with a text value, and the names it goes by: its key in the stores and on

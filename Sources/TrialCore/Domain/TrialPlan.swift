@@ -21,16 +21,21 @@ public struct TrialPlan: Hashable, Sendable {
   public var maxExtensions: Int?
   /// The longest a trial of the plan may run from its start to its end; nil: no limit.
   public var maxLength: Duration?
+  /// Whether a trial of the plan cancelled at its end still gets its reminders (taken when the
+  /// cancel is asked, `TrialCancelMark.remindAfterCancel`).
+  public var remindAfterCancel: Bool
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,
     description: String? = nil, once: TrialOnce = .no, subjectKey: SubjectKeyRule = .exact,
-    maxPause: Duration? = nil, onceFor: Duration? = nil, maxExtensions: Int? = nil, maxLength: Duration? = nil
+    maxPause: Duration? = nil, onceFor: Duration? = nil, maxExtensions: Int? = nil, maxLength: Duration? = nil,
+    remindAfterCancel: Bool = false
   ) {
     self.maxPause = maxPause
     self.onceFor = onceFor
     self.maxExtensions = maxExtensions
     self.maxLength = maxLength
+    self.remindAfterCancel = remindAfterCancel
     self.name = name
     self.length = length
     self.reminders = reminders

@@ -164,7 +164,8 @@ public enum TrialBook {
   }
 
   /// Ends an active or paused trial early, converted or cancelled, with the label changes given
-  /// (a paused trial keeps its pause, which tells it ended paused).
+  /// (a paused trial keeps its pause, which tells it ended paused; a mark to cancel it at its
+  /// end is dropped: it ended before).
   public static func endTrial(
     in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, labels: [String: String?] = [:],
     now: Date
@@ -175,6 +176,7 @@ public enum TrialBook {
     trial.labels = try changedLabels(trial.labels, labels)
     trial.state = outcome.state
     trial.endedAt = now
+    trial.cancelMark = nil
     try write(trial, was: before, in: txn)
     return trial
   }
@@ -191,8 +193,7 @@ public enum TrialBook {
   }
 
   /// `labels` with `changes` made, or the refusal naming the label.
-  private static func changedLabels(_ labels: TrialLabels, _ changes: [String: String?]) throws -> TrialLabels
-  {
+  static func changedLabels(_ labels: TrialLabels, _ changes: [String: String?]) throws -> TrialLabels {
     do {
       return try labels.applying(changes)
     } catch {
@@ -249,7 +250,8 @@ public enum TrialBook {
         resumes.append(contentsOf: resumed.logged.map { TakenEvent(logged: $0, trial: resumed.trial) })
         continue
       }
-      let entry = LedgerEntry(item)
+      // A reminder of a trial cancelled at its end is skipped, as the trial is now.
+      let entry = LedgerEntry(disposition(of: item, for: trial))
       try txn.putLedgerEntry(entry)
       let taken = trial.expired(byExpiryTakenAt: item.event.kind == .expiry ? item.takenAt : nil)
       if taken.state != trial.state { try write(taken, was: trial, in: txn) }

@@ -22,6 +22,11 @@ public struct TrialCommand: Hashable, Sendable {
     case pause(TrialTarget)
     /// Resumes a paused trial: its end moved to now plus the time left.
     case resume(TrialTarget)
+    /// Cancels an open trial now (`atEnd` false, as `end` with `cancelled`), or at its end, with
+    /// label changes.
+    case cancel(TrialTarget, atEnd: Bool, labels: [String: String?])
+    /// Takes back a cancel at the end.
+    case uncancel(TrialTarget)
   }
 
   public let kind: Kind
@@ -83,6 +88,20 @@ public struct TrialCommand: Hashable, Sendable {
   public static func resume(_ target: TrialTarget) throws(TrialError) -> Self {
     try target.validate()
     return Self(.resume(target))
+  }
+
+  /// Cancels a trial, by id or by its subject: now, or at its end.
+  public static func cancel(_ target: TrialTarget, atEnd: Bool, labels: [String: String?] = [:])
+    throws(TrialError) -> Self
+  {
+    try target.validate()
+    return Self(.cancel(target, atEnd: atEnd, labels: labels))
+  }
+
+  /// Takes back a cancel at the end, by id or by subject.
+  public static func uncancel(_ target: TrialTarget) throws(TrialError) -> Self {
+    try target.validate()
+    return Self(.uncancel(target))
   }
 }
 
@@ -225,6 +244,17 @@ extension TrialBook {
       return (paused.trial, [], paused.logged)
     case .resume(let target):
       return try resumeTrial(in: txn, try target.id(in: txn), now: now)
+    case .cancel(let target, let atEnd, let labels):
+      let id = try target.id(in: txn)
+      guard atEnd else {
+        return (try endTrial(in: txn, id, outcome: .cancelled, labels: labels, now: now), [], [])
+      }
+      let plan = try txn.trial(id)?.attributes.plan.flatMap { defaults.plans[$0] }
+      let trial = try cancelAtEnd(
+        in: txn, id, remindAfterCancel: plan?.remindAfterCancel ?? false, labels: labels, now: now)
+      return (trial, [], [])
+    case .uncancel(let target):
+      return (try uncancel(in: txn, try target.id(in: txn)), [], [])
     }
   }
 }

@@ -102,17 +102,21 @@ public enum TrialConsistency {
             "\(events[later].id) is in the ledger but the earlier \(events[missing].id) is not: "
               + "a restore plans from \(events[missing].id) on"))
       }
-    case .expired:
+    // Ended at its end: expired, or cancelled at its end (`Trial.stateAtEnd`).
+    case .expired, .cancelled:
+      guard trial.state == .expired || trial.cancelMark != nil else { fallthrough }
+      let state = trial.state.rawValue
       if let expiryEntry, expiryEntry.fired {
         break
       } else if expiryEntry != nil {
         problems.append(
-          Problem(event: expiry.id, "the trial is expired, but its expiry \(expiry.id) was skipped"))
+          Problem(event: expiry.id, "the trial is \(state), but its expiry \(expiry.id) was skipped"))
       } else {
         problems.append(
-          Problem(event: expiry.id, "the trial is expired, but its expiry \(expiry.id) is not in the ledger"))
+          Problem(event: expiry.id, "the trial is \(state), but its expiry \(expiry.id) is not in the ledger")
+        )
       }
-    case .converted, .cancelled:
+    case .converted:
       if expiryEntry != nil {
         problems.append(
           Problem(

@@ -9,6 +9,8 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
     case notActive(TrialID, TrialState)
     /// Only a paused trial resumes.
     case notPaused(TrialID, TrialState)
+    /// Only a trial cancelled at its end is uncancelled.
+    case notCancelling(TrialID)
     case invalidParameter(TrialField, problem: String)
     case idSpaceExhausted(attempts: Int)
     /// The events after `cursor` are no longer all kept: the oldest kept follows `resumeAfter`.
@@ -56,6 +58,7 @@ public struct TrialError: Error, Hashable, Sendable, CustomStringConvertible {
       "subject \"\(subject)\" already has an active trial (id \(existing))"
     case .notActive(let id, let state): "trial \(id) is not active (it is \(state.rawValue))"
     case .notPaused(let id, let state): "trial \(id) is not paused (it is \(state.rawValue))"
+    case .notCancelling(let id): "trial \(id) is not cancelled at its end"
     case .invalidParameter(let field, let problem): "invalid \(field.rawValue): \(problem)"
     case .idSpaceExhausted(let attempts): "no unused trial id found after \(attempts) attempts"
     case .cursorPruned(let cursor, let resumeAfter, let oldest):

@@ -300,6 +300,11 @@ public enum TransferTime {
     {
       names.append("pause")
     }
+    if a.cancelMark.map({ rounded($0.askedAt) }) != b.cancelMark.map({ rounded($0.askedAt) })
+      || a.cancelMark?.remindAfterCancel != b.cancelMark?.remindAfterCancel
+    {
+      names.append("cancelMark")
+    }
     if a.labels != b.labels { names.append("labels") }
     var others = (a.attributes, b.attributes)
     others.0.labels = .none

@@ -45,6 +45,8 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
   case supersededByExpiry
   /// It was later than the grace period allows (policy `skip`).
   case beyondGrace(lateness: Duration, grace: Duration)
+  /// Its trial is cancelled at its end, and its plan said `RemindAfterCancel=no` then.
+  case cancelAtEnd
 
   public var code: String {
     switch self {
@@ -54,6 +56,7 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
     case .supersededByReminder: "superseded-by-reminder"
     case .supersededByExpiry: "superseded-by-expiry"
     case .beyondGrace: "beyond-grace"
+    case .cancelAtEnd: "cancel-at-end"
     }
   }
 
@@ -66,6 +69,7 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
     case .supersededByExpiry: "superseded by the trial's expiry"
     case .beyondGrace(let lateness, let grace):
       "late by \(TimeSpan.format(lateness)), beyond the grace of \(TimeSpan.format(grace))"
+    case .cancelAtEnd: "the trial is cancelled at its end"
     }
   }
 }
@@ -74,7 +78,7 @@ extension SkipReason {
   /// Every code, in the order the documentation lists them.
   public static let codes = [
     "already-due-at-start", "already-due-at-extension", "already-due-at-resume", "superseded-by-reminder",
-    "superseded-by-expiry", "beyond-grace",
+    "superseded-by-expiry", "beyond-grace", "cancel-at-end",
   ]
 
   /// Why a reason could not be read back from its code and details.
@@ -99,6 +103,7 @@ extension SkipReason {
     case "already-due-at-extension": self = .alreadyDueAtExtension
     case "already-due-at-resume": self = .alreadyDueAtResume
     case "superseded-by-expiry": self = .supersededByExpiry
+    case "cancel-at-end": self = .cancelAtEnd
     case "superseded-by-reminder": self = .supersededByReminder(try required(supersededBy, "supersededBy"))
     case "beyond-grace":
       self = .beyondGrace(lateness: try required(lateness, "lateness"), grace: try required(grace, "grace"))

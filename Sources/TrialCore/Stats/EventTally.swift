@@ -109,6 +109,7 @@ public struct EventTally: Hashable, Sendable {
     case .supersededByReminder: 3
     case .supersededByExpiry: 4
     case .beyondGrace: 5
+    case .cancelAtEnd: 6
     }
   }
 }

@@ -10,7 +10,8 @@ import TrialCore
 /// upper-cased), `TRIAL_REVISION`, `TRIAL_END`, `EVENT_KIND`, `EVENT_ID`,
 /// `DUE_REALTIME_USEC`, `LATENESS_USEC`, then `REMINDER_OFFSET_SEC` for reminders,
 /// `TIME_LEFT_SEC` for pauses and resumes, `RESUME_REALTIME_USEC` for a pause that runs out,
-/// and `SKIP_REASON` for skipped events. `systemd/trialwatch.catalog` explains each `MESSAGE_ID`.
+/// and `SKIP_REASON` for skipped events; `TRIAL_OUTCOME=cancelled` (an attribute of the trial)
+/// on the expiry of a trial cancelled at its end. `systemd/trialwatch.catalog` explains each `MESSAGE_ID`.
 public enum EventJournalEntry {
   /// The fixed `MESSAGE_ID` of each kind of entry (128-bit ids, as `journalctl
   /// --new-id128` makes them).
@@ -19,6 +20,8 @@ public enum EventJournalEntry {
     case reminder = "e0431c29206b4f89b9db88d7e38907bc"
     /// A trial's expiry fired on time.
     case expired = "a16bdf9f2f29487d962a88689b1d20c8"
+    /// The expiry of a trial cancelled at its end fired (on time or late): it is cancelled.
+    case cancelledAtEnd = "52c47d0571004a5391abb44446eb0737"
     /// A reminder or expiry fired late: after downtime, suspend or a forward clock step.
     case firedLate = "194e6e2d7bac4fb7847f8c84893df546"
     /// An event that did not fire, by the catch-up policy or because it was already due.
@@ -43,10 +46,11 @@ public enum EventJournalEntry {
     case info = 6
   }
 
-  /// The `MESSAGE_ID` of an event entry.
-  public static func messageID(for entry: LedgerEntry) -> MessageID {
+  /// The `MESSAGE_ID` of an event entry, of a trial whose attribute `outcome` is `outcome`.
+  public static func messageID(for entry: LedgerEntry, outcome: String? = nil) -> MessageID {
     switch (entry.outcome, entry.event.kind) {
     case (.skipped, _): .skipped
+    case (.fired, .expiry) where outcome == TrialState.cancelled.rawValue: .cancelledAtEnd
     case (.fired, .paused): .paused
     case (.fired, .resumed): .resumed
     case (.fired, _) where entry.isLate: .firedLate
@@ -68,8 +72,10 @@ public enum EventJournalEntry {
     var fields = [
       JournalField(
         name: "MESSAGE",
-        value: message(for: entry, subject: attributes.subject, resumes: current?.pause?.until, end: end)),
-      JournalField(name: "MESSAGE_ID", value: messageID(for: entry).rawValue),
+        value: message(
+          for: entry, subject: attributes.subject, resumes: current?.pause?.until, end: end,
+          outcome: attributes.outcome)),
+      JournalField(name: "MESSAGE_ID", value: messageID(for: entry, outcome: attributes.outcome).rawValue),
       JournalField(name: "PRIORITY", value: String(priority(for: entry).rawValue)),
       JournalField(name: "TRIAL_ID", value: event.trialID.description),
     ]
@@ -134,12 +140,16 @@ public enum EventJournalEntry {
     }
   }
 
-  private static func message(for entry: LedgerEntry, subject: String, resumes: Date?, end: Date) -> String {
+  private static func message(
+    for entry: LedgerEntry, subject: String, resumes: Date?, end: Date, outcome: String?
+  ) -> String {
     let event = entry.event
     let who = "Trial \(subject) (id \(event.trialID))"
     let endText = CivilTime(end).readable
     let late = entry.isLate ? ", fired \(TimeSpan.format(entry.lateness, style: .brief)) late" : ""
     switch (entry.outcome, event.kind) {
+    case (.fired, .expiry) where outcome == TrialState.cancelled.rawValue:
+      return "\(who) was cancelled at its end at \(endText)\(late)"
     case (.fired, .expiry):
       return "\(who) expired at \(endText)\(late)"
     case (.fired, .reminder(let offset)):

@@ -88,6 +88,12 @@ public final class TrialsHandlers: @unchecked Sendable {
       Route(Trials.resumeTrial) { p, done in
         self.change(Result { () throws(TrialError) in try .resume(p.target) }, done)
       },
+      Route(Trials.cancelTrial) { p, done in
+        self.change(Result { () throws(TrialError) in try p.command() }, done)
+      },
+      Route(Trials.uncancelTrial) { p, done in
+        self.change(Result { () throws(TrialError) in try .uncancel(p.target) }, done)
+      },
       Route(Trials.getTrial) { p, done in
         self.read(done) {
           let trial = try p.id.map($0.trial(id:)) ?? $0.trial(subject: p.subject ?? "")
@@ -112,9 +118,12 @@ public final class TrialsHandlers: @unchecked Sendable {
         self.read(done) { queries in
           let now = self.clock.now()
           let policy = self.snapshots.current.settings.policy
-          let due = try queries.simulate(now: now, through: p.at.resolve(now: now), policy: policy)
-          let attributes = try queries.attributes(of: due.map(\.event.trialID))
-          return EventsReply(events: due.map { EventObject($0, attributes: attributes[$0.event.trialID]) })
+          let (due, trials) = try queries.simulateWithTrials(
+            now: now, through: p.at.resolve(now: now), policy: policy)
+          return EventsReply(
+            events: due.map {
+              EventObject($0, attributes: trials[$0.event.trialID]?.attributes(of: $0.event))
+            })
         }
       }.scanning(),
       Route(Trials.getStatus) { _, done in
@@ -389,7 +398,13 @@ extension EventObject {
     }
     for event in trial.events where !taken.contains(event.id) {
       if trial.isOpen {
-        events.append(EventObject(pending: event, attributes: trial.attributes))
+        var pending = EventObject(pending: event, attributes: trial.attributes(of: event))
+        // A reminder of a trial cancelled at its end: to be skipped when it falls due.
+        if event.kind != .expiry, trial.skipsReminders {
+          pending.reason = SkipReason.cancelAtEnd.code
+          pending.detail = "to be skipped: \(SkipReason.cancelAtEnd)"
+        }
+        events.append(pending)
       } else {
         events.append(
           EventObject(
