@@ -14,13 +14,17 @@ public struct TrialPlan: Hashable, Sendable {
   public var subjectKey: SubjectKeyRule
   /// How long a trial of the plan stays paused before it resumes by itself; nil: no limit.
   public var maxPause: Duration?
+  /// How long a trial of the plan stays open after its end, in state `grace`, before it
+  /// expires (`Grace=`); zero: none.
+  public var grace: Duration
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,
     description: String? = nil, once: TrialOnce = .no, subjectKey: SubjectKeyRule = .exact,
-    maxPause: Duration? = nil
+    maxPause: Duration? = nil, grace: Duration = .zero
   ) {
     self.maxPause = maxPause
+    self.grace = grace
     self.name = name
     self.length = length
     self.reminders = reminders
