@@ -30,7 +30,7 @@ struct ColumnFinder {
 struct TrialRows {
   let result: PGResult
   private var id = 0, subject = 0, state = 0, revision = 0, start = 0, end = 0, ended = 0, reminders = 0
-  private var attributes = 0, paused = 0, resume = 0
+  private var attributes = 0, paused = 0, resume = 0, grace = 0
 
   init(_ result: PGResult) throws {
     self.result = result
@@ -38,7 +38,7 @@ struct TrialRows {
       [
         \.id: "trial_id", \.subject: "subject", \.state: "state", \.revision: "revision", \.start: "start_s",
         \.end: "end_s", \.ended: "ended_s", \.reminders: "reminders_ms", \.attributes: "attributes",
-        \.paused: "paused_s", \.resume: "resume_s",
+        \.paused: "paused_s", \.resume: "resume_s", \.grace: "grace_ms",
       ], for: &self)
   }
 
@@ -51,7 +51,8 @@ struct TrialRows {
     guard let subject = result.string(row, subject), let stateText = result.string(row, state),
       let state = TrialState(rawValue: stateText), let revision = result.int(row, revision),
       let start = result.double(row, start), let end = result.double(row, end),
-      let offsets = result.string(row, reminders).flatMap(PGArray.int64s)
+      let offsets = result.string(row, reminders).flatMap(PGArray.int64s),
+      let grace = result.int64(row, grace), grace >= 0, grace < EventID.maximumMilliseconds
     else { throw PostgresStoreError.damaged("\(name) is unreadable") }
     let schedule: ReminderSchedule
     do {
@@ -69,7 +70,7 @@ struct TrialRows {
       pause: result.double(row, paused).map {
         TrialPause(
           since: PostgresRecords.date($0), until: result.double(row, resume).map(PostgresRecords.date))
-      })
+      }, grace: .milliseconds(grace))
   }
 }
 

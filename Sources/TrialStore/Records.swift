@@ -180,10 +180,16 @@ final class RecordCodec {
 
   // Version 2 (version 1 the same without the attribute section):
   //   u8 version, u8 state, u8 flags (bit 0: endedAt present, bit 1: paused-since present,
-  //   bit 2: paused-until present; bits 1 and 2 since schema 6), u8 reminder count n,
-  //   u32 revision, date start, date end, [date endedAt], [date paused since],
-  //   [date paused until], n × f64 reminder offset (days), u8 subject length, subject bytes
-  //   (UTF-8), attribute section (AttributeRecords.swift).
+  //   bit 2: paused-until present; bits 1 and 2 since schema 6; bit 4: grace present, since
+  //   schema 9), u8 reminder count n, u32 revision, date start, date end, [date endedAt],
+  //   [date paused since], [date paused until], [u64 grace (milliseconds, positive)],
+  //   n × f64 reminder offset (days), u8 subject length, subject bytes (UTF-8), attribute
+  //   section (AttributeRecords.swift).
+
+  /// The flag of a trial record's grace span (schema 9).
+  static let graceFlag: UInt8 = 1 << 4
+  /// Every flag a trial record may have.
+  static let trialFlags: UInt8 = 7 | graceFlag
 
   static func stateCode(_ state: TrialState) -> UInt8 {
     switch state {
@@ -192,6 +198,7 @@ final class RecordCodec {
     case .converted: 2
     case .cancelled: 3
     case .paused: 4
+    case .grace: 5
     }
   }
 
@@ -202,6 +209,7 @@ final class RecordCodec {
     case 2: .converted
     case 3: .cancelled
     case 4: .paused
+    case 5: .grace
     default: throw RecordProblem("unknown trial state \(code)")
     }
   }
@@ -212,8 +220,11 @@ final class RecordCodec {
     guard trial.reminders.offsets.count <= 255 else { throw RecordProblem("too many reminders") }
     writer.u8(Self.trialVersion)
     writer.u8(Self.stateCode(trial.state))
+    let grace = trial.grace.roundedMilliseconds
+    guard grace >= 0 else { throw RecordProblem("the grace is negative") }
     writer.u8(
-      (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4))
+      (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4)
+        | (grace == 0 ? 0 : Self.graceFlag))
     writer.u8(UInt8(trial.reminders.offsets.count))
     writer.u32(trial.revision)
     writer.date(trial.period.startDate)
@@ -223,6 +234,7 @@ final class RecordCodec {
       writer.date(pause.since)
       if let until = pause.until { writer.date(until) }
     }
+    if grace > 0 { writer.u64(UInt64(grace)) }
     for offset in trial.reminders.offsets { writer.reminderOffset(offset) }
     writer.u8(UInt8(subject.count))
     writer.bytes.append(contentsOf: subject)
@@ -255,7 +267,7 @@ final class RecordCodec {
     try Self.checkVersion(version, reads: 1...Self.trialVersion)
     let state = try Self.state(code: try reader.u8())
     let flags = try reader.u8()
-    guard flags & ~7 == 0, flags & 6 != 4 else { throw RecordProblem("unknown flags \(flags)") }
+    guard flags & ~Self.trialFlags == 0, flags & 6 != 4 else { throw RecordProblem("unknown flags \(flags)") }
     let reminderCount = Int(try reader.u8())
     let revision = try reader.u32()
     let start = try reader.date()
@@ -264,6 +276,14 @@ final class RecordCodec {
     let pause =
       flags & 2 != 0
       ? TrialPause(since: try reader.date(), until: flags & 4 != 0 ? try reader.date() : nil) : nil
+    var grace = Duration.zero
+    if flags & Self.graceFlag != 0 {
+      let milliseconds = try reader.u64()
+      guard milliseconds > 0, milliseconds < EventID.maximumMilliseconds else {
+        throw RecordProblem("the grace is out of range")
+      }
+      grace = .milliseconds(Int64(milliseconds))
+    }
     let schedule = try decodeSchedule(try reader.bytes(reminderCount * 8), count: reminderCount)
     let subjectLength = Int(try reader.u8())
     let subjectBytes = try reader.bytes(subjectLength)
@@ -275,7 +295,7 @@ final class RecordCodec {
     try reader.expectEnd()
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: start, endDate: end), state: state,
-      reminders: schedule, revision: revision, endedAt: endedAt, pause: pause)
+      reminders: schedule, revision: revision, endedAt: endedAt, pause: pause, grace: grace)
   }
 
   private func decodeSchedule(_ bytes: UnsafeRawBufferPointer, count: Int) throws -> ReminderSchedule {
@@ -305,7 +325,8 @@ final class RecordCodec {
   // MARK: Ledger entries
 
   // Version 1 (the trial id, revision and event order are in the key):
-  //   u8 version, u8 kind (0 expiry, 1 reminder, 2 paused, 3 resumed; 2 and 3 since schema 6),
+  //   u8 version, u8 kind (0 expiry, 1 reminder, 2 paused, 3 resumed, 4 grace-started; 2 and 3
+  //   since schema 6, 4 since schema 9),
   //   u8 outcome, u8 flags (bit 0: late, bit 1: delivered), [f64 reminder offset or time left
   //   (days)], date due, date taken, [date delivered], outcome payload:
   //     0 fired, 1 already due at start, 2 already due at extension, 4 superseded by expiry,
@@ -320,6 +341,7 @@ final class RecordCodec {
     case .reminder: 1
     case .paused: 2
     case .resumed: 3
+    case .graceStarted: 4
     }
   }
 
@@ -331,6 +353,7 @@ final class RecordCodec {
     case 1: return .reminder(before: try reader.reminderOffset())
     case 2: return .paused(left: try reader.reminderOffset())
     case 3: return .resumed(left: try reader.reminderOffset())
+    case 4: return .graceStarted
     default: throw RecordProblem("unknown event kind \(code)")
     }
   }
@@ -338,7 +361,7 @@ final class RecordCodec {
   /// A kind's code, then the span it carries, if any.
   func encodeKind(_ kind: EventKind, into writer: inout ByteWriter) {
     writer.u8(Self.kindCode(kind))
-    if kind != .expiry { writer.reminderOffset(kind.beforeEnd) }
+    if kind.hasSpan { writer.reminderOffset(kind.beforeEnd) }
   }
 
   func encode(_ entry: LedgerEntry, into writer: inout ByteWriter) {
@@ -347,7 +370,7 @@ final class RecordCodec {
     writer.u8(Self.kindCode(kind))
     writer.u8(Self.outcomeCode(entry.outcome))
     writer.u8((entry.isLate ? 1 : 0) | (entry.deliveredAt == nil ? 0 : 2))
-    if kind != .expiry { writer.reminderOffset(kind.beforeEnd) }
+    if kind.hasSpan { writer.reminderOffset(kind.beforeEnd) }
     writer.date(entry.event.due)
     writer.date(entry.takenAt)
     if let delivered = entry.deliveredAt { writer.date(delivered) }

@@ -22,6 +22,10 @@ public struct StoreUpgradeReport: Hashable, Sendable {
 /// (`data.mdb.schema<N>-<UTC time>`); then one write transaction makes every change, so the
 /// store is either upgraded whole or left at its old schema.
 ///
+/// Schema 8 → 9 changes no record: it adds what a trial in grace writes (the state `grace`, the
+/// grace span behind flag bit 4 of the trial record, the event `grace-started`), which an older
+/// version must not read; the schema is set so that it refuses the store.
+///
 /// Schema 7 → 8 creates the empty `webhooks` database (webhook endpoints' state and pending
 /// events).
 ///
@@ -65,7 +69,7 @@ enum StoreUpgrade {
       if from < 8 { upgraded.webhooks = try txn.openDatabase("webhooks", create: true) }
       // Schemas 2 → 3 → 4 and 5 → 6 change no record: an expiry no longer rewrites its trial's
       // record, and a record of schema 2 (expired when its expiry was taken) reads the same;
-      // records of version 1 (no attribute section) read as before; schema 6 only adds.
+      // records of version 1 (no attribute section) read as before; schemas 6 and 9 only add.
       try putMeta(txn, databases.meta, LMDBTrialRepository.MetaKey.schema, LMDBTrialRepository.schemaVersion)
       upgraded.schema = LMDBTrialRepository.schemaVersion
       return upgraded
