@@ -74,6 +74,14 @@ enum PlanFiles {
           "How long a trial of the plan stays paused (trialwatchctl pause) before it resumes by itself, with "
           + "the time left it had. The limit is taken when the trial is paused: a change applies to later "
           + "pauses."),
+      .init(
+        name: "Grace", valueName: "span", defaultText: "", defaultDescription: "0 (none)",
+        meaning:
+          "How long a trial of the plan stays open after its end before it expires, from 0 (none) to 365d, "
+          + "whole milliseconds. At its end the trial enters the state grace (the event grace-started) "
+          + "instead of expiring, and expires at the end plus the grace (the event expiry); meanwhile it is "
+          + "still the subject's open trial: ending it converted counts as converted, extending it makes it "
+          + "active again. A trial takes the grace at its start: a change applies to trials started after."),
     ])
 
   /// The plans of `directory`, by name, each from its file over `defaults`. `unicodeUnavailable`
@@ -146,6 +154,8 @@ enum PlanFiles {
           value.isEmpty ? .exact : try ConfigurationSchema.choice(value, of: SubjectKeyRule.self)
       case "MaxPause":
         plan.maxPause = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
+      case "Grace":
+        plan.grace = value.isEmpty ? .zero : try ConfigurationSchema.grace(value)
       default:
         if value.isEmpty { labels = [:] }
         for (key, text) in try labelPairs(value) { labels[key] = text }

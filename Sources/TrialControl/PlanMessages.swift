@@ -18,6 +18,8 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var subjectKey: String?
   /// How long a trial stays paused before it resumes by itself; nil: no limit.
   public var maxPause: Span?
+  /// How long a trial stays open in state `grace` after its end (`Grace=`); nil: none.
+  public var grace: Span?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
     name = plan.name
@@ -29,6 +31,7 @@ public struct PlanObject: Codable, Hashable, Sendable {
     once = plan.once == .no ? nil : plan.once.rawValue
     subjectKey = plan.subjectKey == .exact ? nil : plan.subjectKey.rawValue
     maxPause = plan.maxPause.map(Span.init)
+    grace = plan.grace > .zero ? Span(plan.grace) : nil
   }
 }
 

@@ -130,6 +130,8 @@ public struct ExportTrial: Codable, Hashable, Sendable {
   /// Of a trial paused (or ended while paused): since when, and when its pause runs out.
   public var pausedAt: PreciseTime?
   public var resumesAt: PreciseTime?
+  /// Its grace, whole milliseconds; nil: none (an export from before grace has none).
+  public var grace: Span?
 
   public init(_ trial: Trial) {
     id = trial.id
@@ -145,11 +147,12 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     reminders = trial.reminders.offsets.map(Span.init)
     pausedAt = trial.pause.map { PreciseTime($0.since) }
     resumesAt = trial.pause?.until.map(PreciseTime.init)
+    grace = trial.grace > .zero ? Span(trial.grace) : nil
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, attributes, state, revision, startedAt, endsAt, endedAt, reminders, pausedAt
-    case resumesAt
+    case resumesAt, grace
   }
 
   public init(from decoder: any Decoder) throws {
@@ -166,6 +169,7 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     reminders = try container.decode([Span].self, forKey: .reminders)
     pausedAt = try container.decodeIfPresent(PreciseTime.self, forKey: .pausedAt)
     resumesAt = try container.decodeIfPresent(PreciseTime.self, forKey: .resumesAt)
+    grace = try container.decodeIfPresent(Span.self, forKey: .grace)
   }
 
   public func trial() throws(WireProblem) -> Trial {
@@ -200,10 +204,21 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     if pausedAt == nil, resumesAt != nil {
       throw WireProblem(path: ["trial", "resumesAt"], problem: "only a paused trial resumes")
     }
+    let grace = grace?.duration ?? .zero
+    if grace < .zero || grace > Trial.maximumGrace
+      || grace.roundedMilliseconds * 1_000 != grace.roundedMicroseconds
+    {
+      throw WireProblem(
+        path: ["trial", "grace"],
+        problem: "must be whole milliseconds from 0 to \(TimeSpan.format(Trial.maximumGrace))")
+    }
+    if state == .grace, grace == .zero {
+      throw WireProblem(path: ["trial", "grace"], problem: "a trial in grace needs its grace")
+    }
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: startedAt.date, endDate: endsAt.date),
       state: state, reminders: schedule, revision: revision, endedAt: endedAt?.date,
-      pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) })
+      pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) }, grace: grace)
   }
 
   /// Why an attribute of an export cannot be stored, or nil: a name of lower-case letters,

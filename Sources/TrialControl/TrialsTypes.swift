@@ -28,6 +28,11 @@ public struct TrialObject: Codable, Hashable, Sendable {
   public var resumesAt: Date?
   /// Of a paused trial: the time left its pause froze, which a resume adds to its moment.
   public var timeLeft: Span?
+  /// Of a trial whose plan gives a grace (`Grace=`): how long it stays open in state `grace`
+  /// after its end.
+  public var grace: Span?
+  /// Of a trial with a grace: when it expires, its end plus the grace.
+  public var graceEndsAt: Date?
 
   public init(
     id: TrialID, subject: String, labels: [String: String]? = [:], state: TrialState, startedAt: Date,
@@ -61,13 +66,15 @@ public struct TrialObject: Codable, Hashable, Sendable {
     pausedAt = trial.pause?.since
     resumesAt = trial.state == .paused ? trial.pause?.until : nil
     timeLeft = trial.state == .paused ? trial.timeLeft.map(Span.init) : nil
+    grace = trial.entersGrace ? Span(trial.grace) : nil
+    graceEndsAt = trial.entersGrace ? trial.expiresAt : nil
     let asOf = trial.state == .paused ? trial.pause?.since ?? now : now
     daysLeft = (trial.period.daysLeft(clock: FixedInstant(asOf)).amount * 1e6).rounded() / 1e6
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, state, startedAt, endsAt, endedAt, reminders, revision, daysLeft, pausedAt
-    case resumesAt, timeLeft
+    case resumesAt, timeLeft, grace, graceEndsAt
   }
 
   public init(from decoder: any Decoder) throws {
@@ -86,6 +93,8 @@ public struct TrialObject: Codable, Hashable, Sendable {
     pausedAt = try container.decodeIfPresent(Date.self, forKey: .pausedAt)
     resumesAt = try container.decodeIfPresent(Date.self, forKey: .resumesAt)
     timeLeft = try container.decodeIfPresent(Span.self, forKey: .timeLeft)
+    grace = try container.decodeIfPresent(Span.self, forKey: .grace)
+    graceEndsAt = try container.decodeIfPresent(Date.self, forKey: .graceEndsAt)
   }
 
   public func encode(to encoder: any Encoder) throws {
@@ -104,6 +113,8 @@ public struct TrialObject: Codable, Hashable, Sendable {
     try container.encodeIfPresent(pausedAt, forKey: .pausedAt)
     try container.encodeIfPresent(resumesAt, forKey: .resumesAt)
     try container.encodeIfPresent(timeLeft, forKey: .timeLeft)
+    try container.encodeIfPresent(grace, forKey: .grace)
+    try container.encodeIfPresent(graceEndsAt, forKey: .graceEndsAt)
   }
 }
 
@@ -121,6 +132,7 @@ public struct EventObject: Codable, Hashable, Sendable {
     case expiry
     case paused
     case resumed
+    case graceStarted = "grace-started"
   }
 
   public enum State: String, WireChoice {
@@ -134,7 +146,8 @@ public struct EventObject: Codable, Hashable, Sendable {
     case skipped
   }
 
-  /// `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-reminder-<ms>ms`, or
+  /// `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-grace-started`,
+  /// `<trial id>-r<revision>-reminder-<ms>ms`, or
   /// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left).
   public var id: EventID
   public var trialId: TrialID
@@ -162,7 +175,7 @@ public struct EventObject: Codable, Hashable, Sendable {
   /// How late it was taken, when it was late.
   public var lateness: Span?
   /// The trial's end as of the event: in its revision; of a pause, the end it froze; of a
-  /// resume, the new end.
+  /// resume, the new end; of an expiry, when it expired (after a grace, the grace's end).
   public var endsAt: Date?
   /// Its place in the event log (events taken; from Watch, always).
   public var cursor: EventCursor?
@@ -292,13 +305,18 @@ public struct TrialCounts: Codable, Hashable, Sendable {
   public var active: Int
   /// Absent from a daemon from before pauses.
   public var paused: Int?
+  /// In grace; absent from a daemon from before grace.
+  public var grace: Int?
   public var expired: Int
   public var converted: Int
   public var cancelled: Int
 
-  public init(active: Int = 0, paused: Int = 0, expired: Int = 0, converted: Int = 0, cancelled: Int = 0) {
+  public init(
+    active: Int = 0, paused: Int = 0, grace: Int = 0, expired: Int = 0, converted: Int = 0, cancelled: Int = 0
+  ) {
     self.active = active
     self.paused = paused
+    self.grace = grace
     self.expired = expired
     self.converted = converted
     self.cancelled = cancelled
@@ -307,9 +325,10 @@ public struct TrialCounts: Codable, Hashable, Sendable {
   public init(_ counts: [TrialState: Int]) {
     self.init(
       active: counts[.active, default: 0], paused: counts[.paused, default: 0],
-      expired: counts[.expired, default: 0], converted: counts[.converted, default: 0],
+      grace: counts[.grace, default: 0], expired: counts[.expired, default: 0],
+      converted: counts[.converted, default: 0],
       cancelled: counts[.cancelled, default: 0])
   }
 
-  public var total: Int { active + (paused ?? 0) + expired + converted + cancelled }
+  public var total: Int { active + (paused ?? 0) + (grace ?? 0) + expired + converted + cancelled }
 }
