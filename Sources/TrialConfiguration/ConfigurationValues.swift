@@ -108,7 +108,7 @@ extension ConfigurationSchema {
   static func grace(_ value: String) throws(InvalidValue) -> Duration {
     let grace = try span(value)
     guard grace <= Trial.maximumGrace else {
-      throw InvalidValue(reason: "must be at most \(TimeSpan.format(Trial.maximumGrace))")
+      throw InvalidValue(reason: "must be at most 365d")
     }
     guard grace == .milliseconds(grace.roundedMilliseconds) else {
       throw InvalidValue(reason: "must be a whole number of milliseconds")

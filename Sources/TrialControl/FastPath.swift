@@ -181,6 +181,8 @@ public enum FastPath {
     object.out += days.utf8
     if let endedAt = trial.endedAt { object.text(.endedAt, RFC3339.format(endedAt)) }
     object.text(.endsAt, RFC3339.format(trial.endsAt))
+    if let grace = trial.grace { object.text(.grace, grace.description) }
+    if let graceEndsAt = trial.graceEndsAt { object.text(.graceEndsAt, RFC3339.format(graceEndsAt)) }
     object.text(.id, trial.id.description)
     object.key(.labels)
     // Keys in the order JSONEncoder's sortedKeys writes them: a label key is ASCII, so byte order.
@@ -209,14 +211,16 @@ public enum FastPath {
   /// The fields of a trial's object beside its named attributes, in the order `JSONEncoder`'s
   /// sorted keys puts their names (ASCII, so byte order).
   private enum TrialField: Int, CaseIterable {
-    case daysLeft, endedAt, endsAt, id, labels, pausedAt, reminders, resumesAt, revision, startedAt, state
-    case subject, timeLeft
+    case daysLeft, endedAt, endsAt, grace, graceEndsAt, id, labels, pausedAt, reminders, resumesAt, revision
+    case startedAt, state, subject, timeLeft
 
     var name: String {
       switch self {
       case .daysLeft: "daysLeft"
       case .endedAt: "endedAt"
       case .endsAt: "endsAt"
+      case .grace: "grace"
+      case .graceEndsAt: "graceEndsAt"
       case .id: "id"
       case .labels: "labels"
       case .pausedAt: "pausedAt"

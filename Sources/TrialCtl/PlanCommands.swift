@@ -82,13 +82,14 @@ extension TrialPresenter {
         plan.name, TimeSpan.format(plan.length.duration), reminders(plan.reminders.map(\.duration)),
         plan.labels.isEmpty ? "-" : labels(plan.labels), Self.once(plan),
         plan.maxPause.map { TimeSpan.format($0.duration) } ?? "-",
+        plan.grace.map { TimeSpan.format($0.duration) } ?? "-",
         plan.activeTrials.map(String.init) ?? "-", plan.description ?? "",
       ]
     }
     output.showList(
       ListViewModel(
         table: TableViewModel(
-          columns: ["NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "ACTIVE", "DESCRIPTION"],
+          columns: ["NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "GRACE", "ACTIVE", "DESCRIPTION"],
           rows: rows),
         emptyMessage: "No plans. A plan is a file /etc/trialwatch/plans/NAME.conf (trialwatch.conf(5))."))
   }

@@ -46,13 +46,13 @@ struct UpgradeFixture: Sendable, CustomStringConvertible {
   static let schema2 = UpgradeFixture(
     schema: 2, trials: 8, ledgerEntries: 13, outboxEntries: 3, loggedEvents: 13, active: [1, 4, 8],
     logBounds: EventLogBounds(last: EventCursor(13), prunedThrough: .origin, count: 13),
-    consumers: ["audit", "mailer"], summary: "store schema 2 (trialwatchd upgrades it to 8", backfilled: 0,
+    consumers: ["audit", "mailer"], summary: "store schema 2 (trialwatchd upgrades it to 9", backfilled: 0,
     dueAtUpgrade: [1, 1, 1, 4, 4, 8, 8, 8], expiredOnceDue: 7)
   /// The version before attribute sections: written by the same program as schema 2.
   static let schema3 = UpgradeFixture(
     schema: 3, trials: 8, ledgerEntries: 13, outboxEntries: 3, loggedEvents: 13, active: [1, 4, 8],
     logBounds: EventLogBounds(last: EventCursor(13), prunedThrough: .origin, count: 13),
-    consumers: ["audit", "mailer"], summary: "store schema 3 (trialwatchd upgrades it to 8", backfilled: 0,
+    consumers: ["audit", "mailer"], summary: "store schema 3 (trialwatchd upgrades it to 9", backfilled: 0,
     dueAtUpgrade: [1, 1, 1, 4, 4, 8, 8, 8], expiredOnceDue: 7)
   static let all = [schema1, schema2, schema3]
 

@@ -92,7 +92,7 @@ import TrialTesting
     #expect(try LMDBStoreReader(directory: path).statistics().schema == 7)
 
     let store = try FixtureStore.open(path)
-    #expect(store.upgrade?.fromSchema == 7 && store.upgrade?.toSchema == 8)
+    #expect(store.upgrade?.fromSchema == 7 && store.upgrade?.toSchema == LMDBTrialRepository.schemaVersion)
     #expect(store.upgrade?.keptCopy == path + "/" + FixtureStore.copyName(schema: 7))
     // A trial whose expiry is logged at cursor 1, the event pending for the endpoint.
     let trial = try store.write { txn in
