@@ -89,7 +89,9 @@ extension TrialPresenter {
     output.showList(
       ListViewModel(
         table: TableViewModel(
-          columns: ["NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "GRACE", "ACTIVE", "DESCRIPTION"],
+          columns: [
+            "NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "GRACE", "ACTIVE", "DESCRIPTION",
+          ],
           rows: rows),
         emptyMessage: "No plans. A plan is a file /etc/trialwatch/plans/NAME.conf (trialwatch.conf(5))."))
   }

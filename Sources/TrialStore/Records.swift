@@ -186,9 +186,8 @@ final class RecordCodec {
   //   n × f64 reminder offset (days), u8 subject length, subject bytes (UTF-8), attribute
   //   section (AttributeRecords.swift).
 
-  /// The flag of a trial record's grace span (schema 9).
+  /// The flag of a trial record's grace span (schema 9), and every flag a trial record may have.
   static let graceFlag: UInt8 = 1 << 4
-  /// Every flag a trial record may have.
   static let trialFlags: UInt8 = 7 | graceFlag
 
   static func stateCode(_ state: TrialState) -> UInt8 {

@@ -81,7 +81,7 @@ import TrialTesting
     func trial(_ id: TrialID) throws -> Trial? { try engine.repository.read { try $0.trial(id) } }
   }
 
-  @Test func graceStarted_FiresAtTheEnd_AndTheExpiryAtTheGracesEnd_EachOnce() throws {
+  @Test func graceStarted_FiresAtTheEnd_AndTheExpiryOnceAtTheGracesEnd() throws {
     let run = try Run(InMemoryTrialRepository(), at: epoch, ids: [0x61])
     let trial = try run.engine.perform(try .start(subject: "acme-61", plan: "pro")).trial
     #expect(trial.grace == .days(5))

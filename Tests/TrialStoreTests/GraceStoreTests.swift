@@ -17,7 +17,7 @@ import TrialTesting
     return try writer.bytes.withUnsafeBytes { try RecordCodec().decodeTrial($0, id: trial.id) }
   }
 
-  @Test func trialRecord_WithGrace_ReadsBackTheSame_AndWithoutItAsBefore() throws {
+  @Test func trialRecord_WithOrWithoutGrace_ReadsBackTheSame() throws {
     let period = TrialPeriod(startDate: origin, endDate: origin + 10 * day)
     var trial = Trial(id: TrialID(7), subject: "acme", period: period, grace: .milliseconds(432_000_123))
     trial.state = .grace
