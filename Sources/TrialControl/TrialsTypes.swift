@@ -132,7 +132,23 @@ public struct EventObject: Codable, Hashable, Sendable {
     case expiry
     case paused
     case resumed
-    case graceStarted = "grace-started"
+    /// `graceStarted` on the wire (a Varlink enum value is an identifier); `grace-started`
+    /// where text names the event (`name`).
+    case graceStarted
+
+    /// The event's name as the journal, the event ids, consumers and webhooks give it.
+    public var name: String { self == .graceStarted ? EventKind.graceStarted.name : rawValue }
+
+    init(_ kind: EventKind) {
+      self =
+        switch kind {
+        case .reminder: .reminder
+        case .expiry: .expiry
+        case .paused: .paused
+        case .resumed: .resumed
+        case .graceStarted: .graceStarted
+        }
+    }
   }
 
   public enum State: String, WireChoice {
@@ -191,7 +207,7 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.subject = subject
     self.labels = labels?.dictionary
     self.revision = id.revision
-    self.kind = Kind(rawValue: id.kind.name) ?? .reminder
+    self.kind = Kind(id.kind)
     self.offset = id.kind.reminderOffset.map(Span.init)
     self.left = id.kind.timeLeft.map(Span.init)
     self.due = due

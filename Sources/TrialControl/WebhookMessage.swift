@@ -32,7 +32,7 @@ public struct WebhookMessage: Encodable, Sendable {
 
   public static let testType = "trialwatch.test"
 
-  public static func type(of kind: EventObject.Kind) -> String { "trial.\(kind.rawValue)" }
+  public static func type(of kind: EventObject.Kind) -> String { "trial.\(kind.name)" }
 
   private enum CodingKeys: String, CodingKey {
     case type, timestamp, data

@@ -261,7 +261,7 @@ private func fields(
 
   @Test func messageIDs_AreDistinct128BitIDs() {
     let ids = EventJournalEntry.MessageID.allCases.map(\.rawValue)
-    #expect(Set(ids).count == ids.count && ids.count == 9)
+    #expect(Set(ids).count == ids.count && ids.count == 10)
     for id in ids {
       #expect(id.count == 32 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase }, "\(id)")
     }
