@@ -211,7 +211,9 @@ public enum TrialBook {
   {
     let due = try txn.admit(due)
     // Applied in event-id order, which keeps each trial's events in due order and lets a
-    // file store visit its pages in key order; returned in the order given.
+    // file store visit its pages in key order; returned in the order given. The start of a
+    // grace, whose order comes first, moves its trial to `grace` before that trial's reminders
+    // taken in the same wake are recorded, as of a running trial all the same.
     let order = due.indices.sorted {
       due[$0].event.id != due[$1].event.id ? due[$0].event.id < due[$1].event.id : $0 < $1
     }
