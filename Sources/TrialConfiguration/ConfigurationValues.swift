@@ -104,6 +104,18 @@ extension ConfigurationSchema {
     return span
   }
 
+  /// A plan's grace (`Grace=`): 0 to `Trial.maximumGrace`, whole milliseconds.
+  static func grace(_ value: String) throws(InvalidValue) -> Duration {
+    let grace = try span(value)
+    guard grace <= Trial.maximumGrace else {
+      throw InvalidValue(reason: "must be at most 365d")
+    }
+    guard grace == .milliseconds(grace.roundedMilliseconds) else {
+      throw InvalidValue(reason: "must be a whole number of milliseconds")
+    }
+    return grace
+  }
+
   static func span(_ value: String) throws(InvalidValue) -> Duration {
     do {
       return try TimeSpan.parse(value)

@@ -107,6 +107,14 @@ enum PlanFiles {
           "Whether a trial of the plan cancelled at its end (trialwatchctl cancel) still gets its reminders "
           + "until its end; with no, each reminder falling due meanwhile is skipped with the reason "
           + "cancel-at-end. Taken when the cancel is asked: a change applies to later cancels."),
+      .init(
+        name: "Grace", valueName: "span", defaultText: "", defaultDescription: "0 (none)",
+        meaning:
+          "How long a trial of the plan stays open after its end before it expires, from 0 (none) to 365d, "
+          + "whole milliseconds. At its end the trial enters the state grace (the event grace-started) "
+          + "instead of expiring, and expires at the end plus the grace (the event expiry); meanwhile it is "
+          + "still the subject's open trial: ending it converted counts as converted, extending it makes it "
+          + "active again. A trial takes the grace at its start: a change applies to trials started after."),
     ])
 
   /// The plans of `directory`, by name, each from its file over `defaults`. `unicodeUnavailable`
@@ -197,6 +205,8 @@ enum PlanFiles {
         plan.maxLength = value.isEmpty ? nil : try ConfigurationSchema.positiveSpan(value)
       case "RemindAfterCancel":
         plan.remindAfterCancel = value.isEmpty ? false : try ConfigurationSchema.boolean(value)
+      case "Grace":
+        plan.grace = value.isEmpty ? .zero : try ConfigurationSchema.grace(value)
       default:
         if value.isEmpty { labels = [:] }
         for (key, text) in try labelPairs(value) { labels[key] = text }

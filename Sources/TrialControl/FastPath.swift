@@ -185,6 +185,8 @@ public enum FastPath {
     object.text(.endsAt, RFC3339.format(trial.endsAt))
     object.key(.extensions)
     object.out += String(trial.extensions).utf8
+    if let grace = trial.grace { object.text(.grace, grace.description) }
+    if let graceEndsAt = trial.graceEndsAt { object.text(.graceEndsAt, RFC3339.format(graceEndsAt)) }
     object.text(.id, trial.id.description)
     object.key(.labels)
     // Keys in the order JSONEncoder's sortedKeys writes them: a label key is ASCII, so byte order.
@@ -213,8 +215,8 @@ public enum FastPath {
   /// The fields of a trial's object beside its named attributes, in the order `JSONEncoder`'s
   /// sorted keys puts their names (ASCII, so byte order).
   private enum TrialField: Int, CaseIterable {
-    case cancelAskedAt, cancelsAt, daysLeft, endedAt, endsAt, extensions, id, labels, pausedAt, reminders
-    case resumesAt, revision, startedAt, state, subject, timeLeft
+    case cancelAskedAt, cancelsAt, daysLeft, endedAt, endsAt, extensions, grace, graceEndsAt, id, labels
+    case pausedAt, reminders, resumesAt, revision, startedAt, state, subject, timeLeft
 
     var name: String {
       switch self {
@@ -224,6 +226,8 @@ public enum FastPath {
       case .endedAt: "endedAt"
       case .endsAt: "endsAt"
       case .extensions: "extensions"
+      case .grace: "grace"
+      case .graceEndsAt: "graceEndsAt"
       case .id: "id"
       case .labels: "labels"
       case .pausedAt: "pausedAt"

@@ -67,12 +67,14 @@ public enum MetricFamily: String, CaseIterable, Sendable {
     case .buildInfo: "The daemon's version"
     case .startTime: "When the daemon started, in seconds since 1970-01-01 UTC"
     case .trials:
-      "Trials by state (field state): active and paused are open; expired, converted and cancelled "
+      "Trials by state (field state): active, paused and grace are open; expired, converted and cancelled "
         + "have ended and stay until retention removes them"
-    case .trialsByPlan: "Active trials of each named plan (field plan), as trialwatchctl plans counts them"
-    case .pendingEvents: "Reminders, expiries and resumes planned and not yet due"
+    case .trialsByPlan:
+      "Active trials (those in grace too) of each named plan (field plan), as trialwatchctl plans counts them"
+    case .pendingEvents: "Reminders, starts of grace, expiries and resumes planned and not yet due"
     case .nextEvent: "When the next planned event falls due, in seconds since 1970-01-01 UTC"
-    case .eventsFired: "Events fired since the daemon started, by kind (reminder, expiry, paused, resumed)"
+    case .eventsFired:
+      "Events fired since the daemon started, by kind (reminder, expiry, paused, resumed, grace-started)"
     case .eventsSkipped: "Events recorded as skipped since the daemon started, by reason"
     case .eventsFiredLate:
       "Events fired since the daemon started later than the catch-up policy's late threshold "

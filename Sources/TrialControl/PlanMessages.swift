@@ -26,6 +26,8 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var maxLength: Span?
   /// Whether a trial cancelled at its end still gets its reminders; nil for no.
   public var remindAfterCancel: Bool?
+  /// How long a trial stays open in state `grace` after its end (`Grace=`); nil: none.
+  public var grace: Span?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
     name = plan.name
@@ -41,6 +43,7 @@ public struct PlanObject: Codable, Hashable, Sendable {
     maxExtensions = plan.maxExtensions
     maxLength = plan.maxLength.map(Span.init)
     remindAfterCancel = plan.remindAfterCancel ? true : nil
+    grace = plan.grace > .zero ? Span(plan.grace) : nil
   }
 }
 

@@ -137,6 +137,8 @@ public struct ExportTrial: Codable, Hashable, Sendable {
   /// reminders fire; absent otherwise (and in files from before cancels at the end).
   public var cancelAskedAt: PreciseTime?
   public var remindAfterCancel: Bool?
+  /// Its grace, whole milliseconds; nil: none (an export from before grace has none).
+  public var grace: Span?
 
   public init(_ trial: Trial) {
     id = trial.id
@@ -155,11 +157,12 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     extensions = trial.extensions == 0 ? nil : trial.extensions
     cancelAskedAt = trial.cancelMark.map { PreciseTime($0.askedAt) }
     remindAfterCancel = trial.cancelMark?.remindAfterCancel
+    grace = trial.grace > .zero ? Span(trial.grace) : nil
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, attributes, state, revision, startedAt, endsAt, endedAt, reminders, pausedAt
-    case resumesAt, extensions, cancelAskedAt, remindAfterCancel
+    case resumesAt, extensions, cancelAskedAt, remindAfterCancel, grace
   }
 
   public init(from decoder: any Decoder) throws {
@@ -179,6 +182,7 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     extensions = try container.decodeWholeNumber(forKey: .extensions)
     cancelAskedAt = try container.decodeIfPresent(PreciseTime.self, forKey: .cancelAskedAt)
     remindAfterCancel = try container.decodeIfPresent(Bool.self, forKey: .remindAfterCancel)
+    grace = try container.decodeIfPresent(Span.self, forKey: .grace)
   }
 
   public func trial() throws(WireProblem) -> Trial {
@@ -221,13 +225,24 @@ public struct ExportTrial: Codable, Hashable, Sendable {
         path: ["trial", "remindAfterCancel"],
         problem: "only a trial cancelled at its end has it (cancelAskedAt)")
     }
+    let grace = grace?.duration ?? .zero
+    if grace < .zero || grace > Trial.maximumGrace
+      || grace.roundedMilliseconds * 1_000 != grace.roundedMicroseconds
+    {
+      throw WireProblem(
+        path: ["trial", "grace"],
+        problem: "must be whole milliseconds from 0 to \(TimeSpan.format(Trial.maximumGrace))")
+    }
+    if state == .grace, grace == .zero {
+      throw WireProblem(path: ["trial", "grace"], problem: "a trial in grace needs its grace")
+    }
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: startedAt.date, endDate: endsAt.date),
       state: state, reminders: schedule, revision: revision, endedAt: endedAt?.date,
       pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) }, extensions: extensions ?? 0,
       cancelMark: cancelAskedAt.map {
         TrialCancelMark(askedAt: $0.date, remindAfterCancel: remindAfterCancel ?? false)
-      })
+      }, grace: grace)
   }
 
   /// Why an attribute of an export cannot be stored, or nil: a name of lower-case letters,

@@ -34,6 +34,11 @@ public struct TrialObject: Codable, Hashable, Sendable {
   /// and when that was asked.
   public var cancelsAt: Date?
   public var cancelAskedAt: Date?
+  /// Of a trial whose plan gives a grace (`Grace=`): how long it stays open in state `grace`
+  /// after its end.
+  public var grace: Span?
+  /// Of a trial with a grace: when it expires, its end plus the grace.
+  public var graceEndsAt: Date?
 
   public init(
     id: TrialID, subject: String, labels: [String: String]? = [:], state: TrialState, startedAt: Date,
@@ -70,13 +75,15 @@ public struct TrialObject: Codable, Hashable, Sendable {
     extensions = trial.extensions
     cancelsAt = trial.cancelsAt
     cancelAskedAt = trial.cancelMark?.askedAt
+    grace = trial.entersGrace ? Span(trial.grace) : nil
+    graceEndsAt = trial.entersGrace ? trial.expiresAt : nil
     let asOf = trial.state == .paused ? trial.pause?.since ?? now : now
     daysLeft = (trial.period.daysLeft(clock: FixedInstant(asOf)).amount * 1e6).rounded() / 1e6
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, state, startedAt, endsAt, endedAt, reminders, revision, daysLeft, pausedAt
-    case resumesAt, timeLeft, extensions, cancelsAt, cancelAskedAt
+    case resumesAt, timeLeft, extensions, cancelsAt, cancelAskedAt, grace, graceEndsAt
   }
 
   public init(from decoder: any Decoder) throws {
@@ -98,6 +105,8 @@ public struct TrialObject: Codable, Hashable, Sendable {
     extensions = try container.decodeIfPresent(Int.self, forKey: .extensions) ?? 0
     cancelsAt = try container.decodeIfPresent(Date.self, forKey: .cancelsAt)
     cancelAskedAt = try container.decodeIfPresent(Date.self, forKey: .cancelAskedAt)
+    grace = try container.decodeIfPresent(Span.self, forKey: .grace)
+    graceEndsAt = try container.decodeIfPresent(Date.self, forKey: .graceEndsAt)
   }
 
   public func encode(to encoder: any Encoder) throws {
@@ -119,6 +128,8 @@ public struct TrialObject: Codable, Hashable, Sendable {
     try container.encode(extensions, forKey: .extensions)
     try container.encodeIfPresent(cancelsAt, forKey: .cancelsAt)
     try container.encodeIfPresent(cancelAskedAt, forKey: .cancelAskedAt)
+    try container.encodeIfPresent(grace, forKey: .grace)
+    try container.encodeIfPresent(graceEndsAt, forKey: .graceEndsAt)
   }
 }
 
@@ -136,6 +147,23 @@ public struct EventObject: Codable, Hashable, Sendable {
     case expiry
     case paused
     case resumed
+    /// `graceStarted` on the wire (a Varlink enum value is an identifier); `grace-started`
+    /// where text names the event (`name`).
+    case graceStarted
+
+    /// The event's name as the journal, the event ids, consumers and webhooks give it.
+    public var name: String { self == .graceStarted ? EventKind.graceStarted.name : rawValue }
+
+    init(_ kind: EventKind) {
+      self =
+        switch kind {
+        case .reminder: .reminder
+        case .expiry: .expiry
+        case .paused: .paused
+        case .resumed: .resumed
+        case .graceStarted: .graceStarted
+        }
+    }
   }
 
   public enum State: String, WireChoice {
@@ -149,7 +177,8 @@ public struct EventObject: Codable, Hashable, Sendable {
     case skipped
   }
 
-  /// `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-reminder-<ms>ms`, or
+  /// `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-grace-started`,
+  /// `<trial id>-r<revision>-reminder-<ms>ms`, or
   /// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left).
   public var id: EventID
   public var trialId: TrialID
@@ -177,7 +206,7 @@ public struct EventObject: Codable, Hashable, Sendable {
   /// How late it was taken, when it was late.
   public var lateness: Span?
   /// The trial's end as of the event: in its revision; of a pause, the end it froze; of a
-  /// resume, the new end.
+  /// resume, the new end; of an expiry, when it expired (after a grace, the grace's end).
   public var endsAt: Date?
   /// Its place in the event log (events taken; from Watch, always).
   public var cursor: EventCursor?
@@ -193,7 +222,7 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.subject = subject
     self.labels = labels?.dictionary
     self.revision = id.revision
-    self.kind = Kind(rawValue: id.kind.name) ?? .reminder
+    self.kind = Kind(id.kind)
     self.offset = id.kind.reminderOffset.map(Span.init)
     self.left = id.kind.timeLeft.map(Span.init)
     self.due = due
@@ -307,13 +336,18 @@ public struct TrialCounts: Codable, Hashable, Sendable {
   public var active: Int
   /// Absent from a daemon from before pauses.
   public var paused: Int?
+  /// In grace; absent from a daemon from before grace.
+  public var grace: Int?
   public var expired: Int
   public var converted: Int
   public var cancelled: Int
 
-  public init(active: Int = 0, paused: Int = 0, expired: Int = 0, converted: Int = 0, cancelled: Int = 0) {
+  public init(
+    active: Int = 0, paused: Int = 0, grace: Int = 0, expired: Int = 0, converted: Int = 0, cancelled: Int = 0
+  ) {
     self.active = active
     self.paused = paused
+    self.grace = grace
     self.expired = expired
     self.converted = converted
     self.cancelled = cancelled
@@ -322,9 +356,10 @@ public struct TrialCounts: Codable, Hashable, Sendable {
   public init(_ counts: [TrialState: Int]) {
     self.init(
       active: counts[.active, default: 0], paused: counts[.paused, default: 0],
-      expired: counts[.expired, default: 0], converted: counts[.converted, default: 0],
+      grace: counts[.grace, default: 0], expired: counts[.expired, default: 0],
+      converted: counts[.converted, default: 0],
       cancelled: counts[.cancelled, default: 0])
   }
 
-  public var total: Int { active + (paused ?? 0) + expired + converted + cancelled }
+  public var total: Int { active + (paused ?? 0) + (grace ?? 0) + expired + converted + cancelled }
 }

@@ -5,8 +5,8 @@ import TrialCore
 /// and the event as `Watch` gives it (subject, plan and the other named attributes, labels,
 /// `endsAt`, `cursor`, ...).
 public struct WebhookMessage: Encodable, Sendable {
-  /// `trial.reminder`, `trial.expiry`, `trial.paused`, `trial.resumed`; `trialwatch.test` for
-  /// `webhooks test`.
+  /// `trial.reminder`, `trial.expiry`, `trial.paused`, `trial.resumed`, `trial.grace-started`;
+  /// `trialwatch.test` for `webhooks test`.
   public var type: String
   /// When the event was taken (fired), else when it was due.
   public var timestamp: Date
@@ -32,7 +32,7 @@ public struct WebhookMessage: Encodable, Sendable {
 
   public static let testType = "trialwatch.test"
 
-  public static func type(of kind: EventObject.Kind) -> String { "trial.\(kind.rawValue)" }
+  public static func type(of kind: EventObject.Kind) -> String { "trial.\(kind.name)" }
 
   private enum CodingKeys: String, CodingKey {
     case type, timestamp, data

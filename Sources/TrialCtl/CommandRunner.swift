@@ -28,7 +28,7 @@ public enum EventEnvironment {
   public static func variables(for event: EventObject, consumer: String, attempt: Int) -> [String: String] {
     var variables = Dictionary(uniqueKeysWithValues: names.map { ($0, "") })
     variables["EVENT_ID"] = event.id.description
-    variables["EVENT_KIND"] = event.kind.rawValue
+    variables["EVENT_KIND"] = event.kind.name
     variables["EVENT_STATE"] =
       switch event.state {
       case .fired, .delivered: "fired"

@@ -187,7 +187,8 @@ struct List: ParsableCommand, SessionCommand {
   @OptionGroup var global: GlobalOptions
   @Option(
     help: ArgumentHelp(
-      "Only trials in this state: active, expired, converted or cancelled.", valueName: "state"),
+      "Only trials in this state: active, paused, grace, expired, converted or cancelled.", valueName: "state"
+    ),
     completion: .list(TrialState.allCases.map(\.rawValue)))
   var state: String?
   @Option(
@@ -213,7 +214,9 @@ struct List: ParsableCommand, SessionCommand {
     var stateValue: TrialState?
     if let state {
       guard let value = TrialState(rawValue: state) else {
-        throw ValidationError("--state: \"\(state)\" is not one of: active, expired, converted, cancelled")
+        throw ValidationError(
+          "--state: \"\(state)\" is not one of: "
+            + TrialState.allCases.map(\.rawValue).joined(separator: ", "))
       }
       stateValue = value
     }

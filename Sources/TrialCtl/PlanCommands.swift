@@ -84,6 +84,7 @@ extension TrialPresenter {
         plan.name, TimeSpan.format(plan.length.duration), reminders(plan.reminders.map(\.duration)),
         plan.labels.isEmpty ? "-" : labels(plan.labels), Self.once(plan),
         plan.maxPause.map { TimeSpan.format($0.duration) } ?? "-", Self.extensionLimits(plan),
+        plan.grace.map { TimeSpan.format($0.duration) } ?? "-",
         plan.activeTrials.map(String.init) ?? "-", plan.description ?? "",
       ]
     }
@@ -91,7 +92,7 @@ extension TrialPresenter {
       ListViewModel(
         table: TableViewModel(
           columns: [
-            "NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "EXTENSIONS", "ACTIVE",
+            "NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "EXTENSIONS", "GRACE", "ACTIVE",
             "DESCRIPTION",
           ],
           rows: rows),

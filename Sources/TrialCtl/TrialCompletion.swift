@@ -34,28 +34,32 @@ public enum TrialCompletion {
   {
     let socket = CtlEnvironment.socketPath(option(named: "--socket", in: words), variables: variables)
     let command = words.dropFirst().first
-    // Trials in the state the command acts on: active ones to extend, pause or cancel, paused
-    // ones to resume; any to read.
-    let state: TrialState? =
+    // Trials in the states the command acts on: active ones (and those in grace) to extend or
+    // end, active ones to pause, open ones to cancel or uncancel, paused ones to resume; any to
+    // read.
+    let states: [TrialState?] =
       switch command {
-      case "extend", "pause", "end", "cancel", "uncancel": .active
-      case "resume": .paused
-      default: nil
+      case "extend", "end": [.active, .grace]
+      case "pause": [.active]
+      case "cancel", "uncancel": [.active, .paused]
+      case "resume": [.paused]
+      default: [nil]
       }
     let ids = words.contains("--id")
     let typed = unquoted(prefix)
     var found: [String] = []
     do {
       let client = try VarlinkClient(path: socket, timeout: timeout)
-      var parameters = ListTrialsParameters(
-        state: state, limit: pageSize)
       var read = 0
-      repeat {
-        let page = try client.call(Trials.listTrials, parameters)
-        read += page.trials.count
-        found += page.trials.map { ids ? $0.id.description : $0.subject }.filter { $0.hasPrefix(typed) }
-        parameters.after = page.next
-      } while parameters.after != nil && read < maximumTrials
+      for state in states {
+        var parameters = ListTrialsParameters(state: state, limit: pageSize)
+        repeat {
+          let page = try client.call(Trials.listTrials, parameters)
+          read += page.trials.count
+          found += page.trials.map { ids ? $0.id.description : $0.subject }.filter { $0.hasPrefix(typed) }
+          parameters.after = page.next
+        } while parameters.after != nil && read < maximumTrials
+      }
     } catch {
       // No daemon, no permission, too slow: no candidates, and nothing printed.
       return []

@@ -194,6 +194,7 @@ public final class TrialPresenter {
         label: "Trials",
         value: "\(counts.active) active, "
           + (counts.paused.map { $0 > 0 ? "\($0) paused, " : "" } ?? "")
+          + (counts.grace.map { $0 > 0 ? "\($0) in grace, " : "" } ?? "")
           + "\(counts.expired) expired, \(counts.converted) converted, \(counts.cancelled) cancelled"),
       LabeledValue(label: "Pending events", value: "\(status.pendingEvents)"),
     ]
@@ -263,6 +264,9 @@ public final class TrialPresenter {
       let asked = trial.cancelAskedAt.map { " (asked \(date($0)))" } ?? ""
       details.append(LabeledValue(label: "Cancels at", value: "\(date(cancelsAt))\(asked)"))
     }
+    if let grace = trial.grace, let graceEndsAt = trial.graceEndsAt {
+      details.append(LabeledValue(label: "Grace", value: "\(grace), until \(date(graceEndsAt))"))
+    }
     details.append(LabeledValue(label: "Reminders", value: reminders(trial.reminders.map(\.duration))))
     details.append(LabeledValue(label: "Revision", value: "\(trial.revision)"))
     if trial.extensions > 0 {
@@ -298,8 +302,13 @@ public final class TrialPresenter {
     case .paused:
       let days = Days(timeInterval: trial.timeLeft?.duration.timeInterval ?? 0).userFacingAmount
       return "paused, " + (days == 1 ? "1 day left" : "\(days) days left")
+    case .grace:
+      let until = trial.graceEndsAt ?? trial.endsAt
+      if timeZone.dayNumber(until) == timeZone.dayNumber(now) { return "in grace, expires today" }
+      let days = Days(timeInterval: max(0, until.timeIntervalSince(now))).userFacingAmount
+      return "in grace, " + (days == 1 ? "1 day left" : "\(days) days left")
     case .expired:
-      return "expired \(daysAgo(trial.endsAt, now: now))"
+      return "expired \(daysAgo(trial.graceEndsAt ?? trial.endsAt, now: now))"
     case .converted, .cancelled:
       return "\(stateWord(trial.state)) \(daysAgo(trial.endedAt ?? trial.endsAt, now: now))"
     }
@@ -325,6 +334,7 @@ public final class TrialPresenter {
     switch state {
     case .active: "active"
     case .paused: "paused"
+    case .grace: "in grace"
     case .expired: "expired"
     case .converted: "converted"
     case .cancelled: "cancelled"
@@ -358,6 +368,7 @@ public final class TrialPresenter {
   private func eventName(_ event: EventObject) -> String {
     switch event.kind {
     case .expiry: "expiry"
+    case .graceStarted: "grace starts"
     case .reminder: "reminder \(event.offset?.description ?? "?") before the end"
     case .paused: "paused with \(event.left?.description ?? "?") left"
     case .resumed: "resumes with \(event.left?.description ?? "?") left"

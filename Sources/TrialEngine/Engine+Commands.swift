@@ -87,10 +87,17 @@ extension Engine {
     case .end: planner.cancel(trial.id)
     case .pause: if planned { planner.add(trial, now: now) }
     case .resume: if planned { planner.add(trial, now: now, reason: .alreadyDueAtResume) }
-    case .cancel(_, let atEnd, _): if !atEnd { planner.cancel(trial.id) }
-    // A cancel at the end and its undoing change no event's due time: the mark is read as each
-    // event is taken (`TrialBook.take`).
-    case .uncancel: break
+    case .cancel(_, let atEnd, _):
+      if !atEnd {
+        planner.cancel(trial.id)
+      } else if planned, trial.grace > .zero {
+        planner.add(trial, now: now, reason: .alreadyDueAtExtension)
+      }
+    // A cancel at the end and its undoing change no reminder's due time: the mark is read as each
+    // event is taken (`TrialBook.take`). Of a trial with a grace they change its end: with the
+    // mark it is cancelled at its end, without it enters grace there (`Trial.entersGrace`).
+    case .uncancel:
+      if planned, trial.grace > .zero { planner.add(trial, now: now, reason: .alreadyDueAtExtension) }
     }
     published(logged)
     // Pauses and resumes go to the journal as fired events do (from the outbox, exactly once);

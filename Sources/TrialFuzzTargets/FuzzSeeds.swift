@@ -292,7 +292,7 @@ public enum FuzzSeeds {
       "seed-trial-state": [3, index("trials"), 1, 1, 1, 1],
       "seed-cut-ledger": [4, index("ledger"), 0, 10],
       "seed-cut-event": [4, index("events"), 1, 30, 2, index("outbox"), 0],
-      "seed-meta-schema": [0, index("meta"), UInt8(schema.count)] + schema + [0, 4, 9, 0, 0, 0],
+      "seed-meta-schema": [0, index("meta"), UInt8(schema.count)] + schema + [0, 4, 10, 0, 0, 0],
       "seed-foreign-database": [0, index("main"), 5] + Array("other".utf8) + [0, 1, 7],
       "seed-consumer-ahead": [3, index("consumers"), 0, 2, 8, 0xff, 0xff, 0, 0, 0, 0, 0, 0],
     ]

@@ -27,7 +27,8 @@ extension Gateway {
     body.head(["State", "Trials"])
     let counts = status.trials
     let states: [(String, Int)] = [
-      ("active", counts.active), ("paused", counts.paused ?? 0), ("expired", counts.expired),
+      ("active", counts.active), ("paused", counts.paused ?? 0), ("grace", counts.grace ?? 0),
+      ("expired", counts.expired),
       ("converted", counts.converted), ("cancelled", counts.cancelled),
     ]
     for (state, count) in states {

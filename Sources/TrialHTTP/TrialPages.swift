@@ -25,6 +25,7 @@ extension Gateway {
     if let cancels = trial.cancelsAt, trial.state == .active || trial.state == .paused {
       facts.append(("cancels", "Cancels at", PageMarkup.time(cancels)))
     }
+    if let graceEnd = trial.graceEndsAt { facts.append(("grace", "Grace until", PageMarkup.time(graceEnd))) }
     if let left = trial.timeLeft { facts.append(("left", "Time left", left.description)) }
     if trial.state == .active { facts.append(("days", "Days left", decimal(trial.daysLeft, digits: 1))) }
     facts.append(("revision", "Revision", String(trial.revision)))
@@ -53,6 +54,7 @@ extension Gateway {
         switch event.kind {
         case .reminder: "reminder" + (event.offset.map { " \($0) before" } ?? "")
         case .expiry: "expiry"
+        case .graceStarted: "grace-started"
         case .paused: "paused"
         case .resumed: "resumed"
         }
@@ -73,7 +75,8 @@ extension Gateway {
 
   /// The forms of the changes a trial in its state takes: to a read token, a note instead.
   private func changeForms(_ trial: TrialObject, _ context: PageContext) -> String {
-    guard trial.state == .active || trial.state == .paused else { return "" }
+    // A trial in grace takes an end (converted at that time); extending it needs a new end.
+    guard [.active, .paused, .grace].contains(trial.state) else { return "" }
     guard context.token.scope == .change, !context.csrf.isEmpty else {
       return
         "<p class=\"note\" id=\"changes-note\">Ending, extending or pausing this trial needs a change token.</p>\n"
@@ -91,7 +94,7 @@ extension Gateway {
       out += "<button type=\"submit\">Extend</button></form>\n"
       out += "<form class=\"change\" id=\"pause\" method=\"post\" action=\"\(action)/pause\">\(csrf)"
       out += "<button type=\"submit\">Pause</button></form>\n"
-    } else {
+    } else if trial.state == .paused {
       out += "<form class=\"change\" id=\"resume\" method=\"post\" action=\"\(action)/resume\">\(csrf)"
       out += "<button type=\"submit\">Resume</button></form>\n"
     }

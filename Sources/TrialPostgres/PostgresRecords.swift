@@ -4,7 +4,8 @@ import TrialCore
 /// How the domain's values travel to and from the shared store's rows: ids as signed 64-bit
 /// integers, times as microseconds since the Unix epoch, an event as (trial, revision,
 /// `offset_ms`: a reminder's offset in milliseconds, 0 for the expiry, minus the time left for
-/// a pause, minus 2^62 minus the time left for a resume), outcomes as text.
+/// a pause, minus 2^62 minus the time left for a resume, 2^62 (above every reminder's) for the
+/// start of grace), outcomes as text.
 enum PostgresRecords {
   // MARK: Scalars
 
@@ -36,6 +37,7 @@ enum PostgresRecords {
   static func offset(of kind: EventKind) -> Int64 {
     switch kind {
     case .expiry: 0
+    case .graceStarted: resumedBase
     case .reminder(let before): before.roundedMilliseconds
     case .paused(let left): -left.roundedMilliseconds
     case .resumed(let left): -resumedBase - left.roundedMilliseconds
@@ -45,6 +47,7 @@ enum PostgresRecords {
   static func kind(offset: Int64) -> EventKind {
     switch offset {
     case 0: .expiry
+    case resumedBase: .graceStarted
     case 1...: .reminder(before: .milliseconds(offset))
     case (-resumedBase)...: .paused(left: .milliseconds(-offset))
     default: .resumed(left: .milliseconds(-(offset + resumedBase)))
@@ -93,7 +96,7 @@ enum PostgresRecords {
   /// The columns a trial is read from (`TrialRows`, by name).
   static let trialColumns = """
     trial_id, subject, state, revision, start_s, end_s, ended_s, reminders_ms, attributes, paused_s, resume_s,
-    extensions, cancel_s, cancel_reminds
+    extensions, cancel_s, cancel_reminds, grace_ms
     """
 
   /// The columns a ledger entry is read from (`EntryColumns`, by name): of a ledger row, or of

@@ -30,7 +30,7 @@ struct ColumnFinder {
 struct TrialRows {
   let result: PGResult
   private var id = 0, subject = 0, state = 0, revision = 0, start = 0, end = 0, ended = 0, reminders = 0
-  private var attributes = 0, paused = 0, resume = 0, extensions = 0, cancel = 0, cancelReminds = 0
+  private var attributes = 0, paused = 0, resume = 0, extensions = 0, cancel = 0, cancelReminds = 0, grace = 0
 
   init(_ result: PGResult) throws {
     self.result = result
@@ -39,7 +39,7 @@ struct TrialRows {
         \.id: "trial_id", \.subject: "subject", \.state: "state", \.revision: "revision", \.start: "start_s",
         \.end: "end_s", \.ended: "ended_s", \.reminders: "reminders_ms", \.attributes: "attributes",
         \.paused: "paused_s", \.resume: "resume_s", \.extensions: "extensions", \.cancel: "cancel_s",
-        \.cancelReminds: "cancel_reminds",
+        \.cancelReminds: "cancel_reminds", \.grace: "grace_ms",
       ], for: &self)
   }
 
@@ -53,7 +53,8 @@ struct TrialRows {
       let state = TrialState(rawValue: stateText), let revision = result.int(row, revision),
       let start = result.double(row, start), let end = result.double(row, end),
       let offsets = result.string(row, reminders).flatMap(PGArray.int64s),
-      let extensions = result.int(row, extensions), extensions >= 0
+      let extensions = result.int(row, extensions), extensions >= 0,
+      let grace = result.int64(row, grace), grace >= 0, grace < EventID.maximumMilliseconds
     else { throw PostgresStoreError.damaged("\(name) is unreadable") }
     let schedule: ReminderSchedule
     do {
@@ -75,7 +76,7 @@ struct TrialRows {
       cancelMark: result.double(row, cancel).map {
         TrialCancelMark(
           askedAt: PostgresRecords.date($0), remindAfterCancel: result.bool(row, cancelReminds) ?? false)
-      })
+      }, grace: .milliseconds(grace))
   }
 }
 

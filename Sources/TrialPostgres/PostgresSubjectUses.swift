@@ -85,7 +85,7 @@ extension PostgresWriteTransaction {
     trialRemovals = []
     query.write("DELETE FROM trialwatch.ledger WHERE trial_id = ANY(\(ids)::bigint[])")
     query.write(
-      "DELETE FROM trialwatch.trial WHERE trial_id = ANY(\(ids)::bigint[]) AND state NOT IN ('active', 'paused')"
+      "DELETE FROM trialwatch.trial WHERE trial_id = ANY(\(ids)::bigint[]) AND state NOT IN ('active', 'paused', 'grace')"
     )
   }
 

@@ -240,7 +240,7 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
     return summary
   }
 
-  /// Plans the active trials of `shards` (another node's until now): every event of the
+  /// Plans the open trials of `shards` (another node's until now): every event of the
   /// current revision not yet in the ledger. Returns how many trials were planned.
   @discardableResult
   public func restore(shards: Set<Int>, into planner: inout Planner) throws -> Int {
@@ -250,13 +250,13 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
       let trials = try txn.query(
         """
         SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial
-        WHERE state IN ('active', 'paused') AND shard = ANY($1::integer[])
+        WHERE state IN ('active', 'paused', 'grace') AND shard = ANY($1::integer[])
         """, list)
       let taken = try txn.query(
         """
         SELECT l.trial_id, l.revision, l.offset_ms FROM trialwatch.ledger l
         JOIN trialwatch.trial t ON t.trial_id = l.trial_id AND t.revision = l.revision
-        WHERE t.state IN ('active', 'paused') AND t.shard = ANY($1::integer[])
+        WHERE t.state IN ('active', 'paused', 'grace') AND t.shard = ANY($1::integer[])
         """, list)
       var done = Set<EventID>()
       for row in 0..<taken.rows {

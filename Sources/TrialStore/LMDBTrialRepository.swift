@@ -288,7 +288,8 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
               let state = try decoding(trialKey, in: "trials", path: path) { try codec.trialState(value) }
               total += 1
               if total % max(progressEvery, 1) == 0 { progress(total) }
-              if state != .active { byState[Int(RecordCodec.stateCode(state))] += 1 }
+              let running = state == .active || state == .grace
+              if !running { byState[Int(RecordCodec.stateCode(state))] += 1 }
               if state == .paused {
                 // Only its resume, when its pause runs out, is planned: never in the ledger while
                 // the trial is paused (a resume starts the next revision).
@@ -296,7 +297,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
                   try decoding(trialKey, in: "trials", path: path) { try codec.decodeTrial(value, id: id) }
                 ) { _ in false }
               }
-              if state == .active {
+              if running {
                 let trial = try decoding(trialKey, in: "trials", path: path) {
                   try codec.decodeTrial(value, id: id)
                 }
@@ -316,9 +317,9 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
                   if current.revision == trial.revision { done.append(current.order) }
                   position = try key(ledger.next())
                 }
-                // An active record whose revision's expiry is in the ledger is expired.
-                let active = planner.restore(trial) { done.contains($0.order) }
-                byState[Int(RecordCodec.stateCode(active ? .active : .expired))] += 1
+                // A running record whose revision's expiry is in the ledger is expired.
+                let stillRunning = planner.restore(trial) { done.contains($0.order) }
+                byState[Int(RecordCodec.stateCode(stillRunning ? state : .expired))] += 1
               }
               item = try trials.next()
             }

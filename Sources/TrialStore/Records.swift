@@ -180,12 +180,20 @@ final class RecordCodec {
 
   // Version 2 (version 1 the same without the attribute section):
   //   u8 version, u8 state, u8 flags (bit 0: endedAt present, bit 1: paused-since present,
-  //   bit 2: paused-until present, bit 3: cancel-at-end mark present, bit 5: extension count
-  //   present; bits 1 and 2 since schema 6, bits 3 and 5 since 9), u8 reminder count n,
-  //   u32 revision, date start, date end, [date endedAt], [date paused since], [date paused
-  //   until], [date cancel asked, u8 remind after cancel (0 or 1)], [u32 extensions, written
-  //   only when above 0], n × f64 reminder offset (days), u8 subject length, subject bytes
-  //   (UTF-8), attribute section (AttributeRecords.swift).
+  //   bit 2: paused-until present, bit 3: cancel-at-end mark present, bit 4: grace present,
+  //   bit 5: extension count present; bits 1 and 2 since schema 6, bits 3 to 5 since 9),
+  //   u8 reminder count n, u32 revision, date start, date end, [date endedAt], [date paused
+  //   since], [date paused until], [date cancel asked, u8 remind after cancel (0 or 1)],
+  //   [u64 grace (milliseconds, positive)], [u32 extensions, written only when above 0],
+  //   n × f64 reminder offset (days), u8 subject length, subject bytes (UTF-8), attribute
+  //   section (AttributeRecords.swift).
+
+  /// The flags of a trial record's cancel mark, grace span and extension count (schema 9), and
+  /// every flag a trial record may have.
+  static let cancelFlag: UInt8 = 1 << 3
+  static let graceFlag: UInt8 = 1 << 4
+  static let extensionsFlag: UInt8 = 1 << 5
+  static let trialFlags: UInt8 = 7 | cancelFlag | graceFlag | extensionsFlag
 
   /// Flag bit 5 of a trial record: its extension count follows its pause (schema 9).
   static let extensionsFlag: UInt8 = 1 << 5
@@ -197,6 +205,7 @@ final class RecordCodec {
     case .converted: 2
     case .cancelled: 3
     case .paused: 4
+    case .grace: 5
     }
   }
 
@@ -207,6 +216,7 @@ final class RecordCodec {
     case 2: .converted
     case 3: .cancelled
     case 4: .paused
+    case 5: .grace
     default: throw RecordProblem("unknown trial state \(code)")
     }
   }
@@ -220,9 +230,11 @@ final class RecordCodec {
     guard (0...Int(UInt32.max)).contains(trial.extensions) else {
       throw RecordProblem("the extension count \(trial.extensions) is out of range")
     }
+    let grace = trial.grace.roundedMilliseconds
+    guard grace >= 0 else { throw RecordProblem("the grace is negative") }
     writer.u8(
       (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4)
-        | (trial.cancelMark == nil ? 0 : 8)
+        | (trial.cancelMark == nil ? 0 : Self.cancelFlag) | (grace == 0 ? 0 : Self.graceFlag)
         | (trial.extensions == 0 ? 0 : Self.extensionsFlag))
     writer.u8(UInt8(trial.reminders.offsets.count))
     writer.u32(trial.revision)
@@ -237,6 +249,7 @@ final class RecordCodec {
       writer.date(mark.askedAt)
       writer.u8(mark.remindAfterCancel ? 1 : 0)
     }
+    if grace > 0 { writer.u64(UInt64(grace)) }
     if trial.extensions > 0 { writer.u32(UInt32(trial.extensions)) }
     for offset in trial.reminders.offsets { writer.reminderOffset(offset) }
     writer.u8(UInt8(subject.count))
@@ -270,9 +283,7 @@ final class RecordCodec {
     try Self.checkVersion(version, reads: 1...Self.trialVersion)
     let state = try Self.state(code: try reader.u8())
     let flags = try reader.u8()
-    guard flags & ~(15 | Self.extensionsFlag) == 0, flags & 6 != 4 else {
-      throw RecordProblem("unknown flags \(flags)")
-    }
+    guard flags & ~Self.trialFlags == 0, flags & 6 != 4 else { throw RecordProblem("unknown flags \(flags)") }
     let reminderCount = Int(try reader.u8())
     let revision = try reader.u32()
     let start = try reader.date()
@@ -281,7 +292,15 @@ final class RecordCodec {
     let pause =
       flags & 2 != 0
       ? TrialPause(since: try reader.date(), until: flags & 4 != 0 ? try reader.date() : nil) : nil
-    let cancelMark = flags & 8 != 0 ? try Self.cancelMark(&reader) : nil
+    let cancelMark = flags & Self.cancelFlag != 0 ? try Self.cancelMark(&reader) : nil
+    var grace = Duration.zero
+    if flags & Self.graceFlag != 0 {
+      let milliseconds = try reader.u64()
+      guard milliseconds > 0, milliseconds < EventID.maximumMilliseconds else {
+        throw RecordProblem("the grace is out of range")
+      }
+      grace = .milliseconds(Int64(milliseconds))
+    }
     let extensions = flags & Self.extensionsFlag != 0 ? Int(try reader.u32()) : 0
     if flags & Self.extensionsFlag != 0, extensions == 0 {
       throw RecordProblem("an extension count of 0 is written as none")
@@ -298,7 +317,7 @@ final class RecordCodec {
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: start, endDate: end), state: state,
       reminders: schedule, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions,
-      cancelMark: cancelMark)
+      cancelMark: cancelMark, grace: grace)
   }
 
   private static func cancelMark(_ reader: inout ByteReader) throws -> TrialCancelMark {
@@ -330,131 +349,5 @@ final class RecordCodec {
     if scheduleCache.count == 8 { scheduleCache.removeFirst() }
     scheduleCache.append((Array(bytes), schedule))
     return schedule
-  }
-
-  // MARK: Ledger entries
-
-  // Version 1 (the trial id, revision and event order are in the key):
-  //   u8 version, u8 kind (0 expiry, 1 reminder, 2 paused, 3 resumed; 2 and 3 since schema 6),
-  //   u8 outcome, u8 flags (bit 0: late, bit 1: delivered), [f64 reminder offset or time left
-  //   (days)], date due, date taken, [date delivered], outcome payload:
-  //     0 fired, 1 already due at start, 2 already due at extension, 4 superseded by expiry,
-  //     6 already due at resume, 7 cancel at end (since schema 9): nothing;
-  //     3 superseded by reminder: u64 trial id, u32 revision, u8 kind, [f64 offset];
-  //     5 beyond grace: f64 lateness, f64 grace (seconds).
-
-  /// An event kind's code (a reminder's offset goes where the record puts it).
-  static func kindCode(_ kind: EventKind) -> UInt8 {
-    switch kind {
-    case .expiry: 0
-    case .reminder: 1
-    case .paused: 2
-    case .resumed: 3
-    }
-  }
-
-  /// The kind whose code was read; a reminder's offset, or a pause's or resume's time left, is
-  /// read from `reader`.
-  func decodeKind(code: UInt8, _ reader: inout ByteReader) throws -> EventKind {
-    switch code {
-    case 0: return .expiry
-    case 1: return .reminder(before: try reader.reminderOffset())
-    case 2: return .paused(left: try reader.reminderOffset())
-    case 3: return .resumed(left: try reader.reminderOffset())
-    default: throw RecordProblem("unknown event kind \(code)")
-    }
-  }
-
-  /// A kind's code, then the span it carries, if any.
-  func encodeKind(_ kind: EventKind, into writer: inout ByteWriter) {
-    writer.u8(Self.kindCode(kind))
-    if kind != .expiry { writer.reminderOffset(kind.beforeEnd) }
-  }
-
-  func encode(_ entry: LedgerEntry, into writer: inout ByteWriter) {
-    writer.u8(Self.ledgerVersion)
-    let kind = entry.event.kind
-    writer.u8(Self.kindCode(kind))
-    writer.u8(Self.outcomeCode(entry.outcome))
-    writer.u8((entry.isLate ? 1 : 0) | (entry.deliveredAt == nil ? 0 : 2))
-    if kind != .expiry { writer.reminderOffset(kind.beforeEnd) }
-    writer.date(entry.event.due)
-    writer.date(entry.takenAt)
-    if let delivered = entry.deliveredAt { writer.date(delivered) }
-    encodeOutcomePayload(entry.outcome, into: &writer)
-  }
-
-  static func outcomeCode(_ outcome: LedgerEntry.Outcome) -> UInt8 {
-    switch outcome {
-    case .fired: 0
-    case .skipped(.alreadyDueAtStart): 1
-    case .skipped(.alreadyDueAtExtension): 2
-    case .skipped(.supersededByReminder): 3
-    case .skipped(.supersededByExpiry): 4
-    case .skipped(.beyondGrace): 5
-    case .skipped(.alreadyDueAtResume): 6
-    case .skipped(.cancelAtEnd): 7
-    }
-  }
-
-  /// What follows the dates of a ledger or event record: the superseding event, or the
-  /// lateness and grace.
-  func encodeOutcomePayload(_ outcome: LedgerEntry.Outcome, into writer: inout ByteWriter) {
-    switch outcome {
-    case .skipped(.supersededByReminder(let by)):
-      writer.u64(by.trialID.rawValue)
-      writer.u32(by.revision)
-      encodeKind(by.kind, into: &writer)
-    case .skipped(.beyondGrace(let lateness, let grace)):
-      writer.span(lateness)
-      writer.span(grace)
-    default:
-      break
-    }
-  }
-
-  func decodeOutcome(code: UInt8, _ reader: inout ByteReader) throws -> LedgerEntry.Outcome {
-    switch code {
-    case 0: return .fired
-    case 1: return .skipped(.alreadyDueAtStart)
-    case 2: return .skipped(.alreadyDueAtExtension)
-    case 3:
-      let trial = TrialID(try reader.u64())
-      let revision = try reader.u32()
-      let byKindCode = try reader.u8()
-      let byKind = try decodeKind(code: byKindCode, &reader)
-      return .skipped(.supersededByReminder(EventID(trialID: trial, revision: revision, kind: byKind)))
-    case 4: return .skipped(.supersededByExpiry)
-    case 5:
-      let lateness = try reader.span()
-      let grace = try reader.span()
-      return .skipped(.beyondGrace(lateness: lateness, grace: grace))
-    case 6: return .skipped(.alreadyDueAtResume)
-    case 7: return .skipped(.cancelAtEnd)
-    default:
-      throw RecordProblem("unknown outcome \(code)")
-    }
-  }
-
-  func decodeLedgerEntry(_ value: UnsafeRawBufferPointer, key: StoreKeys.LedgerKey) throws -> LedgerEntry {
-    var reader = ByteReader(value)
-    try Self.checkVersion(try reader.u8(), expected: Self.ledgerVersion)
-    let kindCode = try reader.u8()
-    let outcomeCode = try reader.u8()
-    let flags = try reader.u8()
-    guard flags & ~3 == 0 else { throw RecordProblem("unknown flags \(flags)") }
-    let kind = try decodeKind(code: kindCode, &reader)
-    let id = EventID(trialID: TrialID(key.trial), revision: key.revision, kind: kind)
-    guard id.order == key.order else {
-      throw RecordProblem("the event in the record does not match its key")
-    }
-    let due = try reader.date()
-    let takenAt = try reader.date()
-    let deliveredAt = flags & 2 != 0 ? try reader.date() : nil
-    let outcome = try decodeOutcome(code: outcomeCode, &reader)
-    try reader.expectEnd()
-    return LedgerEntry(
-      event: TrialEvent(id: id, due: due), outcome: outcome, takenAt: takenAt, isLate: flags & 1 != 0,
-      deliveredAt: deliveredAt)
   }
 }

@@ -53,10 +53,11 @@ class StoreReadTransaction: TrialReadTransaction {
     }
   }
 
-  /// `stored` as it stands: an active record whose revision's expiry is in the ledger is
-  /// expired, ended when the expiry was taken (`Trial.expired(byExpiryTakenAt:)`).
+  /// `stored` as it stands: an active record, or one in grace (`grace-started` writes the
+  /// state with its ledger entry), whose revision's expiry is in the ledger is expired, ended
+  /// when the expiry was taken (`Trial.expired(byExpiryTakenAt:)`).
   func derived(_ stored: Trial) throws -> Trial {
-    guard stored.isActive else { return stored }
+    guard stored.isRunning else { return stored }
     return stored.expired(byExpiryTakenAt: try expiryTaken(stored.id, revision: stored.revision))
   }
 
@@ -261,8 +262,8 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
         throw TrialError.invalid(.trial, problem.message)
       }
       try writer.bytes.withUnsafeBytes { try txn.put(databases.trials, key, $0) }
-      // An active trial is read again through the ledger (which may hold its expiry).
-      lastTrial = trial.isActive ? nil : trial
+      // A running trial is read again through the ledger (which may hold its expiry).
+      lastTrial = trial.isRunning ? nil : trial
       if absentTrial == trial.id { absentTrial = nil }
       activeDelta += (trial.isActive ? 1 : 0) - (wasActive ? 1 : 0)
       if trial.isOpen {
@@ -277,16 +278,16 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
     }
   }
 
-  /// The first entry of an active trial's expiry expires the trial (see `trial(_:)`): the
-  /// active count follows.
+  /// The first entry of a running trial's expiry expires the trial (see `trial(_:)`): the
+  /// active count follows (a trial in grace left it as its grace started).
   func putLedgerEntry(_ entry: LedgerEntry) throws {
-    if entry.event.kind == .expiry, try expires(entry.event) {
-      activeDelta -= 1
+    if entry.event.kind == .expiry, let state = try expiringState(entry.event) {
+      if state == .active { activeDelta -= 1 }
       // The trial read last is the one expiring (as when firing): it now reads as `derived`
       // makes it, with no second look-up; the put of the expired trial that follows finds it
       // unchanged and leaves its record alone.
       if let lastTrial, lastTrial.id == entry.event.trialID {
-        self.lastTrial = lastTrial.isActive ? lastTrial.expired(byExpiryTakenAt: entry.takenAt) : nil
+        self.lastTrial = lastTrial.isRunning ? lastTrial.expired(byExpiryTakenAt: entry.takenAt) : nil
       }
     }
     writer.reset()
@@ -301,17 +302,18 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
     }
   }
 
-  /// Whether putting `expiry` in the ledger expires its trial: the trial is active at the
-  /// expiry's revision. The trial read last (as `commit` reads it just before) answers without
-  /// a look-up: it reads active only while its revision's expiry is not in the ledger.
-  private func expires(_ expiry: TrialEvent) throws -> Bool {
-    if let lastTrial, lastTrial.id == expiry.trialID, lastTrial.isActive {
-      return lastTrial.revision == expiry.revision
+  /// Whether putting `expiry` in the ledger expires its trial: the state it expires from
+  /// (active, or in grace) when the trial is running at the expiry's revision, else nil. The
+  /// trial read last (as `commit` reads it just before) answers without a look-up: it reads
+  /// running only while its revision's expiry is not in the ledger.
+  private func expiringState(_ expiry: TrialEvent) throws -> TrialState? {
+    if let lastTrial, lastTrial.id == expiry.trialID, lastTrial.isRunning {
+      return lastTrial.revision == expiry.revision ? lastTrial.state : nil
     }
     guard try ledgerEntry(expiry.id) == nil, let stored = try storedTrial(expiry.trialID) else {
-      return false
+      return nil
     }
-    return stored.isActive && stored.revision == expiry.revision
+    return stored.isRunning && stored.revision == expiry.revision ? stored.state : nil
   }
 
   func setLastSeenWallTime(_ date: Date) throws {

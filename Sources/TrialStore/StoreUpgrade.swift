@@ -25,9 +25,10 @@ public struct StoreUpgradeReport: Hashable, Sendable {
 /// Schema 8 → 9 changes no record: it adds what the trial lifecycle writes, which an older
 /// version must not read: use records of version 2 (`UseRecords`: the last start a cooldown,
 /// `OnceFor=`, let a subject make), while those of version 1 read with their first trial as
-/// their last; trial records with a cancel-at-end mark (flag bit 3) or an extension count (flag
-/// bit 5); the skip reason cancel-at-end (outcome code 7). The schema is set so that an older
-/// version refuses the store.
+/// their last; trial records with a cancel-at-end mark (flag bit 3), a grace (flag bit 4, and the
+/// state `grace`) or an extension count (flag bit 5); the skip reason cancel-at-end (outcome
+/// code 7) and the event `grace-started`. The schema is set so that an older version refuses
+/// the store.
 ///
 /// Schema 7 → 8 creates the empty `webhooks` database (webhook endpoints' state and pending
 /// events).

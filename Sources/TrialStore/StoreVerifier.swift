@@ -304,8 +304,8 @@ final class StoreVerifier {
     throws
   {
     let entries = ledger.compactMap(\.entry)
-    // As the store reads it: an active record whose revision's expiry is in the ledger is
-    // expired (schema 3; a schema-2 record was rewritten as expired).
+    // As the store reads it: an active record (or one in grace) whose revision's expiry is in
+    // the ledger is expired (schema 3; a schema-2 record was rewritten as expired).
     let trial = stored.expired(
       byExpiryTakenAt: entries.first { $0.event.kind == .expiry && $0.event.revision == stored.revision }?
         .takenAt)
@@ -318,8 +318,10 @@ final class StoreVerifier {
     }
     guard trial.isOpen else { return }
     if trial.isActive { report.activeTrials += 1 }
-    openByCohort[TrialStats.cohort(of: trial), default: (0, 0)].active += trial.isActive ? 1 : 0
-    openByCohort[TrialStats.cohort(of: trial), default: (0, 0)].paused += trial.isActive ? 0 : 1
+    // The cohorts count a trial in grace as they count an active one.
+    let paused = trial.state == .paused
+    openByCohort[TrialStats.cohort(of: trial), default: (0, 0)].active += paused ? 0 : 1
+    openByCohort[TrialStats.cohort(of: trial), default: (0, 0)].paused += paused ? 1 : 0
     var subject = trial.subject
     let subjectKey = Array(subject.utf8)
     guard !subjectKey.isEmpty, subjectKey.count <= 511 else { return }

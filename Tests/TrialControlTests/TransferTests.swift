@@ -14,7 +14,7 @@ import TrialCore
       endedAt: state.isEnded ? start.addingTimeInterval(86_400) : nil,
       pause: state == .paused
         ? TrialPause(since: start.addingTimeInterval(3_600.000_25), until: start.addingTimeInterval(90_000))
-        : nil)
+        : nil, grace: state == .grace ? .milliseconds(259_200_001) : .zero)
   }
 
   /// A ledger entry of the trial's first event, taken the given way.
@@ -38,6 +38,8 @@ import TrialCore
     let line = ExportRecord(trial()).jsonLine
     #expect(line.hasPrefix(#"{"trial":{"endsAt":"2026-05-14T06:13:20.123456Z","#))
     #expect(line.contains(#""reminders":["3d","1s 500ms"]"#))
+    #expect(!line.contains("grace"))
+    #expect(ExportRecord(trial(state: .grace)).jsonLine.contains(#""grace":"3d 1ms""#))
   }
 
   /// A trial cancelled at its end travels with its mark; a line without one (a file from before

@@ -30,7 +30,7 @@ import TrialCore
   @Test func eachKind_HasItsType_AndATestMessageHasAnEmptyData() throws {
     #expect(
       EventObject.Kind.allCases.map(WebhookMessage.type(of:)) == [
-        "trial.reminder", "trial.expiry", "trial.paused", "trial.resumed",
+        "trial.reminder", "trial.expiry", "trial.paused", "trial.resumed", "trial.grace-started",
       ])
     let test = try object(WebhookMessage.test(at: Self.due))
     #expect(test["type"] as? String == "trialwatch.test")

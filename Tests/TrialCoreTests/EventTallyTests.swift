@@ -39,7 +39,7 @@ import Testing
       Self.entry(.reminder(before: .days(4)), late: 0, outcome: .skipped(.alreadyDueAtStart)),
       Self.entry(.paused(left: .days(1)), late: 0),
     ])
-    #expect(tally.fired == ["expiry": 1, "reminder": 2, "paused": 1, "resumed": 0])
+    #expect(tally.fired == ["expiry": 1, "reminder": 2, "paused": 1, "resumed": 0, "grace-started": 0])
     #expect(tally.skipped == ["already-due-at-start": 2])
     #expect(tally.late == 1)
     #expect(tally.lateness.count == 0, "lateness is the timer's, recorded apart")

@@ -88,8 +88,16 @@ enum RepositoryFile {
       (LedgerEntry(event: expiry, outcome: .fired, takenAt: expiry.due, isLate: false), cancelled),
       (LedgerEntry(event: expiry, outcome: .fired, takenAt: expiry.due + 600, isLate: true), cancelled),
     ]
+    // A trial with a grace, at its end: the start of its grace.
+    var inGrace = trial
+    inGrace.grace = .days(3)
+    inGrace.state = .grace
+    let graceStarted = inGrace.event(at: inGrace.eventCount - 2)
+    let graces = [
+      (LedgerEntry(event: graceStarted, outcome: .fired, takenAt: graceStarted.due, isLate: false), inGrace)
+    ]
     var fields: [String: Set<String>] = [:]
-    for (sample, trial) in samples.map({ ($0, trial) }) + pauses + ends {
+    for (sample, trial) in samples.map({ ($0, trial) }) + pauses + ends + graces {
       let names = EventJournalEntry.fields(for: sample, attributes: trial.attributes, trial: trial).map(
         \.name)
       let id = EventJournalEntry.messageID(for: sample, outcome: trial.attributes.outcome).rawValue

@@ -7,8 +7,11 @@ public enum TrialState: String, Hashable, Sendable, CaseIterable {
   case expired
   case converted
   case cancelled
+  /// Past its end, in its plan's grace: still open (the subject keeps its trial), its expiry
+  /// due at the end plus the grace.
+  case grace
 
-  public var isEnded: Bool { self != .active && self != .paused }
+  public var isEnded: Bool { self != .active && self != .paused && self != .grace }
 }
 
 /// A paused trial's pause: since when, and when it resumes by itself (its plan's `MaxPause=`
@@ -114,26 +117,33 @@ public struct Trial: Hashable, Sendable {
   public var extensions: Int
   /// Of a trial cancelled at its end: the mark (a trial so cancelled keeps it); nil otherwise.
   public var cancelMark: TrialCancelMark?
+  /// The grace its plan gave it at its start (whole milliseconds; zero: none): at its end it
+  /// enters `grace` (the event `grace-started`) and expires this long after.
+  public var grace: Duration
+
+  /// The longest grace a trial may have: 365 days.
+  public static let maximumGrace = Duration.days(365)
 
   public init(
     id: TrialID, subject: String, labels: TrialLabels = .none, period: TrialPeriod,
     state: TrialState = .active,
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
-    pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil
+    pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil, grace: Duration = .zero
   ) {
     self.init(
       id: id, attributes: TrialAttributes(subject: subject, labels: labels), period: period, state: state,
       reminders: reminders, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions,
-      cancelMark: cancelMark)
+      cancelMark: cancelMark, grace: grace)
   }
 
   public init(
     id: TrialID, attributes: TrialAttributes, period: TrialPeriod, state: TrialState = .active,
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
-    pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil
+    pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil, grace: Duration = .zero
   ) {
     self.extensions = extensions
     self.cancelMark = cancelMark
+    self.grace = grace
     self.id = id
     self.attributes = attributes
     self.period = period
@@ -158,17 +168,35 @@ public struct Trial: Hashable, Sendable {
   /// The plan it started with, if any.
   public var plan: String? { attributes.plan }
 
-  /// Every event of the current revision, in the order they fall due: reminders, then expiry.
+  /// Every event of the current revision, in the order they fall due: reminders, the start of
+  /// its grace (when it enters grace), then the expiry.
   public var events: [TrialEvent] {
-    (0...reminders.offsets.count).map { event(at: $0) }
+    (0..<eventCount).map { event(at: $0) }
   }
+
+  /// How many events the current revision plans: its reminders, `grace-started` when it enters
+  /// grace, the expiry.
+  public var eventCount: Int { reminders.offsets.count + (entersGrace ? 2 : 1) }
 
   /// The event at `index` of the current revision's plan; the last index is the expiry.
   public func event(at index: Int) -> TrialEvent {
     let kind: EventKind =
-      index < reminders.offsets.count ? .reminder(before: reminders.offsets[index]) : .expiry
-    return TrialEvent(trialID: id, revision: revision, kind: kind, endDate: period.endDate)
+      index < reminders.offsets.count
+      ? .reminder(before: reminders.offsets[index]) : index + 1 < eventCount ? .graceStarted : .expiry
+    return TrialEvent(
+      trialID: id, revision: revision, kind: kind, endDate: period.endDate, grace: expiryGrace)
   }
+
+  /// What happens at the trial's end: whether it enters grace (`grace-started`, the expiry
+  /// `grace` later) or its expiry fires (`stateAtEnd`). The one place that decides it: a trial
+  /// cancelled at its end gets no grace, it is cancelled at its end.
+  public var entersGrace: Bool { grace > .zero && cancelMark == nil }
+
+  /// The span from the end to the expiry: the grace when it enters grace, else zero.
+  public var expiryGrace: Duration { entersGrace ? grace : .zero }
+
+  /// When the current revision's expiry falls due: the end, plus the grace when it enters grace.
+  public var expiresAt: Date { period.endDate.adding(expiryGrace) }
 
   /// Moves the end date, starting a new revision.
   public mutating func reschedule(endDate: Date) {
@@ -176,9 +204,11 @@ public struct Trial: Hashable, Sendable {
     revision &+= 1
   }
 
-  /// Active: its events fire.
+  /// Active: before its end, not paused.
   public var isActive: Bool { state == .active }
-  /// Not ended: active or paused. The subject's one trial at a time.
+  /// Its events fire: active, or in grace (where only the expiry is left).
+  public var isRunning: Bool { state == .active || state == .grace }
+  /// Not ended: active, paused or in grace. The subject's one trial at a time.
   public var isOpen: Bool { !state.isEnded }
 
   /// A paused trial's time left: from its pause to its end, in whole milliseconds.
@@ -205,25 +235,43 @@ public struct Trial: Hashable, Sendable {
   /// Whether a reminder of the trial due now is skipped (`cancel-at-end`) rather than fired.
   public var skipsReminders: Bool { cancelMark.map { !$0.remindAfterCancel } ?? false }
 
-  /// What happens at the trial's end, when its expiry is taken at `takenAt`: the one place that
-  /// decides it. A trial cancelled at its end is cancelled, ended at its end, its attribute
+  /// What happens when the trial's expiry is taken at `takenAt`: the one place that decides
+  /// how it ends. A trial cancelled at its end is cancelled, ended at its end, its attribute
   /// `outcome` (which its expiry event carries) `cancelled`; any other expires, ended when its
-  /// expiry was taken.
+  /// expiry was taken (a trial in grace: the end plus the grace, or later).
   public func stateAtEnd(takenAt: Date) -> (state: TrialState, endedAt: Date, outcome: String?) {
     if cancelMark != nil { return (.cancelled, period.endDate, TrialState.cancelled.rawValue) }
     return (.expired, takenAt, nil)
   }
 
-  /// The trial as its ledger leaves it: an active trial whose current revision's expiry was
-  /// taken (at `expiryTakenAt`) has ended as `stateAtEnd` says. The one statement of "an expiry
-  /// in the ledger means ended", for the fire that records it and for the stores that read it.
+  /// The trial as its ledger leaves it: a running trial (active or in grace) whose current
+  /// revision's expiry was taken (at `expiryTakenAt`) has ended as `stateAtEnd` says. The one
+  /// statement of "an expiry in the ledger means ended", for the fire that records it and for
+  /// the stores that read it.
   public func expired(byExpiryTakenAt expiryTakenAt: Date?) -> Trial {
-    guard isActive, let expiryTakenAt else { return self }
+    guard isRunning, let expiryTakenAt else { return self }
     var trial = self
     let end = stateAtEnd(takenAt: expiryTakenAt)
     (trial.state, trial.endedAt) = (end.state, end.endedAt)
     if let outcome = end.outcome { trial.attributes.outcome = outcome }
     return trial
+  }
+
+  /// The trial as a taken event of its current revision leaves it: `grace-started` moves an
+  /// active trial into grace, the expiry expires it (`expired(byExpiryTakenAt:)`); any other
+  /// event leaves it as it is. The stores write the state `grace` with the ledger entry, in one
+  /// transaction, and read the expiry from the ledger.
+  public func taking(_ event: TrialEvent, at takenAt: Date) -> Trial {
+    switch event.kind {
+    case .expiry:
+      return expired(byExpiryTakenAt: takenAt)
+    case .graceStarted where isActive && entersGrace:
+      var trial = self
+      trial.state = .grace
+      return trial
+    default:
+      return self
+    }
   }
 
   /// Subjects are printable names: 1 to 255 bytes, no control characters.

@@ -5,6 +5,9 @@ public enum EventKind: Hashable, Sendable {
   /// `ReminderSchedule` keeps them).
   case reminder(before: Duration)
   case expiry
+  /// The trial reached its end and entered its plan's grace (`Grace=`): the expiry follows at
+  /// the end plus the grace.
+  case graceStarted
   /// The trial was paused with `left` to run (whole milliseconds): its end frozen `left` after
   /// the pause.
   case paused(left: Duration)
@@ -15,10 +18,14 @@ public enum EventKind: Hashable, Sendable {
     switch self {
     case .reminder: "reminder"
     case .expiry: "expiry"
+    case .graceStarted: "grace-started"
     case .paused: "paused"
     case .resumed: "resumed"
     }
   }
+
+  /// Every kind's name, in the order the documentation lists them.
+  public static let names = ["reminder", "grace-started", "expiry", "paused", "resumed"]
 
   public var reminderOffset: Duration? {
     if case .reminder(let offset) = self { offset } else { nil }
@@ -28,18 +35,22 @@ public enum EventKind: Hashable, Sendable {
   public var timeLeft: Duration? {
     switch self {
     case .paused(let left), .resumed(let left): left
-    case .reminder, .expiry: nil
+    case .reminder, .expiry, .graceStarted: nil
     }
   }
 
   /// How long before the trial's end the event falls due: a reminder's offset, the time left of
-  /// a pause or resume, zero for the expiry.
+  /// a pause or resume, zero for the start of grace and the expiry (which falls due the trial's
+  /// grace after the end).
   public var beforeEnd: Duration {
     switch self {
     case .reminder(let span), .paused(let span), .resumed(let span): span
-    case .expiry: .zero
+    case .expiry, .graceStarted: .zero
     }
   }
+
+  /// Whether the kind carries a span (a reminder's offset, a pause's or resume's time left).
+  public var hasSpan: Bool { self != .expiry && self != .graceStarted }
 
   /// A pause or a resume: an event of a command (or of a pause running out), not of the
   /// trial's reminder plan.
@@ -49,7 +60,8 @@ public enum EventKind: Hashable, Sendable {
 /// An event's identity: the same event always has the same id, and an event of an older
 /// revision (an earlier end date) can never be mistaken for a current one.
 ///
-/// Text form: `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-reminder-<ms>ms`, and
+/// Text form: `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-grace-started`,
+/// `<trial id>-r<revision>-reminder-<ms>ms`, and
 /// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left). A revision is
 /// paused at most once: a resume starts the next one.
 public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
@@ -64,7 +76,7 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   }
 
   /// The reminder offset, or a pause's or resume's time left, in whole milliseconds; 0 for the
-  /// expiry.
+  /// expiry and the start of grace.
   public var offsetMilliseconds: UInt64 {
     UInt64(clamping: kind.beforeEnd.roundedMilliseconds)
   }
@@ -72,6 +84,7 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   public var description: String {
     switch kind {
     case .expiry: "\(trialID)-r\(revision)-expiry"
+    case .graceStarted: "\(trialID)-r\(revision)-grace-started"
     case .reminder, .paused, .resumed: "\(trialID)-r\(revision)-\(kind.name)-\(offsetMilliseconds)ms"
     }
   }
@@ -84,6 +97,8 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
     switch parts.count {
     case 3 where parts[2] == "expiry":
       self.init(trialID: trial, revision: revision, kind: .expiry)
+    case 4 where parts[2] == "grace" && parts[3] == "started":
+      self.init(trialID: trial, revision: revision, kind: .graceStarted)
     case 4 where parts[3].hasSuffix("ms"):
       guard let millis = UInt64(parts[3].dropLast(2)), millis > 0, millis < EventID.maximumMilliseconds else {
         return nil
@@ -103,20 +118,26 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   /// A span an id names is below 2^62 ms (the stores' keys keep two bits for the kind).
   public static let maximumMilliseconds: UInt64 = 1 << 62
 
-  /// Ids of one trial sort together, by revision, then as the stores' keys do: the pause, the
-  /// resume, the reminders in due order (larger offsets first), the expiry last.
+  /// The order of `grace-started` (`order`).
+  public static let graceStartedOrder: UInt64 = 1 << 60
+
+  /// Ids of one trial sort together, by revision, then as the stores' keys do: the start of
+  /// grace, the pause, the resume, the reminders in due order (larger offsets first), the expiry
+  /// last.
   public static func < (lhs: EventID, rhs: EventID) -> Bool {
     if lhs.trialID != rhs.trialID { return lhs.trialID < rhs.trialID }
     if lhs.revision != rhs.revision { return lhs.revision < rhs.revision }
     return lhs.order < rhs.order
   }
 
-  /// The place of the event in its revision, as the stores' keys order them: a pause
-  /// (`1 << 62 | ms`), a resume (`2 << 62 | ms`), reminders by descending offset (`~ms`, which
-  /// keeps its top two bits set for offsets below 2^62 ms), the expiry (`UInt64.max`).
+  /// The place of the event in its revision, as the stores' keys order them: the start of grace
+  /// (`1 << 60`, in the range whose top two bits are 0), a pause (`1 << 62 | ms`), a resume
+  /// (`2 << 62 | ms`), reminders by descending offset (`~ms`, which keeps its top two bits set
+  /// for offsets below 2^62 ms), the expiry (`UInt64.max`).
   public var order: UInt64 {
     switch kind {
     case .expiry: UInt64.max
+    case .graceStarted: EventID.graceStartedOrder
     case .reminder: ~offsetMilliseconds
     case .paused: 1 << 62 | offsetMilliseconds
     case .resumed: 2 << 62 | offsetMilliseconds
@@ -126,6 +147,7 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   /// The kind an `order` names; nil for an order no event has.
   public static func kind(order: UInt64) -> EventKind? {
     if order == UInt64.max { return .expiry }
+    if order == graceStartedOrder { return .graceStarted }
     let millis = order & (maximumMilliseconds - 1)
     switch order >> 62 {
     case 3 where ~order > 0: return .reminder(before: .milliseconds(~order))
@@ -147,15 +169,23 @@ public struct TrialEvent: Hashable, Sendable {
     self.due = due
   }
 
-  public init(trialID: TrialID, revision: UInt32, kind: EventKind, endDate: Date) {
-    let due = kind == .expiry ? endDate : endDate.addingTimeInterval(-kind.beforeEnd.timeInterval)
+  /// The event of a trial ending at `endDate`: the expiry falls due `grace` after it (the
+  /// trial's grace, when it enters grace), the start of grace at it.
+  public init(trialID: TrialID, revision: UInt32, kind: EventKind, endDate: Date, grace: Duration = .zero) {
+    let due =
+      switch kind {
+      case .expiry: grace == .zero ? endDate : endDate.adding(grace)
+      case .graceStarted: endDate
+      default: endDate.addingTimeInterval(-kind.beforeEnd.timeInterval)
+      }
     self.init(id: EventID(trialID: trialID, revision: revision, kind: kind), due: due)
   }
 
   public var trialID: TrialID { id.trialID }
   public var kind: EventKind { id.kind }
   public var revision: UInt32 { id.revision }
-  /// The end of the trial as of the event: the expiry's due time, a reminder's due time plus
-  /// its offset, a pause's or resume's time plus the time left.
-  public var trialEnd: Date { kind == .expiry ? due : due.adding(kind.beforeEnd) }
+  /// The end of the trial as of the event: the expiry's due time (for a trial in grace, the end
+  /// of its grace), the start of grace's due time, a reminder's due time plus its offset, a
+  /// pause's or resume's time plus the time left.
+  public var trialEnd: Date { kind.hasSpan ? due.adding(kind.beforeEnd) : due }
 }

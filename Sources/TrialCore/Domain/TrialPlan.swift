@@ -24,18 +24,23 @@ public struct TrialPlan: Hashable, Sendable {
   /// Whether a trial of the plan cancelled at its end still gets its reminders (taken when the
   /// cancel is asked, `TrialCancelMark.remindAfterCancel`).
   public var remindAfterCancel: Bool
+  /// How long a trial of the plan stays open after its end, in state `grace`, before it
+  /// expires (`Grace=`); zero: none.
+  public var grace: Duration
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,
     description: String? = nil, once: TrialOnce = .no, subjectKey: SubjectKeyRule = .exact,
-    maxPause: Duration? = nil, onceFor: Duration? = nil, maxExtensions: Int? = nil, maxLength: Duration? = nil,
-    remindAfterCancel: Bool = false
+    maxPause: Duration? = nil, onceFor: Duration? = nil, maxExtensions: Int? = nil,
+    maxLength: Duration? = nil,
+    remindAfterCancel: Bool = false, grace: Duration = .zero
   ) {
     self.maxPause = maxPause
     self.onceFor = onceFor
     self.maxExtensions = maxExtensions
     self.maxLength = maxLength
     self.remindAfterCancel = remindAfterCancel
+    self.grace = grace
     self.name = name
     self.length = length
     self.reminders = reminders

@@ -90,9 +90,10 @@ public enum TrialBook {
   /// trial once), a subject recorded there already is refused, and the trial is recorded. With
   /// `onceFor` too (`OnceFor=`), a subject whose last trial there started that long ago or
   /// longer is let start again: the record keeps its first start and takes this one as its last.
+  /// The trial keeps `grace` (its plan's) as it starts.
   public static func startTrial(
     in txn: any TrialWriteTransaction, attributes: TrialAttributes, endDate: Date,
-    reminders: ReminderSchedule,
+    reminders: ReminderSchedule, grace: Duration = .zero,
     now: Date, ids: any TrialIDGenerator, once: (scope: SubjectUse.Scope, key: String)? = nil,
     onceFor: Duration? = nil
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
@@ -123,7 +124,7 @@ public enum TrialBook {
     guard let id else { throw TrialError(.idSpaceExhausted(attempts: idAttempts)) }
     let trial = Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: now, endDate: endDate),
-      reminders: reminders)
+      reminders: reminders, grace: .milliseconds(grace.roundedMilliseconds))
     try write(trial, was: nil, in: txn)
     if var renewed {
       renewed.lastStartedAt = now
@@ -144,28 +145,35 @@ public enum TrialBook {
   /// (a nil value removes the label); reminders of the new revision already due are recorded
   /// as skipped (`logged`: as the event log holds them). A move later is an extension: it
   /// counts one (`Trial.extensions`), and one beyond `limits` (its plan's) is refused with
-  /// nothing changed, its labels not applied either.
+  /// nothing changed, its labels not applied either. A trial in grace is active again, to its
+  /// new end (which, as always, must lie in the future).
   public static func extendTrial(
     in txn: any TrialWriteTransaction, _ id: TrialID, to endDate: Date, labels: [String: String?] = [:],
     now: Date, limits: ExtensionLimits = .none
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
-    guard trial.isActive else { throw TrialError(.notActive(id, trial.state)) }
+    guard trial.isRunning else { throw TrialError(.notActive(id, trial.state)) }
     guard endDate > now else { throw TrialError.invalid(.end, "the new end must lie in the future") }
     if let refusal = limits.refusal(of: trial, to: endDate, plan: trial.plan ?? "") {
       throw TrialError(.extensionRefused(refusal))
     }
+    let before = trial
     trial.labels = try changedLabels(trial.labels, labels)
     if endDate > trial.period.endDate { trial.extensions += 1 }
     trial.reschedule(endDate: endDate)
-    try txn.putTrial(trial)
+    if trial.state == .grace {
+      trial.state = .active
+      try write(trial, was: before, in: txn)
+    } else {
+      try txn.putTrial(trial)
+    }
     let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtExtension)
     return (trial, skipped, try recordSkipped(skipped, of: trial, in: txn, now: now))
   }
 
-  /// Ends an active or paused trial early, converted or cancelled, with the label changes given
-  /// (a paused trial keeps its pause, which tells it ended paused; a mark to cancel it at its
-  /// end is dropped: it ended before).
+  /// Ends an open trial (active, paused or in grace) early, converted or cancelled, with the
+  /// label changes given (a paused trial keeps its pause, which tells it ended paused; a mark to
+  /// cancel it at its end is dropped: it ended before).
   public static func endTrial(
     in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, labels: [String: String?] = [:],
     now: Date
@@ -202,7 +210,8 @@ public enum TrialBook {
   }
 
   /// Records taken events exactly once: each goes into the ledger, the outbox and the event
-  /// log, and a fired expiry moves its trial to `expired`. Events already in the ledger, not
+  /// log; `grace-started` moves its trial to `grace` and a fired expiry moves it to `expired`
+  /// (`Trial.taking(_:at:)`). Events already in the ledger, not
   /// of their trial's current active revision, or not admitted by the store (`admit`), are
   /// left out. A `resumed` event (a pause run out) resumes its paused trial
   /// (`TrialBook.resume`). Also records `now` as the last wall time seen. Returns the events
@@ -221,7 +230,9 @@ public enum TrialBook {
   {
     let due = try txn.admit(due)
     // Applied in event-id order, which keeps each trial's events in due order and lets a
-    // file store visit its pages in key order; returned in the order given.
+    // file store visit its pages in key order; returned in the order given. The start of a
+    // grace, whose order comes first, moves its trial to `grace` before that trial's reminders
+    // taken in the same wake are recorded, as of a running trial all the same.
     let order = due.indices.sorted {
       due[$0].event.id != due[$1].event.id ? due[$0].event.id < due[$1].event.id : $0 < $1
     }
@@ -241,7 +252,7 @@ public enum TrialBook {
       if case .paused = item.event.kind { continue }
       // The trial first: an event of another revision never needs its ledger entry read.
       guard let trial = try txn.trial(item.event.trialID), trial.revision == item.event.revision,
-        trial.state == (item.event.kind.isPauseOrResume ? .paused : .active),
+        item.event.kind.isPauseOrResume ? trial.state == .paused : trial.isRunning,
         try txn.ledgerEntry(item.event.id) == nil
       else { continue }
       if case .resumed = item.event.kind {
@@ -253,7 +264,7 @@ public enum TrialBook {
       // A reminder of a trial cancelled at its end is skipped, as the trial is now.
       let entry = LedgerEntry(disposition(of: item, for: trial))
       try txn.putLedgerEntry(entry)
-      let taken = trial.expired(byExpiryTakenAt: item.event.kind == .expiry ? item.takenAt : nil)
+      let taken = trial.taking(item.event, at: item.takenAt)
       if taken.state != trial.state { try write(taken, was: trial, in: txn) }
       slots[index] = entries.count
       entries.append(entry)
@@ -294,7 +305,7 @@ public enum TrialBook {
   }
 
   static func skippedReminders(of trial: Trial, now: Date, reason: SkipReason) -> [DueEvent] {
-    trial.events.filter { $0.kind != .expiry && $0.due <= now }.map {
+    trial.events.filter { $0.kind.reminderOffset != nil && $0.due <= now }.map {
       DueEvent(event: $0, takenAt: now, disposition: .skip(reason), isLate: false)
     }
   }

@@ -12,14 +12,15 @@ extension TrialBook {
   /// Marks an open trial to be cancelled at its end, as asked at `now`, with the label changes
   /// given; `remindAfterCancel` is its plan's `RemindAfterCancel=` now. A trial marked already
   /// keeps its mark (the answer is the same).
-  /// - Throws: `TrialError` when the trial is ended.
+  /// - Throws: `TrialError` when the trial is ended, or in grace (past its end: it can only be
+  ///   ended now).
   public static func cancelAtEnd(
     in txn: any TrialWriteTransaction, _ id: TrialID, remindAfterCancel: Bool,
     labels: [String: String?] = [:],
     now: Date
   ) throws -> Trial {
     guard let before = try txn.trial(id) else { throw TrialError.notFound(id: id) }
-    guard before.isOpen else { throw TrialError(.notActive(id, before.state)) }
+    guard before.isOpen, before.state != .grace else { throw TrialError(.notActive(id, before.state)) }
     var trial = before
     trial.labels = try changedLabels(trial.labels, labels)
     if trial.cancelMark == nil {

@@ -117,7 +117,7 @@ public enum TrialTarget: Hashable, Sendable {
     }
   }
 
-  /// The trial's id: the subject's open (active or paused) trial.
+  /// The trial's id: the subject's open (active, paused or in grace) trial.
   func id(in txn: any TrialReadTransaction) throws -> TrialID {
     switch self {
     case .id(let id): return id
@@ -175,17 +175,19 @@ public struct TrialDefaults: Hashable, Sendable {
   }
 
   /// `start` with what it leaves open filled in, from its plan first: its attributes (the
-  /// plan's labels under its own), its end as of `now`, and its reminders.
+  /// plan's labels under its own), its end as of `now`, its reminders, and its plan's grace.
   public func resolve(_ start: TrialStart, now: Date) throws(TrialError) -> (
-    attributes: TrialAttributes, end: Date, reminders: ReminderSchedule
+    attributes: TrialAttributes, end: Date, reminders: ReminderSchedule, grace: Duration
   ) {
     var attributes = start.attributes
     var length = self.length
     var reminders = self.reminders
+    var grace = Duration.zero
     if let name = attributes.plan {
       guard let plan = plans[name] else { throw TrialError(.planNotFound(name: name)) }
       length = plan.length
       reminders = plan.reminders
+      grace = plan.grace
       do {
         attributes.labels = try plan.labels(under: attributes.labels)
       } catch {
@@ -206,7 +208,7 @@ public struct TrialDefaults: Hashable, Sendable {
         "ends \(TimeSpan.format(.milliseconds(end.duration(since: now).roundedMilliseconds))) after the start, "
           + "beyond the MaxLength=\(TimeSpan.format(maxLength)) of plan \"\(name)\"")
     }
-    return (attributes, end, start.reminders ?? reminders)
+    return (attributes, end, start.reminders ?? reminders, grace)
   }
 }
 
@@ -224,7 +226,7 @@ extension TrialBook {
       let once = try plan.flatMap { try $0.use(of: resolved.attributes.subject, fold: folding.fold) }
       return try startTrial(
         in: txn, attributes: resolved.attributes, endDate: resolved.end, reminders: resolved.reminders,
-        now: now, ids: ids, once: once, onceFor: plan?.onceFor)
+        grace: resolved.grace, now: now, ids: ids, once: once, onceFor: plan?.onceFor)
     case .extend(let id, let change, let labels):
       guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
       let end =

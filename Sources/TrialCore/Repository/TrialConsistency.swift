@@ -6,8 +6,9 @@ import FoundationEssentials
 /// The pending events of an active trial are not stored: a restore plans every event of the
 /// current revision from the first one not in the ledger on. So the ledger must hold a prefix
 /// of the current revision's events, in due order, and never the expiry of an active trial
-/// (else the trial would never expire). An expired trial has its expiry fired in the ledger; a
-/// converted or cancelled one does not.
+/// (else the trial would never expire). A trial in grace has its `grace-started` in the ledger,
+/// an active one not. An expired trial has its expiry fired in the ledger; a converted or
+/// cancelled one does not.
 public enum TrialConsistency {
   /// One thing wrong: the event concerned, if any, and what, in words.
   public struct Problem: Hashable, Sendable, CustomStringConvertible {
@@ -39,6 +40,11 @@ public enum TrialConsistency {
         Problem("it is \(trial.state.rawValue) but has an end time (\(RFC3339.format(endedAt)))"))
     } else if !trial.isOpen, trial.endedAt == nil {
       problems.append(Problem("it is \(trial.state.rawValue) but has no end time"))
+    }
+    if trial.grace < .zero || trial.grace > Trial.maximumGrace {
+      problems.append(Problem("its grace \(TimeSpan.format(trial.grace)) is out of range"))
+    } else if trial.state == .grace, !trial.entersGrace {
+      problems.append(Problem("it is in grace but has none"))
     }
     if trial.state == .paused, trial.pause == nil {
       problems.append(Problem("it is paused but has no pause recorded"))
@@ -85,8 +91,22 @@ public enum TrialConsistency {
 
     let expiry = events[events.count - 1]
     let expiryEntry = taken[taken.count - 1]
+    let graceIndex = trial.entersGrace ? events.count - 2 : nil
+    let graceEntry = graceIndex.flatMap { taken[$0] }
+    if trial.state == .grace, graceEntry?.fired != true {
+      problems.append(
+        Problem(
+          event: graceIndex.map { events[$0].id },
+          "the trial is in grace, but the start of its grace is not fired in the ledger"))
+    } else if trial.state == .active || trial.state == .paused, let graceEntry {
+      problems.append(
+        Problem(
+          event: graceEntry.id,
+          "the trial is \(trial.state.rawValue), but the start of its grace \(graceEntry.id) is in the ledger"
+        ))
+    }
     switch trial.state {
-    case .active, .paused:
+    case .active, .paused, .grace:
       if expiryEntry != nil {
         problems.append(
           Problem(

@@ -63,7 +63,7 @@ extension TrialBook {
     let entry = LedgerEntry(due)
     try txn.putLedgerEntry(entry)
     let logged = try txn.appendEvent(entry, attributes: resumed.attributes)
-    let skipped = resumed.events.filter { $0.kind != .expiry && $0.due <= at }.map {
+    let skipped = resumed.events.filter { $0.kind.reminderOffset != nil && $0.due <= at }.map {
       DueEvent(event: $0, takenAt: now, disposition: .skip(.alreadyDueAtResume), isLate: false)
     }
     return (resumed, skipped, [logged] + (try recordSkipped(skipped, of: resumed, in: txn, now: now)))

@@ -295,6 +295,7 @@ public enum TransferTime {
     if rounded(a.period.endDate) != rounded(b.period.endDate) { names.append("endsAt") }
     if a.endedAt.map(rounded) != b.endedAt.map(rounded) { names.append("endedAt") }
     if a.reminders != b.reminders { names.append("reminders") }
+    if rounded(a.grace) != rounded(b.grace) { names.append("grace") }
     if a.pause.map({ rounded($0.since) }) != b.pause.map({ rounded($0.since) })
       || a.pause?.until.map(rounded) != b.pause?.until.map(rounded)
     {

@@ -64,16 +64,15 @@ extension Planner {
   /// how many it has pending. Nil when the trial is not far, or is not as it was planned (a
   /// change in flight).
   public func farEvent(of trial: Trial) -> TrialEvent? {
-    guard let held = far.due(of: trial.id.rawValue), trial.isActive else { return nil }
+    guard let held = far.due(of: trial.id.rawValue), trial.isRunning else { return nil }
     let end = trial.period.endDate.timeIntervalSinceReferenceDate
-    let offsets = trial.reminders.offsets
-    let index = offsets.count + 1 - held.events
-    guard (0...offsets.count).contains(index) else { return nil }
-    let due = index < offsets.count ? end - offsets[index].timeInterval : end
+    let seconds = Planner.eventSeconds(trial.reminders, grace: trial.expiryGrace)
+    let index = seconds.count - held.events
+    guard seconds.indices.contains(index) else { return nil }
+    let due = end - seconds[index]
     guard FarTrials.second(of: due) == held.second else { return nil }
-    let kind: EventKind = index < offsets.count ? .reminder(before: offsets[index]) : .expiry
     return TrialEvent(
-      id: EventID(trialID: trial.id, revision: trial.revision, kind: kind),
+      id: EventID(trialID: trial.id, revision: trial.revision, kind: trial.event(at: index).kind),
       due: Date(timeIntervalSinceReferenceDate: due))
   }
 

@@ -25,13 +25,14 @@ extension Planner {
       }
     }
     var tally = DueTally(limits: limits.map { FarTrials.heldSecond(of: $0.timeIntervalSinceReferenceDate) })
-    // Each schedule's offsets before the end in one array, 0 after them for the expiry: a slot's
-    // next due time is its end less the offset at its schedule's first plus its next event.
+    // Each schedule's offsets before the end in one array (its events' all, the expiry's 0 or
+    // minus the grace): a slot's next due time is its end less the offset at its schedule's
+    // first plus its next event.
     var offsets: [Double] = []
     var firsts: [Int] = []
     for schedule in scheduleSeconds {
       firsts.append(offsets.count)
-      offsets += schedule + [0]
+      offsets += schedule
     }
     tally.add(
       seconds: slots.lazy.filter { $0.plan != 0 }.map { slot in

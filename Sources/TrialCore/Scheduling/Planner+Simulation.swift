@@ -9,7 +9,7 @@ extension Planner {
     let limit = date.timeIntervalSinceReferenceDate
     var upcoming: [(due: Double, order: UInt64, event: TrialEvent)] = []
     for slot in slots where slot.plan != 0 {
-      let total = schedules[Int(slot.schedule)].offsets.count + 1
+      let total = scheduleSeconds[Int(slot.schedule)].count
       for next in Int(slot.next)..<total {
         let due = due(of: slot, index: UInt8(next))
         guard due <= limit else { break }
@@ -57,7 +57,8 @@ extension Planner {
         case .latest:
           if let final = last[event.trialID], final.id != event.id {
             disposition = .skip(
-              final.kind == .expiry ? .supersededByExpiry : .supersededByReminder(final.id))
+              // The trial's end came in the same wake: its expiry, or the start of its grace.
+              final.kind.reminderOffset == nil ? .supersededByExpiry : .supersededByReminder(final.id))
           }
         }
       }

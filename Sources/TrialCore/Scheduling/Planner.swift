@@ -76,10 +76,26 @@ public struct Planner: Sendable {
   var buckets: [UInt32] = []
   /// Trials in the index.
   var indexed = 0
-  var schedules: [ReminderSchedule] = []
-  /// The offsets of each interned schedule in seconds, for due-time arithmetic.
+  /// Each interned schedule: reminders and the trial's grace (zero: none).
+  var schedules: [Schedule] = []
+  /// Each interned schedule's events as seconds before the end, for due-time arithmetic
+  /// (`eventSeconds`): its reminders', then 0 for `grace-started` when it has grace, then the
+  /// expiry's (0, or minus the grace).
   var scheduleSeconds: [[Double]] = []
-  var scheduleIndex: [ReminderSchedule: UInt32] = [:]
+  var scheduleIndex: [Schedule: UInt32] = [:]
+
+  /// What a slot's events follow from: its reminders and its grace.
+  struct Schedule: Hashable, Sendable {
+    var reminders: ReminderSchedule
+    var grace: Duration
+  }
+
+  /// The events of a revision with `reminders` whose expiry falls due `grace` after the end, as
+  /// seconds before the end, in due order.
+  static func eventSeconds(_ reminders: ReminderSchedule, grace: Duration) -> [Double] {
+    let offsets = reminders.offsets.map(\.timeInterval)
+    return grace == .zero ? offsets + [0] : offsets + [0, -grace.timeInterval]
+  }
   var lastPlan: UInt32 = 0
   var staleEntries = 0
   /// The last plan number before plans are numbered again (lowered by tests).
@@ -128,13 +144,18 @@ public struct Planner: Sendable {
   public mutating func add(_ trial: Trial, now: Date, reason: SkipReason = .alreadyDueAtStart)
     -> [DueEvent]
   {
-    guard trial.isActive else {
+    guard trial.isRunning else {
       cancel(trial.id)
       planResume(of: trial)
       return []
     }
     var skipped: [DueEvent] = []
     var first = trial.reminders.offsets.count
+    if trial.state == .grace {
+      // Past its end: only its expiry is left.
+      schedule(trial, from: trial.eventCount - 1, now: now)
+      return skipped
+    }
     for index in 0..<trial.reminders.offsets.count {
       let event = trial.event(at: index)
       if event.due > now {
@@ -150,8 +171,8 @@ public struct Planner: Sendable {
   /// Re-plans a trial read back from a store, given which events of its current revision the
   /// ledger holds (`completed`): every event from the first one not completed on is scheduled,
   /// overdue ones included, so that they fire (late) on the next `takeDue`. A trial that is not
-  /// active, or whose expiry is completed (an expiry in the ledger means expired), is not
-  /// planned; returns whether the trial was still active by its ledger.
+  /// running (active or in grace), or whose expiry is completed (an expiry in the ledger means
+  /// expired), is not planned; returns whether the trial was still running by its ledger.
   @discardableResult
   public mutating func restore(_ trial: Trial, completed: (EventID) -> Bool) -> Bool {
     if trial.state == .paused {
@@ -159,8 +180,8 @@ public struct Planner: Sendable {
       if let resume = trial.pendingResume, !completed(resume.id) { planResume(of: trial) }
       return false
     }
-    let count = trial.reminders.offsets.count + 1
-    guard trial.isActive, !completed(trial.event(at: count - 1).id) else {
+    let count = trial.eventCount
+    guard trial.isRunning, !completed(trial.event(at: count - 1).id) else {
       cancel(trial.id)
       return false
     }
@@ -213,14 +234,14 @@ public struct Planner: Sendable {
   /// the horizon (and after twice the lookahead from `now`, when known).
   private mutating func schedule(_ trial: Trial, from first: Int, now: Date?) {
     pendingEventCount -= far.remove(trial.id.rawValue)
-    let schedule = intern(trial.reminders)
+    let schedule = intern(Schedule(reminders: trial.reminders, grace: trial.expiryGrace))
     let end = trial.period.endDate.timeIntervalSinceReferenceDate
-    let offsets = scheduleSeconds[Int(schedule)]
-    let firstDue = first < offsets.count ? end - offsets[first] : end
+    let seconds = scheduleSeconds[Int(schedule)]
+    let firstDue = end - seconds[first]
     if isFar(firstDue, now: now?.timeIntervalSinceReferenceDate) {
       if let existing = slot(of: trial.id.rawValue) { unplan(existing) }
-      far.insert(trial.id.rawValue, due: firstDue, events: offsets.count + 1 - first)
-      pendingEventCount += offsets.count + 1 - first
+      far.insert(trial.id.rawValue, due: firstDue, events: seconds.count - first)
+      pendingEventCount += seconds.count - first
       tidy()
       return
     }
@@ -244,28 +265,33 @@ public struct Planner: Sendable {
     tidy()
   }
 
-  private mutating func intern(_ schedule: ReminderSchedule) -> UInt32 {
+  private mutating func intern(_ schedule: Schedule) -> UInt32 {
     if let index = scheduleIndex[schedule] { return index }
     let index = UInt32(schedules.count)
     schedules.append(schedule)
-    scheduleSeconds.append(schedule.offsets.map(\.timeInterval))
+    scheduleSeconds.append(Self.eventSeconds(schedule.reminders, grace: schedule.grace))
     scheduleIndex[schedule] = index
     return index
   }
 
   /// Events of the trial from `next` on, the expiry included.
   func remaining(in slot: Slot) -> Int {
-    schedules[Int(slot.schedule)].offsets.count + 1 - Int(slot.next)
+    scheduleSeconds[Int(slot.schedule)].count - Int(slot.next)
   }
 
   func due(of slot: Slot, index: UInt8) -> Double {
-    let offsets = scheduleSeconds[Int(slot.schedule)]
-    return Int(index) < offsets.count ? slot.end - offsets[Int(index)] : slot.end
+    slot.end - scheduleSeconds[Int(slot.schedule)][Int(index)]
+  }
+
+  /// The kind of the event at `index` of a slot's schedule.
+  func kind(of slot: Slot, index: UInt8) -> EventKind {
+    let offsets = schedules[Int(slot.schedule)].reminders.offsets
+    if Int(index) < offsets.count { return .reminder(before: offsets[Int(index)]) }
+    return Int(index) + 1 < scheduleSeconds[Int(slot.schedule)].count ? .graceStarted : .expiry
   }
 
   func event(of slot: Slot, index: UInt8) -> TrialEvent {
-    let offsets = schedules[Int(slot.schedule)].offsets
-    let kind: EventKind = Int(index) < offsets.count ? .reminder(before: offsets[Int(index)]) : .expiry
+    let kind = kind(of: slot, index: index)
     return TrialEvent(
       id: EventID(trialID: TrialID(slot.trial), revision: slot.revision, kind: kind),
       due: Date(timeIntervalSinceReferenceDate: due(of: slot, index: index)))
@@ -337,10 +363,14 @@ public struct Planner: Sendable {
     guard let position = slot(of: id.trialID.rawValue) else { return nil }
     let slot = slots[Int(position)]
     guard slot.revision == id.revision else { return nil }
-    let offsets = schedules[Int(slot.schedule)].offsets
+    let offsets = schedules[Int(slot.schedule)].reminders.offsets
+    let total = scheduleSeconds[Int(slot.schedule)].count
     let found: Int
     switch id.kind {
     case .expiry:
+      found = total - 1
+    case .graceStarted:
+      guard total - offsets.count == 2 else { return nil }
       found = offsets.count
     case .reminder(let offset):
       guard let position = offsets.firstIndex(of: offset) else { return nil }
@@ -357,7 +387,7 @@ public struct Planner: Sendable {
     if let resume = resumes.event(of: id.rawValue) { return [resume] }
     guard let position = slot(of: id.rawValue) else { return [] }
     let slot = slots[Int(position)]
-    let total = schedules[Int(slot.schedule)].offsets.count + 1
+    let total = scheduleSeconds[Int(slot.schedule)].count
     return (Int(slot.next)..<total).map { event(of: slot, index: UInt8($0)) }
   }
 

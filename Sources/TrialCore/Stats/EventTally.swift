@@ -49,7 +49,7 @@ public struct Histogram: Hashable, Sendable {
 /// arrays by position (`kinds`, `SkipReason.codes`): the tally costs an addition per event.
 public struct EventTally: Hashable, Sendable {
   /// Every kind of event, in the order the metrics list them.
-  public static let kinds = ["reminder", "expiry", "paused", "resumed"]
+  public static let kinds = ["reminder", "expiry", "paused", "resumed", "grace-started"]
 
   private var firedByKind = [Int64](repeating: 0, count: kinds.count)
   private var skippedByReason = [Int64](repeating: 0, count: SkipReason.codes.count)
@@ -61,7 +61,8 @@ public struct EventTally: Hashable, Sendable {
 
   public init() {}
 
-  /// Fired events by kind name (`reminder`, `expiry`, `paused`, `resumed`), every kind.
+  /// Fired events by kind name (`reminder`, `expiry`, `paused`, `resumed`, `grace-started`),
+  /// every kind.
   public var fired: [String: Int64] {
     Dictionary(uniqueKeysWithValues: zip(Self.kinds, firedByKind))
   }
@@ -97,6 +98,7 @@ public struct EventTally: Hashable, Sendable {
     case .expiry: 1
     case .paused: 2
     case .resumed: 3
+    case .graceStarted: 4
     }
   }
 

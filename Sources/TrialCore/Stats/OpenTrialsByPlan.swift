@@ -1,8 +1,9 @@
-/// Open trials (active and paused) of each named plan, kept as trials change: what the
+/// Open trials (active, in grace, and paused) of each named plan, kept as trials change: what the
 /// metrics report by plan without reading a trial. Started from the cohorts, which count every
 /// trial ever started by plan and are never touched by retention.
 public struct OpenTrialsByPlan: Hashable, Sendable {
   public struct Counts: Hashable, Sendable {
+    /// Active or in grace (the cohorts count both as open and not paused).
     public var active: Int64 = 0
     public var paused: Int64 = 0
   }
@@ -24,12 +25,12 @@ public struct OpenTrialsByPlan: Hashable, Sendable {
     guard let plan, !plan.isEmpty, old != new else { return }
     var counts = plans[plan, default: Counts()]
     switch old {
-    case .active?: counts.active -= 1
+    case .active?, .grace?: counts.active -= 1
     case .paused?: counts.paused -= 1
     default: break
     }
     switch new {
-    case .active?: counts.active += 1
+    case .active?, .grace?: counts.active += 1
     case .paused?: counts.paused += 1
     default: break
     }

@@ -26,7 +26,7 @@ public struct CohortKey: Hashable, Comparable, Sendable {
 
 /// What a cohort's trials became, kept as they change: how many started, converted, were
 /// cancelled, expired, are paused now, and how long each conversion took from its trial's start,
-/// in whole hours (rounded down). Started less the others is still active.
+/// in whole hours (rounded down). Started less the others is still active (or in grace).
 public struct CohortCounts: Hashable, Sendable {
   public var started: Int64 = 0
   public var converted: Int64 = 0
@@ -48,7 +48,7 @@ public struct CohortCounts: Hashable, Sendable {
     self.conversionHours = conversionHours
   }
 
-  /// Started, and neither ended nor paused now.
+  /// Started, and neither ended nor paused now: active or in grace.
   public var active: Int64 { started - converted - cancelled - expired - paused }
   /// Converted, cancelled or expired.
   public var ended: Int64 { converted + cancelled + expired }
@@ -98,7 +98,8 @@ public enum TrialStats {
   public static func contribution(of trial: Trial) -> CohortCounts {
     var counts = CohortCounts(started: 1)
     switch trial.state {
-    case .active: break
+    // A trial in grace is open: it counts as the active ones do, until it converts or expires.
+    case .active, .grace: break
     case .paused: counts.paused = 1
     case .expired: counts.expired = 1
     case .cancelled: counts.cancelled = 1

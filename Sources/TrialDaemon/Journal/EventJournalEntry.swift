@@ -10,8 +10,10 @@ import TrialCore
 /// upper-cased), `TRIAL_REVISION`, `TRIAL_END`, `EVENT_KIND`, `EVENT_ID`,
 /// `DUE_REALTIME_USEC`, `LATENESS_USEC`, then `REMINDER_OFFSET_SEC` for reminders,
 /// `TIME_LEFT_SEC` for pauses and resumes, `RESUME_REALTIME_USEC` for a pause that runs out,
-/// and `SKIP_REASON` for skipped events; `TRIAL_OUTCOME=cancelled` (an attribute of the trial)
-/// on the expiry of a trial cancelled at its end. `systemd/trialwatch.catalog` explains each `MESSAGE_ID`.
+/// `TRIAL_GRACE_END` (when its grace ends and it expires) for the events of a trial with a
+/// grace, and `SKIP_REASON` for skipped events; `TRIAL_OUTCOME=cancelled` (an attribute of the
+/// trial) on the expiry of a trial cancelled at its end. `systemd/trialwatch.catalog` explains
+/// each `MESSAGE_ID`.
 public enum EventJournalEntry {
   /// The fixed `MESSAGE_ID` of each kind of entry (128-bit ids, as `journalctl
   /// --new-id128` makes them).
@@ -22,7 +24,8 @@ public enum EventJournalEntry {
     case expired = "a16bdf9f2f29487d962a88689b1d20c8"
     /// The expiry of a trial cancelled at its end fired (on time or late): it is cancelled.
     case cancelledAtEnd = "52c47d0571004a5391abb44446eb0737"
-    /// A reminder or expiry fired late: after downtime, suspend or a forward clock step.
+    /// A reminder, the start of a grace or an expiry fired late: after downtime, suspend or a
+    /// forward clock step.
     case firedLate = "194e6e2d7bac4fb7847f8c84893df546"
     /// An event that did not fire, by the catch-up policy or because it was already due.
     case skipped = "1f372a37269d4fa6a822448c5499a6bd"
@@ -32,6 +35,8 @@ public enum EventJournalEntry {
     case paused = "a0b5b86a00fe43d790a37a03a2f947f8"
     /// A paused trial resumed: asked to, or its pause ran out.
     case resumed = "ac0a8c5469ff4fbea738cf5cfb2f368f"
+    /// A trial reached its end and entered its plan's grace (`Grace=`), on time.
+    case graceStarted = "80e9a228f2d94604aa96d487fac1ded2"
     /// A webhook endpoint was disabled (logged by the engine: `WebhookDuty.disabledMessageID`).
     case webhookDisabled = "f75962a2895d4649bb6ea076b97e58b1"
     /// The store failed to write or sync, and the daemon stops (logged by the daemon:
@@ -55,6 +60,7 @@ public enum EventJournalEntry {
     case (.fired, .resumed): .resumed
     case (.fired, _) where entry.isLate: .firedLate
     case (.fired, .expiry): .expired
+    case (.fired, .graceStarted): .graceStarted
     case (.fired, _): .reminder
     }
   }
@@ -74,7 +80,7 @@ public enum EventJournalEntry {
         name: "MESSAGE",
         value: message(
           for: entry, subject: attributes.subject, resumes: current?.pause?.until, end: end,
-          outcome: attributes.outcome)),
+          outcome: attributes.outcome, graceEnd: current.flatMap { $0.entersGrace ? $0.expiresAt : nil })),
       JournalField(name: "MESSAGE_ID", value: messageID(for: entry, outcome: attributes.outcome).rawValue),
       JournalField(name: "PRIORITY", value: String(priority(for: entry).rawValue)),
       JournalField(name: "TRIAL_ID", value: event.trialID.description),
@@ -95,6 +101,9 @@ public enum EventJournalEntry {
     }
     if let left = event.kind.timeLeft {
       fields.append(JournalField(name: "TIME_LEFT_SEC", value: JournalTime.seconds(left)))
+    }
+    if let current, current.entersGrace {
+      fields.append(JournalField(name: "TRIAL_GRACE_END", value: RFC3339.format(current.expiresAt)))
     }
     if case .paused = event.kind, let until = current?.pause?.until {
       fields.append(
@@ -141,7 +150,7 @@ public enum EventJournalEntry {
   }
 
   private static func message(
-    for entry: LedgerEntry, subject: String, resumes: Date?, end: Date, outcome: String?
+    for entry: LedgerEntry, subject: String, resumes: Date?, end: Date, outcome: String?, graceEnd: Date?
   ) -> String {
     let event = entry.event
     let who = "Trial \(subject) (id \(event.trialID))"
@@ -151,7 +160,13 @@ public enum EventJournalEntry {
     case (.fired, .expiry) where outcome == TrialState.cancelled.rawValue:
       return "\(who) was cancelled at its end at \(endText)\(late)"
     case (.fired, .expiry):
-      return "\(who) expired at \(endText)\(late)"
+      // A trial with a grace expires at its end plus the grace: when its expiry fell due.
+      return "\(who) expired at \(graceEnd == nil ? endText : CivilTime(event.due).readable)\(late)"
+    case (.fired, .graceStarted):
+      let until = graceEnd.map { ", in grace until \(CivilTime($0).readable)" } ?? ", in grace"
+      return "\(who) ended at \(endText)\(until)\(late)"
+    case (.skipped(let reason), .graceStarted):
+      return "\(who): start of grace skipped, \(reason); ends \(endText)"
     case (.fired, .reminder(let offset)):
       let remaining = end.duration(since: entry.takenAt)
       if remaining > .zero {

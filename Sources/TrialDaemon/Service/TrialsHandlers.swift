@@ -378,7 +378,10 @@ extension ListTrialsParameters {
       if let state, trial.state != state { return false }
       if let label, trial.labels[label.key] != label.value { return false }
       if let plan, trial.attributes.plan != plan { return false }
-      if let end { return trial.isActive && trial.period.endDate <= end }
+      // Active trials by their end; trials in grace by their expiry, at the grace's end.
+      if let end {
+        return trial.isRunning && (trial.isActive ? trial.period.endDate : trial.expiresAt) <= end
+      }
       return true
     }
   }

@@ -111,6 +111,7 @@ final class StatusDuty: EngineDuty {
   private func trialsLine() -> String {
     let active = engine.counts[.active, default: 0]
     var line = "\(active) active trial\(active == 1 ? "" : "s")"
+    if let grace = engine.counts[.grace], grace > 0 { line += ", \(grace) in grace" }
     guard let (next, trial) = engine.duties.lookahead.nextPendingEvent() else {
       return line + "; nothing scheduled"
     }
@@ -124,6 +125,7 @@ final class StatusDuty: EngineDuty {
     switch next.kind {
     case .expiry: line += "; next: \(name) expires \(when)"
     case .reminder: line += "; next: \(name) reminder \(when)"
+    case .graceStarted: line += "; next: \(name) grace starts \(when)"
     case .paused, .resumed: line += "; next: \(name) resumes \(when)"
     }
     return line
