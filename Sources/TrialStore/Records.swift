@@ -195,9 +195,6 @@ final class RecordCodec {
   static let extensionsFlag: UInt8 = 1 << 5
   static let trialFlags: UInt8 = 7 | cancelFlag | graceFlag | extensionsFlag
 
-  /// Flag bit 5 of a trial record: its extension count follows its pause (schema 9).
-  static let extensionsFlag: UInt8 = 1 << 5
-
   static func stateCode(_ state: TrialState) -> UInt8 {
     switch state {
     case .active: 0
