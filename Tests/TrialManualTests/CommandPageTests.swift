@@ -44,7 +44,7 @@ import TrialWebhookSender
     let synopsis = sections["SYNOPSIS"] ?? []
     // The members of a group (consumer) are described one by one, as `consumer create`.
     let subcommands = CommandPage.subcommands(of: info.command)
-    #expect(subcommands.count == 34)
+    #expect(subcommands.count == 36)
     #expect(
       subcommands.filter { $0.commandName.hasPrefix("consumer ") }.map(\.commandName) == [
         "consumer create", "consumer show", "consumer remove", "consumer ack",
