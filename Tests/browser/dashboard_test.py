@@ -42,7 +42,7 @@ import browser  # noqa: E402
 import cohorts  # noqa: E402
 import trials  # noqa: E402
 
-STATES = ("active", "paused", "expired", "converted", "cancelled")
+STATES = ("active", "paused", "grace", "expired", "converted", "cancelled")  # as the overview shows them
 WINDOWS = {"24h": trials.DAY, "7d": 7 * trials.DAY}  # the overview's spans of what falls due
 
 
