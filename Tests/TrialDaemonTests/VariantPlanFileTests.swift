@@ -14,7 +14,8 @@ import TrialCore
     let plan = PlanFiles.read(
       text, file: "plans/pro.conf", name: "pro", defaults: defaults, complianceWarnings: false,
       diagnostics: &diagnostics)
-    return (plan, diagnostics.map(\.description))
+    // By line, as the loader orders a file's diagnostics (SectionFiles.each).
+    return (plan, diagnostics.sorted { ($0.line ?? 0) < ($1.line ?? 0) }.map(\.description))
   }
 
   @Test func twoVariants_AreReadInOrder_WithTheirValues() throws {
@@ -70,7 +71,7 @@ import TrialCore
         "plans/pro.conf:8: warning: unknown key \"Colour\" in [Variant], ignored",
         "plans/pro.conf:10: error: variant \"a\" is named twice in the plan (first on line 6)",
         "plans/pro.conf:11: error: invalid value \"soon\" for Length= in [Variant]: "
-          + "not a time span (e.g. 14d, 12h, 1w 2d)",
+          + "not a time span (like 5d, 36h, 90s or 1d 12h): expected a number at \"soon\"",
       ])
   }
 
