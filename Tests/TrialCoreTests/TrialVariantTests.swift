@@ -42,7 +42,7 @@ import Testing
     #expect(keys.map { plan.variant(forKey: $0)!.name } == ["v1", "v1", "v1", "v1", "v1", "v1", "v0", "v1"])
   }
 
-  @Test func start_NamingAVariant_OfAPlanWithoutOrOfNone_IsRefused() throws {
+  @Test func startNamingAVariant_ThePlanLacks_IsRefused() throws {
     let defaults = TrialDefaults(
       length: .days(5), reminders: .none,
       plans: [
