@@ -24,6 +24,8 @@ public struct ConfigurationDocumentation: Hashable, Sendable {
   public var sections: [Section]
   /// The one section of a plan file.
   public var plan: Section = PlanFiles.documentation
+  /// The sections of a plan file's variants.
+  public var variant: Section = VariantSections.documentation
   /// The one section of a webhook endpoint's file.
   public var webhook: Section = WebhookFiles.documentation
 

@@ -181,7 +181,8 @@ enum PlanFiles {
     var labelsLine: Int?
     var complianceWarnings = complianceWarnings
     var (valid, assigned) = SectionFiles.read(
-      text, file: file, section: section, keys: keys, kind: "a plan file", diagnostics: &diagnostics
+      text, file: file, section: section, keys: keys, kind: "a plan file", others: [VariantSections.section],
+      diagnostics: &diagnostics
     ) { key, value, line throws(InvalidValue) in
       switch key {
       case "Description": plan.description = value.isEmpty ? nil : value
@@ -220,6 +221,9 @@ enum PlanFiles {
       diagnostics.append(
         .init(.error, file: file, line: labelsLine, "invalid Labels= in [\(section)]: \(error)"))
     }
+    let variants = VariantSections.read(text, file: file, diagnostics: &diagnostics)
+    plan.variants = variants.variants
+    valid = valid && variants.valid
     if valid, plan.once == .no, let onceFor = plan.onceFor {
       diagnostics.append(
         .init(
@@ -236,6 +240,16 @@ enum PlanFiles {
             + "\(TimeSpan.format(plan.length))"
             + (assigned["Length"] == nil ? " (DefaultLength= of [Trials])" : "")
             + ": its trials would start beyond it"))
+    }
+    for variant in plan.variants where valid {
+      if let maxLength = plan.maxLength, let length = variant.length, length > maxLength {
+        valid = false
+        diagnostics.append(
+          .init(
+            .error, file: file, line: assigned["MaxLength"],
+            "the length \(TimeSpan.format(length)) of variant \"\(variant.name)\" is longer than MaxLength="
+              + "\(TimeSpan.format(maxLength)) of [\(section)]: its trials would start beyond it"))
+      }
     }
     let tooLong = plan.reminders.offsets.filter { $0 >= plan.length }
     if valid, !tooLong.isEmpty {

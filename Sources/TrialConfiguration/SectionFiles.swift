@@ -38,16 +38,16 @@ enum SectionFiles {
   /// plan file"), handing each assignment of a known key to `assign`. Other sections, unknown
   /// keys and assignments outside a section are warnings; a value `assign` refuses is an error
   /// naming the file and line. Returns whether the file had no error, and the line each key was
-  /// last assigned on (validly or not).
+  /// last assigned on (validly or not). Sections named in `others` are read elsewhere.
   static func read(
-    _ text: String, file: String, section: String, keys: [String], kind: String,
+    _ text: String, file: String, section: String, keys: [String], kind: String, others: [String] = [],
     diagnostics: inout [ConfigurationDiagnostic],
     assign: (_ key: String, _ value: String, _ line: Int) throws(InvalidValue) -> Void
   ) -> (valid: Bool, assigned: [String: Int]) {
     let parsed = ConfigurationSyntax.parse(text, file: file)
     diagnostics += parsed.diagnostics
     var valid = !parsed.diagnostics.contains { $0.severity == .error }
-    for (found, line) in parsed.sections where found != section {
+    for (found, line) in parsed.sections where found != section && !others.contains(found) {
       diagnostics.append(
         .init(
           .warning, file: file, line: line,

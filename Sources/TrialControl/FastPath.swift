@@ -65,7 +65,7 @@ public enum FastPath {
   }
 
   private static let startTrialKeys: Set<String> = [
-    "subject", "duration", "endsAt", "reminders", "labels", "plan",
+    "subject", "duration", "endsAt", "reminders", "labels", "plan", "variant",
   ]
 
   private static func startTrial(_ fields: [String: Field]) -> StartTrialParameters? {
@@ -92,6 +92,10 @@ public enum FastPath {
     if let field = fields["plan"] {
       guard let text = field.text else { return nil }
       parameters.plan = text
+    }
+    if let field = fields["variant"] {
+      guard let text = field.text else { return nil }
+      parameters.variant = text
     }
     if let field = fields["labels"] {
       guard case .object(let labels) = field else { return nil }

@@ -28,8 +28,11 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var remindAfterCancel: Bool?
   /// How long a trial stays open in state `grace` after its end (`Grace=`); nil: none.
   public var grace: Span?
+  /// Its variants, in the file's order; nil: none.
+  public var variants: [VariantObject]?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
+    variants = plan.variants.isEmpty ? nil : plan.variants.map(VariantObject.init)
     name = plan.name
     description = plan.description
     length = Span(plan.length)
@@ -44,6 +47,25 @@ public struct PlanObject: Codable, Hashable, Sendable {
     maxLength = plan.maxLength.map(Span.init)
     remindAfterCancel = plan.remindAfterCancel ? true : nil
     grace = plan.grace > .zero ? Span(plan.grace) : nil
+  }
+}
+
+/// A variant of a plan as the wire carries it (`io.trialwatch.Trials.Variant`).
+public struct VariantObject: Codable, Hashable, Sendable {
+  public var name: String
+  public var weight: Int
+  public var length: Span?
+  public var reminders: [Span]?
+  public var grace: Span?
+  public var labels: [String: String]?
+
+  public init(_ variant: TrialVariant) {
+    name = variant.name
+    weight = variant.weight
+    length = variant.length.map(Span.init)
+    reminders = variant.reminders.map { $0.offsets.map(Span.init) }
+    grace = variant.grace.map(Span.init)
+    labels = variant.labels.isEmpty ? nil : variant.labels.dictionary
   }
 }
 

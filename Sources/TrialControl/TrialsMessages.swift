@@ -17,13 +17,16 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
   public var labels: [String: String]?
   /// The plan whose length, reminders and labels the trial takes where the others leave them open.
   public var plan: String?
+  /// The variant of the plan; nil: the one the subject gets.
+  public var variant: String?
 
   public init(
     subject: String, duration: Duration? = nil, endsAt: Date? = nil, reminders: ReminderSchedule? = nil,
-    labels: [String: String]? = nil, plan: String? = nil
+    labels: [String: String]? = nil, plan: String? = nil, variant: String? = nil
   ) {
     self.subject = subject
     self.plan = plan
+    self.variant = variant
     self.duration = duration.map(Span.init)
     self.endsAt = endsAt
     self.reminders = reminders.map { $0.offsets.map(Span.init) }
@@ -31,12 +34,13 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
   }
 
   private enum CodingKeys: String, CodingKey {
-    case subject, duration, endsAt, reminders, labels, plan
+    case subject, duration, endsAt, reminders, labels, plan, variant
   }
 
   public init(from decoder: any Decoder) throws {
     let container = try decoder.container(keyedBy: CodingKeys.self)
     subject = try container.decode(String.self, forKey: .subject)
+    variant = try container.decodeIfPresent(String.self, forKey: .variant)
     duration = try container.decodeIfPresent(Span.self, forKey: .duration)
     endsAt = try container.decodeIfPresent(Date.self, forKey: .endsAt)
     reminders = try container.decodeIfPresent([Span].self, forKey: .reminders)
@@ -56,7 +60,8 @@ public struct StartTrialParameters: VarlinkParameters, Hashable {
     let end: TrialStart.End =
       if let endsAt { .at(endsAt) } else if let duration { .after(duration.duration) } else { .defaultLength }
     return try .start(
-      subject: subject, plan: plan, labels: labels ?? [:], end: end, reminders: reminders?.map(\.duration))
+      subject: subject, plan: plan, labels: labels ?? [:], end: end, reminders: reminders?.map(\.duration),
+      variant: variant)
   }
 }
 

@@ -121,7 +121,9 @@ struct Start: ParsableCommand, SessionCommand {
     discussion: """
       With --plan, the trial takes the plan's length, reminders and labels (its own --label options over \
       them) where --duration, --ends-at and --reminders leave them open. Otherwise, without --duration or \
-      --ends-at, the daemon's default length applies; without --reminders, its default reminders.
+      --ends-at, the daemon's default length applies; without --reminders, its default reminders. A plan \
+      with variants gives the trial the one --variant names, else the one the subject gets by a stable hash; \
+      the variant's length, reminders, grace and labels win over the plan's.
 
       Example: trialwatchctl start acme-42 --plan pro --label customer=c-991
       """)
@@ -139,9 +141,15 @@ struct Start: ParsableCommand, SessionCommand {
     help: ArgumentHelp("The plan the trial is for (trialwatchctl plans lists them).", valueName: "name"),
     completion: PlanOption.completion)
   var plan: String?
+  @Option(
+    help: ArgumentHelp(
+      "The variant of the plan (trialwatchctl plans lists them); without it, the subject's.",
+      valueName: "name"))
+  var variant: String?
   @OptionGroup var labels: LabelOptions
 
   func validate() throws {
+    if variant != nil && plan == nil { throw ValidationError("--variant needs --plan") }
     if duration != nil && endsAt != nil {
       throw ValidationError("give either --duration or --ends-at, not both")
     }
@@ -153,7 +161,8 @@ struct Start: ParsableCommand, SessionCommand {
       subject: subject, duration: try duration.map { try Arguments.span($0, option: "--duration") },
       endsAt: try endsAt.map { try Arguments.date($0, option: "--ends-at") },
       reminders: try reminders.map(Arguments.reminders), labels: try labels.parsed(),
-      plan: try PlanOption.checked(plan))
+      plan: try PlanOption.checked(plan),
+      variant: try PlanOption.checked(variant, option: "--variant", what: "variant"))
   }
 
   func run(_ session: Session) throws {

@@ -9,7 +9,8 @@ struct Plans: ParsableCommand, SessionCommand {
     discussion: """
       A plan is a named kind of trial, one file each: /etc/trialwatch/plans/NAME.conf, read when the daemon \
       starts and at systemctl reload trialwatch. A trial started with --plan takes its length, reminders and \
-      labels, and keeps them when the plan changes later. EXTENSIONS shows the plan's limits on extending \
+      labels, and keeps them when the plan changes later. VARIANTS lists its [Variant] sections as NAME:WEIGHT. \
+      EXTENSIONS shows the plan's limits on extending \
       its trials, MaxExtensions= and MaxLength= (2x/4w 2d: at most twice, 30 days from start to end in all), \
       which apply as the plan is loaded now.
 
@@ -55,9 +56,9 @@ struct GrantAgain: ParsableCommand, SessionCommand {
 /// Options that name a plan.
 enum PlanOption {
   /// Checks a `--plan` value as the daemon would.
-  static func checked(_ plan: String?, option: String = "--plan") throws -> String? {
+  static func checked(_ plan: String?, option: String = "--plan", what: String = "plan") throws -> String? {
     if let plan, let problem = TrialPlan.validateName(plan) {
-      throw ValidationError("\(option): the plan name \"\(plan)\" \(problem)")
+      throw ValidationError("\(option): the \(what) name \"\(plan)\" \(problem)")
     }
     return plan
   }
@@ -84,7 +85,7 @@ extension TrialPresenter {
         plan.name, TimeSpan.format(plan.length.duration), reminders(plan.reminders.map(\.duration)),
         plan.labels.isEmpty ? "-" : labels(plan.labels), Self.once(plan),
         plan.maxPause.map { TimeSpan.format($0.duration) } ?? "-", Self.extensionLimits(plan),
-        plan.grace.map { TimeSpan.format($0.duration) } ?? "-",
+        plan.grace.map { TimeSpan.format($0.duration) } ?? "-", Self.variants(plan),
         plan.activeTrials.map(String.init) ?? "-", plan.description ?? "",
       ]
     }
@@ -92,7 +93,8 @@ extension TrialPresenter {
       ListViewModel(
         table: TableViewModel(
           columns: [
-            "NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "EXTENSIONS", "GRACE", "ACTIVE",
+            "NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "EXTENSIONS", "GRACE", "VARIANTS",
+            "ACTIVE",
             "DESCRIPTION",
           ],
           rows: rows),
@@ -108,6 +110,12 @@ extension TrialPresenter {
     return
       ([once] + [plan.subjectKey, plan.onceFor.map { TrialPlan.cooldownText($0.duration) }].compactMap { $0 })
       .joined(separator: "/")
+  }
+
+  /// The plan's variants as `NAME:WEIGHT`, comma-separated (`short:1,long:3`), or `-` for none.
+  static func variants(_ plan: PlanObject) -> String {
+    guard let variants = plan.variants, !variants.isEmpty else { return "-" }
+    return variants.map { "\($0.name):\($0.weight)" }.joined(separator: ",")
   }
 
   /// The plan's limits on extensions: `2x` (MaxExtensions=), `4w 2d` in all (MaxLength=), both

@@ -123,17 +123,23 @@ public final class TrialPresenter {
 
   // MARK: Presenting
 
+  private static let variantRow = TrialAttributes.row("variant")!
+
   public func present(trial: TrialObject) {
     output.showTrial(viewModel(for: trial))
   }
 
   public func present(trials: [TrialObject], next: TrialID?) {
+    // A column of the variant only when a trial listed has one (a plan with [Variant] sections).
+    let variants = trials.contains { $0.named[Self.variantRow] != nil }
     let rows = trials.map { trial in
       [trial.id.description, trial.subject, stateText(trial), date(trial.endsAt), timeLeft(trial)]
+        + (variants ? [trial.named[Self.variantRow] ?? "-"] : [])
     }
     output.showList(
       ListViewModel(
-        table: TableViewModel(columns: ["ID", "SUBJECT", "STATE", "ENDS", "LEFT"], rows: rows),
+        table: TableViewModel(
+          columns: ["ID", "SUBJECT", "STATE", "ENDS", "LEFT"] + (variants ? ["VARIANT"] : []), rows: rows),
         emptyMessage: "No trials.",
         continuation: next.map { "More trials follow: trialwatchctl list --after \($0) (or --all)" }))
   }

@@ -74,6 +74,16 @@ struct ConfigurationPage {
       page.paragraph("Default: \(key.defaultDescription ?? key.defaultText).", keys: true)
     }
     page.endItems()
+    page.paragraph("and, for each variant of the plan, a section:")
+    page.item(Roff.bold("[\(documentation.variant.name)]"))
+    page.paragraph(documentation.variant.summary, keys: true)
+    page.endItems()
+    for key in documentation.variant.keys {
+      page.item(Roff.bold(key.name + "=") + Roff.italic(key.valueName))
+      page.paragraph(key.meaning, keys: true)
+      page.paragraph("Default: \(key.defaultDescription ?? key.defaultText).", keys: true)
+    }
+    page.endItems()
 
     page.section("WEBHOOK ENDPOINT FILES")
     let webhooks = ConfigurationDocumentation.webhookDirectory

@@ -44,7 +44,7 @@ import TrialCore
         Trials.startTrial.qualifiedName, Trials.startTrial.kind,
         StartTrialParameters(
           subject: "s", duration: .days(1), endsAt: extendTrial.endsAt, reminders: .default,
-          labels: ["tier": "pro"], plan: "pro")
+          labels: ["tier": "pro"], plan: "pro", variant: "long")
       ),
       (Trials.getTrial.qualifiedName, Trials.getTrial.kind, getTrial),
       (

@@ -118,7 +118,7 @@ import TrialCore
     (#"{"subject":"a","duration":"5 parsecs"}"#, ["duration"], "unknown unit"),
     (
       #"{"subject":"a","endAt":"x"}"#, ["endAt"],
-      "is not a parameter of this method (it takes duration, endsAt, labels, plan, reminders, subject)"
+      "is not a parameter of this method (it takes duration, endsAt, labels, plan, reminders, subject, variant)"
     ),
   ])
   func parameterProblem_IsNamedWithItsPath(parameters: String, path: [String], problem: String) throws {

@@ -25,6 +25,13 @@ public struct TrialAttributes: Hashable, Sendable {
     set { self["outcome"] = newValue }
   }
 
+  /// The variant of its plan the trial was started in (`TrialVariant`), absent for a trial of
+  /// a plan without variants.
+  public var variant: String? {
+    get { self["variant"] }
+    set { self["variant"] = newValue }
+  }
+
   // MARK: The table of names
 
   /// Every named attribute, the subject first, in the order the journal and an environment
@@ -36,6 +43,7 @@ public struct TrialAttributes: Hashable, Sendable {
     ("subject", "TRIAL_SUBJECT"),
     ("plan", "TRIAL_PLAN"),
     ("outcome", "TRIAL_OUTCOME"),
+    ("variant", "TRIAL_VARIANT"),
   ])
 
   /// An attribute with a text value, and the names it goes by: its key in the stores and on

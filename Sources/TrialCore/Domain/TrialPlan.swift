@@ -27,14 +27,17 @@ public struct TrialPlan: Hashable, Sendable {
   /// How long a trial of the plan stays open after its end, in state `grace`, before it
   /// expires (`Grace=`); zero: none.
   public var grace: Duration
+  /// Its variants (`[Variant]` sections), in the file's order; empty: none.
+  public var variants: [TrialVariant]
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,
     description: String? = nil, once: TrialOnce = .no, subjectKey: SubjectKeyRule = .exact,
     maxPause: Duration? = nil, onceFor: Duration? = nil, maxExtensions: Int? = nil,
     maxLength: Duration? = nil,
-    remindAfterCancel: Bool = false, grace: Duration = .zero
+    remindAfterCancel: Bool = false, grace: Duration = .zero, variants: [TrialVariant] = []
   ) {
+    self.variants = variants
     self.maxPause = maxPause
     self.onceFor = onceFor
     self.maxExtensions = maxExtensions
@@ -75,9 +78,16 @@ public struct TrialPlan: Hashable, Sendable {
   /// The labels of a trial of this plan started with `own`: the plan's, with the trial's own
   /// put over them.
   public func labels(under own: TrialLabels) throws(TrialLabels.Invalid) -> TrialLabels {
-    guard !labels.pairs.isEmpty else { return own }
-    return try labels.applying(
-      Dictionary(uniqueKeysWithValues: own.pairs.map { ($0.key, Optional($0.value)) }))
+    try Self.over(labels, own)
+  }
+
+  /// `below` with `above` put over it.
+  public static func over(_ below: TrialLabels, _ above: TrialLabels) throws(TrialLabels.Invalid)
+    -> TrialLabels
+  {
+    guard !below.pairs.isEmpty else { return above }
+    return try below.applying(
+      Dictionary(uniqueKeysWithValues: above.pairs.map { ($0.key, Optional($0.value)) }))
   }
 
   /// The card networks' rule for free trials that convert to paid: Visa (since April 2020) and

@@ -4,6 +4,8 @@ import FoundationEssentials
 /// each the name its callers use (`length` is StartTrial's `duration`).
 public enum TrialField: String, Hashable, Sendable {
   case subject, plan, length, end, reminders, labels, consumer, trial, daemon
+  /// The variant of its plan a start names.
+  case variant
   /// How far an extension moves the end.
   case `extension`
 }
@@ -37,14 +39,15 @@ public struct TrialCommand: Hashable, Sendable {
 
   /// Starts a trial of `subject` with `labels`, of `plan` if given, ending as `end` says (the
   /// default: the plan's length, else the configured one); nil `reminders`: the plan's, else
-  /// the configured ones.
+  /// the configured ones; `variant` names one of its plan's variants (nil: the subject's).
   public static func start(
     subject: String, plan: String? = nil, labels: [String: String] = [:],
     end: TrialStart.End = .defaultLength,
-    reminders: [Duration]? = nil
+    reminders: [Duration]? = nil, variant: String? = nil
   ) throws(TrialError) -> Self {
     if let problem = Trial.validateSubject(subject) { throw .invalid(.subject, problem) }
     if let plan, let problem = TrialPlan.validateName(plan) { throw .invalid(.plan, problem) }
+    if let variant, let problem = TrialPlan.validateName(variant) { throw .invalid(.variant, problem) }
     if case .after(let length) = end, length <= .zero { throw .invalid(.length, "must be a positive span") }
     let schedule: ReminderSchedule?
     do {
@@ -58,11 +61,9 @@ public struct TrialCommand: Hashable, Sendable {
     } catch {
       throw .invalid(.labels, error.description)
     }
-    return Self(
-      .start(
-        TrialStart(
-          attributes: TrialAttributes(subject: subject, plan: plan, labels: checked), end: end,
-          reminders: schedule)))
+    var attributes = TrialAttributes(subject: subject, plan: plan, labels: checked)
+    attributes.variant = variant
+    return Self(.start(TrialStart(attributes: attributes, end: end, reminders: schedule)))
   }
 
   /// Moves the end of trial `id`: later by a positive span, or to a date.
@@ -174,9 +175,13 @@ public struct TrialDefaults: Hashable, Sendable {
     self.plans = plans
   }
 
-  /// `start` with what it leaves open filled in, from its plan first: its attributes (the
-  /// plan's labels under its own), its end as of `now`, its reminders, and its plan's grace.
-  public func resolve(_ start: TrialStart, now: Date) throws(TrialError) -> (
+  /// `start` with what it leaves open filled in, from its plan's variant and its plan first:
+  /// its attributes (the plan's labels, the variant's over them, its own over both; the variant
+  /// it names, or the one its subject's key gets), its end as of `now`, its reminders, and its
+  /// grace. `fold` folds subjects for a plan's `SubjectKey=`.
+  public func resolve(
+    _ start: TrialStart, now: Date, fold: (String) throws(TrialError) -> String = SubjectFolding.ascii.fold
+  ) throws(TrialError) -> (
     attributes: TrialAttributes, end: Date, reminders: ReminderSchedule, grace: Duration
   ) {
     var attributes = start.attributes
@@ -188,11 +193,25 @@ public struct TrialDefaults: Hashable, Sendable {
       length = plan.length
       reminders = plan.reminders
       grace = plan.grace
+      var labels = plan.labels
+      if let variant = try Self.variant(of: plan, for: attributes, fold: fold) {
+        attributes.variant = variant.name
+        length = variant.length ?? length
+        reminders = variant.reminders ?? reminders
+        grace = variant.grace ?? grace
+        do {
+          labels = try variant.labels.pairs.isEmpty ? labels : TrialPlan.over(labels, variant.labels)
+        } catch {
+          throw .invalid(.labels, "of variant \"\(variant.name)\" of plan \"\(name)\": \(error.description)")
+        }
+      }
       do {
-        attributes.labels = try plan.labels(under: attributes.labels)
+        attributes.labels = try TrialPlan.over(labels, attributes.labels)
       } catch {
         throw .invalid(.labels, "with those of plan \"\(name)\": \(error.description)")
       }
+    } else if let variant = attributes.variant {
+      throw .invalid(.variant, "\"\(variant)\" names no variant: the start names no plan")
     }
     let end =
       switch start.end {
@@ -212,6 +231,27 @@ public struct TrialDefaults: Hashable, Sendable {
   }
 }
 
+extension TrialDefaults {
+  /// The variant of `plan` a start with `attributes` takes: the one it names (which must be
+  /// one of the plan's), or the one its subject's key gets; nil for a plan without variants.
+  static func variant(
+    of plan: TrialPlan, for attributes: TrialAttributes, fold: (String) throws(TrialError) -> String
+  ) throws(TrialError) -> TrialVariant? {
+    if let name = attributes.variant {
+      guard let variant = plan.variant(named: name) else {
+        let known = plan.variants.map(\.name)
+        throw .invalid(
+          .variant,
+          "\"\(name)\" is no variant of plan \"\(plan.name)\""
+            + (known.isEmpty ? ", which has none" : " (it has \(known.joined(separator: ", ")))"))
+      }
+      return variant
+    }
+    guard !plan.variants.isEmpty else { return nil }
+    return plan.variant(forKey: try plan.subjectKey.key(of: attributes.subject, fold: fold))
+  }
+}
+
 extension TrialBook {
   /// Carries out `command` in `txn`: the trial as it now is, the reminders skipped because
   /// already due, and the events logged.
@@ -221,7 +261,7 @@ extension TrialBook {
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     switch command.kind {
     case .start(let start):
-      let resolved = try defaults.resolve(start, now: now)
+      let resolved = try defaults.resolve(start, now: now, fold: folding.fold)
       let plan = resolved.attributes.plan.flatMap { defaults.plans[$0] }
       let once = try plan.flatMap { try $0.use(of: resolved.attributes.subject, fold: folding.fold) }
       return try startTrial(

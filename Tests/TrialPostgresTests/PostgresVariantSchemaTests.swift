@@ -1,0 +1,47 @@
+import Foundation
+import TestSupport
+import Testing
+import TrialCore
+import TrialTesting
+
+@testable import TrialPostgres
+
+/// The shared store's schema of variants: a database of version 9 upgraded through every step,
+/// its trials read without a variant, and a trial's variant readable as its own column.
+@Suite struct PostgresVariantSchemaTests {
+  @Test func schemaBeforeVariants_IsUpgraded_AndTheVariantIsAColumn() throws {
+    let (conninfo, connection) = try PostgresSchemaTests.upgraded(from: 9)
+    let map = ShardMap(count: 4)
+    let ownership = ShardOwnership()
+    var settings = FleetMembership.Settings()
+    settings.lease = .seconds(3_600)
+    let membership = FleetMembership(
+      conninfo: conninfo, name: "new-node", version: "test", shards: map, ownership: ownership,
+      settings: settings)
+    try membership.join()
+    let repository = try PostgresTrialRepository(
+      conninfo: conninfo, node: "new-node", shards: map, ownership: ownership, refusesEarlyFires: false)
+    #expect(try repository.trial(TrialID(1))?.attributes.variant == nil)
+
+    let now = Date(timeIntervalSinceReferenceDate: 60)
+    var attributes = TrialAttributes(subject: "new-1", plan: "pro")
+    attributes.variant = "long"
+    let started = try repository.write { txn in
+      try TrialBook.startTrial(
+        in: txn, attributes: attributes, endDate: now + 3_600, reminders: .none, now: now,
+        ids: SequenceTrialIDGenerator([0x10])
+      ).trial
+    }
+    #expect(try repository.trial(started.id)?.attributes.variant == "long")
+    let rows = try connection.execute(
+      """
+      SELECT trial_id, variant, attributes->>'plan' FROM trialwatch.trial ORDER BY trial_id
+      """)
+    let last = rows.rows - 1
+    #expect(rows.int64(last, 0) == 16 && rows.string(last, 1) == "long" && rows.string(last, 2) == "pro")
+    #expect((0..<last).allSatisfy { rows.string($0, 1) == nil })
+    let index = try connection.execute(
+      "SELECT count(*) FROM pg_indexes WHERE schemaname = 'trialwatch' AND indexname = 'trial_plan_variant'")
+    #expect(index.int(0, 0) == 1)
+  }
+}
