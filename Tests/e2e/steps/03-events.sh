@@ -17,8 +17,8 @@ OUT=$(ct systemctl reload trialwatch.service 2>&1)
 RC=$?
 # The service started without plans: they come with the reload (SIGHUP, done when it says so).
 plans_listed() {
-  PLANS=$(ct trialwatchctl plans 2>&1) && grep -Eq '^pro +6s +3s before the end +tier=pro +- +- +0 +Pro, seconds' <<< "$PLANS" \
-    && grep -Eq '^enterprise +4w 2d +1w, 3d, 1d before the end +support=priority, tier=enterprise +- +- +0 ' <<< "$PLANS"
+  PLANS=$(ct trialwatchctl plans 2>&1) && grep -Eq '^pro +6s +3s before the end +tier=pro +(- +)+0 +Pro, seconds' <<< "$PLANS" \
+    && grep -Eq '^enterprise +4w 2d +1w, 3d, 1d before the end +support=priority, tier=enterprise +(- +)+0 ' <<< "$PLANS"
 }
 if [ $RC -eq 0 ] && poll 10 plans_listed; then
   pass "systemctl reload reads the plans; trialwatchctl plans lists pro and enterprise"
