@@ -353,7 +353,7 @@ public enum PostgresSchema {
   /// Step n takes the schema from version n to n + 1 (step 0 creates it).
   static let steps = [
     createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6, upgradeTo7, upgradeTo8,
-    upgradeTo9, upgradeTo10, upgradeTo11, upgradeTo12, upgradeTo13, upgradeTo15,
+    upgradeTo9, upgradeTo10, upgradeTo11, upgradeTo12, upgradeTo13, upgradeTo14,
   ]
 
   /// What `prepare` found or did.
