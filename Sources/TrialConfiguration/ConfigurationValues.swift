@@ -134,6 +134,16 @@ extension ConfigurationSchema {
     }
   }
 
+  /// Follow-ups: spans after the expiry, separated by commas.
+  static func followUps(_ value: String) throws(InvalidValue) -> FollowUpSchedule {
+    let spans = try spans(value, item: "follow-up", or: ", or none")
+    do {
+      return try FollowUpSchedule(spans)
+    } catch {
+      throw InvalidValue(reason: error.description)
+    }
+  }
+
   /// Time spans separated by commas; `item` names one in the error for an empty one, `or` adds
   /// what else the value may be.
   static func spans(_ value: String, item: String, or: String = "") throws(InvalidValue) -> [Duration] {

@@ -115,6 +115,14 @@ enum PlanFiles {
           + "instead of expiring, and expires at the end plus the grace (the event expiry); meanwhile it is "
           + "still the subject's open trial: ending it converted counts as converted, extending it makes it "
           + "active again. A trial takes the grace at its start: a change applies to trials started after."),
+      .init(
+        name: "FollowUps", valueName: "spans", defaultText: "", defaultDescription: "none",
+        meaning:
+          "Spans after a trial's expiry (its end, plus its grace) at which the event follow-up fires, e.g. "
+          + "\"3d, 30d\": win-back messages; at most 32, each positive, whole milliseconds, at most 3650d. "
+          + "A trial that expired or was cancelled gets them; a conversion of the trial, or a later trial of "
+          + "its subject, calls them off (skipped: called-off-by-conversion, called-off-by-new-trial). A "
+          + "trial takes them at its start: a change applies to trials started after."),
     ])
 
   /// The plans of `directory`, by name, each from its file over `defaults`. `unicodeUnavailable`
@@ -208,6 +216,8 @@ enum PlanFiles {
         plan.remindAfterCancel = value.isEmpty ? false : try ConfigurationSchema.boolean(value)
       case "Grace":
         plan.grace = value.isEmpty ? .zero : try ConfigurationSchema.grace(value)
+      case "FollowUps":
+        plan.followUps = value.isEmpty || value == "none" ? .none : try ConfigurationSchema.followUps(value)
       default:
         if value.isEmpty { labels = [:] }
         for (key, text) in try labelPairs(value) { labels[key] = text }

@@ -306,7 +306,8 @@ public struct ExportEvent: Codable, Hashable, Sendable {
       case .beyondGrace(let lateness, let grace):
         self.lateness = PreciseSpan(lateness)
         self.grace = PreciseSpan(grace)
-      case .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume, .supersededByExpiry, .cancelAtEnd:
+      case .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume, .supersededByExpiry, .cancelAtEnd,
+        .calledOffByConversion, .calledOffByNewTrial:
         break
       }
     }

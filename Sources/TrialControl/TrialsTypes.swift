@@ -150,9 +150,17 @@ public struct EventObject: Codable, Hashable, Sendable {
     /// `graceStarted` on the wire (a Varlink enum value is an identifier); `grace-started`
     /// where text names the event (`name`).
     case graceStarted
+    /// `followUp` on the wire; `follow-up` where text names it.
+    case followUp
 
     /// The event's name as the journal, the event ids, consumers and webhooks give it.
-    public var name: String { self == .graceStarted ? EventKind.graceStarted.name : rawValue }
+    public var name: String {
+      switch self {
+      case .graceStarted: EventKind.graceStarted.name
+      case .followUp: "follow-up"
+      default: rawValue
+      }
+    }
 
     init(_ kind: EventKind) {
       self =
@@ -162,6 +170,7 @@ public struct EventObject: Codable, Hashable, Sendable {
         case .paused: .paused
         case .resumed: .resumed
         case .graceStarted: .graceStarted
+        case .followUp: .followUp
         }
     }
   }
@@ -179,7 +188,8 @@ public struct EventObject: Codable, Hashable, Sendable {
 
   /// `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-grace-started`,
   /// `<trial id>-r<revision>-reminder-<ms>ms`, or
-  /// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left).
+  /// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left),
+  /// `<trial id>-r<revision>-follow-up-<ms>ms` (the span after the expiry).
   public var id: EventID
   public var trialId: TrialID
   public var subject: String?
@@ -195,6 +205,8 @@ public struct EventObject: Codable, Hashable, Sendable {
   public var offset: Span?
   /// For a pause or a resume: the time left to run.
   public var left: Span?
+  /// For a follow-up: the span after the trial's expiry.
+  public var after: Span?
   public var due: Date
   public var state: State
   /// A code for why a skipped event did not fire (`already-due-at-start`).
@@ -225,6 +237,7 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.kind = Kind(id.kind)
     self.offset = id.kind.reminderOffset.map(Span.init)
     self.left = id.kind.timeLeft.map(Span.init)
+    self.after = id.kind.followUpSpan.map(Span.init)
     self.due = due
     self.state = state
     self.reason = reason
@@ -256,7 +269,8 @@ public struct EventObject: Codable, Hashable, Sendable {
   }
 
   private enum CodingKeys: String, CodingKey {
-    case id, trialId, subject, labels, revision, kind, offset, left, due, state, reason, detail, takenAt
+    case id, trialId, subject, labels, revision, kind, offset, left, after, due, state, reason, detail,
+      takenAt
     case lateness, endsAt, cursor
   }
 
@@ -271,6 +285,7 @@ public struct EventObject: Codable, Hashable, Sendable {
     kind = try container.decode(Kind.self, forKey: .kind)
     offset = try container.decodeIfPresent(Span.self, forKey: .offset)
     left = try container.decodeIfPresent(Span.self, forKey: .left)
+    after = try container.decodeIfPresent(Span.self, forKey: .after)
     due = try container.decode(Date.self, forKey: .due)
     state = try container.decode(State.self, forKey: .state)
     reason = try container.decodeIfPresent(String.self, forKey: .reason)
@@ -292,6 +307,7 @@ public struct EventObject: Codable, Hashable, Sendable {
     try container.encode(kind, forKey: .kind)
     try container.encodeIfPresent(offset, forKey: .offset)
     try container.encodeIfPresent(left, forKey: .left)
+    try container.encodeIfPresent(after, forKey: .after)
     try container.encode(due, forKey: .due)
     try container.encode(state, forKey: .state)
     try container.encodeIfPresent(reason, forKey: .reason)

@@ -378,6 +378,7 @@ public final class TrialPresenter {
     case .reminder: "reminder \(event.offset?.description ?? "?") before the end"
     case .paused: "paused with \(event.left?.description ?? "?") left"
     case .resumed: "resumes with \(event.left?.description ?? "?") left"
+    case .followUp: "follow-up \(event.after?.description ?? "?") after the end"
     }
   }
 

@@ -84,12 +84,13 @@ extension Engine {
     switch command.kind {
     case .start: if planned { planner.add(trial, now: now, reason: .alreadyDueAtStart) }
     case .extend: if planned { planner.add(trial, now: now, reason: .alreadyDueAtExtension) }
-    case .end: planner.cancel(trial.id)
+    // An ended trial's follow-ups stay planned: each is called off or fires as it falls due.
+    case .end: if planned { planner.add(trial, now: now) } else { planner.cancel(trial.id) }
     case .pause: if planned { planner.add(trial, now: now) }
     case .resume: if planned { planner.add(trial, now: now, reason: .alreadyDueAtResume) }
     case .cancel(_, let atEnd, _):
       if !atEnd {
-        planner.cancel(trial.id)
+        if planned { planner.add(trial, now: now) } else { planner.cancel(trial.id) }
       } else if planned, trial.grace > .zero {
         planner.add(trial, now: now, reason: .alreadyDueAtExtension)
       }

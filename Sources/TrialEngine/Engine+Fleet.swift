@@ -67,7 +67,10 @@ extension Engine {
     // A trial that ended leaves the planner (a paused one keeps the resume `replan` planned).
     do {
       try repository.read { txn in
-        for id in mine where try txn.trial(id)?.isOpen != true { planner.cancel(id) }
+        for id in mine {
+          let trial = try txn.trial(id)
+          if trial?.isOpen != true, trial?.hasFollowUps != true { planner.cancel(id) }
+        }
       }
     } catch {
       logger.error("could not re-read changed trials", metadata: ["error": "\(error)"])

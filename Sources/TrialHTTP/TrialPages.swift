@@ -57,6 +57,7 @@ extension Gateway {
         case .graceStarted: "grace-started"
         case .paused: "paused"
         case .resumed: "resumed"
+        case .followUp: "follow-up" + (event.after.map { " \($0) after" } ?? "")
         }
       body.row(
         [("data-event", event.id.description)],

@@ -5,7 +5,7 @@ import TrialCore
 /// integers, times as microseconds since the Unix epoch, an event as (trial, revision,
 /// `offset_ms`: a reminder's offset in milliseconds, 0 for the expiry, minus the time left for
 /// a pause, minus 2^62 minus the time left for a resume, 2^62 (above every reminder's) for the
-/// start of grace), outcomes as text.
+/// start of grace, 2^62 plus the span for a follow-up), outcomes as text.
 enum PostgresRecords {
   // MARK: Scalars
 
@@ -38,6 +38,7 @@ enum PostgresRecords {
     switch kind {
     case .expiry: 0
     case .graceStarted: resumedBase
+    case .followUp(let after): resumedBase + after.roundedMilliseconds
     case .reminder(let before): before.roundedMilliseconds
     case .paused(let left): -left.roundedMilliseconds
     case .resumed(let left): -resumedBase - left.roundedMilliseconds
@@ -48,6 +49,7 @@ enum PostgresRecords {
     switch offset {
     case 0: .expiry
     case resumedBase: .graceStarted
+    case (resumedBase + 1)...: .followUp(after: .milliseconds(offset - resumedBase))
     case 1...: .reminder(before: .milliseconds(offset))
     case (-resumedBase)...: .paused(left: .milliseconds(-offset))
     default: .resumed(left: .milliseconds(-(offset + resumedBase)))

@@ -200,7 +200,7 @@ extension PostgresWriteTransaction {
         """
         INSERT INTO trialwatch.ledger (trial_id, revision, offset_ms, event_id, shard, kind, outcome, skip_detail,
           due_s, taken_s, late, delivered_s, node, epoch)
-        SELECT t, r, o, id, s, CASE WHEN o = 0 THEN 'expiry' WHEN o = \(PostgresRecords.resumedBase) THEN 'grace-started' WHEN o > 0 THEN 'reminder' WHEN o >= -\(PostgresRecords.resumedBase) THEN 'paused' ELSE 'resumed' END, oc, d, due, tk, l, dl, \(p[12]), ep
+        SELECT t, r, o, id, s, CASE WHEN o = 0 THEN 'expiry' WHEN o = \(PostgresRecords.resumedBase) THEN 'grace-started' WHEN o > \(PostgresRecords.resumedBase) THEN 'follow-up' WHEN o > 0 THEN 'reminder' WHEN o >= -\(PostgresRecords.resumedBase) THEN 'paused' ELSE 'resumed' END, oc, d, due, tk, l, dl, \(p[12]), ep
         FROM unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::bigint[], \(p[3])::text[], \(p[4])::integer[],
           \(p[5])::text[], \(p[6])::text[], \(p[7])::float8[], \(p[8])::float8[], \(p[9])::boolean[],
           \(p[10])::float8[], \(p[11])::bigint[]) AS u(t, r, o, id, s, oc, d, due, tk, l, dl, ep)

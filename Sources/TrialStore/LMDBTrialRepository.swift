@@ -290,6 +290,10 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
               if total % max(progressEvery, 1) == 0 { progress(total) }
               let running = state == .active || state == .grace
               if !running { byState[Int(RecordCodec.stateCode(state))] += 1 }
+              // An ended trial's follow-ups not yet taken are planned too.
+              let followsUp =
+                try state.isEnded
+                && decoding(trialKey, in: "trials", path: path) { try codec.trialHasFollowUps(value) }
               if state == .paused {
                 // Only its resume, when its pause runs out, is planned: never in the ledger while
                 // the trial is paused (a resume starts the next revision).
@@ -297,7 +301,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
                   try decoding(trialKey, in: "trials", path: path) { try codec.decodeTrial(value, id: id) }
                 ) { _ in false }
               }
-              if running {
+              if running || followsUp {
                 let trial = try decoding(trialKey, in: "trials", path: path) {
                   try codec.decodeTrial(value, id: id)
                 }
@@ -319,7 +323,7 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
                 }
                 // A running record whose revision's expiry is in the ledger is expired.
                 let stillRunning = planner.restore(trial) { done.contains($0.order) }
-                byState[Int(RecordCodec.stateCode(stillRunning ? state : .expired))] += 1
+                if running { byState[Int(RecordCodec.stateCode(stillRunning ? state : .expired))] += 1 }
               }
               item = try trials.next()
             }

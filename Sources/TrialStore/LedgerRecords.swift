@@ -4,12 +4,13 @@ import TrialCore
 // Ledger entry records (layout: docs/store-format.md).
 extension RecordCodec {
   // Version 1 (the trial id, revision and event order are in the key):
-  //   u8 version, u8 kind (0 expiry, 1 reminder, 2 paused, 3 resumed, 4 grace-started; 2 and 3
-  //   since schema 6, 4 since schema 9),
+  //   u8 version, u8 kind (0 expiry, 1 reminder, 2 paused, 3 resumed, 4 grace-started,
+  //   5 follow-up; 2 and 3 since schema 6, 4 and 5 since schema 9),
   //   u8 outcome, u8 flags (bit 0: late, bit 1: delivered), [f64 reminder offset or time left
   //   (days)], date due, date taken, [date delivered], outcome payload:
   //     0 fired, 1 already due at start, 2 already due at extension, 4 superseded by expiry,
-  //     6 already due at resume, 7 cancel at end (since schema 9): nothing;
+  //     6 already due at resume, 7 cancel at end, 8 called off by conversion, 9 called off by
+  //     new trial (7 to 9 since schema 9): nothing;
   //     3 superseded by reminder: u64 trial id, u32 revision, u8 kind, [f64 offset];
   //     5 beyond grace: f64 lateness, f64 grace (seconds).
 
@@ -21,6 +22,7 @@ extension RecordCodec {
     case .paused: 2
     case .resumed: 3
     case .graceStarted: 4
+    case .followUp: 5
     }
   }
 
@@ -33,6 +35,7 @@ extension RecordCodec {
     case 2: return .paused(left: try reader.reminderOffset())
     case 3: return .resumed(left: try reader.reminderOffset())
     case 4: return .graceStarted
+    case 5: return .followUp(after: try reader.reminderOffset())
     default: throw RecordProblem("unknown event kind \(code)")
     }
   }
@@ -40,7 +43,7 @@ extension RecordCodec {
   /// A kind's code, then the span it carries, if any.
   func encodeKind(_ kind: EventKind, into writer: inout ByteWriter) {
     writer.u8(Self.kindCode(kind))
-    if kind.hasSpan { writer.reminderOffset(kind.beforeEnd) }
+    if kind.hasSpan { writer.reminderOffset(kind.span) }
   }
 
   func encode(_ entry: LedgerEntry, into writer: inout ByteWriter) {
@@ -49,7 +52,7 @@ extension RecordCodec {
     writer.u8(Self.kindCode(kind))
     writer.u8(Self.outcomeCode(entry.outcome))
     writer.u8((entry.isLate ? 1 : 0) | (entry.deliveredAt == nil ? 0 : 2))
-    if kind.hasSpan { writer.reminderOffset(kind.beforeEnd) }
+    if kind.hasSpan { writer.reminderOffset(kind.span) }
     writer.date(entry.event.due)
     writer.date(entry.takenAt)
     if let delivered = entry.deliveredAt { writer.date(delivered) }
@@ -66,6 +69,8 @@ extension RecordCodec {
     case .skipped(.beyondGrace): 5
     case .skipped(.alreadyDueAtResume): 6
     case .skipped(.cancelAtEnd): 7
+    case .skipped(.calledOffByConversion): 8
+    case .skipped(.calledOffByNewTrial): 9
     }
   }
 
@@ -103,6 +108,8 @@ extension RecordCodec {
       return .skipped(.beyondGrace(lateness: lateness, grace: grace))
     case 6: return .skipped(.alreadyDueAtResume)
     case 7: return .skipped(.cancelAtEnd)
+    case 8: return .skipped(.calledOffByConversion)
+    case 9: return .skipped(.calledOffByNewTrial)
     default:
       throw RecordProblem("unknown outcome \(code)")
     }

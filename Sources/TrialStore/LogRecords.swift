@@ -63,7 +63,7 @@ extension RecordCodec {
     writer.u8(entry.isLate ? 1 : 0)
     writer.u64(id.trialID.rawValue)
     writer.u32(id.revision)
-    if id.kind.hasSpan { writer.reminderOffset(id.kind.beforeEnd) }
+    if id.kind.hasSpan { writer.reminderOffset(id.kind.span) }
     writer.date(entry.event.due)
     writer.date(entry.takenAt)
     encodeOutcomePayload(entry.outcome, into: &writer)

@@ -121,6 +121,10 @@ public struct Trial: Hashable, Sendable {
   /// enters `grace` (the event `grace-started`) and expires this long after.
   public var grace: Duration
 
+  /// Its plan's follow-ups, taken at its start: due after its expiry (`expiryIndex`), the last
+  /// events of its revision.
+  public var followUps: FollowUpSchedule
+
   /// The longest grace a trial may have: 365 days.
   public static let maximumGrace = Duration.days(365)
 
@@ -128,19 +132,24 @@ public struct Trial: Hashable, Sendable {
     id: TrialID, subject: String, labels: TrialLabels = .none, period: TrialPeriod,
     state: TrialState = .active,
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
-    pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil, grace: Duration = .zero
+    pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil,
+    grace: Duration = .zero,
+    followUps: FollowUpSchedule = .none
   ) {
     self.init(
       id: id, attributes: TrialAttributes(subject: subject, labels: labels), period: period, state: state,
       reminders: reminders, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions,
-      cancelMark: cancelMark, grace: grace)
+      cancelMark: cancelMark, grace: grace, followUps: followUps)
   }
 
   public init(
     id: TrialID, attributes: TrialAttributes, period: TrialPeriod, state: TrialState = .active,
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
-    pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil, grace: Duration = .zero
+    pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil,
+    grace: Duration = .zero,
+    followUps: FollowUpSchedule = .none
   ) {
+    self.followUps = followUps
     self.extensions = extensions
     self.cancelMark = cancelMark
     self.grace = grace
@@ -169,20 +178,26 @@ public struct Trial: Hashable, Sendable {
   public var plan: String? { attributes.plan }
 
   /// Every event of the current revision, in the order they fall due: reminders, the start of
-  /// its grace (when it enters grace), then the expiry.
+  /// its grace (when it enters grace), the expiry, then its follow-ups.
   public var events: [TrialEvent] {
     (0..<eventCount).map { event(at: $0) }
   }
 
   /// How many events the current revision plans: its reminders, `grace-started` when it enters
-  /// grace, the expiry.
-  public var eventCount: Int { reminders.offsets.count + (entersGrace ? 2 : 1) }
+  /// grace, the expiry, its follow-ups.
+  public var eventCount: Int { expiryIndex + 1 + followUps.spans.count }
 
-  /// The event at `index` of the current revision's plan; the last index is the expiry.
+  /// The index of the expiry among `events`: after the reminders and the start of grace.
+  public var expiryIndex: Int { reminders.offsets.count + (entersGrace ? 1 : 0) }
+
+  /// The event at `index` of the current revision's plan (`expiryIndex`: the expiry).
   public func event(at index: Int) -> TrialEvent {
+    let expiry = expiryIndex
     let kind: EventKind =
       index < reminders.offsets.count
-      ? .reminder(before: reminders.offsets[index]) : index + 1 < eventCount ? .graceStarted : .expiry
+      ? .reminder(before: reminders.offsets[index])
+      : index < expiry
+        ? .graceStarted : index == expiry ? .expiry : .followUp(after: followUps.spans[index - expiry - 1])
     return TrialEvent(
       trialID: id, revision: revision, kind: kind, endDate: period.endDate, grace: expiryGrace)
   }

@@ -13,6 +13,9 @@ public enum EventKind: Hashable, Sendable {
   case paused(left: Duration)
   /// The paused trial resumed with `left` to run: its new end `left` after the resume.
   case resumed(left: Duration)
+  /// A follow-up of a trial that ended by its expiry, `after` it (whole milliseconds): due at
+  /// the end plus the grace plus `after` (`FollowUpSchedule`).
+  case followUp(after: Duration)
 
   public var name: String {
     switch self {
@@ -21,11 +24,26 @@ public enum EventKind: Hashable, Sendable {
     case .graceStarted: "grace-started"
     case .paused: "paused"
     case .resumed: "resumed"
+    case .followUp: "follow-up"
     }
   }
 
   /// Every kind's name, in the order the documentation lists them.
-  public static let names = ["reminder", "grace-started", "expiry", "paused", "resumed"]
+  public static let names = ["reminder", "grace-started", "expiry", "follow-up", "paused", "resumed"]
+
+  /// The span the kind carries: a reminder's offset, a pause's or resume's time left, a
+  /// follow-up's span after the expiry; zero for the expiry and the start of grace.
+  public var span: Duration {
+    switch self {
+    case .reminder(let span), .paused(let span), .resumed(let span), .followUp(let span): span
+    case .expiry, .graceStarted: .zero
+    }
+  }
+
+  /// The span after the expiry of a follow-up; nil for any other kind.
+  public var followUpSpan: Duration? {
+    if case .followUp(let span) = self { span } else { nil }
+  }
 
   public var reminderOffset: Duration? {
     if case .reminder(let offset) = self { offset } else { nil }
@@ -35,21 +53,24 @@ public enum EventKind: Hashable, Sendable {
   public var timeLeft: Duration? {
     switch self {
     case .paused(let left), .resumed(let left): left
-    case .reminder, .expiry, .graceStarted: nil
+    case .reminder, .expiry, .graceStarted, .followUp: nil
     }
   }
 
   /// How long before the trial's end the event falls due: a reminder's offset, the time left of
   /// a pause or resume, zero for the start of grace and the expiry (which falls due the trial's
-  /// grace after the end).
+  /// grace after the end); a follow-up's span after the expiry, negated (so that `trialEnd` is
+  /// its expiry's due time).
   public var beforeEnd: Duration {
     switch self {
     case .reminder(let span), .paused(let span), .resumed(let span): span
+    case .followUp(let span): .zero - span
     case .expiry, .graceStarted: .zero
     }
   }
 
-  /// Whether the kind carries a span (a reminder's offset, a pause's or resume's time left).
+  /// Whether the kind carries a span (a reminder's offset, a pause's or resume's time left, a
+  /// follow-up's span).
   public var hasSpan: Bool { self != .expiry && self != .graceStarted }
 
   /// A pause or a resume: an event of a command (or of a pause running out), not of the
@@ -62,7 +83,8 @@ public enum EventKind: Hashable, Sendable {
 ///
 /// Text form: `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-grace-started`,
 /// `<trial id>-r<revision>-reminder-<ms>ms`, and
-/// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left). A revision is
+/// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left),
+/// `<trial id>-r<revision>-follow-up-<ms>ms` (the span after the expiry). A revision is
 /// paused at most once: a resume starts the next one.
 public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   public var trialID: TrialID
@@ -78,14 +100,15 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   /// The reminder offset, or a pause's or resume's time left, in whole milliseconds; 0 for the
   /// expiry and the start of grace.
   public var offsetMilliseconds: UInt64 {
-    UInt64(clamping: kind.beforeEnd.roundedMilliseconds)
+    UInt64(clamping: kind.span.roundedMilliseconds)
   }
 
   public var description: String {
     switch kind {
     case .expiry: "\(trialID)-r\(revision)-expiry"
     case .graceStarted: "\(trialID)-r\(revision)-grace-started"
-    case .reminder, .paused, .resumed: "\(trialID)-r\(revision)-\(kind.name)-\(offsetMilliseconds)ms"
+    case .reminder, .paused, .resumed, .followUp:
+      "\(trialID)-r\(revision)-\(kind.name)-\(offsetMilliseconds)ms"
     }
   }
 
@@ -110,6 +133,11 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
       case "resumed": self.init(trialID: trial, revision: revision, kind: .resumed(left: span))
       default: return nil
       }
+    case 5 where parts[2] == "follow" && parts[3] == "up" && parts[4].hasSuffix("ms"):
+      guard let millis = UInt64(parts[4].dropLast(2)), millis > 0, millis < EventID.followUpOrder else {
+        return nil
+      }
+      self.init(trialID: trial, revision: revision, kind: .followUp(after: .milliseconds(millis)))
     default:
       return nil
     }
@@ -120,6 +148,8 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
   /// The order of `grace-started` (`order`).
   public static let graceStartedOrder: UInt64 = 1 << 60
+  /// The base of a follow-up's order (`3 << 60 | ms`): a follow-up's span is below 2^60 ms.
+  public static let followUpOrder: UInt64 = 3 << 60
 
   /// Ids of one trial sort together, by revision, then as the stores' keys do: the start of
   /// grace, the pause, the resume, the reminders in due order (larger offsets first), the expiry
@@ -131,13 +161,15 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   }
 
   /// The place of the event in its revision, as the stores' keys order them: the start of grace
-  /// (`1 << 60`, in the range whose top two bits are 0), a pause (`1 << 62 | ms`), a resume
+  /// (`1 << 60`, in the range whose top two bits are 0), a follow-up (`3 << 60 | ms`, in the same
+  /// range; `2 << 60 | ms` is kept for milestones), a pause (`1 << 62 | ms`), a resume
   /// (`2 << 62 | ms`), reminders by descending offset (`~ms`, which keeps its top two bits set
   /// for offsets below 2^62 ms), the expiry (`UInt64.max`).
   public var order: UInt64 {
     switch kind {
     case .expiry: UInt64.max
     case .graceStarted: EventID.graceStartedOrder
+    case .followUp: EventID.followUpOrder | offsetMilliseconds
     case .reminder: ~offsetMilliseconds
     case .paused: 1 << 62 | offsetMilliseconds
     case .resumed: 2 << 62 | offsetMilliseconds
@@ -148,6 +180,9 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   public static func kind(order: UInt64) -> EventKind? {
     if order == UInt64.max { return .expiry }
     if order == graceStartedOrder { return .graceStarted }
+    if order >> 60 == 3, order & (followUpOrder - 1) > 0 {
+      return .followUp(after: .milliseconds(order & (followUpOrder - 1)))
+    }
     let millis = order & (maximumMilliseconds - 1)
     switch order >> 62 {
     case 3 where ~order > 0: return .reminder(before: .milliseconds(~order))
@@ -176,6 +211,7 @@ public struct TrialEvent: Hashable, Sendable {
       switch kind {
       case .expiry: grace == .zero ? endDate : endDate.adding(grace)
       case .graceStarted: endDate
+      case .followUp(let span): endDate.adding(grace).adding(span)
       default: endDate.addingTimeInterval(-kind.beforeEnd.timeInterval)
       }
     self.init(id: EventID(trialID: trialID, revision: revision, kind: kind), due: due)

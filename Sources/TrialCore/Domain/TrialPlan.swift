@@ -29,6 +29,9 @@ public struct TrialPlan: Hashable, Sendable {
   public var grace: Duration
   /// Its variants (`[Variant]` sections), in the file's order; empty: none.
   public var variants: [TrialVariant]
+  /// Spans after the expiry at which a trial of the plan gets its follow-ups (`FollowUps=`),
+  /// taken at its start.
+  public var followUps: FollowUpSchedule = .none
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,

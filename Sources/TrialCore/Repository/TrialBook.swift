@@ -39,7 +39,7 @@ extension TrialRepository {
         summary.trials += 1
         summary.byState[trial.state, default: 0] += 1
         if summary.trials % progressEvery == 0 { progress(summary.trials) }
-        guard trial.isOpen else { return true }
+        guard trial.isOpen || trial.hasFollowUps else { return true }
         planner.restore(trial, ledger: try txn.ledgerEntries(trial: trial.id))
         return true
       }
@@ -90,10 +90,10 @@ public enum TrialBook {
   /// trial once), a subject recorded there already is refused, and the trial is recorded. With
   /// `onceFor` too (`OnceFor=`), a subject whose last trial there started that long ago or
   /// longer is let start again: the record keeps its first start and takes this one as its last.
-  /// The trial keeps `grace` (its plan's) as it starts.
+  /// The trial keeps `grace` and `followUps` (its plan's) as it starts.
   public static func startTrial(
     in txn: any TrialWriteTransaction, attributes: TrialAttributes, endDate: Date,
-    reminders: ReminderSchedule, grace: Duration = .zero,
+    reminders: ReminderSchedule, grace: Duration = .zero, followUps: FollowUpSchedule = .none,
     now: Date, ids: any TrialIDGenerator, once: (scope: SubjectUse.Scope, key: String)? = nil,
     onceFor: Duration? = nil
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
@@ -124,7 +124,7 @@ public enum TrialBook {
     guard let id else { throw TrialError(.idSpaceExhausted(attempts: idAttempts)) }
     let trial = Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: now, endDate: endDate),
-      reminders: reminders, grace: .milliseconds(grace.roundedMilliseconds))
+      reminders: reminders, grace: .milliseconds(grace.roundedMilliseconds), followUps: followUps)
     try write(trial, was: nil, in: txn)
     if var renewed {
       renewed.lastStartedAt = now
@@ -233,8 +233,12 @@ public enum TrialBook {
     // file store visit its pages in key order; returned in the order given. The start of a
     // grace, whose order comes first, moves its trial to `grace` before that trial's reminders
     // taken in the same wake are recorded, as of a running trial all the same.
+    // Follow-ups last: after the expiry of the same wake that ends their trial.
     let order = due.indices.sorted {
-      due[$0].event.id != due[$1].event.id ? due[$0].event.id < due[$1].event.id : $0 < $1
+      let (lhs, rhs) = (due[$0].event, due[$1].event)
+      let (lhsLater, rhsLater) = (lhs.kind.followUpSpan != nil, rhs.kind.followUpSpan != nil)
+      if lhsLater != rhsLater { return rhsLater }
+      return lhs.id != rhs.id ? lhs.id < rhs.id : $0 < $1
     }
     // What was recorded, in the order recorded, and where each event given went in it (-1:
     // left out). Arrays of plain values rather than one of optional tuples, which Swift copies
@@ -252,7 +256,9 @@ public enum TrialBook {
       if case .paused = item.event.kind { continue }
       // The trial first: an event of another revision never needs its ledger entry read.
       guard let trial = try txn.trial(item.event.trialID), trial.revision == item.event.revision,
-        item.event.kind.isPauseOrResume ? trial.state == .paused : trial.isRunning,
+        item.event.kind.followUpSpan != nil
+          ? trial.state.isEnded
+          : item.event.kind.isPauseOrResume ? trial.state == .paused : trial.isRunning,
         try txn.ledgerEntry(item.event.id) == nil
       else { continue }
       if case .resumed = item.event.kind {
@@ -262,7 +268,11 @@ public enum TrialBook {
         continue
       }
       // A reminder of a trial cancelled at its end is skipped, as the trial is now.
-      let entry = LedgerEntry(disposition(of: item, for: trial))
+      // A follow-up is called off by a conversion or a later trial of the subject.
+      let entry = LedgerEntry(
+        item.event.kind.followUpSpan == nil
+          ? disposition(of: item, for: trial)
+          : followUp(item, for: trial, latest: try txn.latestTrialID(subject: trial.subject)))
       try txn.putLedgerEntry(entry)
       let taken = trial.taking(item.event, at: item.takenAt)
       if taken.state != trial.state { try write(taken, was: trial, in: txn) }
@@ -302,6 +312,14 @@ public enum TrialBook {
       try txn.putLedgerEntry(entry)
       return try txn.appendEvent(entry, attributes: trial.attributes)
     }
+  }
+
+  /// `due`, a follow-up, as it is taken for its ended `trial`: `Trial.followUpDisposition`.
+  static func followUp(_ due: DueEvent, for trial: Trial, latest: TrialID?) -> DueEvent {
+    guard due.fires else { return due }
+    var taken = due
+    taken.disposition = trial.followUpDisposition(latestTrial: latest)
+    return taken
   }
 
   static func skippedReminders(of trial: Trial, now: Date, reason: SkipReason) -> [DueEvent] {

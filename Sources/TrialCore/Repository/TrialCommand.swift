@@ -266,7 +266,8 @@ extension TrialBook {
       let once = try plan.flatMap { try $0.use(of: resolved.attributes.subject, fold: folding.fold) }
       return try startTrial(
         in: txn, attributes: resolved.attributes, endDate: resolved.end, reminders: resolved.reminders,
-        grace: resolved.grace, now: now, ids: ids, once: once, onceFor: plan?.onceFor)
+        grace: resolved.grace, followUps: plan?.followUps ?? .none, now: now, ids: ids, once: once,
+        onceFor: plan?.onceFor)
     case .extend(let id, let change, let labels):
       guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
       let end =

@@ -47,6 +47,10 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
   case beyondGrace(lateness: Duration, grace: Duration)
   /// Its trial is cancelled at its end, and its plan said `RemindAfterCancel=no` then.
   case cancelAtEnd
+  /// A follow-up of a trial that was converted (`FollowUps=`).
+  case calledOffByConversion
+  /// A follow-up of a trial whose subject started a later trial.
+  case calledOffByNewTrial
 
   public var code: String {
     switch self {
@@ -57,6 +61,8 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
     case .supersededByExpiry: "superseded-by-expiry"
     case .beyondGrace: "beyond-grace"
     case .cancelAtEnd: "cancel-at-end"
+    case .calledOffByConversion: "called-off-by-conversion"
+    case .calledOffByNewTrial: "called-off-by-new-trial"
     }
   }
 
@@ -70,6 +76,8 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
     case .beyondGrace(let lateness, let grace):
       "late by \(TimeSpan.format(lateness)), beyond the grace of \(TimeSpan.format(grace))"
     case .cancelAtEnd: "the trial is cancelled at its end"
+    case .calledOffByConversion: "called off: the trial was converted"
+    case .calledOffByNewTrial: "called off: the subject started a later trial"
     }
   }
 }
@@ -78,7 +86,8 @@ extension SkipReason {
   /// Every code, in the order the documentation lists them.
   public static let codes = [
     "already-due-at-start", "already-due-at-extension", "already-due-at-resume", "superseded-by-reminder",
-    "superseded-by-expiry", "beyond-grace", "cancel-at-end",
+    "superseded-by-expiry", "beyond-grace", "cancel-at-end", "called-off-by-conversion",
+    "called-off-by-new-trial",
   ]
 
   /// Why a reason could not be read back from its code and details.
@@ -104,6 +113,8 @@ extension SkipReason {
     case "already-due-at-resume": self = .alreadyDueAtResume
     case "superseded-by-expiry": self = .supersededByExpiry
     case "cancel-at-end": self = .cancelAtEnd
+    case "called-off-by-conversion": self = .calledOffByConversion
+    case "called-off-by-new-trial": self = .calledOffByNewTrial
     case "superseded-by-reminder": self = .supersededByReminder(try required(supersededBy, "supersededBy"))
     case "beyond-grace":
       self = .beyondGrace(lateness: try required(lateness, "lateness"), grace: try required(grace, "grace"))

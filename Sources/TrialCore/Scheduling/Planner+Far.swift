@@ -64,9 +64,11 @@ extension Planner {
   /// how many it has pending. Nil when the trial is not far, or is not as it was planned (a
   /// change in flight).
   public func farEvent(of trial: Trial) -> TrialEvent? {
-    guard let held = far.due(of: trial.id.rawValue), trial.isRunning else { return nil }
+    guard let held = far.due(of: trial.id.rawValue),
+      trial.isRunning || (trial.state.isEnded && trial.hasFollowUps)
+    else { return nil }
     let end = trial.period.endDate.timeIntervalSinceReferenceDate
-    let seconds = Planner.eventSeconds(trial.reminders, grace: trial.expiryGrace)
+    let seconds = Planner.eventSeconds(trial.reminders, grace: trial.expiryGrace, followUps: trial.followUps)
     let index = seconds.count - held.events
     guard seconds.indices.contains(index) else { return nil }
     let due = end - seconds[index]

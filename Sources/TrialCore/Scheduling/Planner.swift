@@ -76,26 +76,24 @@ public struct Planner: Sendable {
   var buckets: [UInt32] = []
   /// Trials in the index.
   var indexed = 0
-  /// Each interned schedule: reminders and the trial's grace (zero: none).
+  /// Each interned schedule: reminders, the trial's grace (zero: none) and follow-ups.
   var schedules: [Schedule] = []
   /// Each interned schedule's events as seconds before the end, for due-time arithmetic
   /// (`eventSeconds`): its reminders', then 0 for `grace-started` when it has grace, then the
-  /// expiry's (0, or minus the grace).
+  /// expiry's (0, or minus the grace), then its follow-ups' (minus the grace and the span).
   var scheduleSeconds: [[Double]] = []
   var scheduleIndex: [Schedule: UInt32] = [:]
 
-  /// What a slot's events follow from: its reminders and its grace.
+  /// What a slot's events follow from: its reminders, its grace and its follow-ups.
   struct Schedule: Hashable, Sendable {
     var reminders: ReminderSchedule
     var grace: Duration
+    var followUps: FollowUpSchedule = .none
+
+    /// The index of the expiry.
+    var expiryIndex: Int { reminders.offsets.count + (grace == .zero ? 0 : 1) }
   }
 
-  /// The events of a revision with `reminders` whose expiry falls due `grace` after the end, as
-  /// seconds before the end, in due order.
-  static func eventSeconds(_ reminders: ReminderSchedule, grace: Duration) -> [Double] {
-    let offsets = reminders.offsets.map(\.timeInterval)
-    return grace == .zero ? offsets + [0] : offsets + [0, -grace.timeInterval]
-  }
   var lastPlan: UInt32 = 0
   var staleEntries = 0
   /// The last plan number before plans are numbered again (lowered by tests).
@@ -147,13 +145,15 @@ public struct Planner: Sendable {
     guard trial.isRunning else {
       cancel(trial.id)
       planResume(of: trial)
+      // An ended trial's follow-ups: each is taken (fired or called off) when it falls due.
+      if trial.state.isEnded, trial.hasFollowUps { schedule(trial, from: trial.expiryIndex + 1, now: now) }
       return []
     }
     var skipped: [DueEvent] = []
     var first = trial.reminders.offsets.count
     if trial.state == .grace {
-      // Past its end: only its expiry is left.
-      schedule(trial, from: trial.eventCount - 1, now: now)
+      // Past its end: only its expiry and follow-ups are left.
+      schedule(trial, from: trial.expiryIndex, now: now)
       return skipped
     }
     for index in 0..<trial.reminders.offsets.count {
@@ -181,14 +181,16 @@ public struct Planner: Sendable {
       return false
     }
     let count = trial.eventCount
-    guard trial.isRunning, !completed(trial.event(at: count - 1).id) else {
+    let expired = !trial.isRunning || completed(trial.event(at: trial.expiryIndex).id)
+    // An ended trial's follow-ups not yet taken are planned still.
+    var first = expired ? (trial.isRunning || trial.state.isEnded ? trial.expiryIndex + 1 : count) : 0
+    while first < count, completed(trial.event(at: first).id) { first += 1 }
+    guard first < count else {
       cancel(trial.id)
       return false
     }
-    var first = 0
-    while first < count, completed(trial.event(at: first).id) { first += 1 }
     schedule(trial, from: first, now: nil)
-    return true
+    return !expired
   }
 
   /// The same from the trial's ledger entries, of any revision: those of its current revision
@@ -234,7 +236,8 @@ public struct Planner: Sendable {
   /// the horizon (and after twice the lookahead from `now`, when known).
   private mutating func schedule(_ trial: Trial, from first: Int, now: Date?) {
     pendingEventCount -= far.remove(trial.id.rawValue)
-    let schedule = intern(Schedule(reminders: trial.reminders, grace: trial.expiryGrace))
+    let schedule = intern(
+      Schedule(reminders: trial.reminders, grace: trial.expiryGrace, followUps: trial.followUps))
     let end = trial.period.endDate.timeIntervalSinceReferenceDate
     let seconds = scheduleSeconds[Int(schedule)]
     let firstDue = end - seconds[first]
@@ -269,7 +272,8 @@ public struct Planner: Sendable {
     if let index = scheduleIndex[schedule] { return index }
     let index = UInt32(schedules.count)
     schedules.append(schedule)
-    scheduleSeconds.append(Self.eventSeconds(schedule.reminders, grace: schedule.grace))
+    scheduleSeconds.append(
+      Self.eventSeconds(schedule.reminders, grace: schedule.grace, followUps: schedule.followUps))
     scheduleIndex[schedule] = index
     return index
   }
@@ -285,9 +289,13 @@ public struct Planner: Sendable {
 
   /// The kind of the event at `index` of a slot's schedule.
   func kind(of slot: Slot, index: UInt8) -> EventKind {
-    let offsets = schedules[Int(slot.schedule)].reminders.offsets
+    let schedule = schedules[Int(slot.schedule)]
+    let offsets = schedule.reminders.offsets
+    let expiry = schedule.expiryIndex
     if Int(index) < offsets.count { return .reminder(before: offsets[Int(index)]) }
-    return Int(index) + 1 < scheduleSeconds[Int(slot.schedule)].count ? .graceStarted : .expiry
+    if Int(index) < expiry { return .graceStarted }
+    return Int(index) == expiry
+      ? .expiry : .followUp(after: schedule.followUps.spans[Int(index) - expiry - 1])
   }
 
   func event(of slot: Slot, index: UInt8) -> TrialEvent {
@@ -363,15 +371,18 @@ public struct Planner: Sendable {
     guard let position = slot(of: id.trialID.rawValue) else { return nil }
     let slot = slots[Int(position)]
     guard slot.revision == id.revision else { return nil }
-    let offsets = schedules[Int(slot.schedule)].reminders.offsets
-    let total = scheduleSeconds[Int(slot.schedule)].count
+    let schedule = schedules[Int(slot.schedule)]
+    let offsets = schedule.reminders.offsets
     let found: Int
     switch id.kind {
     case .expiry:
-      found = total - 1
+      found = schedule.expiryIndex
     case .graceStarted:
-      guard total - offsets.count == 2 else { return nil }
+      guard schedule.grace != .zero else { return nil }
       found = offsets.count
+    case .followUp(let span):
+      guard let position = schedule.followUps.spans.firstIndex(of: span) else { return nil }
+      found = schedule.expiryIndex + 1 + position
     case .reminder(let offset):
       guard let position = offsets.firstIndex(of: offset) else { return nil }
       found = position

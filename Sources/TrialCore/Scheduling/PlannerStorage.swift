@@ -132,3 +132,17 @@ extension Planner {
     buckets = Self.table(of: size, for: slots)
   }
 }
+
+extension Planner {
+  /// The events of a revision with `reminders` whose expiry falls due `grace` after the end, as
+  /// seconds before the end, in due order; `followUps` after the expiry.
+  static func eventSeconds(
+    _ reminders: ReminderSchedule, grace: Duration, followUps: FollowUpSchedule = .none
+  )
+    -> [Double]
+  {
+    let offsets = reminders.offsets.map(\.timeInterval)
+    let events = grace == .zero ? offsets + [0] : offsets + [0, -grace.timeInterval]
+    return followUps.isEmpty ? events : events + followUps.spans.map { -(grace + $0).timeInterval }
+  }
+}

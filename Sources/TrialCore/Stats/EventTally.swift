@@ -49,7 +49,7 @@ public struct Histogram: Hashable, Sendable {
 /// arrays by position (`kinds`, `SkipReason.codes`): the tally costs an addition per event.
 public struct EventTally: Hashable, Sendable {
   /// Every kind of event, in the order the metrics list them.
-  public static let kinds = ["reminder", "expiry", "paused", "resumed", "grace-started"]
+  public static let kinds = ["reminder", "expiry", "paused", "resumed", "grace-started", "follow-up"]
 
   private var firedByKind = [Int64](repeating: 0, count: kinds.count)
   private var skippedByReason = [Int64](repeating: 0, count: SkipReason.codes.count)
@@ -61,7 +61,8 @@ public struct EventTally: Hashable, Sendable {
 
   public init() {}
 
-  /// Fired events by kind name (`reminder`, `expiry`, `paused`, `resumed`, `grace-started`),
+  /// Fired events by kind name (`reminder`, `expiry`, `paused`, `resumed`, `grace-started`,
+  /// `follow-up`),
   /// every kind.
   public var fired: [String: Int64] {
     Dictionary(uniqueKeysWithValues: zip(Self.kinds, firedByKind))
@@ -99,6 +100,7 @@ public struct EventTally: Hashable, Sendable {
     case .paused: 2
     case .resumed: 3
     case .graceStarted: 4
+    case .followUp: 5
     }
   }
 
@@ -112,6 +114,8 @@ public struct EventTally: Hashable, Sendable {
     case .supersededByExpiry: 4
     case .beyondGrace: 5
     case .cancelAtEnd: 6
+    case .calledOffByConversion: 7
+    case .calledOffByNewTrial: 8
     }
   }
 }

@@ -37,6 +37,8 @@ public enum EventJournalEntry {
     case resumed = "ac0a8c5469ff4fbea738cf5cfb2f368f"
     /// A trial reached its end and entered its plan's grace (`Grace=`), on time.
     case graceStarted = "80e9a228f2d94604aa96d487fac1ded2"
+    /// A follow-up of a trial fired after its expiry (`FollowUps=`), on time or late.
+    case followUp = "3b7d5c0e9a4f4e1b8c26d1f0a7e93c54"
     /// A webhook endpoint was disabled (logged by the engine: `WebhookDuty.disabledMessageID`).
     case webhookDisabled = "f75962a2895d4649bb6ea076b97e58b1"
     /// The store failed to write or sync, and the daemon stops (logged by the daemon:
@@ -58,6 +60,7 @@ public enum EventJournalEntry {
     case (.fired, .expiry) where outcome == TrialState.cancelled.rawValue: .cancelledAtEnd
     case (.fired, .paused): .paused
     case (.fired, .resumed): .resumed
+    case (.fired, .followUp): .followUp
     case (.fired, _) where entry.isLate: .firedLate
     case (.fired, .expiry): .expired
     case (.fired, .graceStarted): .graceStarted
@@ -178,6 +181,10 @@ public enum EventJournalEntry {
       return "\(who): expiry skipped, \(reason); ends \(endText)"
     case (.skipped(let reason), .reminder(let offset)):
       return "\(who): reminder \(TimeSpan.format(offset)) before the end skipped, \(reason); ends \(endText)"
+    case (.fired, .followUp(let after)):
+      return "\(who): follow-up \(TimeSpan.format(after)) after its end\(late)"
+    case (.skipped(let reason), .followUp(let after)):
+      return "\(who): follow-up \(TimeSpan.format(after)) after its end skipped, \(reason)"
     case (_, .paused(let left)):
       let itself = resumes.map { ", resumes by itself at \(CivilTime($0).readable)" } ?? ""
       return "\(who) paused with \(TimeSpan.format(left, style: .timeLeft)) left\(itself)"

@@ -126,6 +126,7 @@ final class StatusDuty: EngineDuty {
     case .expiry: line += "; next: \(name) expires \(when)"
     case .reminder: line += "; next: \(name) reminder \(when)"
     case .graceStarted: line += "; next: \(name) grace starts \(when)"
+    case .followUp: line += "; next: \(name) follow-up \(when)"
     case .paused, .resumed: line += "; next: \(name) resumes \(when)"
     }
     return line
