@@ -137,6 +137,9 @@ extension ConfigurationSchema {
   /// Follow-ups: spans after the expiry, separated by commas.
   static func followUps(_ value: String) throws(InvalidValue) -> FollowUpSchedule {
     let spans = try spans(value, item: "follow-up", or: ", or none")
+    guard spans.allSatisfy({ $0 == .milliseconds($0.roundedMilliseconds) }) else {
+      throw InvalidValue(reason: "must be a whole number of milliseconds")
+    }
     do {
       return try FollowUpSchedule(spans)
     } catch {

@@ -30,6 +30,8 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var grace: Span?
   /// Its variants, in the file's order; nil: none.
   public var variants: [VariantObject]?
+  /// Spans after the expiry at which a trial gets its follow-ups (`FollowUps=`); nil: none.
+  public var followUps: [Span]?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
     variants = plan.variants.isEmpty ? nil : plan.variants.map(VariantObject.init)
@@ -47,6 +49,7 @@ public struct PlanObject: Codable, Hashable, Sendable {
     maxLength = plan.maxLength.map(Span.init)
     remindAfterCancel = plan.remindAfterCancel ? true : nil
     grace = plan.grace > .zero ? Span(plan.grace) : nil
+    followUps = plan.followUps.isEmpty ? nil : plan.followUps.spans.map(Span.init)
   }
 }
 

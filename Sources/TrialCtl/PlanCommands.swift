@@ -86,6 +86,7 @@ extension TrialPresenter {
         plan.labels.isEmpty ? "-" : labels(plan.labels), Self.once(plan),
         plan.maxPause.map { TimeSpan.format($0.duration) } ?? "-", Self.extensionLimits(plan),
         plan.grace.map { TimeSpan.format($0.duration) } ?? "-", Self.variants(plan),
+        plan.followUps.map { $0.map { TimeSpan.format($0.duration) }.joined(separator: ", ") } ?? "-",
         plan.activeTrials.map(String.init) ?? "-", plan.description ?? "",
       ]
     }
@@ -94,6 +95,7 @@ extension TrialPresenter {
         table: TableViewModel(
           columns: [
             "NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "EXTENSIONS", "GRACE", "VARIANTS",
+            "FOLLOWUPS",
             "ACTIVE",
             "DESCRIPTION",
           ],

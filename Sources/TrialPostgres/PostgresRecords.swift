@@ -98,7 +98,7 @@ enum PostgresRecords {
   /// The columns a trial is read from (`TrialRows`, by name).
   static let trialColumns = """
     trial_id, subject, state, revision, start_s, end_s, ended_s, reminders_ms, attributes, paused_s, resume_s,
-    extensions, cancel_s, cancel_reminds, grace_ms
+    extensions, cancel_s, cancel_reminds, grace_ms, follow_ups_ms
     """
 
   /// The columns a ledger entry is read from (`EntryColumns`, by name): of a ledger row, or of

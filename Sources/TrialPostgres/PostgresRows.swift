@@ -31,6 +31,7 @@ struct TrialRows {
   let result: PGResult
   private var id = 0, subject = 0, state = 0, revision = 0, start = 0, end = 0, ended = 0, reminders = 0
   private var attributes = 0, paused = 0, resume = 0, extensions = 0, cancel = 0, cancelReminds = 0, grace = 0
+  private var followUps = 0
 
   init(_ result: PGResult) throws {
     self.result = result
@@ -39,7 +40,7 @@ struct TrialRows {
         \.id: "trial_id", \.subject: "subject", \.state: "state", \.revision: "revision", \.start: "start_s",
         \.end: "end_s", \.ended: "ended_s", \.reminders: "reminders_ms", \.attributes: "attributes",
         \.paused: "paused_s", \.resume: "resume_s", \.extensions: "extensions", \.cancel: "cancel_s",
-        \.cancelReminds: "cancel_reminds", \.grace: "grace_ms",
+        \.cancelReminds: "cancel_reminds", \.grace: "grace_ms", \.followUps: "follow_ups_ms",
       ], for: &self)
   }
 
@@ -57,10 +58,24 @@ struct TrialRows {
       let grace = result.int64(row, grace), grace >= 0, grace < EventID.maximumMilliseconds
     else { throw PostgresStoreError.damaged("\(name) is unreadable") }
     let schedule: ReminderSchedule
+    let followUpSpans: FollowUpSchedule
     do {
       schedule = try ReminderSchedule(offsets.map { .milliseconds($0) })
     } catch {
       throw PostgresStoreError.damaged("\(name) has invalid reminders: \(error)")
+    }
+    do {
+      let spans = try result.string(row, followUps).map {
+        guard let spans = PGArray.int64s($0) else {
+          throw PostgresStoreError.damaged("\(name) is unreadable")
+        }
+        return spans
+      }
+      followUpSpans = try FollowUpSchedule((spans ?? []).map { .milliseconds($0) })
+    } catch let error as PostgresStoreError {
+      throw error
+    } catch {
+      throw PostgresStoreError.damaged("\(name) has invalid follow-ups: \(error)")
     }
     return Trial(
       id: trialID,
@@ -76,7 +91,7 @@ struct TrialRows {
       cancelMark: result.double(row, cancel).map {
         TrialCancelMark(
           askedAt: PostgresRecords.date($0), remindAfterCancel: result.bool(row, cancelReminds) ?? false)
-      }, grace: .milliseconds(grace))
+      }, grace: .milliseconds(grace), followUps: followUpSpans)
   }
 }
 

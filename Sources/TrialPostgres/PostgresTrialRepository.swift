@@ -250,13 +250,14 @@ public final class PostgresTrialRepository: TrialRepository, @unchecked Sendable
       let trials = try txn.query(
         """
         SELECT \(PostgresRecords.trialColumns) FROM trialwatch.trial
-        WHERE state IN ('active', 'paused', 'grace') AND shard = ANY($1::integer[])
+        WHERE (state IN ('active', 'paused', 'grace') OR follow_ups_ms IS NOT NULL) AND shard = ANY($1::integer[])
         """, list)
       let taken = try txn.query(
         """
         SELECT l.trial_id, l.revision, l.offset_ms FROM trialwatch.ledger l
         JOIN trialwatch.trial t ON t.trial_id = l.trial_id AND t.revision = l.revision
-        WHERE t.state IN ('active', 'paused', 'grace') AND t.shard = ANY($1::integer[])
+        WHERE (t.state IN ('active', 'paused', 'grace') OR t.follow_ups_ms IS NOT NULL)
+          AND t.shard = ANY($1::integer[])
         """, list)
       var done = Set<EventID>()
       for row in 0..<taken.rows {

@@ -64,7 +64,7 @@ struct WriteQuery {
 extension PostgresWriteTransaction {
   /// The columns of `trials` as array literals: id, shard, subject, state, revision, start,
   /// end, ended, reminders, attributes, paused since, paused until, extensions, cancel asked,
-  /// cancel reminds, grace.
+  /// cancel reminds, grace, follow-ups (NULL: none).
   static func trialColumns(_ trials: [Trial], shards: ShardMap) -> [String?] {
     [
       PGArray.literal(trials.map { Int64(bitPattern: $0.id.rawValue) }),
@@ -84,6 +84,10 @@ extension PostgresWriteTransaction {
       PGArray.literal(trials.map { $0.cancelMark.map { PostgresRecords.sql($0.askedAt) } }),
       PGArray.literal(trials.map { $0.cancelMark.map { $0.remindAfterCancel ? "t" : "f" } }),
       PGArray.literal(trials.map { $0.grace.roundedMilliseconds }),
+      PGArray.literal(
+        trials.map {
+          $0.followUps.isEmpty ? nil : PGArray.literal($0.followUps.spans.map(\.roundedMilliseconds))
+        }),
     ]
   }
 
@@ -128,18 +132,20 @@ extension PostgresWriteTransaction {
       query.write(
         """
         INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, ended_s,
-          reminders_ms, attributes, paused_s, resume_s, extensions, cancel_s, cancel_reminds, grace_ms)
-        SELECT t, s, subj, st, r, b, e, x, m::bigint[], a, ps, pu, n, cs, cr, g
+          reminders_ms, attributes, paused_s, resume_s, extensions, cancel_s, cancel_reminds, grace_ms,
+          follow_ups_ms)
+        SELECT t, s, subj, st, r, b, e, x, m::bigint[], a, ps, pu, n, cs, cr, g, f::bigint[]
         FROM unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::text[], \(p[3])::text[], \(p[4])::integer[],
           \(p[5])::float8[], \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[], \(p[9])::jsonb[],
           \(p[10])::float8[], \(p[11])::float8[], \(p[12])::integer[], \(p[13])::float8[], \(p[14])::boolean[],
-          \(p[15])::bigint[])
-          AS u(t, s, subj, st, r, b, e, x, m, a, ps, pu, n, cs, cr, g)
+          \(p[15])::bigint[], \(p[16])::text[])
+          AS u(t, s, subj, st, r, b, e, x, m, a, ps, pu, n, cs, cr, g, f)
         ON CONFLICT (trial_id) DO UPDATE SET subject = excluded.subject, state = excluded.state,
           revision = excluded.revision, start_s = excluded.start_s, end_s = excluded.end_s,
           ended_s = excluded.ended_s, reminders_ms = excluded.reminders_ms, attributes = excluded.attributes,
           paused_s = excluded.paused_s, resume_s = excluded.resume_s, extensions = excluded.extensions,
-          cancel_s = excluded.cancel_s, cancel_reminds = excluded.cancel_reminds, grace_ms = excluded.grace_ms
+          cancel_s = excluded.cancel_s, cancel_reminds = excluded.cancel_reminds, grace_ms = excluded.grace_ms,
+          follow_ups_ms = excluded.follow_ups_ms
         """)
     }
     if !updates.isEmpty {
@@ -154,12 +160,13 @@ extension PostgresWriteTransaction {
         """
         UPDATE trialwatch.trial AS t SET subject = u.subj, state = u.st, revision = u.r, start_s = u.b,
           end_s = u.e, ended_s = u.x, reminders_ms = u.m::bigint[], attributes = u.a, paused_s = u.ps,
-          resume_s = u.pu, extensions = u.n, cancel_s = u.cs, cancel_reminds = u.cr, grace_ms = u.g
+          resume_s = u.pu, extensions = u.n, cancel_s = u.cs, cancel_reminds = u.cr, grace_ms = u.g,
+          follow_ups_ms = u.f::bigint[]
         FROM unnest(\(p[0])::bigint[], \(p[2])::text[], \(p[3])::text[], \(p[4])::integer[], \(p[5])::float8[],
           \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[], \(p[9])::jsonb[], \(p[10])::float8[],
           \(p[11])::float8[], \(p[12])::integer[], \(p[13])::float8[], \(p[14])::boolean[], \(p[15])::bigint[],
-          \(baseRevisions)::integer[], \(baseStates)::text[])
-          AS u(id, subj, st, r, b, e, x, m, a, ps, pu, n, cs, cr, g, br, bs)
+          \(p[16])::text[], \(baseRevisions)::integer[], \(baseStates)::text[])
+          AS u(id, subj, st, r, b, e, x, m, a, ps, pu, n, cs, cr, g, f, br, bs)
         WHERE t.trial_id = u.id AND t.revision = u.br AND t.state = u.bs
         """)
       query.call("SELECT trialwatch.written((SELECT count(*) FROM \(updated)), \(updates.count))")

@@ -134,7 +134,9 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
       default: return nil
       }
     case 5 where parts[2] == "follow" && parts[3] == "up" && parts[4].hasSuffix("ms"):
-      guard let millis = UInt64(parts[4].dropLast(2)), millis > 0, millis < EventID.followUpOrder else {
+      guard let millis = UInt64(parts[4].dropLast(2)), millis > 0,
+        millis < EventID.maximumFollowUpMilliseconds
+      else {
         return nil
       }
       self.init(trialID: trial, revision: revision, kind: .followUp(after: .milliseconds(millis)))
@@ -150,6 +152,8 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   public static let graceStartedOrder: UInt64 = 1 << 60
   /// The base of a follow-up's order (`3 << 60 | ms`): a follow-up's span is below 2^60 ms.
   public static let followUpOrder: UInt64 = 3 << 60
+  /// A follow-up's span is below 2^60 ms (`followUpOrder`).
+  public static let maximumFollowUpMilliseconds: UInt64 = 1 << 60
 
   /// Ids of one trial sort together, by revision, then as the stores' keys do: the start of
   /// grace, the pause, the resume, the reminders in due order (larger offsets first), the expiry
@@ -180,8 +184,8 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   public static func kind(order: UInt64) -> EventKind? {
     if order == UInt64.max { return .expiry }
     if order == graceStartedOrder { return .graceStarted }
-    if order >> 60 == 3, order & (followUpOrder - 1) > 0 {
-      return .followUp(after: .milliseconds(order & (followUpOrder - 1)))
+    if order >> 60 == 3, order & (maximumFollowUpMilliseconds - 1) > 0 {
+      return .followUp(after: .milliseconds(order & (maximumFollowUpMilliseconds - 1)))
     }
     let millis = order & (maximumMilliseconds - 1)
     switch order >> 62 {

@@ -400,10 +400,18 @@ extension EventObject {
       events.append(EventObject(pending: resume, attributes: trial.attributes))
     }
     for event in trial.events where !taken.contains(event.id) {
-      if trial.isOpen {
+      if event.kind.followUpSpan != nil {
+        // A follow-up is pending until taken; of a converted trial, to be called off.
+        var pending = EventObject(pending: event, attributes: trial.attributes)
+        if case .skip(let reason) = trial.followUpDisposition(latestTrial: nil) {
+          pending.reason = reason.code
+          pending.detail = "to be skipped: \(reason)"
+        }
+        events.append(pending)
+      } else if trial.isOpen {
         var pending = EventObject(pending: event, attributes: trial.attributes(of: event))
         // A reminder of a trial cancelled at its end: to be skipped when it falls due.
-        if event.kind != .expiry, trial.skipsReminders {
+        if event.kind.reminderOffset != nil, trial.skipsReminders {
           pending.reason = SkipReason.cancelAtEnd.code
           pending.detail = "to be skipped: \(SkipReason.cancelAtEnd)"
         }
