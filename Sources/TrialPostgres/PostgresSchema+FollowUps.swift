@@ -10,6 +10,6 @@ extension PostgresSchema {
     ALTER TABLE trialwatch.ledger DROP CONSTRAINT ledger_kind_check,
       ADD CONSTRAINT ledger_kind_check
         CHECK (kind IN ('reminder', 'expiry', 'paused', 'resumed', 'grace-started', 'follow-up'));
-    CREATE INDEX trial_follow_ups_shard ON trialwatch.trial (shard) WHERE follow_ups_ms IS NOT NULL;
+    CREATE INDEX followed_up_trials ON trialwatch.trial (shard) WHERE follow_ups_ms IS NOT NULL;
     """
 }

@@ -39,7 +39,10 @@ import Testing
       Self.entry(.reminder(before: .days(4)), late: 0, outcome: .skipped(.alreadyDueAtStart)),
       Self.entry(.paused(left: .days(1)), late: 0),
     ])
-    #expect(tally.fired == ["expiry": 1, "reminder": 2, "paused": 1, "resumed": 0, "grace-started": 0])
+    #expect(
+      tally.fired == [
+        "expiry": 1, "reminder": 2, "paused": 1, "resumed": 0, "grace-started": 0, "follow-up": 0,
+      ])
     #expect(tally.skipped == ["already-due-at-start": 2])
     #expect(tally.late == 1)
     #expect(tally.lateness.count == 0, "lateness is the timer's, recorded apart")
@@ -57,7 +60,8 @@ import Testing
     let reasons: [SkipReason] = [
       .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume,
       .supersededByReminder(EventID(trialID: TrialID(7), revision: 1, kind: .expiry)), .supersededByExpiry,
-      .beyondGrace(lateness: .hours(2), grace: .hours(1)), .cancelAtEnd,
+      .beyondGrace(lateness: .hours(2), grace: .hours(1)), .cancelAtEnd, .calledOffByConversion,
+      .calledOffByNewTrial,
     ]
     var tally = EventTally()
     tally.logged(reasons.map { Self.entry(.reminder(before: .days(1)), late: 0, outcome: .skipped($0)) })

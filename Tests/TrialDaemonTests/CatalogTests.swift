@@ -96,8 +96,15 @@ enum RepositoryFile {
     let graces = [
       (LedgerEntry(event: graceStarted, outcome: .fired, takenAt: graceStarted.due, isLate: false), inGrace)
     ]
+    // An expired trial's follow-up.
+    var followed = trial
+    followed.followUps = try FollowUpSchedule([.days(3)])
+    let followUp = followed.event(at: followed.eventCount - 1)
+    let followUps = [
+      (LedgerEntry(event: followUp, outcome: .fired, takenAt: followUp.due, isLate: false), followed)
+    ]
     var fields: [String: Set<String>] = [:]
-    for (sample, trial) in samples.map({ ($0, trial) }) + pauses + ends + graces {
+    for (sample, trial) in samples.map({ ($0, trial) }) + pauses + ends + graces + followUps {
       let names = EventJournalEntry.fields(for: sample, attributes: trial.attributes, trial: trial).map(
         \.name)
       let id = EventJournalEntry.messageID(for: sample, outcome: trial.attributes.outcome).rawValue

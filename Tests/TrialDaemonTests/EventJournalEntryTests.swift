@@ -287,7 +287,7 @@ private func fields(
 
   @Test func messageIDs_AreDistinct128BitIDs() {
     let ids = EventJournalEntry.MessageID.allCases.map(\.rawValue)
-    #expect(Set(ids).count == ids.count && ids.count == 11)
+    #expect(Set(ids).count == ids.count && ids.count == 12)
     for id in ids {
       #expect(id.count == 32 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase }, "\(id)")
     }

@@ -89,9 +89,10 @@ public enum TrialConsistency {
       taken[index] = entry
     }
 
-    let expiry = events[events.count - 1]
-    let expiryEntry = taken[taken.count - 1]
-    let graceIndex = trial.entersGrace ? events.count - 2 : nil
+    // Follow-ups come after the expiry, the last of the trial's own events.
+    let expiry = events[trial.expiryIndex]
+    let expiryEntry = taken[trial.expiryIndex]
+    let graceIndex = trial.entersGrace ? trial.expiryIndex - 1 : nil
     let graceEntry = graceIndex.flatMap { taken[$0] }
     if trial.state == .grace, graceEntry?.fired != true {
       problems.append(
