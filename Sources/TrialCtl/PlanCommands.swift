@@ -9,7 +9,8 @@ struct Plans: ParsableCommand, SessionCommand {
     discussion: """
       A plan is a named kind of trial, one file each: /etc/trialwatch/plans/NAME.conf, read when the daemon \
       starts and at systemctl reload trialwatch. A trial started with --plan takes its length, reminders and \
-      labels, and keeps them when the plan changes later. VARIANTS lists its [Variant] sections as NAME:WEIGHT. \
+      labels, and keeps them when the plan changes later. VARIANTS lists its [Variant] sections as NAME:WEIGHT, \
+      FOLLOWUPS the spans after a trial's expiry at which its follow-ups fire (FollowUps=). \
       EXTENSIONS shows the plan's limits on extending \
       its trials, MaxExtensions= and MaxLength= (2x/4w 2d: at most twice, 30 days from start to end in all), \
       which apply as the plan is loaded now.

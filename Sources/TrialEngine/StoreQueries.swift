@@ -86,21 +86,35 @@ public struct StoreQueries: @unchecked Sendable {
     try simulateWithTrials(now: now, through: date, policy: policy).due
   }
 
-  /// The same, with the trials of the events (read in one transaction), and each reminder of a
-  /// trial cancelled at its end skipped as it would be (`TrialBook.disposition`).
+  /// The same, with the trials of the events (read in one transaction), each reminder of a
+  /// trial cancelled at its end skipped as it would be (`TrialBook.disposition`), and each
+  /// follow-up called off as it would be (`TrialBook.followUp`: the trial converted, or its
+  /// subject's latest trial another).
   public func simulateWithTrials(now: Date, through date: Date, policy: CatchUpPolicy) throws -> (
     due: [DueEvent], trials: [TrialID: Trial]
   ) {
     var planner = Planner(policy: policy)
     try repository.restore(into: &planner, progress: { _ in })
     let due = planner.simulate(now: now, through: date)
-    let trials = try repository.read { txn in
+    let (trials, latest) = try repository.read { txn in
       var trials: [TrialID: Trial] = [:]
-      for id in Set(due.map(\.event.trialID)) { trials[id] = try txn.trial(id) }
-      return trials
+      var latest: [String: TrialID] = [:]
+      for id in Set(due.map(\.event.trialID)) {
+        guard let trial = try txn.trial(id) else { continue }
+        trials[id] = trial
+        if trial.hasFollowUps, latest[trial.subject] == nil {
+          latest[trial.subject] = try txn.latestTrialID(subject: trial.subject)
+        }
+      }
+      return (trials, latest)
     }
     return (
-      due.map { item in trials[item.event.trialID].map { TrialBook.disposition(of: item, for: $0) } ?? item },
+      due.map { item in
+        guard let trial = trials[item.event.trialID] else { return item }
+        return item.event.kind.followUpSpan == nil
+          ? TrialBook.disposition(of: item, for: trial)
+          : TrialBook.followUp(item, for: trial, latest: latest[trial.subject])
+      },
       trials
     )
   }

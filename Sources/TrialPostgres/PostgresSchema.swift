@@ -354,6 +354,7 @@ public enum PostgresSchema {
   static let steps = [
     createVersion1, upgradeTo2, upgradeTo3, upgradeTo4, upgradeTo5, upgradeTo6, upgradeTo7, upgradeTo8,
     upgradeTo9, upgradeTo10, upgradeTo11, upgradeTo12, upgradeTo13, upgradeTo14,
+    upgradeTo15,
   ]
 
   /// What `prepare` found or did.

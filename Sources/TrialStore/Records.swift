@@ -182,7 +182,7 @@ final class RecordCodec {
   //   u8 version, u8 state, u8 flags (bit 0: endedAt present, bit 1: paused-since present,
   //   bit 2: paused-until present, bit 3: cancel-at-end mark present, bit 4: grace present,
   //   bit 5: extension count present, bit 7: follow-ups present; bits 1 and 2 since schema 6,
-  //   bits 3 to 5 and 7 since 9; bit 6 is kept for a variant),
+  //   bits 3 to 5 and 7 since 9; bit 6 is kept for milestones),
   //   u8 reminder count n, u32 revision, date start, date end, [date endedAt], [date paused
   //   since], [date paused until], [date cancel asked, u8 remind after cancel (0 or 1)],
   //   [u64 grace (milliseconds, positive)], [u32 extensions, written only when above 0],

@@ -24,6 +24,8 @@ import TrialTesting
 ///     daemon_peak_rss_ready_1000k       the most resident at once until then (VmHWM): the
 ///                                       store's pages the start-up scan mapped in, mostly
 ///     daemon_rss_after_ready_1000k_labels  the same with four labels on every trial
+///     daemon_rss_after_ready_1000k_followups  the same with two follow-ups (3d, 30d) on every
+///                                       trial, planned after its expiry (`FollowUps=`)
 ///     daemon_idle_context_switches_60s  context switches while idle after a client's calls
 ///     daemon_ready_1000k_retention      start to READY=1 with 1,000,000 active trials and
 ///                                       `[Trials] Retention=400d`, whose first pass over the
@@ -54,6 +56,12 @@ func runDaemonBench() throws {
   try measureLoadedDaemon(trials: trials, labels: benchLabels) { daemon in
     report(
       "daemon_rss_after_ready_\(trials / 1000)k_labels", daemon.memory().megabytes(\.resident), "MB",
+      digits: 1)
+  }
+  let followUps = try FollowUpSchedule([.days(3), .days(30)])
+  try measureLoadedDaemon(trials: trials, followUps: followUps) { daemon in
+    report(
+      "daemon_rss_after_ready_\(trials / 1000)k_followups", daemon.memory().megabytes(\.resident), "MB",
       digits: 1)
   }
   try measureLoadedDaemon(trials: trials, configuration: "[Trials]\nRetention=400d\n") { daemon in
@@ -129,12 +137,15 @@ private func ctlStatusMilliseconds(_ daemon: DaemonProcess) throws -> Double {
 /// Runs `body` on a daemon started on a store of `trials` active trials, then stops it.
 /// `reportSocket`: the daemon also binds a metrics socket, `report.sock` in its directory.
 private func measureLoadedDaemon(
-  trials: Int, labels: [String: String] = [:], configuration: String = "", reportSocket: Bool = false,
-  _ body: (DaemonProcess) throws -> Void
+  trials: Int, labels: [String: String] = [:], followUps: FollowUpSchedule = .none,
+  configuration: String = "",
+  reportSocket: Bool = false, _ body: (DaemonProcess) throws -> Void
 ) throws {
   let scratch = try TemporaryDirectory("bench-daemon")
   let directory = scratch.url
-  try populate(state: DaemonProcess.stateDirectory(in: directory).path, trials: trials, labels: labels)
+  try populate(
+    state: DaemonProcess.stateDirectory(in: directory).path, trials: trials, labels: labels,
+    followUps: followUps)
   let report =
     reportSocket ? "[Daemon]\nMetricsSocket=\(directory.appendingPathComponent("report.sock").path)\n" : ""
   let daemon = try DaemonProcess(
@@ -170,8 +181,11 @@ private func measureIdleSwitches(_ daemon: DaemonProcess) throws {
     digits: 0)
 }
 
-/// Writes `trials` active trials, ending 10 to 40 days from now, with `labels`, in batches.
-private func populate(state: String, trials: Int, labels: [String: String]) throws {
+/// Writes `trials` active trials, ending 10 to 40 days from now, with `labels` and `followUps`,
+/// in batches.
+private func populate(state: String, trials: Int, labels: [String: String], followUps: FollowUpSchedule)
+  throws
+{
   let labels = try TrialLabels(labels)
   let repository = try LMDBTrialRepository(directory: state)
   defer { repository.close() }
@@ -183,7 +197,7 @@ private func populate(state: String, trials: Int, labels: [String: String]) thro
     try txn.putTrial(
       Trial(
         id: TrialID(generator.next() | 1), subject: "bench-\(index)", labels: labels,
-        period: TrialPeriod(startDate: now, endDate: end)))
+        period: TrialPeriod(startDate: now, endDate: end), followUps: followUps))
   }
 }
 

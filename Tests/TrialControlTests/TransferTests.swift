@@ -63,6 +63,30 @@ import TrialCore
     #expect(throws: (any Error).self) { try ExportRecord.read(line: stray.utf8) }
   }
 
+  /// A trial travels with its follow-ups and their ledger entries, called off ones with their
+  /// reason; a line without them (a file from before follow-ups) reads as a trial with none, and a
+  /// bad span is refused naming the field.
+  @Test func exportRecord_OfFollowUps_ReadsBackTheSame() throws {
+    var followed = trial(state: .expired)
+    followed.followUps = try FollowUpSchedule([.days(3), .days(30)])
+    let line = ExportRecord(followed).jsonLine
+    #expect(line.contains(#""followUps":["3d","4w 2d"]"#))
+    #expect(try roundTrip(ExportRecord(followed)) == .trial(followed))
+    let old = ExportRecord(trial(state: .expired)).jsonLine
+    #expect(!old.contains("followUps"))
+    #expect(try ExportRecord.read(line: old.utf8) == .trial(trial(state: .expired)))
+    let bad = line.replacingOccurrences(of: #""followUps":["3d","4w 2d"]"#, with: #""followUps":["4000d"]"#)
+    let error = #expect(throws: WireProblem.self) { try ExportRecord.read(line: bad.utf8) }
+    #expect(error?.path == ["trial", "followUps"])
+    let followUp = try #require(followed.events.last)
+    for reason in [SkipReason.calledOffByConversion, .calledOffByNewTrial] {
+      let entry = LedgerEntry(
+        event: followUp, outcome: .skipped(reason), takenAt: followUp.due, isLate: false, deliveredAt: nil)
+      #expect(try roundTrip(ExportRecord(entry)) == .entry(entry))
+      #expect(ExportRecord(entry).jsonLine.contains(#""reason":"\#(reason.code)""#))
+    }
+  }
+
   @Test func exportRecord_OfEveryOutcome_ReadsBackTheSameEntry() throws {
     let outcomes: [LedgerEntry.Outcome] = [
       .fired, .skipped(.alreadyDueAtStart), .skipped(.alreadyDueAtExtension), .skipped(.supersededByExpiry),

@@ -25,7 +25,7 @@ import TrialTesting
 
   static func at(_ days: Double) -> Date { epoch.addingTimeInterval(days * day) }
 
-  private func run(_ repository: any TrialRepository, at start: Date, ids: [UInt64] = []) throws
+  func run(_ repository: any TrialRepository, at start: Date, ids: [UInt64] = []) throws
     -> (engine: Engine, scheduler: TestScheduler, sink: SpySink)
   {
     let scheduler = TestScheduler(now: start)
@@ -36,7 +36,7 @@ import TrialTesting
     return (engine, scheduler, sink)
   }
 
-  private func outcomes(_ engine: Engine, _ id: TrialID) throws -> [String] {
+  func outcomes(_ engine: Engine, _ id: TrialID) throws -> [String] {
     try engine.repository.read { try $0.ledgerEntries(trial: id) }.filter {
       $0.event.kind.followUpSpan != nil
     }
@@ -91,8 +91,22 @@ import TrialTesting
     _ = try first.engine.perform(.end(converted.id, .converted))
     first.scheduler.advance(by: 3 * day)
     #expect(try outcomes(first.engine, renewed.id) == ["0000000000000073-r1-follow-up-259200000ms fired"])
-    // A new trial of the subject calls off the follow-up still pending.
+    // A new trial of the subject calls off the follow-up still pending: GetPlan shows it to be
+    // skipped with the reason, and Simulate takes it so.
     _ = try first.engine.perform(try .start(subject: "acme-73", plan: "pro"))
+    let queries = first.engine.queries
+    let (stored, ledger) = try queries.trialWithLedger(id: renewed.id)
+    let latest = try queries.trial(subject: "acme-73").id
+    #expect(
+      EventObject.plan(of: stored, ledger: ledger, latestTrial: latest).compactMap(\.reason) == [
+        "called-off-by-new-trial"
+      ])
+    let simulated = try queries.simulate(now: Self.at(14), through: Self.at(60), policy: Self.settings.policy)
+      .filter { $0.event.kind.followUpSpan != nil && [converted.id, renewed.id].contains($0.event.trialID) }
+    #expect(
+      simulated.map(\.disposition) == [
+        .skip(.calledOffByConversion), .skip(.calledOffByNewTrial), .skip(.calledOffByConversion),
+      ])
     first.engine.stop()
     try store.reopen()
 
@@ -110,6 +124,33 @@ import TrialTesting
       ])
     #expect(!second.sink.delivered.contains { $0.entry.event.trialID == converted.id && $0.entry.fired })
     #expect(second.engine.tally.skipped["called-off-by-conversion"] == 2)
+    second.engine.stop()
+  }
+}
+
+extension FollowUpEngineTests {
+  /// An export taken after the first follow-up fired, imported into a new store of each kind
+  /// (through its JSON lines): the engine on it fires the second follow-up once, never the first
+  /// again.
+  @Test(arguments: StoreKind.allCases)
+  func exportedAndImported_TheRestFireOnce(store kind: StoreKind) throws {
+    let source = InMemoryTrialRepository()
+    let first = try run(source, at: epoch, ids: [0x75])
+    let trial = try first.engine.perform(try .start(subject: "acme-75", plan: "pro")).trial
+    first.scheduler.advance(by: 14 * day)
+    first.engine.stop()
+    let (stored, ledger) = try first.engine.queries.trialWithLedger(id: trial.id)
+    let lines = try ExportRecord.records(of: stored, ledger: ledger).enumerated().map {
+      TrialTransfer.Line($0.offset + 1, try ExportRecord.read(line: $0.element.jsonLine.utf8))
+    }
+    #expect(lines.first?.record == .trial(stored) && stored.followUps == Self.followUps)
+
+    let store = try GraceEngineTests.Store(kind)
+    _ = try TrialTransfer.run({ each in for line in lines { try each(line) } }, into: store.repository)
+    let second = try run(store.repository, at: Self.at(15))
+    second.scheduler.advance(by: 60 * day)
+    #expect(second.sink.ids.map(\.description) == ["0000000000000075-r1-follow-up-2592000000ms"])
+    #expect(try outcomes(second.engine, trial.id).count == 2)
     second.engine.stop()
   }
 }

@@ -6,12 +6,12 @@ import TrialTesting
 
 @testable import TrialPostgres
 
-/// The shared store's schema of follow-ups: a database of version 13 upgraded in place, its
+/// The shared store's schema of follow-ups: a database of version 14 upgraded in place, its
 /// trials read with none, and a trial's follow-ups kept, planned after its expiry by a node
 /// taking its shards (a restart), fired once or called off by a conversion.
 @Suite struct PostgresFollowUpSchemaTests {
   @Test func schemaBeforeFollowUps_IsUpgradedInPlace_AndFollowUpsFireOnce() throws {
-    let (conninfo, connection) = try PostgresSchemaTests.upgraded(from: 13)
+    let (conninfo, connection) = try PostgresSchemaTests.upgraded(from: 14)
     let map = ShardMap(count: 4)
     let ownership = ShardOwnership()
     var settings = FleetMembership.Settings()

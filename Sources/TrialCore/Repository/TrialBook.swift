@@ -315,7 +315,7 @@ public enum TrialBook {
   }
 
   /// `due`, a follow-up, as it is taken for its ended `trial`: `Trial.followUpDisposition`.
-  static func followUp(_ due: DueEvent, for trial: Trial, latest: TrialID?) -> DueEvent {
+  public static func followUp(_ due: DueEvent, for trial: Trial, latest: TrialID?) -> DueEvent {
     guard due.fires else { return due }
     var taken = due
     taken.disposition = trial.followUpDisposition(latestTrial: latest)

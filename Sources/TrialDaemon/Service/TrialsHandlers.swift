@@ -111,7 +111,9 @@ public final class TrialsHandlers: @unchecked Sendable {
       Route(Trials.getPlan) { p, done in
         self.read(done) {
           let (trial, ledger) = try $0.trialWithLedger(id: p.id)
-          return EventsReply(events: EventObject.plan(of: trial, ledger: ledger))
+          // Its subject's latest trial, for follow-ups a later trial calls off.
+          let latest = trial.hasFollowUps ? try $0.trial(subject: trial.subject).id : nil
+          return EventsReply(events: EventObject.plan(of: trial, ledger: ledger, latestTrial: latest))
         }
       },
       Route(Trials.simulate) { p, done in
@@ -391,7 +393,9 @@ extension EventObject {
   /// Every event of a trial, past and future, in due order: the ledger's entries over all
   /// revisions, then the current revision's events not in the ledger, pending while the
   /// trial is active and skipped (reason `trial-<state>`) once it has ended.
-  static func plan(of trial: Trial, ledger: [LedgerEntry]) -> [EventObject] {
+  /// A pending follow-up to be called off carries its reason (`latestTrial`: the subject's
+  /// latest trial's id, when known).
+  static func plan(of trial: Trial, ledger: [LedgerEntry], latestTrial: TrialID? = nil) -> [EventObject] {
     var events = ledger.map { EventObject($0, attributes: trial.attributes) }
     let taken = Set(ledger.map(\.id))
     // A paused trial's events are pending at the end its pause froze (a resume moves them), and
@@ -403,7 +407,7 @@ extension EventObject {
       if event.kind.followUpSpan != nil {
         // A follow-up is pending until taken; of a converted trial, to be called off.
         var pending = EventObject(pending: event, attributes: trial.attributes)
-        if case .skip(let reason) = trial.followUpDisposition(latestTrial: nil) {
+        if case .skip(let reason) = trial.followUpDisposition(latestTrial: latestTrial) {
           pending.reason = reason.code
           pending.detail = "to be skipped: \(reason)"
         }
