@@ -62,6 +62,24 @@ private func fields(
           ]))
   }
 
+  /// A follow-up fired has its own message id; one called off names its reason.
+  @Test func entry_ForAFollowUp_FiredOrCalledOff() throws {
+    var followed = Fixture.trial.expired(byExpiryTakenAt: Fixture.end)
+    followed.followUps = try FollowUpSchedule([.days(3)])
+    let followUp = followed.event(at: followed.eventCount - 1)
+    let fired = Fixture.journalFields(Fixture.entry(followUp, after: 0), of: followed)
+    #expect(
+      fired.contains(JournalField(name: "MESSAGE_ID", value: EventJournalEntry.MessageID.followUp.rawValue)))
+    #expect(fired.contains(JournalField(name: "EVENT_KIND", value: "follow-up")))
+    for reason in [SkipReason.calledOffByConversion, .calledOffByNewTrial] {
+      let skipped = Fixture.journalFields(
+        Fixture.entry(followUp, after: 0, outcome: .skipped(reason)), of: followed)
+      #expect(skipped.contains(JournalField(name: "SKIP_REASON", value: reason.code)))
+      #expect(
+        skipped.contains { $0.name == "MESSAGE" && $0.value.hasSuffix("after its end skipped, \(reason)") })
+    }
+  }
+
   /// The expiry of a trial cancelled at its end: its own message id and words, and
   /// TRIAL_OUTCOME after the subject; a reminder skipped for it names its reason.
   @Test func entry_ForTheEndOfACancelAtTheEnd_SaysCancelled() {
