@@ -12,6 +12,12 @@ struct Stats: ParsableCommand, SessionCommand {
       MEDIAN (the median time from start to conversion, in whole hours). The figures are kept as the \
       trials change: trials removed by retention still count. --svg FILE draws them as stacked bars \
       with the conversion rate as a line. Example: trialwatchctl stats --by week --plan pro
+
+      --variants (with --plan) shows each variant of the plan instead: its trials started in those \
+      periods (the trials kept now), ENDED, CONVERTED, RATE (converted of ended) and its 95% Wilson \
+      score interval; for two variants, the p-value of the pooled two-proportion z-test (two-sided), \
+      read in words. --svg FILE then draws the rates side by side, the intervals as whiskers. \
+      Example: trialwatchctl stats --plan pro --variants --from 2026-09-01
       """)
 
   @OptionGroup var global: GlobalOptions
@@ -28,6 +34,8 @@ struct Stats: ParsableCommand, SessionCommand {
   var plan: String?
   @Option(help: ArgumentHelp("Also write the chart as SVG to FILE.", valueName: "file"), completion: .file())
   var svg: String?
+  @Flag(help: "Each variant of --plan: its rate with a 95% interval, and for two, the z-test's p-value.")
+  var variants = false
 
   func validate() throws {
     // Today is not known yet: the day of --from stands in for it.
@@ -44,6 +52,9 @@ struct Stats: ParsableCommand, SessionCommand {
       }
       return day
     }
+    if variants && plan == nil {
+      throw ValidationError("--variants needs --plan: the figures by variant are of one plan's variants")
+    }
     let last = try to.map { try day($0, "--to") } ?? today
     // By default the last 30 days, 12 weeks or 12 months.
     var first = period.start(of: last.day)
@@ -51,7 +62,8 @@ struct Stats: ParsableCommand, SessionCommand {
       for _ in 1..<(period == .day ? 30 : 12) { first = period.start(of: first - 1) }
     }
     let parameters = GetStatsParameters(
-      from: try from.map { try day($0, "--from") } ?? CalendarDay(first), to: last, by: period, plan: plan)
+      from: try from.map { try day($0, "--from") } ?? CalendarDay(first), to: last, by: period, plan: plan,
+      byVariant: variants ? true : nil)
     do {
       try parameters.validate()
     } catch {
@@ -64,14 +76,19 @@ struct Stats: ParsableCommand, SessionCommand {
     let reply = try session.call(
       Trials.getStats, try parameters(today: CalendarDay(session.environment.clock.now())))
     if let svg {
-      let chart = StatsChart(reply).svg
+      let chart = variants ? VariantChart(reply).svg : StatsChart(reply).svg
       do {
         try Data(chart.utf8).write(to: URL(fileURLWithPath: svg))
       } catch {
         throw CtlFailure("cannot write the chart to \(svg): \(error)", exitCode: .failure)
       }
     }
-    if !session.json { session.presenter.present(stats: reply) }
+    guard !session.json else { return }
+    if variants {
+      session.presenter.present(variants: reply)
+    } else {
+      session.presenter.present(stats: reply)
+    }
   }
 }
 

@@ -43,6 +43,8 @@ public enum FuzzSeeds {
       "status": #"{"method":"\#(trials)GetStatus"}"#,
       "outlook": #"{"method":"\#(trials)GetOutlook","parameters":{"within":["24h","7d","1d 12h"]}}"#,
       "plans": #"{"method":"\#(trials)ListPlans","parameters":{"activeTrials":true}}"#,
+      "stats-variants":
+        #"{"method":"\#(trials)GetStats","parameters":{"from":"2026-01-01","plan":"pro","byVariant":true}}"#,
       "grant-again":
         #"{"method":"\#(trials)GrantAgain","parameters":{"subject":"bob@example.com","plan":"pro"}}"#,
       "stats":
@@ -166,6 +168,36 @@ public enum FuzzSeeds {
       ==> plans/Bad Name.conf <==
       [Plan]
       Length=1d
+      """,
+      "variants": """
+      ==> plans/pro.conf <==
+      [Plan]
+      Length=14d
+      Reminders=3d, 1d
+      Grace=3d
+      MaxLength=60d
+
+      [Variant]
+      Name=two-weeks
+
+      [Variant]
+      Name=month
+      Weight=3
+      Length=30d
+      Reminders=7d, 1d
+      Grace=0
+      Labels=offer=month
+      ==> plans/bad.conf <==
+      [Plan]
+      Length=14d
+      [Variant]
+      Weight=0
+      [Variant]
+      Name=Month
+      Length=90d
+      [variant]
+      Name=month
+      Name=month
       """,
       "fleet": """
       [Store]

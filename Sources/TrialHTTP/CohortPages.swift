@@ -53,23 +53,27 @@ extension Gateway {
     return CohortQuery(plan: plan, by: by, from: from, to: to)
   }
 
-  private func stats(_ query: CohortQuery) throws(PageFailure) -> GetStatsReply {
+  private func stats(_ query: CohortQuery, byVariant: Bool = false) throws(PageFailure) -> GetStatsReply {
     var parameters: [String: PageParameter] = [
       "from": .text(query.from.description), "to": .text(query.to.description),
       "by": .text(query.by.rawValue),
     ]
     if let plan = query.plan { parameters["plan"] = .text(plan) }
+    if byVariant { parameters["byVariant"] = .flag(true) }
     return try fetch(Trials.getStats.qualifiedName, parameters, as: GetStatsReply.self)
   }
 
   /// `GET /cohorts`.
   func cohorts(_ context: PageContext) throws(PageFailure) -> HTTPResponse {
     let query = try Self.cohortQuery(context.query)
-    let plans = try fetch(
+    let listed = try fetch(
       Trials.listPlans.qualifiedName, ["activeTrials": .flag(false)], as: ListPlansReply.self
     )
-    .plans.map(\.name)
-    let stats = try stats(query)
+    .plans
+    let plans = listed.map(\.name)
+    // A plan with variants: its figures by variant too (GetStats with byVariant).
+    let byVariant = listed.contains { $0.name == query.plan && $0.variants != nil }
+    let stats = try stats(query, byVariant: byVariant)
     var body = PageMarkup()
     body.raw("<form id=\"cohort-form\" method=\"get\" action=\"/cohorts\" class=\"filters\">\n")
     body.raw("<label>Plan <select name=\"plan\"><option value=\"\">all trials</option>")
@@ -105,12 +109,48 @@ extension Gateway {
       body.row([("data-start", period.start.description)], Self.cells(period))
     }
     body.row([("class", "total")], Self.cells(total, label: "total"))
-    body.raw("</table></div>\n<p><a id=\"csv\" href=\"\(MarkupText.escaped(query.link("/cohorts.csv")))\">")
+    body.raw("</table></div>\n")
+    if let variants = stats.variants { Self.variantTable(variants, stats.comparison, into: &body) }
+    body.raw("<p><a id=\"csv\" href=\"\(MarkupText.escaped(query.link("/cohorts.csv")))\">")
     body.raw("Download as CSV</a></p>\n")
     body.raw(
       "<p class=\"note\">Pending: active or paused. Abandoned: cancelled or expired. Conversion: converted of those "
         + "ended.</p>\n")
     return PageMarkup.response(200, title: "Cohorts", body: body.html)
+  }
+
+  /// The figures by variant: each variant's rate and its 95 % Wilson interval, and the z-test.
+  private static func variantTable(
+    _ variants: [VariantCohortObject], _ comparison: VariantComparisonObject?, into body: inout PageMarkup
+  ) {
+    body.raw("<div class=\"scroll\"><table id=\"variant-table\">\n")
+    body.head(["Variant", "Started", "Ended", "Converted", "Conversion", "95% interval"])
+    for variant in variants {
+      let interval = variant.conversionLow.flatMap { low in
+        variant.conversionHigh.map { PageMarkup.percent(low) + " – " + PageMarkup.percent($0) }
+      }
+      body.row(
+        [("data-variant", variant.variant)],
+        [
+          ("variant", variant.variant), ("started", String(variant.started)),
+          ("ended", String(variant.converted + variant.cancelled + variant.expired)),
+          ("converted", String(variant.converted)), ("rate", PageMarkup.percent(variant.conversionRate)),
+          ("interval", interval ?? "—"),
+        ])
+    }
+    body.raw("</table></div>\n")
+    if let comparison {
+      body.raw("<p id=\"variant-test\">")
+      body.text(
+        "\(comparison.second) against \(comparison.first): "
+          + (comparison.pValue < 0.0001 ? "p < 0.0001" : "p = \(decimal(comparison.pValue, digits: 4))")
+          + " "
+          + "(two-proportion z-test, two-sided); "
+          + (comparison.pValue < 0.05
+            ? "below 0.05: the variants convert differently."
+            : "0.05 or more: the figures do not tell them apart."))
+      body.raw("</p>\n")
+    }
   }
 
   private static func cells(_ cohort: CohortObject, label: String? = nil) -> [(String, String)] {

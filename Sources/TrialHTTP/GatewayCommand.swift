@@ -38,7 +38,7 @@ public struct GatewayCommand: ParsableCommand {
 
       A dashboard for people, server-rendered HTML without scripts: / (trials by state, what \
       falls due within 24 hours and 7 days, how late events fired, held events, consumers and \
-      webhooks), /plans, /cohorts (GetStats as a chart and a table; /cohorts.csv the same as \
+      webhooks), /plans, /cohorts (GetStats as a chart and a table, with a plan's variants; /cohorts.csv the same as \
       CSV), /trials/ID (its labels, state and events) and /search. /login takes a token and \
       keeps it in a cookie (HttpOnly, SameSite=Strict); a trial's page ends, extends, pauses, \
       resumes, cancels at the end or uncancels it with a change token, each form carrying a field derived from the token \

@@ -93,3 +93,48 @@ extension PostgresWriteTransaction {
       """)
   }
 }
+
+extension PostgresTrialRepository {
+  /// The statement of `cohortsByVariant`: $1 the plan, $2 and $3 the bounds of the starts
+  /// (`start_s`), served by the index `trial_plan_variant`.
+  static let variantFiguresSQL = """
+    SELECT variant, state, CASE WHEN state = 'converted'
+        THEN floor(greatest(0, coalesce(ended_s, start_s) - start_s) / 3600)::bigint END,
+      count(*)::bigint
+    FROM trialwatch.trial
+    WHERE attributes->>'plan' = $1 AND variant IS NOT NULL AND start_s >= $2 AND start_s < $3
+    GROUP BY 1, 2, 3
+    """
+
+  /// The figures by variant of one plan's trials started in the days given, in one statement
+  /// grouped by the database (`trial.variant`, generated from the attribute, and the index
+  /// `trial_plan_variant` by plan and variant since schema version 14): a row for each variant,
+  /// state and, of the converted, whole hours from start to conversion.
+  public func cohortsByVariant(plan: String, from: Int32, through: Int32) throws -> [String: CohortCounts] {
+    guard from <= through else { return [:] }
+    let result = try readStatement(
+      Self.variantFiguresSQL,
+      [
+        plan, PostgresRecords.sql(Date(timeIntervalSince1970: Double(from) * 86_400)),
+        PostgresRecords.sql(Date(timeIntervalSince1970: (Double(through) + 1) * 86_400)),
+      ])
+    var figures: [String: CohortCounts] = [:]
+    for row in 0..<result.rows {
+      guard let variant = result.string(row, 0), let state = result.string(row, 1).flatMap(TrialState.init),
+        let count = result.int64(row, 3)
+      else { throw PostgresStoreError.damaged("an unreadable row of trialwatch.trial by variant") }
+      var counts = CohortCounts(started: count)
+      switch state {
+      case .active, .grace: break
+      case .paused: counts.paused = count
+      case .expired: counts.expired = count
+      case .cancelled: counts.cancelled = count
+      case .converted:
+        counts.converted = count
+        counts.conversionHours.add(hours: UInt32(clamping: max(0, result.int64(row, 2) ?? 0)), count)
+      }
+      figures[variant, default: CohortCounts()].add(counts)
+    }
+    return figures
+  }
+}

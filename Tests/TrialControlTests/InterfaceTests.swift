@@ -76,7 +76,8 @@ import TrialCore
       (Trials.getFleet.qualifiedName, Trials.getFleet.kind, NoParameters()),
       (
         Trials.getStats.qualifiedName, Trials.getStats.kind,
-        GetStatsParameters(from: CalendarDay(20_000), to: CalendarDay(20_070), by: .week, plan: "pro")
+        GetStatsParameters(
+          from: CalendarDay(20_000), to: CalendarDay(20_070), by: .week, plan: "pro", byVariant: true)
       ),
       (
         Trials.export.qualifiedName, Trials.export.kind,

@@ -43,5 +43,14 @@ import TrialTesting
     let index = try connection.execute(
       "SELECT count(*) FROM pg_indexes WHERE schemaname = 'trialwatch' AND indexname = 'trial_plan_variant'")
     #expect(index.int(0, 0) == 1)
+
+    // The figures by variant: grouped by the database, which can read them by that index.
+    let figures = try repository.cohortsByVariant(plan: "pro", from: .min, through: .max)
+    #expect(figures == ["long": CohortCounts(started: 1)])
+    _ = try connection.execute("SET enable_seqscan = off")
+    let plan = try connection.execute(
+      "EXPLAIN " + PostgresTrialRepository.variantFiguresSQL, ["pro", "-1e12", "1e12"])
+    let lines = (0..<plan.rows).compactMap { plan.string($0, 0) }.joined(separator: "\n")
+    #expect(lines.contains("trial_plan_variant"), "\(lines)")
   }
 }

@@ -37,7 +37,10 @@
 #                    start a trial, a read token may not; /metrics passes promtool; the change
 #                    journaled with its token's name; Prometheus scrapes /metrics with the
 #                    read token (up, samples stored), a wrong token's job is down with a 401
-#   14-stop          a clean stop; over the whole journal no event twice, no error
+#   14-variants      a plan with Grace= and two variants: 2,000 trials converted at true rates
+#                    of 5 % and 10 % (a fixed seed); stats --variants gives intervals holding
+#                    them; each event in the journal with TRIAL_VARIANT=
+#   15-stop          a clean stop; over the whole journal no event twice, no error
 # The helpers the steps share are in service.sh (the service, its journal, its callers),
 # container.sh (the container) and checks.sh (the checks and their count).
 #

@@ -142,6 +142,12 @@ public protocol TrialRepository: AnyObject {
   /// default (`read`, a scan of the trials) is written over the transaction; a store with a
   /// query language counts in one statement.
   func activeTrialsByPlan() throws -> [String: Int]
+  /// The figures of the trials of `plan` started from day `from` through day `through` (days
+  /// since 1970-01-01, UTC), by variant, counted as the cohorts count them (`TrialStats`); trials
+  /// without a variant left out. Read from the trials kept (unlike the cohorts' aggregates, a
+  /// trial removed by retention no longer counts). A default (`read`, a scan of the trials) is
+  /// written over the transaction; a store with a query language groups in one statement.
+  func cohortsByVariant(plan: String, from: Int32, through: Int32) throws -> [String: CohortCounts]
 }
 
 extension TrialRepository {
@@ -161,6 +167,17 @@ extension TrialRepository {
         return true
       }
       return counts
+    }
+  }
+
+  public func cohortsByVariant(plan: String, from: Int32, through: Int32) throws -> [String: CohortCounts] {
+    try read { txn in
+      var figures: [String: CohortCounts] = [:]
+      try txn.scanTrials(after: nil) { trial in
+        TrialStats.addByVariant(trial, plan: plan, from: from, through: through, to: &figures)
+        return true
+      }
+      return figures
     }
   }
 }

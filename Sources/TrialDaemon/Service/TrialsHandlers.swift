@@ -173,12 +173,15 @@ public final class TrialsHandlers: @unchecked Sendable {
           let last = by.next(after: by.start(of: max(p.from.day, to))) - 1
           let records = try queries.repository.read { try $0.cohorts(from: first, through: last) }
           let report = TrialStats.report(records, from: p.from.day, through: to, by: by, plan: p.plan)
-          return GetStatsReply(
+          let (start, end) = (report.periods.first?.first ?? first, report.periods.last?.last ?? to)
+          var reply = GetStatsReply(
             by: by, plan: p.plan,
             periods: report.periods.map { CohortObject(first: $0.first, last: $0.last, $0.counts) },
-            total: CohortObject(
-              first: report.periods.first?.first ?? first, last: report.periods.last?.last ?? to, report.total
-            ))
+            total: CohortObject(first: start, last: end, report.total))
+          if p.byVariant == true, let plan = p.plan {
+            try self.addVariants(to: &reply, plan: plan, from: start, through: end, queries: queries)
+          }
+          return reply
         }
       },
       Route(Trials.export) { p, done in

@@ -125,7 +125,7 @@ else
   fi
 fi
 
-# Off again: a run after the service's stop (14-stop.sh) would start the daemon again through
+# Off again: a run after the service's stop (15-stop.sh) would start the daemon again through
 # its socket.
 ctt 60 systemctl disable --now trialwatch-metrics.timer > /dev/null 2>&1
 ctt 60 systemctl stop trialwatch-metrics.service prometheus-node-exporter.service > /dev/null 2>&1

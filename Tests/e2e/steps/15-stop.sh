@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# e2e.sh, step 13 (sourced): a clean stop, then the whole run's journal: no event fired
+# e2e.sh, step 15 (sourced): a clean stop, then the whole run's journal: no event fired
 # twice, no error logged.
 
 PID=$(show MainPID)
