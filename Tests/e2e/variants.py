@@ -17,8 +17,8 @@
                                    VARIANT=RATE given must have a row whose 95% interval holds RATE
                                    (in percent, as printed), and a p-value line must follow
   journal FILE PLAN                counts the journal's entries (journalctl -o json) of PLAN's
-                                   events: prints `KIND VARIANT N` for each, `none VARIANT...` for
-                                   an event without TRIAL_VARIANT
+                                   events: prints `KIND VARIANT N` for each (KIND/REASON for a
+                                   skipped one), `none` for an event without TRIAL_VARIANT
 """
 
 import json
@@ -131,7 +131,10 @@ def journal(path, plan):
             entry = json.loads(line)
             if entry.get("TRIAL_PLAN") != plan or "EVENT_KIND" not in entry:
                 continue
-            key = (entry["EVENT_KIND"], entry.get("TRIAL_VARIANT", "none"))
+            kind = entry["EVENT_KIND"]
+            if "SKIP_REASON" in entry:
+                kind += "/" + entry["SKIP_REASON"]
+            key = (kind, entry.get("TRIAL_VARIANT", "none"))
             counts[key] = counts.get(key, 0) + 1
     for (kind, variant), n in sorted(counts.items()):
         print(f"{kind} {variant} {n}")

@@ -1,9 +1,11 @@
 # shellcheck shell=bash
-# e2e.sh, step 14 (sourced): a plan with a grace and two variants (Tests/e2e/plans/offer.conf),
-# 2,000 trials assigned by the stable hash, converted at true rates of 5 % and 10 % by a draw of
-# a fixed seed (Tests/e2e/variants.py), the others entering grace and expiring; then
-# `trialwatchctl stats --plan offer --variants` must give each variant an interval that holds
-# its true rate, with the z-test's p-value, and the journal every event with TRIAL_VARIANT=.
+# e2e.sh, step 14 (sourced): a plan with a grace, a follow-up and two variants
+# (Tests/e2e/plans/offer.conf), 2,000 trials assigned by the stable hash, converted at true
+# rates of 5 % and 10 % by a draw of a fixed seed (Tests/e2e/variants.py), the others entering
+# grace and expiring; then `trialwatchctl stats --plan offer --variants` must give each variant
+# an interval that holds its true rate, with the z-test's p-value, and the journal every event
+# with TRIAL_VARIANT=: the follow-up of each trial expired fired, of each converted called off
+# with its reason.
 
 VARIANTS=$REPO/Tests/e2e/variants.py
 VAR_COUNT=2000
@@ -56,25 +58,28 @@ else
   fail "trialwatchctl stats --variants --svg draws the variants with their intervals" "$(ct head -c 300 /tmp/variants.svg 2>&1)"
 fi
 
-# Each trial not converted: grace-started and expiry, in the journal with its variant.
+# Each trial not converted: grace-started, expiry and its follow-up 10s later, in the journal
+# with its variant; each converted: its follow-up called off by the conversion.
 VAR_J=$SCRATCH/variants.json
 journal_counts() {
   jfetch "$VAR_J" -u trialwatch.service TRIAL_PLAN="$VAR_PLAN" \
-    --output-fields=EVENT_KIND,TRIAL_PLAN,TRIAL_VARIANT,TRIAL_ID && python3 "$VARIANTS" journal "$VAR_J" "$VAR_PLAN"
+    --output-fields=EVENT_KIND,SKIP_REASON,TRIAL_PLAN,TRIAL_VARIANT,TRIAL_ID && python3 "$VARIANTS" journal "$VAR_J" "$VAR_PLAN"
 }
 journal_complete() {
   COUNTS=$(journal_counts)
-  [ "$(awk '$1 == "expiry" { n += $3 } END { print n + 0 }' <<< "$COUNTS")" = $((VAR_COUNT - ${CONVERTED:-0})) ]
+  [ "$(awk '$1 ~ /^follow-up/ { n += $3 } END { print n + 0 }' <<< "$COUNTS")" = "$VAR_COUNT" ]
 }
 POLL_INTERVAL=2 poll 60 journal_complete
 WANT=""
 while read -r NAME _ STARTED _ CONV; do
   WANT+="expiry $NAME $((STARTED - CONV));grace-started $NAME $((STARTED - CONV));"
+  WANT+="follow-up $NAME $((STARTED - CONV));follow-up/called-off-by-conversion $NAME $CONV;"
 done <<< "$EXPECTED"
 GOT=$(sort -k2,2 -k1,1 <<< "$COUNTS" | tr '\n' ';')
 WANT=$(tr ';' '\n' <<< "$WANT" | grep . | sort -k2,2 -k1,1 | tr '\n' ';')
+WHAT="journal: each expired trial's grace-started, expiry and follow-up once, each converted trial's follow-up called off, all with TRIAL_VARIANT="
 if [ "$GOT" = "$WANT" ]; then
-  pass "journal: each expired trial's grace-started and expiry once, with TRIAL_VARIANT= ($GOT)"
+  pass "$WHAT ($GOT)"
 else
-  fail "journal: each expired trial's grace-started and expiry once, with TRIAL_VARIANT=" "got $GOT; want $WANT"
+  fail "$WHAT" "got $GOT; want $WANT"
 fi
