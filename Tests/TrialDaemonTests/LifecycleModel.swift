@@ -328,7 +328,7 @@ enum ModelPlans {
 
   static let all: [TrialPlan] = [
     TrialPlan(name: "plain", length: .days(7), reminders: .none),
-    TrialPlan(name: "reminding", length: .days(10), reminders: reminders([72, 24, 6])),
+    TrialPlan(name: "reminding", length: .days(10), reminders: reminders([96, 72, 48, 24, 6])),
     TrialPlan(name: "grace", length: .days(5), reminders: reminders([48]), grace: .days(3)),
     TrialPlan(name: "remindful", length: .days(6), reminders: reminders([96, 24]), remindAfterCancel: true),
     TrialPlan(name: "capped", length: .days(4), reminders: reminders([24]), maxExtensions: 2),

@@ -134,7 +134,7 @@ final class ModelRun {
       switch Int.random(in: 0..<100, using: &random) {
       case 0..<16: try start()
       case 16..<62: try command()
-      case 62..<92: advance(hours: Int.random(in: 1...36, using: &random))
+      case 62..<92: advance(hours: Int.random(in: 1...24, using: &random))
       case 92..<96:
         tally["restarts", default: 0] += 1
         try restart()
