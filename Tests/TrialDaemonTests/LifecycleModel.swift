@@ -14,8 +14,17 @@ import TrialCore
 /// keeps reminders; the end enters grace (`grace-started`) unless the trial is marked, and the
 /// expiry ends it (cancelled at its end when marked, else expired when taken).
 ///
-/// Follow-ups and milestones (`FollowUps=`, `Milestones=`) come in as more events of a trial
-/// (`events`, marked below), more call-offs (`CallOff.Kinds`), and the checks stay as they are.
+/// Follow-ups and milestones (`FollowUps=`, `Milestones=`) come in at the places marked so below,
+/// and the checks stay as they are:
+/// 1. `events`: milestones (the start plus each span) among the events of a running trial;
+///    follow-ups (its end plus each span) as the events of an ended trial, so that `pending`
+///    then also holds an ended trial's follow-ups not yet taken.
+/// 2. `wake`: they fire as reminders do, in due order with the others.
+/// 3. Call-offs: the `.all` of an end leaves follow-ups out; a conversion (`end(.converted)`) and a
+///    new trial of the subject (`ModelRun.start` taking an ended trial's subject) skip the pending
+///    follow-ups with their reason, and add `.followUps`; an end or a pause skips the milestones
+///    not come, and adds `.milestones`.
+/// 4. `ModelPlans`: a plan with `FollowUps=`, one with `Milestones=` (and one with both and a grace).
 struct ModelTrial {
   /// What the ledger must hold of one event.
   struct Expected: Hashable, CustomStringConvertible {
@@ -114,6 +123,7 @@ struct ModelTrial {
   }
 
   /// Events still to be taken: those of the current revision not in the ledger, while it runs.
+  // Follow-ups: an ended trial's (expired or cancelled) not in the ledger are pending too.
   var pending: [TrialEvent] { isRunning ? events.filter { ledger[$0.id] == nil } : [] }
 
   /// The next event to fall due, if any.
