@@ -321,9 +321,13 @@ public final class LMDBTrialRepository: TrialRepository, @unchecked Sendable {
                   if current.revision == trial.revision { done.append(current.order) }
                   position = try key(ledger.next())
                 }
-                // A running record whose revision's expiry is in the ledger is expired.
+                // A running record whose revision's expiry is in the ledger has ended as its end
+                // says (`Trial.stateAtEnd`): expired, or cancelled when marked to cancel at its end.
                 let stillRunning = planner.restore(trial) { done.contains($0.order) }
-                if running { byState[Int(RecordCodec.stateCode(stillRunning ? state : .expired))] += 1 }
+                if running {
+                  let now = stillRunning ? state : trial.stateAtEnd(takenAt: trial.period.endDate).state
+                  byState[Int(RecordCodec.stateCode(now))] += 1
+                }
               }
               item = try trials.next()
             }

@@ -113,6 +113,21 @@ import TrialTesting
     #expect(TrialConsistency.problems(of: try book.trial(trial.id), ledger: ledger).isEmpty)
   }
 
+  /// The wall clock stepped back past the pause (and the start): the trial resumes as of its
+  /// pause, its end where the pause left it, never before its start.
+  @Test func resumeWithTheClockBeforeThePause_KeepsTheEnd() throws {
+    let book = Book()
+    let trial = try book.apply(try .start(subject: "acme-43", end: .after(.hours(20)), reminders: []))
+    book.now = Self.at(days: 0.5)
+    _ = try book.apply(try .pause(.id(trial.id)))
+    book.now = Self.at(days: -1)
+    let resumed = try book.apply(try .resume(.id(trial.id)))
+    #expect(resumed.period.endDate == Self.start.addingTimeInterval(20 * 3_600) && resumed.revision == 2)
+    let ledger = try book.ledger(trial.id)
+    #expect(ledger.last?.event.due == Self.at(days: 0.5) && ledger.last?.takenAt == Self.at(days: -1))
+    #expect(TrialConsistency.problems(of: resumed, ledger: ledger).isEmpty)
+  }
+
   @Test func pauseThatRunsOut_ResumesTheTrialByItself_Once() throws {
     let book = Book()
     let trial = try book.apply(try .start(subject: "acme-42", plan: "pro"))

@@ -44,6 +44,11 @@ import TrialTesting
     #expect(ended.state == .cancelled && ended.endedAt == Self.at(10))
     #expect(second.engine.counts[.cancelled] == 1 && second.engine.counts[.grace, default: 0] == 0)
     second.stop()
+    try store.reopen()
+    // Read back at a start, it counts as cancelled still, not as expired.
+    let third = try Run(store.repository, at: Self.at(31))
+    #expect(third.engine.counts[.cancelled] == 1 && third.engine.counts[.expired, default: 0] == 0)
+    third.stop()
   }
 
   @Test(arguments: StoreKind.allCases)

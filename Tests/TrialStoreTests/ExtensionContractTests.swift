@@ -38,6 +38,22 @@ import TrialTesting
     return refusal
   }
 
+  /// With the wall clock stepped back before a trial's start, a new end in the future may still
+  /// lie before the start: refused, as a trial never ends before it starts.
+  @Test func newEndBeforeTheStart_IsRefused() throws {
+    let store = try Subject(.memory)
+    let started = try apply(try .start(subject: "acme-81", plan: "open"), on: store, at: 10)
+    let error = #expect(throws: TrialError.self) {
+      try apply(try .extend(started.id, .to(origin + 9 * day)), on: store, at: 8)
+    }
+    #expect(
+      error?.code
+        == .invalidParameter(
+          .end, problem: "the new end must lie after the trial's start (\(RFC3339.format(origin + 10 * day)))"
+        ))
+    #expect(try store.repository.read { try $0.trial(started.id) } == started)
+  }
+
   @Test(arguments: StoreKind.allCases)
   func extensions_AreCounted_AndKeptAcrossAReopen(kind: StoreKind) throws {
     let store = try Subject(kind)

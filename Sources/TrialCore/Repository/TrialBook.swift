@@ -154,6 +154,11 @@ public enum TrialBook {
     guard var trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
     guard trial.isRunning else { throw TrialError(.notActive(id, trial.state)) }
     guard endDate > now else { throw TrialError.invalid(.end, "the new end must lie in the future") }
+    // Only a wall clock stepped back before the start lets a new end in the future lie before it.
+    guard endDate > trial.period.startDate else {
+      throw TrialError.invalid(
+        .end, "the new end must lie after the trial's start (\(RFC3339.format(trial.period.startDate)))")
+    }
     if let refusal = limits.refusal(of: trial, to: endDate, plan: trial.plan ?? "") {
       throw TrialError(.extensionRefused(refusal))
     }

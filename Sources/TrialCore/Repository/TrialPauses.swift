@@ -35,7 +35,8 @@ extension TrialBook {
     return (trial, [try txn.appendEvent(entry, attributes: trial.attributes)])
   }
 
-  /// Resumes a paused trial at `now`, as its caller asks. Returns the trial as resumed, the
+  /// Resumes a paused trial at `now` (at its pause, when the wall clock stands before it), as its
+  /// caller asks. Returns the trial as resumed, the
   /// reminders skipped (already due), and its events as logged: the `resumed` event, then the
   /// skipped reminders.
   /// - Throws: `TrialError` when the trial is not paused.
@@ -43,7 +44,10 @@ extension TrialBook {
     trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]
   ) {
     guard let trial = try txn.trial(id) else { throw TrialError.notFound(id: id) }
-    guard let event = trial.resumeEvent(at: now) else { throw TrialError(.notPaused(id, trial.state)) }
+    // A wall clock stepped back past the pause resumes the trial as of its pause: its end never
+    // moves before where the pause left it (nor before its start).
+    let at = max(now, trial.pause?.since ?? now)
+    guard let event = trial.resumeEvent(at: at) else { throw TrialError(.notPaused(id, trial.state)) }
     return try resume(
       trial, DueEvent(event: event, takenAt: now, disposition: .fire, isLate: false), in: txn, now: now)
   }
