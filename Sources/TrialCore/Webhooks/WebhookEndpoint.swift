@@ -47,7 +47,7 @@ public struct WebhookEndpoint: Hashable, Sendable {
   public static let defaultDisableAfter: Duration = .days(5)
 
   /// The kinds of events an endpoint may ask for, by `Events=`.
-  public static let kinds = ["reminder", "expiry", "paused", "resumed"]
+  public static let kinds = EventKind.names
 
   /// Whether an event of `kind` of a trial with `plan` and `labels` goes to this endpoint.
   /// Whether a logged event goes to this endpoint: a fired event (a skipped one is never sent)
