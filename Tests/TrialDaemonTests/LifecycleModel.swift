@@ -14,17 +14,15 @@ import TrialCore
 /// keeps reminders; the end enters grace (`grace-started`) unless the trial is marked, and the
 /// expiry ends it (cancelled at its end when marked, else expired when taken).
 ///
-/// Follow-ups and milestones (`FollowUps=`, `Milestones=`) come in at the places marked so below,
-/// and the checks stay as they are:
-/// 1. `events`: milestones (the start plus each span) among the events of a running trial;
-///    follow-ups (its end plus each span) as the events of an ended trial, so that `pending`
-///    then also holds an ended trial's follow-ups not yet taken.
-/// 2. `wake`: they fire as reminders do, in due order with the others.
-/// 3. Call-offs: the `.all` of an end leaves follow-ups out; a conversion (`end(.converted)`) and a
-///    new trial of the subject (`ModelRun.start` taking an ended trial's subject) skip the pending
-///    follow-ups with their reason, and add `.followUps`; an end or a pause skips the milestones
-///    not come, and adds `.milestones`.
-/// 4. `ModelPlans`: a plan with `FollowUps=`, one with `Milestones=` (and one with both and a grace).
+/// Follow-ups (`FollowUps=`): each is an event of the trial's last revision, due its span after the
+/// expiry as planned (the end, plus the grace when the trial enters one: of a trial ended early,
+/// the end it had, its grace counted unless it was marked to cancel at its end), taken once the
+/// trial ended (expired, cancelled or converted) and in due order after its expiry. As it is
+/// taken it fires, or is skipped as `called-off-by-conversion` when the trial was converted, or
+/// as `called-off-by-new-trial` when the subject has started a later trial by then. One planned
+/// before the trial ended early is taken at the engine's next wake. The `.all` call-off of an end
+/// leaves follow-ups out; a conversion and a new trial of the subject call them off (`.followUps`).
+/// Milestones (`Milestones=`) are not part of this version.
 struct ModelTrial {
   /// What the ledger must hold of one event.
   struct Expected: Hashable, CustomStringConvertible {
@@ -42,8 +40,8 @@ struct ModelTrial {
       case reminders
       /// Reminders, the start of grace and the expiry: the trial is paused.
       case paused
-      // Follow-ups: `.followUps` (a conversion, or a new trial of the subject, calls them off);
-      // milestones: `.milestones` (an end or a pause skips those not come).
+      /// Follow-ups: the trial was converted, or its subject started a later trial.
+      case followUps
     }
     var kinds: Kinds
     var from: Int
@@ -54,7 +52,8 @@ struct ModelTrial {
       // with it (the start of grace, then the expiry), and a command's step fires nothing else.
       guard step > from, to.map({ step < $0 }) ?? true else { return false }
       switch kinds {
-      case .all: return true
+      case .all: return kind.followUpSpan == nil
+      case .followUps: return kind.followUpSpan != nil
       case .reminders: return kind.reminderOffset != nil
       case .paused: return !kind.isPauseOrResume
       }
@@ -80,6 +79,8 @@ struct ModelTrial {
   var extensions = 0
   var ledger: [EventID: Expected] = [:]
   var callOffs: [CallOff] = []
+  /// The subject started a later trial: the follow-ups falling due from then are called off.
+  var laterTrial = false
 
   static let lateThreshold: TimeInterval = 1
 
@@ -100,13 +101,14 @@ struct ModelTrial {
   var isOpen: Bool { state == .active || state == .paused || state == .grace }
   var isRunning: Bool { state == .active || state == .grace }
   var entersGrace: Bool { plan.grace > .zero && mark == nil }
+  var isEnded: Bool { !isOpen }
 
   private func event(_ kind: EventKind, due: Date) -> TrialEvent {
     TrialEvent(id: EventID(trialID: id, revision: revision, kind: kind), due: due)
   }
 
   /// The current revision's events, in due order: its reminders, the start of its grace when it
-  /// enters grace, its expiry.
+  /// enters grace, its expiry, its follow-ups.
   var events: [TrialEvent] {
     var events = plan.reminders.offsets.map {
       event(.reminder(before: $0), due: end.addingTimeInterval(-Self.seconds($0)))
@@ -117,14 +119,20 @@ struct ModelTrial {
     } else {
       events.append(event(.expiry, due: end))
     }
-    // Milestones (spans after the start) go in here, by due time, while the trial runs; follow-ups
-    // (spans after the end) are events of an ended trial, planned from `endedAt`.
+    let expiry = events.last!.due
+    events += plan.followUps.spans.map {
+      event(.followUp(after: $0), due: expiry.addingTimeInterval(Self.seconds($0)))
+    }
     return events
   }
 
-  /// Events still to be taken: those of the current revision not in the ledger, while it runs.
-  // Follow-ups: an ended trial's (expired or cancelled) not in the ledger are pending too.
-  var pending: [TrialEvent] { isRunning ? events.filter { ledger[$0.id] == nil } : [] }
+  /// Events still to be taken: those of the current revision not in the ledger, while it runs;
+  /// an ended trial's follow-ups not in the ledger.
+  var pending: [TrialEvent] {
+    isRunning
+      ? events.filter { ledger[$0.id] == nil }
+      : isEnded ? events.filter { $0.kind.followUpSpan != nil && ledger[$0.id] == nil } : []
+  }
 
   /// The next event to fall due, if any.
   var nextDue: Date? { pending.first?.due }
@@ -136,7 +144,8 @@ struct ModelTrial {
   }
 
   private mutating func endCallOffs(at step: Int) {
-    for index in callOffs.indices where callOffs[index].to == nil && callOffs[index].kinds != .all {
+    for index in callOffs.indices
+    where callOffs[index].to == nil && callOffs[index].kinds != .all && callOffs[index].kinds != .followUps {
       callOffs[index].to = step
     }
   }
@@ -156,6 +165,10 @@ struct ModelTrial {
           last.kind.reminderOffset == nil ? .supersededByExpiry : .supersededByReminder(last.id))
       } else if event.kind.reminderOffset != nil, let mark, !mark.remindAfterCancel {
         outcome = .skipped(.cancelAtEnd)
+      } else if event.kind.followUpSpan != nil, state == .converted {
+        outcome = .skipped(.calledOffByConversion)
+      } else if event.kind.followUpSpan != nil, laterTrial {
+        outcome = .skipped(.calledOffByNewTrial)
       } else {
         outcome = .fired
       }
@@ -170,15 +183,22 @@ struct ModelTrial {
     }
   }
 
-  /// Time runs from now to `target` with the engine up: each event is taken at its due time.
-  mutating func advance(to target: Date, step: Int) {
-    while let due = nextDue, due <= target { wake(at: due, step: step) }
+  /// Time runs from `now` to `target` with the engine up: each event is taken at its due time;
+  /// one already due (a follow-up of a trial ended early) at the engine's first wake, `now`.
+  mutating func advance(from now: Date, to target: Date, step: Int) {
+    while let due = nextDue, due <= target { wake(at: max(due, now), step: step) }
   }
 
   private mutating func ended(at step: Int) {
     endCallOffs(at: step)
     callOffs.append(CallOff(kinds: .all, from: step))
-    // A conversion calls off the follow-ups here: `.followUps` from `step`.
+    if state == .converted { callOffFollowUps(at: step) }
+  }
+
+  /// A conversion, or a later trial of the subject started at `step`: no follow-up fires after.
+  mutating func callOffFollowUps(at step: Int) {
+    guard !callOffs.contains(where: { $0.kinds == .followUps }) else { return }
+    callOffs.append(CallOff(kinds: .followUps, from: step))
   }
 
   // MARK: Commands
@@ -222,7 +242,6 @@ struct ModelTrial {
     state = .paused
     pausedSince = now
     callOffs.append(CallOff(kinds: .paused, from: step))
-    // Milestones not come are skipped here (`.milestones` from `step`).
     return nil
   }
 
@@ -329,8 +348,8 @@ struct ModelTrial {
 }
 
 /// The plans trials of the model-based test start with: plain, with reminders, with a grace, with
-/// `RemindAfterCancel=yes`, with `MaxExtensions=`, and a short one whose first reminder is due
-/// before it starts. Spans are whole hours, so that lateness is either none or an hour and more.
+/// `RemindAfterCancel=yes`, with `MaxExtensions=`, a short one whose first reminder is due before it
+/// starts, one with `FollowUps=2h, 30h` and one with a grace and `FollowUps=1h, 26h, 72h`. Spans are whole hours, so that lateness is either none or an hour and more.
 enum ModelPlans {
   static func reminders(_ hours: [Int64]) -> ReminderSchedule {
     try! ReminderSchedule(hours.map { .seconds($0 * 3_600) })
@@ -345,7 +364,19 @@ enum ModelPlans {
     TrialPlan(
       name: "short", length: .hours(20), reminders: reminders([24, 2]), maxExtensions: 1,
       remindAfterCancel: true, grace: .hours(12)),
+    following(TrialPlan(name: "winback", length: .days(3), reminders: reminders([24])), [2, 30]),
+    following(
+      TrialPlan(
+        name: "graceful", length: .days(2), reminders: reminders([6]), maxExtensions: 3, grace: .hours(18)),
+      [1, 26, 72]),
   ]
+
+  /// `plan` with `FollowUps=` of `hours`.
+  static func following(_ plan: TrialPlan, _ hours: [Int64]) -> TrialPlan {
+    var plan = plan
+    plan.followUps = try! FollowUpSchedule(hours.map { .seconds($0 * 3_600) })
+    return plan
+  }
 
   static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 }
