@@ -43,7 +43,7 @@ class PostgresReadTransaction: TrialReadTransaction {
     let result = try query(
       """
       SELECT trial_id FROM trialwatch.trial WHERE subject = $1
-      ORDER BY state IN ('active', 'paused', 'grace') DESC, start_s DESC, trial_id DESC LIMIT 1
+      ORDER BY state IN ('active', 'paused', 'grace') DESC, start_order DESC LIMIT 1
       """, [subject])
     return result.rows == 0 ? nil : result.int64(0, 0).map(PostgresRecords.trialID)
   }

@@ -155,10 +155,10 @@ final class ModelRun {
     toStart -= 1
     let plan = ModelPlans.all.randomElement(using: &random)!
     // Now and then the subject of an ended trial starts another (mostly one with follow-ups to
-    // come): it calls off the follow-ups of its earlier trials that fall due from now. Not with
-    // the wall clock stepped back before an earlier trial's start: PostgreSQL takes a subject's
-    // latest trial by its start time, the file store the one started last (a known difference).
-    let open = Set(trials.filter { $0.isOpen || $0.startedAt > now }.map(\.subject))
+    // come): it calls off the follow-ups of its earlier trials that fall due from now, the wall
+    // clock stepped back before their starts or not (a subject's latest trial is the one started
+    // last).
+    let open = Set(trials.filter(\.isOpen).map(\.subject))
     let ended = trials.filter { $0.isEnded && !open.contains($0.subject) }
     let waiting = ended.filter { !$0.pending.isEmpty }
     var subject = "subject-\(run)-\(trials.count)"
