@@ -147,6 +147,19 @@ extension ConfigurationSchema {
     }
   }
 
+  /// Milestones: spans after the start, separated by commas.
+  static func milestones(_ value: String) throws(InvalidValue) -> MilestoneSchedule {
+    let spans = try spans(value, item: "milestone", or: ", or none")
+    guard spans.allSatisfy({ $0 == .milliseconds($0.roundedMilliseconds) }) else {
+      throw InvalidValue(reason: "must be a whole number of milliseconds")
+    }
+    do {
+      return try MilestoneSchedule(spans)
+    } catch {
+      throw InvalidValue(reason: error.description)
+    }
+  }
+
   /// Time spans separated by commas; `item` names one in the error for an empty one, `or` adds
   /// what else the value may be.
   static func spans(_ value: String, item: String, or: String = "") throws(InvalidValue) -> [Duration] {

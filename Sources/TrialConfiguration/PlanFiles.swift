@@ -123,6 +123,14 @@ enum PlanFiles {
           + "A trial that expired or was cancelled gets them; a conversion of the trial, or a later trial of "
           + "its subject, calls them off (skipped: called-off-by-conversion, called-off-by-new-trial). A "
           + "trial takes them at its start: a change applies to trials started after."),
+      .init(
+        name: "Milestones", valueName: "spans", defaultText: "", defaultDescription: "none",
+        meaning:
+          "Spans after a trial's start at which the event milestone fires, e.g. \"1d, 2d\": still active a "
+          + "day after starting; at most 32, each positive, whole milliseconds, at most 3650d. Each fires once, "
+          + "while the trial is active; an end (expiry, conversion, cancel) or a pause skips those that have not "
+          + "come (skipped: trial-ended, paused), and none fires after. An extension does not fire one again. A "
+          + "trial takes them at its start: a change applies to trials started after."),
     ])
 
   /// The plans of `directory`, by name, each from its file over `defaults`. `unicodeUnavailable`
@@ -218,6 +226,8 @@ enum PlanFiles {
         plan.grace = value.isEmpty ? .zero : try ConfigurationSchema.grace(value)
       case "FollowUps":
         plan.followUps = value.isEmpty || value == "none" ? .none : try ConfigurationSchema.followUps(value)
+      case "Milestones":
+        plan.milestones = value.isEmpty || value == "none" ? .none : try ConfigurationSchema.milestones(value)
       default:
         if value.isEmpty { labels = [:] }
         for (key, text) in try labelPairs(value) { labels[key] = text }

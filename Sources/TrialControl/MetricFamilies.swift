@@ -74,7 +74,7 @@ public enum MetricFamily: String, CaseIterable, Sendable {
     case .pendingEvents: "Reminders, starts of grace, expiries and resumes planned and not yet due"
     case .nextEvent: "When the next planned event falls due, in seconds since 1970-01-01 UTC"
     case .eventsFired:
-      "Events fired since the daemon started, by kind (reminder, grace-started, expiry, follow-up, paused, resumed)"
+      "Events fired since the daemon started, by kind (reminder, milestone, grace-started, expiry, follow-up, paused, resumed)"
     case .eventsSkipped: "Events recorded as skipped since the daemon started, by reason"
     case .eventsFiredLate:
       "Events fired since the daemon started later than the catch-up policy's late threshold "

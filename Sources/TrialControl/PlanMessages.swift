@@ -32,6 +32,8 @@ public struct PlanObject: Codable, Hashable, Sendable {
   public var variants: [VariantObject]?
   /// Spans after the expiry at which a trial gets its follow-ups (`FollowUps=`); nil: none.
   public var followUps: [Span]?
+  /// Spans after the start at which a trial's milestones fire (`Milestones=`); nil: none.
+  public var milestones: [Span]?
 
   public init(_ plan: TrialPlan, activeTrials: Int?) {
     variants = plan.variants.isEmpty ? nil : plan.variants.map(VariantObject.init)
@@ -50,6 +52,7 @@ public struct PlanObject: Codable, Hashable, Sendable {
     remindAfterCancel = plan.remindAfterCancel ? true : nil
     grace = plan.grace > .zero ? Span(plan.grace) : nil
     followUps = plan.followUps.isEmpty ? nil : plan.followUps.spans.map(Span.init)
+    milestones = plan.milestones.isEmpty ? nil : plan.milestones.spans.map(Span.init)
   }
 }
 

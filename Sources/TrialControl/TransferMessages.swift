@@ -142,6 +142,9 @@ public struct ExportTrial: Codable, Hashable, Sendable {
   /// Its follow-ups' spans after its expiry, whole milliseconds, smallest first; nil: none (an
   /// export from before follow-ups has none).
   public var followUps: [Span]?
+  /// Its milestones' spans after its start (those a pause or an end left), whole milliseconds,
+  /// smallest first; nil: none.
+  public var milestones: [Span]?
 
   public init(_ trial: Trial) {
     id = trial.id
@@ -162,11 +165,12 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     remindAfterCancel = trial.cancelMark?.remindAfterCancel
     grace = trial.grace > .zero ? Span(trial.grace) : nil
     followUps = trial.followUps.isEmpty ? nil : trial.followUps.spans.map(Span.init)
+    milestones = trial.milestones.isEmpty ? nil : trial.milestones.spans.map(Span.init)
   }
 
   private enum CodingKeys: String, CodingKey {
     case id, subject, labels, attributes, state, revision, startedAt, endsAt, endedAt, reminders, pausedAt
-    case resumesAt, extensions, cancelAskedAt, remindAfterCancel, grace, followUps
+    case resumesAt, extensions, cancelAskedAt, remindAfterCancel, grace, followUps, milestones
   }
 
   public init(from decoder: any Decoder) throws {
@@ -188,6 +192,7 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     remindAfterCancel = try container.decodeIfPresent(Bool.self, forKey: .remindAfterCancel)
     grace = try container.decodeIfPresent(Span.self, forKey: .grace)
     followUps = try container.decodeIfPresent([Span].self, forKey: .followUps)
+    milestones = try container.decodeIfPresent([Span].self, forKey: .milestones)
   }
 
   public func trial() throws(WireProblem) -> Trial {
@@ -247,13 +252,19 @@ public struct ExportTrial: Codable, Hashable, Sendable {
     } catch {
       throw WireProblem(path: ["trial", "followUps"], problem: error.description)
     }
+    let milestones: MilestoneSchedule
+    do {
+      milestones = try MilestoneSchedule((self.milestones ?? []).map(\.duration))
+    } catch {
+      throw WireProblem(path: ["trial", "milestones"], problem: error.description)
+    }
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: startedAt.date, endDate: endsAt.date),
       state: state, reminders: schedule, revision: revision, endedAt: endedAt?.date,
       pause: pausedAt.map { TrialPause(since: $0.date, until: resumesAt?.date) }, extensions: extensions ?? 0,
       cancelMark: cancelAskedAt.map {
         TrialCancelMark(askedAt: $0.date, remindAfterCancel: remindAfterCancel ?? false)
-      }, grace: grace, followUps: followUps)
+      }, grace: grace, followUps: followUps, milestones: milestones)
   }
 
   /// Why an attribute of an export cannot be stored, or nil: a name of lower-case letters,
@@ -318,7 +329,7 @@ public struct ExportEvent: Codable, Hashable, Sendable {
         self.lateness = PreciseSpan(lateness)
         self.grace = PreciseSpan(grace)
       case .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume, .supersededByExpiry, .cancelAtEnd,
-        .calledOffByConversion, .calledOffByNewTrial:
+        .calledOffByConversion, .calledOffByNewTrial, .trialEnded, .paused:
         break
       }
     }

@@ -152,6 +152,7 @@ public struct EventObject: Codable, Hashable, Sendable {
     case graceStarted
     /// `followUp` on the wire; `follow-up` where text names it.
     case followUp
+    case milestone
 
     /// The event's name as the journal, the event ids, consumers and webhooks give it.
     public var name: String {
@@ -171,6 +172,7 @@ public struct EventObject: Codable, Hashable, Sendable {
         case .resumed: .resumed
         case .graceStarted: .graceStarted
         case .followUp: .followUp
+        case .milestone: .milestone
         }
     }
   }
@@ -189,7 +191,8 @@ public struct EventObject: Codable, Hashable, Sendable {
   /// `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-grace-started`,
   /// `<trial id>-r<revision>-reminder-<ms>ms`, or
   /// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left),
-  /// `<trial id>-r<revision>-follow-up-<ms>ms` (the span after the expiry).
+  /// `<trial id>-r<revision>-follow-up-<ms>ms` (the span after the expiry),
+  /// `<trial id>-r<revision>-milestone-<ms>ms` (the span after the start).
   public var id: EventID
   public var trialId: TrialID
   public var subject: String?
@@ -205,7 +208,7 @@ public struct EventObject: Codable, Hashable, Sendable {
   public var offset: Span?
   /// For a pause or a resume: the time left to run.
   public var left: Span?
-  /// For a follow-up: the span after the trial's expiry.
+  /// For a follow-up: the span after the trial's expiry; for a milestone, after its start.
   public var after: Span?
   public var due: Date
   public var state: State
@@ -237,7 +240,7 @@ public struct EventObject: Codable, Hashable, Sendable {
     self.kind = Kind(id.kind)
     self.offset = id.kind.reminderOffset.map(Span.init)
     self.left = id.kind.timeLeft.map(Span.init)
-    self.after = id.kind.followUpSpan.map(Span.init)
+    self.after = (id.kind.followUpSpan ?? id.kind.milestoneSpan).map(Span.init)
     self.due = due
     self.state = state
     self.reason = reason

@@ -10,7 +10,8 @@ struct Plans: ParsableCommand, SessionCommand {
       A plan is a named kind of trial, one file each: /etc/trialwatch/plans/NAME.conf, read when the daemon \
       starts and at systemctl reload trialwatch. A trial started with --plan takes its length, reminders and \
       labels, and keeps them when the plan changes later. VARIANTS lists its [Variant] sections as NAME:WEIGHT, \
-      FOLLOWUPS the spans after a trial's expiry at which its follow-ups fire (FollowUps=). \
+      FOLLOWUPS the spans after a trial's expiry at which its follow-ups fire (FollowUps=), MILESTONES the \
+      spans after its start at which its milestones fire (Milestones=). \
       EXTENSIONS shows the plan's limits on extending \
       its trials, MaxExtensions= and MaxLength= (2x/4w 2d: at most twice, 30 days from start to end in all), \
       which apply as the plan is loaded now.
@@ -81,13 +82,16 @@ enum PlanOption {
 
 extension TrialPresenter {
   public func present(plans: [PlanObject]) {
-    let rows = plans.map { plan in
-      [
+    let rows = plans.map { plan -> [String] in
+      let spans = { (spans: [Span]?) -> String in
+        spans.map { $0.map { TimeSpan.format($0.duration) }.joined(separator: ", ") } ?? "-"
+      }
+      return [
         plan.name, TimeSpan.format(plan.length.duration), reminders(plan.reminders.map(\.duration)),
         plan.labels.isEmpty ? "-" : labels(plan.labels), Self.once(plan),
         plan.maxPause.map { TimeSpan.format($0.duration) } ?? "-", Self.extensionLimits(plan),
         plan.grace.map { TimeSpan.format($0.duration) } ?? "-", Self.variants(plan),
-        plan.followUps.map { $0.map { TimeSpan.format($0.duration) }.joined(separator: ", ") } ?? "-",
+        spans(plan.followUps), spans(plan.milestones),
         plan.activeTrials.map(String.init) ?? "-", plan.description ?? "",
       ]
     }
@@ -96,7 +100,7 @@ extension TrialPresenter {
         table: TableViewModel(
           columns: [
             "NAME", "LENGTH", "REMINDERS", "LABELS", "ONCE", "MAXPAUSE", "EXTENSIONS", "GRACE", "VARIANTS",
-            "FOLLOWUPS",
+            "FOLLOWUPS", "MILESTONES",
             "ACTIVE",
             "DESCRIPTION",
           ],

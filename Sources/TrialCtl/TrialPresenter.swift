@@ -379,6 +379,7 @@ public final class TrialPresenter {
     case .paused: "paused with \(event.left?.description ?? "?") left"
     case .resumed: "resumes with \(event.left?.description ?? "?") left"
     case .followUp: "follow-up \(event.after?.description ?? "?") after the end"
+    case .milestone: "milestone \(event.after?.description ?? "?") after the start"
     }
   }
 

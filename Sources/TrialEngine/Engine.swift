@@ -310,8 +310,8 @@ public final class Engine {
       scheduleRetry()
       return
     }
-    // Beside the events due, a resume (a pause run out) records the reminders it skipped: logged
-    // and delivered already, not journaled.
+    // Beside the events due, a resume (a pause run out) records the reminders it skipped, and an
+    // end the milestones it skipped: logged and delivered already, not journaled.
     let skippedAtResume = taken.count { Self.isSkippedAtResume($0.logged.entry) }
     if taken.count - skippedAtResume < due.count { replanRefused(due, taken: taken) }
     let delivering = skippedAtResume == 0 ? taken : taken.filter { !Self.isSkippedAtResume($0.logged.entry) }
@@ -328,8 +328,13 @@ public final class Engine {
       nextDue: planner.nextEventDue)
   }
 
+  /// Recorded beside the events due, delivered already: the reminders and milestones a resume
+  /// skipped, the milestones an end skipped.
   private static func isSkippedAtResume(_ entry: LedgerEntry) -> Bool {
-    if case .skipped(.alreadyDueAtResume) = entry.outcome { true } else { false }
+    switch entry.outcome {
+    case .skipped(.alreadyDueAtResume), .skipped(.trialEnded): true
+    default: false
+    }
   }
 
   /// A store shared by a fleet may refuse due events (`admit`): not due yet by its clock, or

@@ -58,6 +58,7 @@ extension Gateway {
         case .paused: "paused"
         case .resumed: "resumed"
         case .followUp: "follow-up" + (event.after.map { " \($0) after" } ?? "")
+        case .milestone: "milestone" + (event.after.map { " \($0) after the start" } ?? "")
         }
       body.row(
         [("data-event", event.id.description)],

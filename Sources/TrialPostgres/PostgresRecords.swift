@@ -5,7 +5,8 @@ import TrialCore
 /// integers, times as microseconds since the Unix epoch, an event as (trial, revision,
 /// `offset_ms`: a reminder's offset in milliseconds, 0 for the expiry, minus the time left for
 /// a pause, minus 2^62 minus the time left for a resume, 2^62 (above every reminder's) for the
-/// start of grace, 2^62 plus the span for a follow-up), outcomes as text.
+/// start of grace, 2^62 plus the span for a follow-up, 2^62 plus 2^60 plus the span for a
+/// milestone), outcomes as text.
 enum PostgresRecords {
   // MARK: Scalars
 
@@ -33,12 +34,15 @@ enum PostgresRecords {
   /// What `offset_ms` adds to a resume's time left (negated), to tell it from the pause of the
   /// same revision, which has the same.
   static let resumedBase = Int64(EventID.maximumMilliseconds)
+  /// A milestone's `offset_ms` less its span: above every follow-up's.
+  static let milestoneBase = resumedBase + Int64(EventID.maximumFollowUpMilliseconds)
 
   static func offset(of kind: EventKind) -> Int64 {
     switch kind {
     case .expiry: 0
     case .graceStarted: resumedBase
     case .followUp(let after): resumedBase + after.roundedMilliseconds
+    case .milestone(let after): milestoneBase + after.roundedMilliseconds
     case .reminder(let before): before.roundedMilliseconds
     case .paused(let left): -left.roundedMilliseconds
     case .resumed(let left): -resumedBase - left.roundedMilliseconds
@@ -49,6 +53,7 @@ enum PostgresRecords {
     switch offset {
     case 0: .expiry
     case resumedBase: .graceStarted
+    case (milestoneBase + 1)...: .milestone(after: .milliseconds(offset - milestoneBase))
     case (resumedBase + 1)...: .followUp(after: .milliseconds(offset - resumedBase))
     case 1...: .reminder(before: .milliseconds(offset))
     case (-resumedBase)...: .paused(left: .milliseconds(-offset))
@@ -98,7 +103,7 @@ enum PostgresRecords {
   /// The columns a trial is read from (`TrialRows`, by name).
   static let trialColumns = """
     trial_id, subject, state, revision, start_s, end_s, ended_s, reminders_ms, attributes, paused_s, resume_s,
-    extensions, cancel_s, cancel_reminds, grace_ms, follow_ups_ms
+    extensions, cancel_s, cancel_reminds, grace_ms, follow_ups_ms, milestones_ms
     """
 
   /// The columns a ledger entry is read from (`EntryColumns`, by name): of a ledger row, or of

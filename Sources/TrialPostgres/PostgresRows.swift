@@ -31,7 +31,7 @@ struct TrialRows {
   let result: PGResult
   private var id = 0, subject = 0, state = 0, revision = 0, start = 0, end = 0, ended = 0, reminders = 0
   private var attributes = 0, paused = 0, resume = 0, extensions = 0, cancel = 0, cancelReminds = 0, grace = 0
-  private var followUps = 0
+  private var followUps = 0, milestones = 0
 
   init(_ result: PGResult) throws {
     self.result = result
@@ -41,6 +41,7 @@ struct TrialRows {
         \.end: "end_s", \.ended: "ended_s", \.reminders: "reminders_ms", \.attributes: "attributes",
         \.paused: "paused_s", \.resume: "resume_s", \.extensions: "extensions", \.cancel: "cancel_s",
         \.cancelReminds: "cancel_reminds", \.grace: "grace_ms", \.followUps: "follow_ups_ms",
+        \.milestones: "milestones_ms",
       ], for: &self)
   }
 
@@ -64,18 +65,20 @@ struct TrialRows {
     } catch {
       throw PostgresStoreError.damaged("\(name) has invalid reminders: \(error)")
     }
+    let milestoneSpans: MilestoneSchedule
     do {
-      let spans = try result.string(row, followUps).map {
-        guard let spans = PGArray.int64s($0) else {
-          throw PostgresStoreError.damaged("\(name) is unreadable")
-        }
-        return spans
-      }
-      followUpSpans = try FollowUpSchedule((spans ?? []).map { .milliseconds($0) })
+      followUpSpans = try FollowUpSchedule(try spans(row, followUps, of: name).map { .milliseconds($0) })
     } catch let error as PostgresStoreError {
       throw error
     } catch {
       throw PostgresStoreError.damaged("\(name) has invalid follow-ups: \(error)")
+    }
+    do {
+      milestoneSpans = try MilestoneSchedule(try spans(row, milestones, of: name).map { .milliseconds($0) })
+    } catch let error as PostgresStoreError {
+      throw error
+    } catch {
+      throw PostgresStoreError.damaged("\(name) has invalid milestones: \(error)")
     }
     return Trial(
       id: trialID,
@@ -91,7 +94,16 @@ struct TrialRows {
       cancelMark: result.double(row, cancel).map {
         TrialCancelMark(
           askedAt: PostgresRecords.date($0), remindAfterCancel: result.bool(row, cancelReminds) ?? false)
-      }, grace: .milliseconds(grace), followUps: followUpSpans)
+      }, grace: .milliseconds(grace), followUps: followUpSpans,
+      milestones: milestoneSpans)
+  }
+
+  /// A column of spans in milliseconds (NULL: none).
+  private func spans(_ row: Int, _ column: Int, of name: String) throws -> [Int64] {
+    try result.string(row, column).map {
+      guard let spans = PGArray.int64s($0) else { throw PostgresStoreError.damaged("\(name) is unreadable") }
+      return spans
+    } ?? []
   }
 }
 

@@ -64,7 +64,7 @@ struct WriteQuery {
 extension PostgresWriteTransaction {
   /// The columns of `trials` as array literals: id, shard, subject, state, revision, start,
   /// end, ended, reminders, attributes, paused since, paused until, extensions, cancel asked,
-  /// cancel reminds, grace, follow-ups (NULL: none).
+  /// cancel reminds, grace, follow-ups (NULL: none), milestones (NULL: none).
   static func trialColumns(_ trials: [Trial], shards: ShardMap) -> [String?] {
     [
       PGArray.literal(trials.map { Int64(bitPattern: $0.id.rawValue) }),
@@ -87,6 +87,10 @@ extension PostgresWriteTransaction {
       PGArray.literal(
         trials.map {
           $0.followUps.isEmpty ? nil : PGArray.literal($0.followUps.spans.map(\.roundedMilliseconds))
+        }),
+      PGArray.literal(
+        trials.map {
+          $0.milestones.isEmpty ? nil : PGArray.literal($0.milestones.spans.map(\.roundedMilliseconds))
         }),
     ]
   }
@@ -133,19 +137,19 @@ extension PostgresWriteTransaction {
         """
         INSERT INTO trialwatch.trial (trial_id, shard, subject, state, revision, start_s, end_s, ended_s,
           reminders_ms, attributes, paused_s, resume_s, extensions, cancel_s, cancel_reminds, grace_ms,
-          follow_ups_ms)
-        SELECT t, s, subj, st, r, b, e, x, m::bigint[], a, ps, pu, n, cs, cr, g, f::bigint[]
+          follow_ups_ms, milestones_ms)
+        SELECT t, s, subj, st, r, b, e, x, m::bigint[], a, ps, pu, n, cs, cr, g, f::bigint[], ms::bigint[]
         FROM unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::text[], \(p[3])::text[], \(p[4])::integer[],
           \(p[5])::float8[], \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[], \(p[9])::jsonb[],
           \(p[10])::float8[], \(p[11])::float8[], \(p[12])::integer[], \(p[13])::float8[], \(p[14])::boolean[],
-          \(p[15])::bigint[], \(p[16])::text[])
-          AS u(t, s, subj, st, r, b, e, x, m, a, ps, pu, n, cs, cr, g, f)
+          \(p[15])::bigint[], \(p[16])::text[], \(p[17])::text[])
+          AS u(t, s, subj, st, r, b, e, x, m, a, ps, pu, n, cs, cr, g, f, ms)
         ON CONFLICT (trial_id) DO UPDATE SET subject = excluded.subject, state = excluded.state,
           revision = excluded.revision, start_s = excluded.start_s, end_s = excluded.end_s,
           ended_s = excluded.ended_s, reminders_ms = excluded.reminders_ms, attributes = excluded.attributes,
           paused_s = excluded.paused_s, resume_s = excluded.resume_s, extensions = excluded.extensions,
           cancel_s = excluded.cancel_s, cancel_reminds = excluded.cancel_reminds, grace_ms = excluded.grace_ms,
-          follow_ups_ms = excluded.follow_ups_ms
+          follow_ups_ms = excluded.follow_ups_ms, milestones_ms = excluded.milestones_ms
         """)
     }
     if !updates.isEmpty {
@@ -161,12 +165,12 @@ extension PostgresWriteTransaction {
         UPDATE trialwatch.trial AS t SET subject = u.subj, state = u.st, revision = u.r, start_s = u.b,
           end_s = u.e, ended_s = u.x, reminders_ms = u.m::bigint[], attributes = u.a, paused_s = u.ps,
           resume_s = u.pu, extensions = u.n, cancel_s = u.cs, cancel_reminds = u.cr, grace_ms = u.g,
-          follow_ups_ms = u.f::bigint[]
+          follow_ups_ms = u.f::bigint[], milestones_ms = u.ms::bigint[]
         FROM unnest(\(p[0])::bigint[], \(p[2])::text[], \(p[3])::text[], \(p[4])::integer[], \(p[5])::float8[],
           \(p[6])::float8[], \(p[7])::float8[], \(p[8])::text[], \(p[9])::jsonb[], \(p[10])::float8[],
           \(p[11])::float8[], \(p[12])::integer[], \(p[13])::float8[], \(p[14])::boolean[], \(p[15])::bigint[],
-          \(p[16])::text[], \(baseRevisions)::integer[], \(baseStates)::text[])
-          AS u(id, subj, st, r, b, e, x, m, a, ps, pu, n, cs, cr, g, f, br, bs)
+          \(p[16])::text[], \(p[17])::text[], \(baseRevisions)::integer[], \(baseStates)::text[])
+          AS u(id, subj, st, r, b, e, x, m, a, ps, pu, n, cs, cr, g, f, ms, br, bs)
         WHERE t.trial_id = u.id AND t.revision = u.br AND t.state = u.bs
         """)
       query.call("SELECT trialwatch.written((SELECT count(*) FROM \(updated)), \(updates.count))")
@@ -207,7 +211,7 @@ extension PostgresWriteTransaction {
         """
         INSERT INTO trialwatch.ledger (trial_id, revision, offset_ms, event_id, shard, kind, outcome, skip_detail,
           due_s, taken_s, late, delivered_s, node, epoch)
-        SELECT t, r, o, id, s, CASE WHEN o = 0 THEN 'expiry' WHEN o = \(PostgresRecords.resumedBase) THEN 'grace-started' WHEN o > \(PostgresRecords.resumedBase) THEN 'follow-up' WHEN o > 0 THEN 'reminder' WHEN o >= -\(PostgresRecords.resumedBase) THEN 'paused' ELSE 'resumed' END, oc, d, due, tk, l, dl, \(p[12]), ep
+        SELECT t, r, o, id, s, CASE WHEN o = 0 THEN 'expiry' WHEN o = \(PostgresRecords.resumedBase) THEN 'grace-started' WHEN o > \(PostgresRecords.milestoneBase) THEN 'milestone' WHEN o > \(PostgresRecords.resumedBase) THEN 'follow-up' WHEN o > 0 THEN 'reminder' WHEN o >= -\(PostgresRecords.resumedBase) THEN 'paused' ELSE 'resumed' END, oc, d, due, tk, l, dl, \(p[12]), ep
         FROM unnest(\(p[0])::bigint[], \(p[1])::integer[], \(p[2])::bigint[], \(p[3])::text[], \(p[4])::integer[],
           \(p[5])::text[], \(p[6])::text[], \(p[7])::float8[], \(p[8])::float8[], \(p[9])::boolean[],
           \(p[10])::float8[], \(p[11])::bigint[]) AS u(t, r, o, id, s, oc, d, due, tk, l, dl, ep)

@@ -5,12 +5,12 @@ import TrialCore
 extension RecordCodec {
   // Version 1 (the trial id, revision and event order are in the key):
   //   u8 version, u8 kind (0 expiry, 1 reminder, 2 paused, 3 resumed, 4 grace-started,
-  //   5 follow-up; 2 and 3 since schema 6, 4 and 5 since schema 9),
+  //   5 follow-up, 6 milestone; 2 and 3 since schema 6, 4 to 6 since schema 9),
   //   u8 outcome, u8 flags (bit 0: late, bit 1: delivered), [f64 reminder offset or time left
   //   (days)], date due, date taken, [date delivered], outcome payload:
   //     0 fired, 1 already due at start, 2 already due at extension, 4 superseded by expiry,
   //     6 already due at resume, 7 cancel at end, 8 called off by conversion, 9 called off by
-  //     new trial (7 to 9 since schema 9): nothing;
+  //     new trial, 10 trial ended, 11 paused (7 to 11 since schema 9): nothing;
   //     3 superseded by reminder: u64 trial id, u32 revision, u8 kind, [f64 offset];
   //     5 beyond grace: f64 lateness, f64 grace (seconds).
 
@@ -23,6 +23,7 @@ extension RecordCodec {
     case .resumed: 3
     case .graceStarted: 4
     case .followUp: 5
+    case .milestone: 6
     }
   }
 
@@ -36,6 +37,7 @@ extension RecordCodec {
     case 3: return .resumed(left: try reader.reminderOffset())
     case 4: return .graceStarted
     case 5: return .followUp(after: try reader.reminderOffset())
+    case 6: return .milestone(after: try reader.reminderOffset())
     default: throw RecordProblem("unknown event kind \(code)")
     }
   }
@@ -71,6 +73,8 @@ extension RecordCodec {
     case .skipped(.cancelAtEnd): 7
     case .skipped(.calledOffByConversion): 8
     case .skipped(.calledOffByNewTrial): 9
+    case .skipped(.trialEnded): 10
+    case .skipped(.paused): 11
     }
   }
 
@@ -110,6 +114,8 @@ extension RecordCodec {
     case 7: return .skipped(.cancelAtEnd)
     case 8: return .skipped(.calledOffByConversion)
     case 9: return .skipped(.calledOffByNewTrial)
+    case 10: return .skipped(.trialEnded)
+    case 11: return .skipped(.paused)
     default:
       throw RecordProblem("unknown outcome \(code)")
     }

@@ -181,12 +181,13 @@ final class RecordCodec {
   // Version 2 (version 1 the same without the attribute section):
   //   u8 version, u8 state, u8 flags (bit 0: endedAt present, bit 1: paused-since present,
   //   bit 2: paused-until present, bit 3: cancel-at-end mark present, bit 4: grace present,
-  //   bit 5: extension count present, bit 7: follow-ups present; bits 1 and 2 since schema 6,
-  //   bits 3 to 5 and 7 since 9; bit 6 is kept for milestones),
+  //   bit 5: extension count present, bit 6: milestones present, bit 7: follow-ups present;
+  //   bits 1 and 2 since schema 6, bits 3 to 7 since 9),
   //   u8 reminder count n, u32 revision, date start, date end, [date endedAt], [date paused
   //   since], [date paused until], [date cancel asked, u8 remind after cancel (0 or 1)],
   //   [u64 grace (milliseconds, positive)], [u32 extensions, written only when above 0],
   //   [u8 follow-up count m (1 to 32), m × u64 follow-up span (milliseconds, ascending)],
+  //   [u8 milestone count k (1 to 32), k × u64 milestone span (milliseconds, ascending)],
   //   n × f64 reminder offset (days), u8 subject length, subject bytes (UTF-8), attribute
   //   section (AttributeRecords.swift).
 
@@ -195,8 +196,9 @@ final class RecordCodec {
   static let cancelFlag: UInt8 = 1 << 3
   static let graceFlag: UInt8 = 1 << 4
   static let extensionsFlag: UInt8 = 1 << 5
+  static let milestonesFlag: UInt8 = 1 << 6
   static let followUpsFlag: UInt8 = 1 << 7
-  static let trialFlags: UInt8 = 7 | cancelFlag | graceFlag | extensionsFlag | followUpsFlag
+  static let trialFlags: UInt8 = 7 | cancelFlag | graceFlag | extensionsFlag | milestonesFlag | followUpsFlag
 
   static func stateCode(_ state: TrialState) -> UInt8 {
     switch state {
@@ -236,7 +238,8 @@ final class RecordCodec {
       (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4)
         | (trial.cancelMark == nil ? 0 : Self.cancelFlag) | (grace == 0 ? 0 : Self.graceFlag)
         | (trial.extensions == 0 ? 0 : Self.extensionsFlag)
-        | (trial.followUps.isEmpty ? 0 : Self.followUpsFlag))
+        | (trial.followUps.isEmpty ? 0 : Self.followUpsFlag)
+        | (trial.milestones.isEmpty ? 0 : Self.milestonesFlag))
     writer.u8(UInt8(trial.reminders.offsets.count))
     writer.u32(trial.revision)
     writer.date(trial.period.startDate)
@@ -255,6 +258,10 @@ final class RecordCodec {
     if !trial.followUps.isEmpty {
       writer.u8(UInt8(trial.followUps.spans.count))
       for span in trial.followUps.spans { writer.u64(UInt64(span.roundedMilliseconds)) }
+    }
+    if !trial.milestones.isEmpty {
+      writer.u8(UInt8(trial.milestones.spans.count))
+      for span in trial.milestones.spans { writer.u64(UInt64(span.roundedMilliseconds)) }
     }
     for offset in trial.reminders.offsets { writer.reminderOffset(offset) }
     writer.u8(UInt8(subject.count))
@@ -311,6 +318,7 @@ final class RecordCodec {
       throw RecordProblem("an extension count of 0 is written as none")
     }
     let followUps = flags & Self.followUpsFlag != 0 ? try Self.followUps(&reader) : .none
+    let milestones = flags & Self.milestonesFlag != 0 ? try Self.milestones(&reader) : .none
     let schedule = try decodeSchedule(try reader.bytes(reminderCount * 8), count: reminderCount)
     let subjectLength = Int(try reader.u8())
     let subjectBytes = try reader.bytes(subjectLength)
@@ -323,7 +331,7 @@ final class RecordCodec {
     return Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: start, endDate: end), state: state,
       reminders: schedule, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions,
-      cancelMark: cancelMark, grace: grace, followUps: followUps)
+      cancelMark: cancelMark, grace: grace, followUps: followUps, milestones: milestones)
   }
 
   /// Whether a trial record has follow-ups, without decoding the rest.
@@ -335,9 +343,30 @@ final class RecordCodec {
   }
 
   private static func followUps(_ reader: inout ByteReader) throws -> FollowUpSchedule {
+    let spans = try spans(&reader, item: "follow-up", maximumCount: FollowUpSchedule.maximumCount)
+    do {
+      return try FollowUpSchedule(spans)
+    } catch {
+      throw RecordProblem(error.description)
+    }
+  }
+
+  private static func milestones(_ reader: inout ByteReader) throws -> MilestoneSchedule {
+    let spans = try spans(&reader, item: "milestone", maximumCount: MilestoneSchedule.maximumCount)
+    do {
+      return try MilestoneSchedule(spans)
+    } catch {
+      throw RecordProblem(error.description)
+    }
+  }
+
+  /// A count (1 to `maximumCount`), then as many spans in milliseconds, ascending, each at most
+  /// 3,650 days.
+  private static func spans(_ reader: inout ByteReader, item: String, maximumCount: Int) throws -> [Duration]
+  {
     let count = Int(try reader.u8())
-    guard (1...FollowUpSchedule.maximumCount).contains(count) else {
-      throw RecordProblem("a follow-up count of \(count) is out of range")
+    guard (1...maximumCount).contains(count) else {
+      throw RecordProblem("a \(item) count of \(count) is out of range")
     }
     var spans: [Duration] = []
     for _ in 0..<count {
@@ -345,14 +374,10 @@ final class RecordCodec {
       guard milliseconds > 0,
         Duration.milliseconds(Int64(clamping: milliseconds)) <= FollowUpSchedule.maximumSpan,
         milliseconds > UInt64(spans.last?.roundedMilliseconds ?? 0)
-      else { throw RecordProblem("a follow-up span is out of range or out of order") }
+      else { throw RecordProblem("a \(item) span is out of range or out of order") }
       spans.append(.milliseconds(Int64(milliseconds)))
     }
-    do {
-      return try FollowUpSchedule(spans)
-    } catch {
-      throw RecordProblem(error.description)
-    }
+    return spans
   }
 
   private static func cancelMark(_ reader: inout ByteReader) throws -> TrialCancelMark {

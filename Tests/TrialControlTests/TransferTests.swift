@@ -87,6 +87,24 @@ import TrialCore
     }
   }
 
+  /// A trial travels with its milestones and their ledger entries, skipped ones with their
+  /// reason; a bad span is refused naming the field.
+  @Test func exportRecord_OfMilestones_ReadsBackTheSame() throws {
+    var nudged = trial(state: .active)
+    nudged.milestones = try MilestoneSchedule([.days(1), .days(2)])
+    let line = ExportRecord(nudged).jsonLine
+    #expect(line.contains(#""milestones":["1d","2d"]"#))
+    #expect(try roundTrip(ExportRecord(nudged)) == .trial(nudged))
+    let bad = line.replacingOccurrences(of: #""milestones":["1d","2d"]"#, with: #""milestones":["0"]"#)
+    let error = #expect(throws: WireProblem.self) { try ExportRecord.read(line: bad.utf8) }
+    #expect(error?.path == ["trial", "milestones"])
+    let milestone = try #require(nudged.milestoneEvents.last)
+    for outcome in [LedgerEntry.Outcome.fired, .skipped(.trialEnded), .skipped(.paused)] {
+      let entry = LedgerEntry(event: milestone, outcome: outcome, takenAt: milestone.due, isLate: false)
+      #expect(try roundTrip(ExportRecord(entry)) == .entry(entry))
+    }
+  }
+
   @Test func exportRecord_OfEveryOutcome_ReadsBackTheSameEntry() throws {
     let outcomes: [LedgerEntry.Outcome] = [
       .fired, .skipped(.alreadyDueAtStart), .skipped(.alreadyDueAtExtension), .skipped(.supersededByExpiry),

@@ -31,7 +31,7 @@ import TrialCore
     #expect(
       EventObject.Kind.allCases.map(WebhookMessage.type(of:)) == [
         "trial.reminder", "trial.expiry", "trial.paused", "trial.resumed", "trial.grace-started",
-        "trial.follow-up",
+        "trial.follow-up", "trial.milestone",
       ])
     let test = try object(WebhookMessage.test(at: Self.due))
     #expect(test["type"] as? String == "trialwatch.test")

@@ -42,6 +42,7 @@ import Testing
     #expect(
       tally.fired == [
         "expiry": 1, "reminder": 2, "paused": 1, "resumed": 0, "grace-started": 0, "follow-up": 0,
+        "milestone": 0,
       ])
     #expect(tally.skipped == ["already-due-at-start": 2])
     #expect(tally.late == 1)
@@ -61,7 +62,7 @@ import Testing
       .alreadyDueAtStart, .alreadyDueAtExtension, .alreadyDueAtResume,
       .supersededByReminder(EventID(trialID: TrialID(7), revision: 1, kind: .expiry)), .supersededByExpiry,
       .beyondGrace(lateness: .hours(2), grace: .hours(1)), .cancelAtEnd, .calledOffByConversion,
-      .calledOffByNewTrial,
+      .calledOffByNewTrial, .trialEnded, .paused,
     ]
     var tally = EventTally()
     tally.logged(reasons.map { Self.entry(.reminder(before: .days(1)), late: 0, outcome: .skipped($0)) })

@@ -103,8 +103,15 @@ enum RepositoryFile {
     let followUps = [
       (LedgerEntry(event: followUp, outcome: .fired, takenAt: followUp.due, isLate: false), followed)
     ]
+    // An active trial's milestone.
+    var nudged = trial
+    nudged.milestones = try MilestoneSchedule([.days(1)])
+    let milestone = nudged.milestoneEvents[0]
+    let milestones = [
+      (LedgerEntry(event: milestone, outcome: .fired, takenAt: milestone.due, isLate: false), nudged)
+    ]
     var fields: [String: Set<String>] = [:]
-    for (sample, trial) in samples.map({ ($0, trial) }) + pauses + ends + graces + followUps {
+    for (sample, trial) in samples.map({ ($0, trial) }) + pauses + ends + graces + followUps + milestones {
       let names = EventJournalEntry.fields(for: sample, attributes: trial.attributes, trial: trial).map(
         \.name)
       let id = EventJournalEntry.messageID(for: sample, outcome: trial.attributes.outcome).rawValue

@@ -80,6 +80,24 @@ private func fields(
     }
   }
 
+  /// A milestone fired has its own message id; one skipped names its reason.
+  @Test func entry_ForAMilestone_FiredOrSkipped() throws {
+    var nudged = Fixture.trial
+    nudged.milestones = try MilestoneSchedule([.days(1)])
+    let milestone = nudged.milestoneEvents[0]
+    let fired = Fixture.journalFields(Fixture.entry(milestone, after: 0), of: nudged)
+    #expect(
+      fired.contains(JournalField(name: "MESSAGE_ID", value: EventJournalEntry.MessageID.milestone.rawValue)))
+    #expect(fired.contains(JournalField(name: "EVENT_KIND", value: "milestone")))
+    for reason in [SkipReason.trialEnded, .paused] {
+      let skipped = Fixture.journalFields(
+        Fixture.entry(milestone, after: 0, outcome: .skipped(reason)), of: nudged)
+      #expect(skipped.contains(JournalField(name: "SKIP_REASON", value: reason.code)))
+      #expect(
+        skipped.contains { $0.name == "MESSAGE" && $0.value.hasSuffix("after its start skipped, \(reason)") })
+    }
+  }
+
   /// The expiry of a trial cancelled at its end: its own message id and words, and
   /// TRIAL_OUTCOME after the subject; a reminder skipped for it names its reason.
   @Test func entry_ForTheEndOfACancelAtTheEnd_SaysCancelled() {
@@ -305,7 +323,7 @@ private func fields(
 
   @Test func messageIDs_AreDistinct128BitIDs() {
     let ids = EventJournalEntry.MessageID.allCases.map(\.rawValue)
-    #expect(Set(ids).count == ids.count && ids.count == 12)
+    #expect(Set(ids).count == ids.count && ids.count == 13)
     for id in ids {
       #expect(id.count == 32 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase }, "\(id)")
     }

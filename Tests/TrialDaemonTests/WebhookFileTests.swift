@@ -88,7 +88,7 @@ import TrialCore
         + "network in the clear (use https://, or AllowInsecure=yes)",
       "\(bad):3: error: invalid value \"relative/secret\" for SecretFile= in [Webhook]: must be an absolute path",
       "\(bad):4: error: invalid value \"reminder trial.expiry\" for Events= in [Webhook]: \"trial.expiry\" is "
-        + "not a kind of event (reminder, grace-started, expiry, follow-up, paused, resumed)",
+        + "not a kind of event (reminder, milestone, grace-started, expiry, follow-up, paused, resumed)",
       "\(bad):5: error: invalid value \"0,,1min\" for RetrySchedule= in [Webhook]: empty step; expected time "
         + "spans separated by commas",
       "\(bad):6: error: invalid value \"0\" for Timeout= in [Webhook]: must be longer than 0",

@@ -84,7 +84,7 @@ import TrialTesting
     #expect(row.string(0, 1) == "follow-up" && row.int64(0, 2) == (1 << 62) + 3_600_000)
     let unknown = #expect(throws: PGError.self) {
       try connection.execute(
-        "UPDATE trialwatch.ledger SET kind = 'milestone' WHERE trial_id = 16 AND offset_ms > 0")
+        "UPDATE trialwatch.ledger SET kind = 'win-back' WHERE trial_id = 16 AND offset_ms > 0")
     }
     #expect(unknown?.sqlState == "23514")
   }

@@ -125,6 +125,10 @@ public struct Trial: Hashable, Sendable {
   /// events of its revision.
   public var followUps: FollowUpSchedule
 
+  /// Its plan's milestones, taken at its start, less those a pause or an end cut
+  /// (`cutting(_:)`): due at the start plus each span (`milestoneEvents`).
+  public var milestones: MilestoneSchedule
+
   /// The longest grace a trial may have: 365 days.
   public static let maximumGrace = Duration.days(365)
 
@@ -134,12 +138,12 @@ public struct Trial: Hashable, Sendable {
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
     pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil,
     grace: Duration = .zero,
-    followUps: FollowUpSchedule = .none
+    followUps: FollowUpSchedule = .none, milestones: MilestoneSchedule = .none
   ) {
     self.init(
       id: id, attributes: TrialAttributes(subject: subject, labels: labels), period: period, state: state,
       reminders: reminders, revision: revision, endedAt: endedAt, pause: pause, extensions: extensions,
-      cancelMark: cancelMark, grace: grace, followUps: followUps)
+      cancelMark: cancelMark, grace: grace, followUps: followUps, milestones: milestones)
   }
 
   public init(
@@ -147,9 +151,10 @@ public struct Trial: Hashable, Sendable {
     reminders: ReminderSchedule = .default, revision: UInt32 = 1, endedAt: Date? = nil,
     pause: TrialPause? = nil, extensions: Int = 0, cancelMark: TrialCancelMark? = nil,
     grace: Duration = .zero,
-    followUps: FollowUpSchedule = .none
+    followUps: FollowUpSchedule = .none, milestones: MilestoneSchedule = .none
   ) {
     self.followUps = followUps
+    self.milestones = milestones
     self.extensions = extensions
     self.cancelMark = cancelMark
     self.grace = grace

@@ -16,6 +16,9 @@ public enum EventKind: Hashable, Sendable {
   /// A follow-up of a trial that ended by its expiry, `after` it (whole milliseconds): due at
   /// the end plus the grace plus `after` (`FollowUpSchedule`).
   case followUp(after: Duration)
+  /// A milestone of a running trial, `after` its start (whole milliseconds): due at the start
+  /// plus `after` (`MilestoneSchedule`), whatever its end.
+  case milestone(after: Duration)
 
   public var name: String {
     switch self {
@@ -25,17 +28,22 @@ public enum EventKind: Hashable, Sendable {
     case .paused: "paused"
     case .resumed: "resumed"
     case .followUp: "follow-up"
+    case .milestone: "milestone"
     }
   }
 
   /// Every kind's name, in the order the documentation lists them.
-  public static let names = ["reminder", "grace-started", "expiry", "follow-up", "paused", "resumed"]
+  public static let names = [
+    "reminder", "milestone", "grace-started", "expiry", "follow-up", "paused", "resumed",
+  ]
 
   /// The span the kind carries: a reminder's offset, a pause's or resume's time left, a
   /// follow-up's span after the expiry; zero for the expiry and the start of grace.
   public var span: Duration {
     switch self {
-    case .reminder(let span), .paused(let span), .resumed(let span), .followUp(let span): span
+    case .reminder(let span), .paused(let span), .resumed(let span), .followUp(let span),
+      .milestone(let span):
+      span
     case .expiry, .graceStarted: .zero
     }
   }
@@ -43,6 +51,11 @@ public enum EventKind: Hashable, Sendable {
   /// The span after the expiry of a follow-up; nil for any other kind.
   public var followUpSpan: Duration? {
     if case .followUp(let span) = self { span } else { nil }
+  }
+
+  /// The span after the start of a milestone; nil for any other kind.
+  public var milestoneSpan: Duration? {
+    if case .milestone(let span) = self { span } else { nil }
   }
 
   public var reminderOffset: Duration? {
@@ -53,7 +66,7 @@ public enum EventKind: Hashable, Sendable {
   public var timeLeft: Duration? {
     switch self {
     case .paused(let left), .resumed(let left): left
-    case .reminder, .expiry, .graceStarted, .followUp: nil
+    case .reminder, .expiry, .graceStarted, .followUp, .milestone: nil
     }
   }
 
@@ -65,7 +78,8 @@ public enum EventKind: Hashable, Sendable {
     switch self {
     case .reminder(let span), .paused(let span), .resumed(let span): span
     case .followUp(let span): .zero - span
-    case .expiry, .graceStarted: .zero
+    // A milestone's due time follows from the start: its event does not tell the end.
+    case .expiry, .graceStarted, .milestone: .zero
     }
   }
 
@@ -84,7 +98,8 @@ public enum EventKind: Hashable, Sendable {
 /// Text form: `<trial id>-r<revision>-expiry`, `<trial id>-r<revision>-grace-started`,
 /// `<trial id>-r<revision>-reminder-<ms>ms`, and
 /// `<trial id>-r<revision>-paused-<ms>ms` / `-resumed-<ms>ms` (the time left),
-/// `<trial id>-r<revision>-follow-up-<ms>ms` (the span after the expiry). A revision is
+/// `<trial id>-r<revision>-follow-up-<ms>ms` (the span after the expiry),
+/// `<trial id>-r<revision>-milestone-<ms>ms` (the span after the start). A revision is
 /// paused at most once: a resume starts the next one.
 public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   public var trialID: TrialID
@@ -107,7 +122,7 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
     switch kind {
     case .expiry: "\(trialID)-r\(revision)-expiry"
     case .graceStarted: "\(trialID)-r\(revision)-grace-started"
-    case .reminder, .paused, .resumed, .followUp:
+    case .reminder, .paused, .resumed, .followUp, .milestone:
       "\(trialID)-r\(revision)-\(kind.name)-\(offsetMilliseconds)ms"
     }
   }
@@ -131,6 +146,8 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
       case "reminder": self.init(trialID: trial, revision: revision, kind: .reminder(before: span))
       case "paused": self.init(trialID: trial, revision: revision, kind: .paused(left: span))
       case "resumed": self.init(trialID: trial, revision: revision, kind: .resumed(left: span))
+      case "milestone" where millis < EventID.maximumFollowUpMilliseconds:
+        self.init(trialID: trial, revision: revision, kind: .milestone(after: span))
       default: return nil
       }
     case 5 where parts[2] == "follow" && parts[3] == "up" && parts[4].hasSuffix("ms"):
@@ -152,6 +169,8 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   public static let graceStartedOrder: UInt64 = 1 << 60
   /// The base of a follow-up's order (`3 << 60 | ms`): a follow-up's span is below 2^60 ms.
   public static let followUpOrder: UInt64 = 3 << 60
+  /// The base of a milestone's order (`2 << 60 | ms`): its span is below 2^60 ms too.
+  public static let milestoneOrder: UInt64 = 2 << 60
   /// A follow-up's span is below 2^60 ms (`followUpOrder`).
   public static let maximumFollowUpMilliseconds: UInt64 = 1 << 60
 
@@ -165,8 +184,8 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
   }
 
   /// The place of the event in its revision, as the stores' keys order them: the start of grace
-  /// (`1 << 60`, in the range whose top two bits are 0), a follow-up (`3 << 60 | ms`, in the same
-  /// range; `2 << 60 | ms` is kept for milestones), a pause (`1 << 62 | ms`), a resume
+  /// (`1 << 60`, in the range whose top two bits are 0), a milestone (`2 << 60 | ms`) and a
+  /// follow-up (`3 << 60 | ms`) in the same range, a pause (`1 << 62 | ms`), a resume
   /// (`2 << 62 | ms`), reminders by descending offset (`~ms`, which keeps its top two bits set
   /// for offsets below 2^62 ms), the expiry (`UInt64.max`).
   public var order: UInt64 {
@@ -174,6 +193,7 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
     case .expiry: UInt64.max
     case .graceStarted: EventID.graceStartedOrder
     case .followUp: EventID.followUpOrder | offsetMilliseconds
+    case .milestone: EventID.milestoneOrder | offsetMilliseconds
     case .reminder: ~offsetMilliseconds
     case .paused: 1 << 62 | offsetMilliseconds
     case .resumed: 2 << 62 | offsetMilliseconds
@@ -186,6 +206,9 @@ public struct EventID: Hashable, Comparable, Sendable, CustomStringConvertible {
     if order == graceStartedOrder { return .graceStarted }
     if order >> 60 == 3, order & (maximumFollowUpMilliseconds - 1) > 0 {
       return .followUp(after: .milliseconds(order & (maximumFollowUpMilliseconds - 1)))
+    }
+    if order >> 60 == 2, order & (maximumFollowUpMilliseconds - 1) > 0 {
+      return .milestone(after: .milliseconds(order & (maximumFollowUpMilliseconds - 1)))
     }
     let millis = order & (maximumMilliseconds - 1)
     switch order >> 62 {

@@ -32,6 +32,8 @@ public struct TrialPlan: Hashable, Sendable {
   /// Spans after the expiry at which a trial of the plan gets its follow-ups (`FollowUps=`),
   /// taken at its start.
   public var followUps: FollowUpSchedule = .none
+  /// Spans after the start at which the event `milestone` fires (`Milestones=`).
+  public var milestones: MilestoneSchedule = .none
 
   public init(
     name: String, length: Duration, reminders: ReminderSchedule, labels: TrialLabels = .none,

@@ -94,7 +94,8 @@ public enum TrialBook {
   public static func startTrial(
     in txn: any TrialWriteTransaction, attributes: TrialAttributes, endDate: Date,
     reminders: ReminderSchedule, grace: Duration = .zero, followUps: FollowUpSchedule = .none,
-    now: Date, ids: any TrialIDGenerator, once: (scope: SubjectUse.Scope, key: String)? = nil,
+    milestones: MilestoneSchedule = .none, now: Date, ids: any TrialIDGenerator,
+    once: (scope: SubjectUse.Scope, key: String)? = nil,
     onceFor: Duration? = nil
   ) throws -> (trial: Trial, skipped: [DueEvent], logged: [LoggedEvent]) {
     let subject = attributes.subject
@@ -124,7 +125,8 @@ public enum TrialBook {
     guard let id else { throw TrialError(.idSpaceExhausted(attempts: idAttempts)) }
     let trial = Trial(
       id: id, attributes: attributes, period: TrialPeriod(startDate: now, endDate: endDate),
-      reminders: reminders, grace: .milliseconds(grace.roundedMilliseconds), followUps: followUps)
+      reminders: reminders, grace: .milliseconds(grace.roundedMilliseconds), followUps: followUps,
+      milestones: milestones)
     try write(trial, was: nil, in: txn)
     if var renewed {
       renewed.lastStartedAt = now
@@ -172,7 +174,9 @@ public enum TrialBook {
     } else {
       try txn.putTrial(trial)
     }
-    let skipped = skippedReminders(of: trial, now: now, reason: .alreadyDueAtExtension)
+    let skipped =
+      skippedReminders(of: trial, now: now, reason: .alreadyDueAtExtension)
+      + skippedMilestones(of: trial, now: now, reason: .alreadyDueAtExtension)
     return (trial, skipped, try recordSkipped(skipped, of: trial, in: txn, now: now))
   }
 
@@ -183,6 +187,14 @@ public enum TrialBook {
     in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, labels: [String: String?] = [:],
     now: Date
   ) throws -> Trial {
+    try ending(in: txn, id, outcome: outcome, labels: labels, now: now).trial
+  }
+
+  /// The same, with the milestones it skipped as logged.
+  static func ending(
+    in txn: any TrialWriteTransaction, _ id: TrialID, outcome: TrialOutcome, labels: [String: String?],
+    now: Date
+  ) throws -> (trial: Trial, logged: [LoggedEvent]) {
     guard let before = try txn.trial(id) else { throw TrialError.notFound(id: id) }
     guard before.isOpen else { throw TrialError(.notActive(id, before.state)) }
     var trial = before
@@ -190,8 +202,11 @@ public enum TrialBook {
     trial.state = outcome.state
     trial.endedAt = now
     trial.cancelMark = nil
+    // Its milestones that have not come are skipped: none fires after the end.
+    let skipped = try pendingMilestones(of: before, in: txn, now: now, reason: .trialEnded)
+    trial = trial.cutting(skipped)
     try write(trial, was: before, in: txn)
-    return trial
+    return (trial, try recordSkipped(skipped, of: trial, in: txn, now: now))
   }
 
   /// Writes `trial` over `before` (nil: a new trial), with the change to its cohort's figures
@@ -255,6 +270,8 @@ public enum TrialBook {
     var slots = [Int](repeating: -1, count: due.count)
     // The events of pauses run out, logged as they resumed: the resume, then what it skipped.
     var resumes: [TakenEvent] = []
+    // Trials this wake brought to their end (grace or expiry) with milestones.
+    var ended: [TrialID] = []
     for index in order {
       let item = due[index]
       // A pause is never due: it is recorded by the command that pauses.
@@ -280,7 +297,10 @@ public enum TrialBook {
           : followUp(item, for: trial, latest: try txn.latestTrialID(subject: trial.subject)))
       try txn.putLedgerEntry(entry)
       let taken = trial.taking(item.event, at: item.takenAt)
-      if taken.state != trial.state { try write(taken, was: trial, in: txn) }
+      if taken.state != trial.state {
+        try write(taken, was: trial, in: txn)
+        if !taken.milestones.isEmpty, !taken.isActive { ended.append(taken.id) }
+      }
       slots[index] = entries.count
       entries.append(entry)
       trials.append(taken)
@@ -295,7 +315,27 @@ public enum TrialBook {
           logged: try txn.appendEvent(entries[slot], attributes: trials[slot].attributes), trial: trials[slot]
         ))
     }
-    return result
+    // Then the milestones the ends of this wake skipped, logged after.
+    return result + (try cutMilestones(of: ended, in: txn, now: now))
+  }
+
+  /// At the end of `trials` (grace or expiry), skips their milestones that have not come (after
+  /// the wake's own were taken: a milestone due before the end comes first), and cuts them off
+  /// the trial, so that an extension in grace does not plan them again. Logged as delivered.
+  static func cutMilestones(of trials: [TrialID], in txn: any TrialWriteTransaction, now: Date) throws
+    -> [TakenEvent]
+  {
+    var taken: [TakenEvent] = []
+    for id in trials {
+      guard let trial = try txn.trial(id) else { continue }
+      let skipped = try pendingMilestones(of: trial, in: txn, now: now, reason: .trialEnded)
+      let cut = trial.cutting(skipped)
+      if cut != trial { try txn.putTrial(cut) }
+      taken += try recordSkipped(skipped, of: cut, in: txn, now: now).map {
+        TakenEvent(logged: $0, trial: cut)
+      }
+    }
+    return taken
   }
 
   /// Records deliveries: each entry still undelivered gets `deliveredAt`, which takes it out
@@ -325,6 +365,25 @@ public enum TrialBook {
     var taken = due
     taken.disposition = trial.followUpDisposition(latestTrial: latest)
     return taken
+  }
+
+  /// The milestones of the trial's current revision already due at `now`: as the reminders
+  /// of a new revision, recorded as skipped, so that none fires twice (a milestone's due time
+  /// does not move with the end).
+  static func skippedMilestones(of trial: Trial, now: Date, reason: SkipReason) -> [DueEvent] {
+    trial.milestoneEvents.filter { $0.due <= now }.map {
+      DueEvent(event: $0, takenAt: now, disposition: .skip(reason), isLate: false)
+    }
+  }
+
+  /// The milestones of the trial's current revision not in the ledger, skipped with `reason`:
+  /// at a pause or an end, none that has not come fires after.
+  static func pendingMilestones(
+    of trial: Trial, in txn: any TrialWriteTransaction, now: Date, reason: SkipReason
+  ) throws -> [DueEvent] {
+    try trial.milestoneEvents.filter { try txn.ledgerEntry($0.id) == nil }.map {
+      DueEvent(event: $0, takenAt: now, disposition: .skip(reason), isLate: false)
+    }
   }
 
   static func skippedReminders(of trial: Trial, now: Date, reason: SkipReason) -> [DueEvent] {

@@ -266,7 +266,8 @@ extension TrialBook {
       let once = try plan.flatMap { try $0.use(of: resolved.attributes.subject, fold: folding.fold) }
       return try startTrial(
         in: txn, attributes: resolved.attributes, endDate: resolved.end, reminders: resolved.reminders,
-        grace: resolved.grace, followUps: plan?.followUps ?? .none, now: now, ids: ids, once: once,
+        grace: resolved.grace, followUps: plan?.followUps ?? .none,
+        milestones: plan?.milestones ?? .none, now: now, ids: ids, once: once,
         onceFor: plan?.onceFor)
     case .extend(let id, let change, let labels):
       guard let current = try txn.trial(id) else { throw TrialError.notFound(id: id) }
@@ -279,7 +280,8 @@ extension TrialBook {
       let limits = current.plan.flatMap { defaults.plans[$0] }?.extensionLimits ?? .none
       return try extendTrial(in: txn, id, to: end, labels: labels, now: now, limits: limits)
     case .end(let id, let outcome, let labels):
-      return (try endTrial(in: txn, id, outcome: outcome, labels: labels, now: now), [], [])
+      let ended = try ending(in: txn, id, outcome: outcome, labels: labels, now: now)
+      return (ended.trial, [], ended.logged)
     case .pause(let target):
       let id = try target.id(in: txn)
       let plan = try txn.trial(id)?.attributes.plan.flatMap { defaults.plans[$0] }
@@ -290,7 +292,8 @@ extension TrialBook {
     case .cancel(let target, let atEnd, let labels):
       let id = try target.id(in: txn)
       guard atEnd else {
-        return (try endTrial(in: txn, id, outcome: .cancelled, labels: labels, now: now), [], [])
+        let ended = try ending(in: txn, id, outcome: .cancelled, labels: labels, now: now)
+        return (ended.trial, [], ended.logged)
       }
       let plan = try txn.trial(id)?.attributes.plan.flatMap { defaults.plans[$0] }
       let trial = try cancelAtEnd(

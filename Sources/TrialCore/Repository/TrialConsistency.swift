@@ -71,6 +71,16 @@ public enum TrialConsistency {
         problems += pauseProblems(of: trial, entry)
         continue
       }
+      // A milestone is due at the start plus its span; one a pause or an end cut is no longer
+      // the trial's (`Trial.cutting(_:)`).
+      if let span = entry.event.kind.milestoneSpan {
+        if entry.event.due != trial.period.startDate.adding(span) {
+          problems.append(
+            Problem(
+              event: entry.id, "the ledger entry \(entry.id) is not due at the trial's start plus its span"))
+        }
+        continue
+      }
       guard let index = events.firstIndex(where: { $0.id == entry.id }) else {
         problems.append(
           Problem(

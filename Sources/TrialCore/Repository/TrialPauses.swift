@@ -27,12 +27,16 @@ extension TrialBook {
     }
     trial.state = .paused
     trial.pause = TrialPause(since: now, until: maxPause.map { now.adding($0) })
+    // Its milestones that have not come are skipped: none fires after a pause.
+    let skipped = try pendingMilestones(of: before, in: txn, now: now, reason: .paused)
+    trial = trial.cutting(skipped)
     try write(trial, was: before, in: txn)
     let event = TrialEvent(
       id: EventID(trialID: id, revision: trial.revision, kind: .paused(left: .milliseconds(left))), due: now)
     let entry = LedgerEntry(event: event, outcome: .fired, takenAt: now, isLate: false)
     try txn.putLedgerEntry(entry)
-    return (trial, [try txn.appendEvent(entry, attributes: trial.attributes)])
+    let logged = try txn.appendEvent(entry, attributes: trial.attributes)
+    return (trial, [logged] + (try recordSkipped(skipped, of: trial, in: txn, now: now)))
   }
 
   /// Resumes a paused trial at `now` (at its pause, when the wall clock stands before it), as its
@@ -67,9 +71,11 @@ extension TrialBook {
     let entry = LedgerEntry(due)
     try txn.putLedgerEntry(entry)
     let logged = try txn.appendEvent(entry, attributes: resumed.attributes)
-    let skipped = resumed.events.filter { $0.kind.reminderOffset != nil && $0.due <= at }.map {
-      DueEvent(event: $0, takenAt: now, disposition: .skip(.alreadyDueAtResume), isLate: false)
-    }
+    let skipped =
+      (resumed.events.filter { $0.kind.reminderOffset != nil && $0.due <= at }
+      + resumed.milestoneEvents.filter { $0.due <= at }).map {
+        DueEvent(event: $0, takenAt: now, disposition: .skip(.alreadyDueAtResume), isLate: false)
+      }
     return (resumed, skipped, [logged] + (try recordSkipped(skipped, of: resumed, in: txn, now: now)))
   }
 }

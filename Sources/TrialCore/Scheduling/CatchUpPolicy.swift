@@ -51,6 +51,10 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
   case calledOffByConversion
   /// A follow-up of a trial whose subject started a later trial.
   case calledOffByNewTrial
+  /// A milestone that had not come when its trial ended (`Milestones=`).
+  case trialEnded
+  /// A milestone that had not come when its trial was paused: none fires after a pause.
+  case paused
 
   public var code: String {
     switch self {
@@ -63,6 +67,8 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
     case .cancelAtEnd: "cancel-at-end"
     case .calledOffByConversion: "called-off-by-conversion"
     case .calledOffByNewTrial: "called-off-by-new-trial"
+    case .trialEnded: "trial-ended"
+    case .paused: "paused"
     }
   }
 
@@ -78,6 +84,8 @@ public enum SkipReason: Hashable, Sendable, CustomStringConvertible {
     case .cancelAtEnd: "the trial is cancelled at its end"
     case .calledOffByConversion: "called off: the trial was converted"
     case .calledOffByNewTrial: "called off: the subject started a later trial"
+    case .trialEnded: "the trial ended before the milestone"
+    case .paused: "the trial was paused before the milestone"
     }
   }
 }
@@ -87,7 +95,7 @@ extension SkipReason {
   public static let codes = [
     "already-due-at-start", "already-due-at-extension", "already-due-at-resume", "superseded-by-reminder",
     "superseded-by-expiry", "beyond-grace", "cancel-at-end", "called-off-by-conversion",
-    "called-off-by-new-trial",
+    "called-off-by-new-trial", "trial-ended", "paused",
   ]
 
   /// Why a reason could not be read back from its code and details.
@@ -115,6 +123,8 @@ extension SkipReason {
     case "cancel-at-end": self = .cancelAtEnd
     case "called-off-by-conversion": self = .calledOffByConversion
     case "called-off-by-new-trial": self = .calledOffByNewTrial
+    case "trial-ended": self = .trialEnded
+    case "paused": self = .paused
     case "superseded-by-reminder": self = .supersededByReminder(try required(supersededBy, "supersededBy"))
     case "beyond-grace":
       self = .beyondGrace(lateness: try required(lateness, "lateness"), grace: try required(grace, "grace"))

@@ -17,7 +17,7 @@ extension Planner {
         upcoming.append((due, UInt64(slot.plan) << 8 | UInt64(next), event(of: slot, index: UInt8(next))))
       }
     }
-    for resume in resumes.due(through: limit) {
+    for resume in resumes.due(through: limit) + milestones.due(through: limit) {
       upcoming.append((resume.due.timeIntervalSinceReferenceDate, 0, resume))
     }
     upcoming.sort { $0.due != $1.due ? $0.due < $1.due : $0.order < $1.order }

@@ -100,6 +100,8 @@ public struct Planner: Sendable {
   var planLimit = UInt32.max
   /// Paused trials' resumes, when their pause runs out.
   var resumes = PlannerResumes()
+  /// Running trials' milestones, held apart (`PlannerMilestones`).
+  var milestones = PlannerMilestones()
   /// Slots are packed once fewer than a quarter of them, and more than this many, are free.
   var compactionFloor = 4096
 
@@ -142,6 +144,7 @@ public struct Planner: Sendable {
   public mutating func add(_ trial: Trial, now: Date, reason: SkipReason = .alreadyDueAtStart)
     -> [DueEvent]
   {
+    defer { planMilestones(of: trial, trial.plannedMilestones(after: now)) }
     guard trial.isRunning else {
       cancel(trial.id)
       planResume(of: trial)
@@ -175,6 +178,7 @@ public struct Planner: Sendable {
   /// expired), is not planned; returns whether the trial was still running by its ledger.
   @discardableResult
   public mutating func restore(_ trial: Trial, completed: (EventID) -> Bool) -> Bool {
+    defer { planMilestones(of: trial, trial.plannedMilestones(after: nil).filter { !completed($0.id) }) }
     if trial.state == .paused {
       cancel(trial.id)
       if let resume = trial.pendingResume, !completed(resume.id) { planResume(of: trial) }
@@ -204,6 +208,8 @@ public struct Planner: Sendable {
   /// Removes every pending event of the trial. Returns false when it had none.
   @discardableResult
   public mutating func cancel(_ id: TrialID) -> Bool {
+    let milestoneCount = milestones.remove(id.rawValue)
+    pendingEventCount -= milestoneCount
     if resumes.remove(id.rawValue) {
       pendingEventCount -= 1
       return true
@@ -213,7 +219,7 @@ public struct Planner: Sendable {
       pendingEventCount -= farEvents
       return true
     }
-    guard let slot = slot(of: id.rawValue) else { return false }
+    guard let slot = slot(of: id.rawValue) else { return milestoneCount > 0 }
     unplan(slot)
     tidy()
     return true
@@ -332,15 +338,15 @@ public struct Planner: Sendable {
   /// When the planner wants `takeDue` called next: the earliest pending event held in full falls
   /// due, or the earliest far one comes within the lookahead (`moveHorizon`).
   public var nextDeadline: Date? {
-    let due = [heap.min?.due, resumes.nextDue, far.earliest.map { $0.due - lookahead }].compactMap { $0 }
-      .min()
+    let due = [heap.min?.due, resumes.nextDue, milestones.nextDue, far.earliest.map { $0.due - lookahead }]
+      .compactMap { $0 }.min()
     return due.map { Date(timeIntervalSinceReferenceDate: $0) }
   }
 
   /// When the earliest pending event falls due, far ones included (theirs to the whole second
   /// at or before it: `FarTrials.second(of:)`).
   public var nextEventDue: Date? {
-    let due = [heap.min?.due, resumes.nextDue, far.earliest?.due].compactMap { $0 }.min()
+    let due = [heap.min?.due, resumes.nextDue, milestones.nextDue, far.earliest?.due].compactMap { $0 }.min()
     return due.map { Date(timeIntervalSinceReferenceDate: $0) }
   }
 
@@ -357,11 +363,13 @@ public struct Planner: Sendable {
   /// The earliest pending event held in full, leaving out the far trials.
   public var nextHeldEvent: TrialEvent? {
     let resume = resumes.next
+    var next = resume
     if let top = heap.min, resume.map({ $0.due.timeIntervalSinceReferenceDate >= top.due }) ?? true {
-      let slot = slots[Int(top.slot)]
-      return event(of: slot, index: slot.next)
+      next = event(of: slots[Int(top.slot)], index: slots[Int(top.slot)].next)
     }
-    return resume
+    // A milestone only when it comes strictly first.
+    if let milestone = milestones.next, next.map({ milestone.due < $0.due }) ?? true { return milestone }
+    return next
   }
 
   /// The pending event with this id, if it is still pending and held in full (a far trial's
@@ -388,18 +396,11 @@ public struct Planner: Sendable {
       found = position
     case .paused, .resumed:
       return nil
+    case .milestone:
+      return milestones.events(of: id.trialID.rawValue).first { $0.id == id }
     }
     guard found >= Int(slot.next) else { return nil }
     return event(of: slot, index: UInt8(found))
-  }
-
-  /// The trial's pending events, in due order, if it is held in full (a far trial's: none).
-  public func pendingEvents(of id: TrialID) -> [TrialEvent] {
-    if let resume = resumes.event(of: id.rawValue) { return [resume] }
-    guard let position = slot(of: id.rawValue) else { return [] }
-    let slot = slots[Int(position)]
-    let total = scheduleSeconds[Int(slot.schedule)].count
-    return (Int(slot.next)..<total).map { event(of: slot, index: UInt8($0)) }
   }
 
   // MARK: Taking due events
@@ -409,7 +410,8 @@ public struct Planner: Sendable {
   public mutating func takeDue(at now: Date) -> [DueEvent] {
     let limit = now.timeIntervalSinceReferenceDate
     var taken: [TrialEvent] = []
-    let resumed = resumes.nextDue.map { $0 <= limit } == true ? resumes.takeDue(through: limit) : []
+    var resumed = resumes.nextDue.map { $0 <= limit } == true ? resumes.takeDue(through: limit) : []
+    if milestones.nextDue.map({ $0 <= limit }) == true { resumed += milestones.takeDue(through: limit) }
     pendingEventCount -= resumed.count
     while let top = heap.min, top.due <= limit {
       guard isLive(top) else {
@@ -438,7 +440,7 @@ public struct Planner: Sendable {
     }
     tidy()
     if !resumed.isEmpty {
-      // Merged by due time; a paused trial has no other event, so no trial's order changes.
+      // Merged by due time: a paused trial has no other event, a trial's milestones are in order.
       taken = (resumed + taken).enumerated().sorted {
         $0.element.due != $1.element.due ? $0.element.due < $1.element.due : $0.offset < $1.offset
       }.map(\.element)

@@ -49,7 +49,10 @@ public struct Histogram: Hashable, Sendable {
 /// arrays by position (`kinds`, `SkipReason.codes`): the tally costs an addition per event.
 public struct EventTally: Hashable, Sendable {
   /// Every kind of event, in the order the metrics list them.
-  public static let kinds = ["reminder", "expiry", "paused", "resumed", "grace-started", "follow-up"]
+  public static let kinds = [
+    "reminder", "expiry", "paused", "resumed", "grace-started", "follow-up",
+    "milestone",
+  ]
 
   private var firedByKind = [Int64](repeating: 0, count: kinds.count)
   private var skippedByReason = [Int64](repeating: 0, count: SkipReason.codes.count)
@@ -62,7 +65,7 @@ public struct EventTally: Hashable, Sendable {
   public init() {}
 
   /// Fired events by kind name (`reminder`, `expiry`, `paused`, `resumed`, `grace-started`,
-  /// `follow-up`),
+  /// `follow-up`, `milestone`),
   /// every kind.
   public var fired: [String: Int64] {
     Dictionary(uniqueKeysWithValues: zip(Self.kinds, firedByKind))
@@ -101,6 +104,7 @@ public struct EventTally: Hashable, Sendable {
     case .resumed: 3
     case .graceStarted: 4
     case .followUp: 5
+    case .milestone: 6
     }
   }
 
@@ -116,6 +120,8 @@ public struct EventTally: Hashable, Sendable {
     case .cancelAtEnd: 6
     case .calledOffByConversion: 7
     case .calledOffByNewTrial: 8
+    case .trialEnded: 9
+    case .paused: 10
     }
   }
 }

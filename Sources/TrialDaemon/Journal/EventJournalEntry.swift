@@ -39,6 +39,8 @@ public enum EventJournalEntry {
     case graceStarted = "80e9a228f2d94604aa96d487fac1ded2"
     /// A follow-up of a trial fired after its expiry (`FollowUps=`), on time or late.
     case followUp = "3b7d5c0e9a4f4e1b8c26d1f0a7e93c54"
+    /// A milestone of a trial fired after its start (`Milestones=`), on time or late.
+    case milestone = "5e2a9f7c1d6b4c8a9e03b7f4d2c61a8e"
     /// A webhook endpoint was disabled (logged by the engine: `WebhookDuty.disabledMessageID`).
     case webhookDisabled = "f75962a2895d4649bb6ea076b97e58b1"
     /// The store failed to write or sync, and the daemon stops (logged by the daemon:
@@ -61,6 +63,7 @@ public enum EventJournalEntry {
     case (.fired, .paused): .paused
     case (.fired, .resumed): .resumed
     case (.fired, .followUp): .followUp
+    case (.fired, .milestone): .milestone
     case (.fired, _) where entry.isLate: .firedLate
     case (.fired, .expiry): .expired
     case (.fired, .graceStarted): .graceStarted
@@ -185,6 +188,10 @@ public enum EventJournalEntry {
       return "\(who): follow-up \(TimeSpan.format(after)) after its end\(late)"
     case (.skipped(let reason), .followUp(let after)):
       return "\(who): follow-up \(TimeSpan.format(after)) after its end skipped, \(reason)"
+    case (.fired, .milestone(let after)):
+      return "\(who): milestone \(TimeSpan.format(after)) after its start\(late)"
+    case (.skipped(let reason), .milestone(let after)):
+      return "\(who): milestone \(TimeSpan.format(after)) after its start skipped, \(reason)"
     case (_, .paused(let left)):
       let itself = resumes.map { ", resumes by itself at \(CivilTime($0).readable)" } ?? ""
       return "\(who) paused with \(TimeSpan.format(left, style: .timeLeft)) left\(itself)"

@@ -431,6 +431,16 @@ extension EventObject {
             detail: "the trial was \(trial.state.rawValue) before it fell due", takenAt: trial.endedAt))
       }
     }
+    // Milestones not taken: pending while the trial is active (to be skipped, trial-ended, when
+    // due at or after its end); a paused trial's were skipped at its pause.
+    for event in trial.milestoneEvents where !taken.contains(event.id) && trial.isActive {
+      var pending = EventObject(pending: event, attributes: trial.attributes)
+      if event.due >= trial.period.endDate {
+        pending.reason = SkipReason.trialEnded.code
+        pending.detail = "to be skipped: \(SkipReason.trialEnded)"
+      }
+      events.append(pending)
+    }
     return events.sorted { $0.due != $1.due ? $0.due < $1.due : $0.id < $1.id }
   }
 }

@@ -127,6 +127,7 @@ final class StatusDuty: EngineDuty {
     case .reminder: line += "; next: \(name) reminder \(when)"
     case .graceStarted: line += "; next: \(name) grace starts \(when)"
     case .followUp: line += "; next: \(name) follow-up \(when)"
+    case .milestone: line += "; next: \(name) milestone \(when)"
     case .paused, .resumed: line += "; next: \(name) resumes \(when)"
     }
     return line
