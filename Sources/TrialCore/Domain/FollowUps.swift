@@ -3,9 +3,9 @@
 public struct FollowUpSchedule: Hashable, Sendable, CustomStringConvertible {
   public static let none = FollowUpSchedule(uncheckedSpans: [])
   /// The most follow-ups one trial may carry.
-  public static let maximumCount = 32
-  /// The longest span after the expiry: 3,650 days.
-  public static let maximumSpan = Duration.days(3650)
+  public static let maximumCount = EventSpans.maximumCount
+  /// The longest span: 3,650 days.
+  public static let maximumSpan = EventSpans.maximumSpan
 
   public struct InvalidSpans: Error, Equatable, CustomStringConvertible {
     public var description: String
@@ -15,28 +15,13 @@ public struct FollowUpSchedule: Hashable, Sendable, CustomStringConvertible {
   public let spans: [Duration]
 
   /// Spans are rounded to whole milliseconds; each must be at least a millisecond and at most
-  /// `maximumSpan`.
+  /// `maximumSpan` (`EventSpans`).
   public init(_ spans: [Duration]) throws(InvalidSpans) {
-    var seen = Set<Duration>()
-    var cleaned: [Duration] = []
-    for span in spans {
-      guard span >= .milliseconds(1) else {
-        throw InvalidSpans(
-          description: "follow-up \(TimeSpan.format(span)) must be a positive span after the end")
-      }
-      guard span <= Self.maximumSpan else {
-        throw InvalidSpans(
-          description:
-            "follow-up \(TimeSpan.format(span)) is longer than \(TimeSpan.format(Self.maximumSpan))")
-      }
-      let rounded = Duration.milliseconds(span.roundedMilliseconds)
-      if seen.insert(rounded).inserted { cleaned.append(rounded) }
+    do {
+      self.spans = try EventSpans.checked(spans, item: "follow-up", after: "the end")
+    } catch {
+      throw InvalidSpans(description: error.description)
     }
-    guard cleaned.count <= Self.maximumCount else {
-      throw InvalidSpans(
-        description: "at most \(Self.maximumCount) follow-ups per trial, got \(cleaned.count)")
-    }
-    self.spans = cleaned.sorted()
   }
 
   private init(uncheckedSpans: [Duration]) {

@@ -6,9 +6,9 @@ import FoundationEssentials
 public struct MilestoneSchedule: Hashable, Sendable, CustomStringConvertible {
   public static let none = MilestoneSchedule(uncheckedSpans: [])
   /// The most milestones one trial may carry.
-  public static let maximumCount = 32
-  /// The longest span after the start: 3,650 days.
-  public static let maximumSpan = Duration.days(3650)
+  public static let maximumCount = EventSpans.maximumCount
+  /// The longest span: 3,650 days.
+  public static let maximumSpan = EventSpans.maximumSpan
 
   public struct InvalidSpans: Error, Equatable, CustomStringConvertible {
     public var description: String
@@ -18,28 +18,13 @@ public struct MilestoneSchedule: Hashable, Sendable, CustomStringConvertible {
   public let spans: [Duration]
 
   /// Spans are rounded to whole milliseconds; each must be at least a millisecond and at most
-  /// `maximumSpan`.
+  /// `maximumSpan` (`EventSpans`).
   public init(_ spans: [Duration]) throws(InvalidSpans) {
-    var seen = Set<Duration>()
-    var cleaned: [Duration] = []
-    for span in spans {
-      guard span >= .milliseconds(1) else {
-        throw InvalidSpans(
-          description: "milestone \(TimeSpan.format(span)) must be a positive span after the start")
-      }
-      guard span <= Self.maximumSpan else {
-        throw InvalidSpans(
-          description:
-            "milestone \(TimeSpan.format(span)) is longer than \(TimeSpan.format(Self.maximumSpan))")
-      }
-      let rounded = Duration.milliseconds(span.roundedMilliseconds)
-      if seen.insert(rounded).inserted { cleaned.append(rounded) }
+    do {
+      self.spans = try EventSpans.checked(spans, item: "milestone", after: "the start")
+    } catch {
+      throw InvalidSpans(description: error.description)
     }
-    guard cleaned.count <= Self.maximumCount else {
-      throw InvalidSpans(
-        description: "at most \(Self.maximumCount) milestones per trial, got \(cleaned.count)")
-    }
-    self.spans = cleaned.sorted()
   }
 
   private init(uncheckedSpans: [Duration]) {
