@@ -11,17 +11,8 @@ import TrialTesting
 /// taking its shards (a restart), fired once or called off by a conversion.
 @Suite struct PostgresFollowUpSchemaTests {
   @Test func schemaBeforeFollowUps_IsUpgradedInPlace_AndFollowUpsFireOnce() throws {
-    let (conninfo, connection) = try PostgresSchemaTests.upgraded(from: 14)
-    let map = ShardMap(count: 4)
-    let ownership = ShardOwnership()
-    var settings = FleetMembership.Settings()
-    settings.lease = .seconds(3_600)
-    let membership = FleetMembership(
-      conninfo: conninfo, name: "new-node", version: "test", shards: map, ownership: ownership,
-      settings: settings)
-    try membership.join()
-    let repository = try PostgresTrialRepository(
-      conninfo: conninfo, node: "new-node", shards: map, ownership: ownership, refusesEarlyFires: false)
+    let (connection, membership, repository) = try PostgresSchemaTests.upgradedWithANode(from: 14)
+    defer { _ = membership }
     let old = try #require(try repository.trial(TrialID(1)))
     #expect(old.followUps.isEmpty)
 

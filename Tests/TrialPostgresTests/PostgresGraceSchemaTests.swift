@@ -10,17 +10,8 @@ import TrialTesting
 /// trials read with no grace, and a trial with a grace entering `grace` in it.
 @Suite struct PostgresGraceSchemaTests {
   @Test func schemaBeforeGrace_IsUpgradedInPlace_AndItsTrialsEnterGrace() throws {
-    let (conninfo, connection) = try PostgresSchemaTests.upgraded(from: 9)
-    let map = ShardMap(count: 4)
-    let ownership = ShardOwnership()
-    var settings = FleetMembership.Settings()
-    settings.lease = .seconds(3_600)
-    let membership = FleetMembership(
-      conninfo: conninfo, name: "new-node", version: "test", shards: map, ownership: ownership,
-      settings: settings)
-    try membership.join()
-    let repository = try PostgresTrialRepository(
-      conninfo: conninfo, node: "new-node", shards: map, ownership: ownership, refusesEarlyFires: false)
+    let (connection, membership, repository) = try PostgresSchemaTests.upgradedWithANode(from: 9)
+    defer { _ = membership }
     let old = try #require(try repository.trial(TrialID(1)))
     #expect(old.state == .active && old.grace == .zero && old.events.count == 2)
 

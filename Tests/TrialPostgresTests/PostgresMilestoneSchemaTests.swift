@@ -11,17 +11,8 @@ import TrialTesting
 /// (a node taking its shards) or skipped by a pause, with the ledger's kind `milestone`.
 @Suite struct PostgresMilestoneSchemaTests {
   @Test func schemaBeforeMilestones_IsUpgradedInPlace_AndMilestonesFireOnce() throws {
-    let (conninfo, connection) = try PostgresSchemaTests.upgraded(from: 14)
-    let map = ShardMap(count: 4)
-    let ownership = ShardOwnership()
-    var settings = FleetMembership.Settings()
-    settings.lease = .seconds(3_600)
-    let membership = FleetMembership(
-      conninfo: conninfo, name: "new-node", version: "test", shards: map, ownership: ownership,
-      settings: settings)
-    try membership.join()
-    let repository = try PostgresTrialRepository(
-      conninfo: conninfo, node: "new-node", shards: map, ownership: ownership, refusesEarlyFires: false)
+    let (connection, membership, repository) = try PostgresSchemaTests.upgradedWithANode(from: 14)
+    defer { _ = membership }
     let old = try #require(try repository.trial(TrialID(1)))
     #expect(old.milestones.isEmpty)
 

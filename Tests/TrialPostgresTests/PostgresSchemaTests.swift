@@ -112,6 +112,25 @@ import TrialCore
     return (conninfo, connection)
   }
 
+  /// A database of `version` upgraded in place, a node joined to it owning its four shards (for
+  /// an hour), and that node's repository: the set-up of each schema step's own tests.
+  static func upgradedWithANode(from version: Int) throws -> (
+    connection: PGConnection, membership: FleetMembership, repository: PostgresTrialRepository
+  ) {
+    let (conninfo, connection) = try upgraded(from: version)
+    let map = ShardMap(count: 4)
+    let ownership = ShardOwnership()
+    var settings = FleetMembership.Settings()
+    settings.lease = .seconds(3_600)
+    let membership = FleetMembership(
+      conninfo: conninfo, name: "new-node", version: "test", shards: map, ownership: ownership,
+      settings: settings)
+    try membership.join()
+    let repository = try PostgresTrialRepository(
+      conninfo: conninfo, node: "new-node", shards: map, ownership: ownership, refusesEarlyFires: false)
+    return (connection, membership, repository)
+  }
+
   /// Versions 3 and 4 (the last before the attributes) have the same trial and event-log
   /// tables: each is upgraded in place, its rows kept and read with their subject alone.
   @Test(arguments: [3, 4])

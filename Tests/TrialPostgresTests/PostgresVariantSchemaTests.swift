@@ -10,17 +10,8 @@ import TrialTesting
 /// its trials read without a variant, and a trial's variant readable as its own column.
 @Suite struct PostgresVariantSchemaTests {
   @Test func schemaBeforeVariants_IsUpgraded_AndTheVariantIsAColumn() throws {
-    let (conninfo, connection) = try PostgresSchemaTests.upgraded(from: 9)
-    let map = ShardMap(count: 4)
-    let ownership = ShardOwnership()
-    var settings = FleetMembership.Settings()
-    settings.lease = .seconds(3_600)
-    let membership = FleetMembership(
-      conninfo: conninfo, name: "new-node", version: "test", shards: map, ownership: ownership,
-      settings: settings)
-    try membership.join()
-    let repository = try PostgresTrialRepository(
-      conninfo: conninfo, node: "new-node", shards: map, ownership: ownership, refusesEarlyFires: false)
+    let (connection, membership, repository) = try PostgresSchemaTests.upgradedWithANode(from: 9)
+    defer { _ = membership }
     #expect(try repository.trial(TrialID(1))?.attributes.variant == nil)
 
     let now = Date(timeIntervalSinceReferenceDate: 60)
