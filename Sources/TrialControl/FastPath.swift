@@ -64,43 +64,42 @@ public enum FastPath {
     return parameters
   }
 
-  private static let startTrialKeys: Set<String> = [
-    "subject", "duration", "endsAt", "reminders", "labels", "plan", "variant",
-  ]
-
+  /// One pass over the fields (a look-up of each known key would hash it whether present or
+  /// not: a StartTrial's hot path pays for every key it may take).
   private static func startTrial(_ fields: [String: Field]) -> StartTrialParameters? {
-    guard fields.keys.allSatisfy(startTrialKeys.contains), let subject = fields["subject"]?.text
-    else { return nil }
-    var parameters = StartTrialParameters(subject: subject)
-    if let field = fields["duration"] {
-      guard let text = field.text, let span = try? TimeSpan.parse(text) else { return nil }
-      parameters.duration = Span(span)
-    }
-    if let field = fields["endsAt"] {
-      guard let text = field.text, let date = try? RFC3339.parse(text) else { return nil }
-      parameters.endsAt = date
-    }
-    if let field = fields["reminders"] {
-      guard case .list(let texts) = field else { return nil }
-      var spans: [Span] = []
-      for text in texts {
-        guard let span = try? TimeSpan.parse(text) else { return nil }
-        spans.append(Span(span))
+    var parameters = StartTrialParameters(subject: "")
+    var subject: String?
+    for (key, field) in fields {
+      switch key {
+      case "subject": subject = field.text
+      case "duration":
+        guard let text = field.text, let span = try? TimeSpan.parse(text) else { return nil }
+        parameters.duration = Span(span)
+      case "endsAt":
+        guard let text = field.text, let date = try? RFC3339.parse(text) else { return nil }
+        parameters.endsAt = date
+      case "reminders":
+        guard case .list(let texts) = field else { return nil }
+        var spans: [Span] = []
+        for text in texts {
+          guard let span = try? TimeSpan.parse(text) else { return nil }
+          spans.append(Span(span))
+        }
+        parameters.reminders = spans
+      case "plan":
+        guard let text = field.text else { return nil }
+        parameters.plan = text
+      case "variant":
+        guard let text = field.text else { return nil }
+        parameters.variant = text
+      case "labels":
+        guard case .object(let labels) = field else { return nil }
+        parameters.labels = labels
+      default: return nil
       }
-      parameters.reminders = spans
     }
-    if let field = fields["plan"] {
-      guard let text = field.text else { return nil }
-      parameters.plan = text
-    }
-    if let field = fields["variant"] {
-      guard let text = field.text else { return nil }
-      parameters.variant = text
-    }
-    if let field = fields["labels"] {
-      guard case .object(let labels) = field else { return nil }
-      parameters.labels = labels
-    }
+    guard let subject else { return nil }
+    parameters.subject = subject
     return parameters
   }
 

@@ -229,17 +229,22 @@ final class RecordCodec {
     guard trial.reminders.offsets.count <= 255 else { throw RecordProblem("too many reminders") }
     writer.u8(Self.trialVersion)
     writer.u8(Self.stateCode(trial.state))
-    guard (0...Int(UInt32.max)).contains(trial.extensions) else {
-      throw RecordProblem("the extension count \(trial.extensions) is out of range")
+    // A plain trial (most) has no lifecycle to write: read once, not per property.
+    let lifecycle = trial.lifecycle
+    let extensions = lifecycle?.extensions ?? 0
+    guard (0...Int(UInt32.max)).contains(extensions) else {
+      throw RecordProblem("the extension count \(extensions) is out of range")
     }
-    let grace = trial.grace.roundedMilliseconds
+    let grace = lifecycle?.grace.roundedMilliseconds ?? 0
     guard grace >= 0 else { throw RecordProblem("the grace is negative") }
+    let followUps = lifecycle?.followUps.spans ?? []
+    let milestones = lifecycle?.milestones.spans ?? []
     writer.u8(
       (trial.endedAt == nil ? 0 : 1) | (trial.pause == nil ? 0 : 2) | (trial.pause?.until == nil ? 0 : 4)
-        | (trial.cancelMark == nil ? 0 : Self.cancelFlag) | (grace == 0 ? 0 : Self.graceFlag)
-        | (trial.extensions == 0 ? 0 : Self.extensionsFlag)
-        | (trial.followUps.isEmpty ? 0 : Self.followUpsFlag)
-        | (trial.milestones.isEmpty ? 0 : Self.milestonesFlag))
+        | (lifecycle?.cancelMark == nil ? 0 : Self.cancelFlag) | (grace == 0 ? 0 : Self.graceFlag)
+        | (extensions == 0 ? 0 : Self.extensionsFlag)
+        | (followUps.isEmpty ? 0 : Self.followUpsFlag)
+        | (milestones.isEmpty ? 0 : Self.milestonesFlag))
     writer.u8(UInt8(trial.reminders.offsets.count))
     writer.u32(trial.revision)
     writer.date(trial.period.startDate)
@@ -249,19 +254,19 @@ final class RecordCodec {
       writer.date(pause.since)
       if let until = pause.until { writer.date(until) }
     }
-    if let mark = trial.cancelMark {
+    if let mark = lifecycle?.cancelMark {
       writer.date(mark.askedAt)
       writer.u8(mark.remindAfterCancel ? 1 : 0)
     }
     if grace > 0 { writer.u64(UInt64(grace)) }
-    if trial.extensions > 0 { writer.u32(UInt32(trial.extensions)) }
-    if !trial.followUps.isEmpty {
-      writer.u8(UInt8(trial.followUps.spans.count))
-      for span in trial.followUps.spans { writer.u64(UInt64(span.roundedMilliseconds)) }
+    if extensions > 0 { writer.u32(UInt32(extensions)) }
+    if !followUps.isEmpty {
+      writer.u8(UInt8(followUps.count))
+      for span in followUps { writer.u64(UInt64(span.roundedMilliseconds)) }
     }
-    if !trial.milestones.isEmpty {
-      writer.u8(UInt8(trial.milestones.spans.count))
-      for span in trial.milestones.spans { writer.u64(UInt64(span.roundedMilliseconds)) }
+    if !milestones.isEmpty {
+      writer.u8(UInt8(milestones.count))
+      for span in milestones { writer.u64(UInt64(span.roundedMilliseconds)) }
     }
     for offset in trial.reminders.offsets { writer.reminderOffset(offset) }
     writer.u8(UInt8(subject.count))

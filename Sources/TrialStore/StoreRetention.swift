@@ -22,7 +22,7 @@ extension StoreWriteTransaction {
       try subject.withUTF8 { _ = try txn.delete(databases.subjects, UnsafeRawBufferPointer($0)) }
     }
     _ = try trialKey.withUnsafeBytes { try txn.delete(databases.trials, $0) }
-    if lastTrial?.id == id { lastTrial = nil }
+    if lastTrialHead?.id == id { lastTrial = nil }
     absentTrial = id
   }
 }

@@ -17,7 +17,12 @@ class StoreReadTransaction: TrialReadTransaction {
 
   /// The trial read last in this transaction, as it stands, or the ended trial written last:
   /// firing reads a trial and then puts it again, and the put needs the old trial again.
-  var lastTrial: Trial?
+  var lastTrial: Trial? {
+    didSet { lastTrialHead = lastTrial.map { (id: $0.id, revision: $0.revision, state: $0.state) } }
+  }
+  /// The id, revision and state of `lastTrial`: what the hot paths ask of it, without a copy
+  /// of the whole trial (which retains each of its references).
+  private(set) var lastTrialHead: (id: TrialID, revision: UInt32, state: TrialState)?
   /// The id looked up last and not found: starting a trial looks its new id up, then puts it.
   var absentTrial: TrialID?
   /// The event log's newest cursor, read once per transaction; a write moves it as it
@@ -34,7 +39,7 @@ class StoreReadTransaction: TrialReadTransaction {
   /// The trial as it stands: its record, expired if the record is active and the ledger holds
   /// the expiry of its revision (schema 3: an expiry does not rewrite the record).
   func trial(_ id: TrialID) throws -> Trial? {
-    if let lastTrial, lastTrial.id == id { return lastTrial }
+    if lastTrialHead?.id == id { return lastTrial }
     if absentTrial == id { return nil }
     guard let stored = try storedTrial(id) else {
       absentTrial = id
@@ -286,8 +291,8 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
       // The trial read last is the one expiring (as when firing): it now reads as `derived`
       // makes it, with no second look-up; the put of the expired trial that follows finds it
       // unchanged and leaves its record alone.
-      if let lastTrial, lastTrial.id == entry.event.trialID {
-        self.lastTrial = lastTrial.isRunning ? lastTrial.expired(byExpiryTakenAt: entry.takenAt) : nil
+      if let head = lastTrialHead, head.id == entry.event.trialID {
+        lastTrial = head.state.isRunning ? lastTrial?.expired(byExpiryTakenAt: entry.takenAt) : nil
       }
     }
     writer.reset()
@@ -307,8 +312,8 @@ final class StoreWriteTransaction: StoreReadTransaction, TrialWriteTransaction {
   /// trial read last (as `commit` reads it just before) answers without a look-up: it reads
   /// running only while its revision's expiry is not in the ledger.
   private func expiringState(_ expiry: TrialEvent) throws -> TrialState? {
-    if let lastTrial, lastTrial.id == expiry.trialID, lastTrial.isRunning {
-      return lastTrial.revision == expiry.revision ? lastTrial.state : nil
+    if let head = lastTrialHead, head.id == expiry.trialID, head.state.isRunning {
+      return head.revision == expiry.revision ? head.state : nil
     }
     guard try ledgerEntry(expiry.id) == nil, let stored = try storedTrial(expiry.trialID) else {
       return nil

@@ -12,6 +12,8 @@ public enum TrialState: String, Hashable, Sendable, CaseIterable {
   case grace
 
   public var isEnded: Bool { self != .active && self != .paused && self != .grace }
+  /// Its events fire: active, or in grace (where only the expiry is left).
+  public var isRunning: Bool { self == .active || self == .grace }
 }
 
 /// A paused trial's pause: since when, and when it resumes by itself (its plan's `MaxPause=`
@@ -23,22 +25,6 @@ public struct TrialPause: Hashable, Sendable {
   public init(since: Date, until: Date? = nil) {
     self.since = since
     self.until = until
-  }
-}
-
-/// A trial cancelled at its end: it stays open (active or paused) until its end, where it is
-/// cancelled instead of expired (`Trial.stateAtEnd`). Moving the end (an extension, a resume)
-/// keeps the mark: it then cancels at the new end.
-public struct TrialCancelMark: Hashable, Sendable {
-  /// When the cancel was asked.
-  public var askedAt: Date
-  /// Whether its reminders still fire: its plan's `RemindAfterCancel=` when the cancel was asked
-  /// (a plan's later change does not touch it).
-  public var remindAfterCancel: Bool
-
-  public init(askedAt: Date, remindAfterCancel: Bool = false) {
-    self.askedAt = askedAt
-    self.remindAfterCancel = remindAfterCancel
   }
 }
 
@@ -112,22 +98,45 @@ public struct Trial: Hashable, Sendable {
   public var endedAt: Date?
   /// The pause of a paused trial (a trial ended while paused keeps it); nil otherwise.
   public var pause: TrialPause?
+  /// Its extensions, cancel at the end, grace, follow-ups and milestones, out of line: a plain
+  /// trial carries none (`TrialLifecycle.Storage`). Read and written through the properties below.
+  private var lifecycleStorage: TrialLifecycle.Storage
+
+  /// Its lifecycle beyond reminders and end; nil for a plain trial (none of the properties
+  /// below set), which the hot paths read once instead of each property.
+  public var lifecycle: TrialLifecycle? { lifecycleStorage.unlessPlain }
+
   /// How many times an extension moved its end later (`TrialBook.extendTrial`); a resume is
   /// not an extension. Its plan's `MaxExtensions=` limits it.
-  public var extensions: Int
+  public var extensions: Int {
+    get { lifecycleStorage.unlessPlain?.extensions ?? 0 }
+    set { lifecycleStorage.value.extensions = newValue }
+  }
   /// Of a trial cancelled at its end: the mark (a trial so cancelled keeps it); nil otherwise.
-  public var cancelMark: TrialCancelMark?
+  public var cancelMark: TrialCancelMark? {
+    get { lifecycleStorage.unlessPlain?.cancelMark }
+    set { lifecycleStorage.value.cancelMark = newValue }
+  }
   /// The grace its plan gave it at its start (whole milliseconds; zero: none): at its end it
   /// enters `grace` (the event `grace-started`) and expires this long after.
-  public var grace: Duration
+  public var grace: Duration {
+    get { lifecycleStorage.unlessPlain?.grace ?? .zero }
+    set { lifecycleStorage.value.grace = newValue }
+  }
 
   /// Its plan's follow-ups, taken at its start: due after its expiry (`expiryIndex`), the last
   /// events of its revision.
-  public var followUps: FollowUpSchedule
+  public var followUps: FollowUpSchedule {
+    get { lifecycleStorage.unlessPlain?.followUps ?? FollowUpSchedule.none }
+    set { lifecycleStorage.value.followUps = newValue }
+  }
 
   /// Its plan's milestones, taken at its start, less those a pause or an end cut
   /// (`cutting(_:)`): due at the start plus each span (`milestoneEvents`).
-  public var milestones: MilestoneSchedule
+  public var milestones: MilestoneSchedule {
+    get { lifecycleStorage.unlessPlain?.milestones ?? MilestoneSchedule.none }
+    set { lifecycleStorage.value.milestones = newValue }
+  }
 
   /// The longest grace a trial may have: 365 days.
   public static let maximumGrace = Duration.days(365)
@@ -153,11 +162,9 @@ public struct Trial: Hashable, Sendable {
     grace: Duration = .zero,
     followUps: FollowUpSchedule = .none, milestones: MilestoneSchedule = .none
   ) {
-    self.followUps = followUps
-    self.milestones = milestones
-    self.extensions = extensions
-    self.cancelMark = cancelMark
-    self.grace = grace
+    self.lifecycleStorage = TrialLifecycle.Storage(
+      extensions: extensions, cancelMark: cancelMark, grace: grace, followUps: followUps,
+      milestones: milestones)
     self.id = id
     self.attributes = attributes
     self.period = period
@@ -190,7 +197,7 @@ public struct Trial: Hashable, Sendable {
 
   /// How many events the current revision plans: its reminders, `grace-started` when it enters
   /// grace, the expiry, its follow-ups.
-  public var eventCount: Int { expiryIndex + 1 + followUps.spans.count }
+  public var eventCount: Int { expiryIndex + 1 + lifecycleStorage.followUpCount }
 
   /// The index of the expiry among `events`: after the reminders and the start of grace.
   public var expiryIndex: Int { reminders.offsets.count + (entersGrace ? 1 : 0) }
@@ -210,7 +217,7 @@ public struct Trial: Hashable, Sendable {
   /// What happens at the trial's end: whether it enters grace (`grace-started`, the expiry
   /// `grace` later) or its expiry fires (`stateAtEnd`). The one place that decides it: a trial
   /// cancelled at its end gets no grace, it is cancelled at its end.
-  public var entersGrace: Bool { grace > .zero && cancelMark == nil }
+  public var entersGrace: Bool { lifecycleStorage.entersGrace }
 
   /// The span from the end to the expiry: the grace when it enters grace, else zero.
   public var expiryGrace: Duration { entersGrace ? grace : .zero }
@@ -227,7 +234,7 @@ public struct Trial: Hashable, Sendable {
   /// Active: before its end, not paused.
   public var isActive: Bool { state == .active }
   /// Its events fire: active, or in grace (where only the expiry is left).
-  public var isRunning: Bool { state == .active || state == .grace }
+  public var isRunning: Bool { state.isRunning }
   /// Not ended: active, paused or in grace. The subject's one trial at a time.
   public var isOpen: Bool { !state.isEnded }
 

@@ -78,6 +78,8 @@ public struct TrialAttributes: Hashable, Sendable {
         return
       }
       let old = rest
+      // Setting what is there (an absent variant, most often) builds nothing.
+      guard old?[row.index] != newValue else { return }
       rest = Rest.make(labels: labels, unknown: unknown) { $0 == row.index ? newValue : old?[$0] }
     }
   }

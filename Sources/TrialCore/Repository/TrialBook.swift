@@ -387,8 +387,13 @@ public enum TrialBook {
   }
 
   static func skippedReminders(of trial: Trial, now: Date, reason: SkipReason) -> [DueEvent] {
-    trial.events.filter { $0.kind.reminderOffset != nil && $0.due <= now }.map {
-      DueEvent(event: $0, takenAt: now, disposition: .skip(reason), isLate: false)
+    // The reminders come first among the events, in due order: those due by now lead.
+    var skipped: [DueEvent] = []
+    for index in trial.reminders.offsets.indices {
+      let event = trial.event(at: index)
+      guard event.due <= now else { break }
+      skipped.append(DueEvent(event: event, takenAt: now, disposition: .skip(reason), isLate: false))
     }
+    return skipped
   }
 }

@@ -62,7 +62,7 @@ public struct TrialCommand: Hashable, Sendable {
       throw .invalid(.labels, error.description)
     }
     var attributes = TrialAttributes(subject: subject, plan: plan, labels: checked)
-    attributes.variant = variant
+    if let variant { attributes.variant = variant }
     return Self(.start(TrialStart(attributes: attributes, end: end, reminders: schedule)))
   }
 

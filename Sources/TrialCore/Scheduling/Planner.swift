@@ -83,6 +83,8 @@ public struct Planner: Sendable {
   /// expiry's (0, or minus the grace), then its follow-ups' (minus the grace and the span).
   var scheduleSeconds: [[Double]] = []
   var scheduleIndex: [Schedule: UInt32] = [:]
+  /// The schedule interned last, and its number (`intern`).
+  var lastInterned: (schedule: Schedule, index: UInt32)?
 
   /// What a slot's events follow from: its reminders, its grace and its follow-ups.
   struct Schedule: Hashable, Sendable {
@@ -274,16 +276,6 @@ public struct Planner: Sendable {
     tidy()
   }
 
-  private mutating func intern(_ schedule: Schedule) -> UInt32 {
-    if let index = scheduleIndex[schedule] { return index }
-    let index = UInt32(schedules.count)
-    schedules.append(schedule)
-    scheduleSeconds.append(
-      Self.eventSeconds(schedule.reminders, grace: schedule.grace, followUps: schedule.followUps))
-    scheduleIndex[schedule] = index
-    return index
-  }
-
   /// Events of the trial from `next` on, the expiry included.
   func remaining(in slot: Slot) -> Int {
     scheduleSeconds[Int(slot.schedule)].count - Int(slot.next)
@@ -295,13 +287,14 @@ public struct Planner: Sendable {
 
   /// The kind of the event at `index` of a slot's schedule.
   func kind(of slot: Slot, index: UInt8) -> EventKind {
-    let schedule = schedules[Int(slot.schedule)]
-    let offsets = schedule.reminders.offsets
-    let expiry = schedule.expiryIndex
-    if Int(index) < offsets.count { return .reminder(before: offsets[Int(index)]) }
-    if Int(index) < expiry { return .graceStarted }
-    return Int(index) == expiry
-      ? .expiry : .followUp(after: schedule.followUps.spans[Int(index) - expiry - 1])
+    // In place: a copy of the schedule would retain each of its arrays, per event.
+    let (index, number) = (Int(index), Int(slot.schedule))
+    if index < schedules[number].reminders.offsets.count {
+      return .reminder(before: schedules[number].reminders.offsets[index])
+    }
+    let expiry = schedules[number].expiryIndex
+    if index < expiry { return .graceStarted }
+    return index == expiry ? .expiry : .followUp(after: schedules[number].followUps.spans[index - expiry - 1])
   }
 
   func event(of slot: Slot, index: UInt8) -> TrialEvent {

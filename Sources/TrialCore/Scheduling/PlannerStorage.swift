@@ -134,6 +134,24 @@ extension Planner {
 }
 
 extension Planner {
+  /// The number of `schedule` among the interned ones, interning it when new. Most trials share
+  /// their plan's schedule: the one interned last answers without hashing it.
+  mutating func intern(_ schedule: Schedule) -> UInt32 {
+    if let last = lastInterned, last.schedule == schedule { return last.index }
+    let index: UInt32
+    if let known = scheduleIndex[schedule] {
+      index = known
+    } else {
+      index = UInt32(schedules.count)
+      schedules.append(schedule)
+      scheduleSeconds.append(
+        Self.eventSeconds(schedule.reminders, grace: schedule.grace, followUps: schedule.followUps))
+      scheduleIndex[schedule] = index
+    }
+    lastInterned = (schedule, index)
+    return index
+  }
+
   /// The events of a revision with `reminders` whose expiry falls due `grace` after the end, as
   /// seconds before the end, in due order; `followUps` after the expiry.
   static func eventSeconds(

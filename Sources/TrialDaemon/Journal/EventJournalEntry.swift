@@ -79,14 +79,17 @@ public enum EventJournalEntry {
   {
     let event = entry.event
     // The trial as it is now speaks for the event only while the revision is the event's.
-    let current = trial.flatMap { $0.id == event.trialID && $0.revision == event.revision ? $0 : nil }
-    let end = current?.period.endDate ?? event.trialEnd
+    // Read field by field: a copy of the trial costs more than the fields an entry takes.
+    let isCurrent = trial?.id == event.trialID && trial?.revision == event.revision
+    let end = (isCurrent ? trial?.period.endDate : nil) ?? event.trialEnd
+    let resumes = isCurrent ? trial?.pause?.until : nil
+    let graceEnd = isCurrent && trial?.entersGrace == true ? trial?.expiresAt : nil
     var fields = [
       JournalField(
         name: "MESSAGE",
         value: message(
-          for: entry, subject: attributes.subject, resumes: current?.pause?.until, end: end,
-          outcome: attributes.outcome, graceEnd: current.flatMap { $0.entersGrace ? $0.expiresAt : nil })),
+          for: entry, subject: attributes.subject, resumes: resumes, end: end,
+          outcome: attributes.outcome, graceEnd: graceEnd)),
       JournalField(name: "MESSAGE_ID", value: messageID(for: entry, outcome: attributes.outcome).rawValue),
       JournalField(name: "PRIORITY", value: String(priority(for: entry).rawValue)),
       JournalField(name: "TRIAL_ID", value: event.trialID.description),
@@ -108,10 +111,10 @@ public enum EventJournalEntry {
     if let left = event.kind.timeLeft {
       fields.append(JournalField(name: "TIME_LEFT_SEC", value: JournalTime.seconds(left)))
     }
-    if let current, current.entersGrace {
-      fields.append(JournalField(name: "TRIAL_GRACE_END", value: RFC3339.format(current.expiresAt)))
+    if let graceEnd {
+      fields.append(JournalField(name: "TRIAL_GRACE_END", value: RFC3339.format(graceEnd)))
     }
-    if case .paused = event.kind, let until = current?.pause?.until {
+    if case .paused = event.kind, let until = resumes {
       fields.append(
         JournalField(name: "RESUME_REALTIME_USEC", value: String(JournalTime.realtimeMicroseconds(until))))
     }
