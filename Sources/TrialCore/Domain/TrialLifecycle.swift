@@ -70,11 +70,7 @@ public struct TrialLifecycle: Hashable, Sendable {
     /// Nil exactly when the lifecycle is plain.
     private var box: Box?
 
-    init(_ value: TrialLifecycle) {
-      box = value.isPlain ? nil : Box(value)
-    }
-
-    /// The same from its parts, building nothing for a plain trial (each trial read is one).
+    /// From its parts, building nothing for a plain trial (each trial read is one).
     init(
       extensions: Int, cancelMark: TrialCancelMark?, grace: Duration, followUps: FollowUpSchedule,
       milestones: MilestoneSchedule
